@@ -1,0 +1,18 @@
+//! The rules of Wizard (RULES.md): cards, the game state machine, per-seat observations
+//! and the cheap heuristic player.
+
+pub mod bot;
+mod bot_table;
+pub mod card;
+pub mod observation;
+pub mod rules;
+pub mod trick;
+pub mod types;
+
+pub use card::{Card, CardParseError, Suit, SuitParseError};
+pub use observation::Observation;
+pub use rules::{Game, ranking, round_score, rounds_for};
+pub use types::{
+    Action, ActionError, BidRestriction, CompletedTrick, Event, Options, OptionsError, Phase,
+    Placing, PlayedCard, Seat, SetupError,
+};

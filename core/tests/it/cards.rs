@@ -1,0 +1,1 @@
+//! Wire encoding of cards, suits and actions.
