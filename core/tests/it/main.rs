@@ -3,3 +3,5 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 
 mod cards;
+mod game_props;
+mod rules;
