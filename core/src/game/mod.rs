@@ -6,6 +6,7 @@ mod bot_table;
 pub mod card;
 pub mod observation;
 pub mod rules;
+pub mod selfplay;
 pub mod trick;
 pub mod types;
 

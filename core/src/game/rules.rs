@@ -217,6 +217,12 @@ impl Game {
         (0..self.players).filter(|&s| self.awaits(s))
     }
 
+    /// The lowest seat that may act now, if any (a convenience for drivers that move
+    /// one seat at a time).
+    pub fn next_to_act(&self) -> Option<Seat> {
+        (0..self.players).find(|&s| self.awaits(s))
+    }
+
     /// The single seat whose action is awaited in the sequential phases; `None` when
     /// finished or while hidden bids are collected from everyone at once.
     pub fn to_act(&self) -> Option<Seat> {

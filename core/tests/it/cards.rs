@@ -80,11 +80,17 @@ fn junk_card_codes_get_typed_errors() {
 
 #[test]
 fn suits_are_full_words() {
-    for (suit, name) in Suit::ALL.into_iter().zip(["clubs", "diamonds", "hearts", "spades"]) {
+    for (suit, name) in Suit::ALL
+        .into_iter()
+        .zip(["clubs", "diamonds", "hearts", "spades"])
+    {
         assert_eq!(suit.to_string(), name);
         assert_eq!(name.parse::<Suit>(), Ok(suit));
         assert_eq!(serde_json::to_string(&suit).unwrap(), format!("\"{name}\""));
-        assert_eq!(serde_json::from_str::<Suit>(&format!("\"{name}\"")).unwrap(), suit);
+        assert_eq!(
+            serde_json::from_str::<Suit>(&format!("\"{name}\"")).unwrap(),
+            suit
+        );
     }
     for junk in ["", "Hearts", "h", "none", "heart"] {
         assert!(junk.parse::<Suit>().is_err(), "{junk:?}");
@@ -112,7 +118,10 @@ fn actions_use_the_protocol_encoding() {
     }
     // Unknown fields are ignored.
     let extra = r#"{"kind":"bid","bid":1,"note":"x"}"#;
-    assert_eq!(serde_json::from_str::<Action>(extra).unwrap(), Action::Bid { bid: 1 });
+    assert_eq!(
+        serde_json::from_str::<Action>(extra).unwrap(),
+        Action::Bid { bid: 1 }
+    );
     for junk in [
         r#"{"kind":"bid"}"#,
         r#"{"kind":"bid","bid":-1}"#,

@@ -14,8 +14,11 @@ fn options_strategy() -> impl Strategy<Value = Options> {
     (any::<bool>(), 0..3u8, prop_oneof![Just(0u16), 10..=300u16]).prop_map(
         |(hidden_bids, r, turn_seconds)| Options {
             hidden_bids,
-            bid_restriction: [BidRestriction::None, BidRestriction::House, BidRestriction::Canadian]
-                [usize::from(r)],
+            bid_restriction: [
+                BidRestriction::None,
+                BidRestriction::House,
+                BidRestriction::Canadian,
+            ][usize::from(r)],
             turn_seconds,
         },
     )
@@ -25,7 +28,11 @@ fn options_strategy() -> impl Strategy<Value = Options> {
 fn action_universe() -> Vec<Action> {
     let mut all: Vec<Action> = (0..=21).map(|bid| Action::Bid { bid }).collect();
     all.extend(Card::deck().into_iter().map(|card| Action::Play { card }));
-    all.extend(Suit::ALL.into_iter().map(|suit| Action::ChooseTrump { suit }));
+    all.extend(
+        Suit::ALL
+            .into_iter()
+            .map(|suit| Action::ChooseTrump { suit }),
+    );
     all
 }
 
@@ -43,7 +50,10 @@ fn check_card_conservation(game: &Game) -> Result<(), TestCaseError> {
     prop_assert_eq!(places.len(), 60, "cards in some place");
     prop_assert_eq!(distinct.len(), 60, "no card in two places");
     let trick: Vec<Card> = game.trick().iter().map(|p| p.card).collect();
-    prop_assert!(game.played().ends_with(&trick), "the trick is the tail of played");
+    prop_assert!(
+        game.played().ends_with(&trick),
+        "the trick is the tail of played"
+    );
     Ok(())
 }
 
@@ -84,7 +94,13 @@ fn check_legality(game: &Game, universe: &[Action]) -> Result<(), TestCaseError>
         prop_assert_eq!(legal.is_empty(), !game.awaits(seat));
         for &action in universe {
             let accepted = game.check(seat, action).is_ok();
-            prop_assert_eq!(accepted, legal.contains(&action), "seat {} {:?}", seat, action);
+            prop_assert_eq!(
+                accepted,
+                legal.contains(&action),
+                "seat {} {:?}",
+                seat,
+                action
+            );
         }
         for &action in &legal {
             let mut copy = game.clone();
@@ -107,7 +123,12 @@ fn check_events(game: &Game, events: &[Event], tally: &mut Tally) -> Result<(), 
     let n = game.players();
     for event in events {
         match event {
-            Event::RoundStarted { round, dealer, trump_card, trump_suit } => {
+            Event::RoundStarted {
+                round,
+                dealer,
+                trump_card,
+                trump_suit,
+            } => {
                 tally.rounds_started += 1;
                 prop_assert_eq!(*round, tally.rounds_started);
                 if let Some(previous) = tally.dealer {
@@ -132,15 +153,28 @@ fn check_events(game: &Game, events: &[Event], tally: &mut Tally) -> Result<(), 
                     prop_assert_eq!(*player, first, "trick 1 is led by dealer + 1");
                 }
             }
-            Event::RoundFinished { bids, tricks, deltas, scores } => {
+            Event::RoundFinished {
+                bids,
+                tricks,
+                deltas,
+                scores,
+            } => {
                 let total: u32 = tricks.iter().map(|&t| u32::from(t)).sum();
-                prop_assert_eq!(total, u32::from(tally.rounds_started), "r tricks in round r");
+                prop_assert_eq!(
+                    total,
+                    u32::from(tally.rounds_started),
+                    "r tricks in round r"
+                );
                 if tally.scores.is_empty() {
                     tally.scores = vec![0; usize::from(n)];
                 }
                 for i in 0..usize::from(n) {
                     let (b, t) = (i32::from(bids[i]), i32::from(tricks[i]));
-                    let formula = if b == t { 20 + 10 * t } else { -10 * (t - b).abs() };
+                    let formula = if b == t {
+                        20 + 10 * t
+                    } else {
+                        -10 * (t - b).abs()
+                    };
                     prop_assert_eq!(deltas[i], formula);
                     tally.scores[i] += deltas[i];
                 }

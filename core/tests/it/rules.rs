@@ -92,7 +92,13 @@ fn legal_plays() {
 
 #[test]
 fn scores() {
-    for (bid, took, expected) in [(0, 0, 20), (3, 3, 50), (2, 5, -30), (4, 1, -30), (1, 0, -10)] {
+    for (bid, took, expected) in [
+        (0, 0, 20),
+        (3, 3, 50),
+        (2, 5, -30),
+        (4, 1, -30),
+        (1, 0, -10),
+    ] {
         assert_eq!(round_score(bid, took), expected, "bid {bid} took {took}");
     }
 }
@@ -100,7 +106,10 @@ fn scores() {
 #[test]
 fn ranking_shares_places_on_ties() {
     let placings = ranking(&[30, 50, 30, -10]);
-    let rows: Vec<(u8, i32, u8)> = placings.iter().map(|p| (p.player, p.score, p.place)).collect();
+    let rows: Vec<(u8, i32, u8)> = placings
+        .iter()
+        .map(|p| (p.player, p.score, p.place))
+        .collect();
     assert_eq!(rows, vec![(1, 50, 1), (0, 30, 2), (2, 30, 2), (3, -10, 4)]);
 }
 
@@ -125,7 +134,8 @@ fn bid(game: &mut Game, bids: &[u8]) {
     let mut events = Vec::new();
     for &b in bids {
         let seat = game.to_act().unwrap();
-        game.apply(seat, Action::Bid { bid: b }, &mut events).unwrap();
+        game.apply(seat, Action::Bid { bid: b }, &mut events)
+            .unwrap();
     }
 }
 
@@ -170,14 +180,25 @@ fn canadian_restriction_applies_only_when_the_dealer_leads_and_never_to_zero() {
         let dealer_score = scores[usize::from(dealer)];
         let leads = (0..4u8).all(|s| s == dealer || scores[usize::from(s)] < dealer_score);
         let expected = leads.then_some(1);
-        assert_eq!(game.forbidden_bid(dealer), expected, "seed {seed} scores {scores:?}");
-        if leads { leading += 1 } else { not_leading += 1 }
+        assert_eq!(
+            game.forbidden_bid(dealer),
+            expected,
+            "seed {seed} scores {scores:?}"
+        );
+        if leads {
+            leading += 1
+        } else {
+            not_leading += 1
+        }
         // A forbidden value of 0 is always allowed.
         let mut game = game_at_bidding_of_round(4, canadian, seed, 3);
         bid(&mut game, &[1, 1, 1]);
         assert_eq!(game.forbidden_bid(game.dealer()), None);
     }
-    assert!(leading > 0 && not_leading > 0, "both cases seen: {leading} / {not_leading}");
+    assert!(
+        leading > 0 && not_leading > 0,
+        "both cases seen: {leading} / {not_leading}"
+    );
 }
 
 #[test]
@@ -193,19 +214,38 @@ fn hidden_bids_are_collected_at_once_and_revealed_together() {
     let mut events = Vec::new();
     // Bid in reverse seat order; the restriction does not apply (total 2 == r is fine).
     for (seat, b) in [(3, 0), (2, 1), (1, 0), (0, 1)] {
-        game.apply(seat, Action::Bid { bid: b }, &mut events).unwrap();
+        game.apply(seat, Action::Bid { bid: b }, &mut events)
+            .unwrap();
         if seat != 0 {
             let obs = game.observation(0);
-            assert!(obs.bids.iter().all(Option::is_none), "hidden from seat 0: {:?}", obs.bids);
+            assert!(
+                obs.bids.iter().all(Option::is_none),
+                "hidden from seat 0: {:?}",
+                obs.bids
+            );
             assert_eq!(obs.to_act, Some(0));
-            assert!(game.apply(seat, Action::Bid { bid: 0 }, &mut Vec::new()).is_err());
+            assert!(
+                game.apply(seat, Action::Bid { bid: 0 }, &mut Vec::new())
+                    .is_err()
+            );
         }
     }
-    let made: Vec<&Event> = events.iter().filter(|e| matches!(e, Event::BidMade { .. })).collect();
-    assert!(made.iter().all(|e| matches!(e, Event::BidMade { bid: None, .. })));
-    assert!(events.contains(&Event::BidsRevealed { bids: vec![1, 0, 1, 0] }));
+    let made: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::BidMade { .. }))
+        .collect();
+    assert!(
+        made.iter()
+            .all(|e| matches!(e, Event::BidMade { bid: None, .. }))
+    );
+    assert!(events.contains(&Event::BidsRevealed {
+        bids: vec![1, 0, 1, 0]
+    }));
     assert_eq!(game.phase(), Phase::Playing);
-    assert_eq!(game.observation(2).bids, vec![Some(1), Some(0), Some(1), Some(0)]);
+    assert_eq!(
+        game.observation(2).bids,
+        vec![Some(1), Some(0), Some(1), Some(0)]
+    );
 }
 
 #[test]
@@ -221,21 +261,46 @@ fn a_turned_wizard_lets_the_dealer_choose_trump() {
         let dealer = game.dealer();
         assert!(matches!(game.trump_card(), Some(Card::Wizard(_))));
         assert_eq!(game.trump_suit(), None);
-        assert_eq!(game.legal_actions(dealer).len(), 4, "four suits, no 'no trump'");
+        assert_eq!(
+            game.legal_actions(dealer).len(),
+            4,
+            "four suits, no 'no trump'"
+        );
         let other = (dealer + 1) % 3;
         assert!(matches!(
-            game.apply(other, Action::ChooseTrump { suit: Suit::Clubs }, &mut events),
+            game.apply(
+                other,
+                Action::ChooseTrump { suit: Suit::Clubs },
+                &mut events
+            ),
             Err(ActionError::NotYourTurn { .. })
         ));
         assert!(matches!(
             game.apply(dealer, Action::Bid { bid: 0 }, &mut events),
-            Err(ActionError::WrongPhase { phase: Phase::ChoosingTrump })
+            Err(ActionError::WrongPhase {
+                phase: Phase::ChoosingTrump
+            })
         ));
         events.clear();
-        game.apply(dealer, Action::ChooseTrump { suit: Suit::Spades }, &mut events).unwrap();
-        assert_eq!(events, vec![Event::TrumpChosen { player: dealer, suit: Suit::Spades }]);
+        game.apply(
+            dealer,
+            Action::ChooseTrump { suit: Suit::Spades },
+            &mut events,
+        )
+        .unwrap();
+        assert_eq!(
+            events,
+            vec![Event::TrumpChosen {
+                player: dealer,
+                suit: Suit::Spades
+            }]
+        );
         assert_eq!(game.trump_suit(), Some(Suit::Spades));
-        assert_eq!(game.to_act(), Some(other), "bidding starts left of the dealer");
+        assert_eq!(
+            game.to_act(),
+            Some(other),
+            "bidding starts left of the dealer"
+        );
     }
     assert!(seen > 0, "some seed turns a Wizard in round 1");
 }
@@ -262,12 +327,28 @@ fn bad_setups_and_options_are_refused() {
         assert!(Game::new(players, Options::default(), 1, &mut events).is_err());
     }
     for turn_seconds in [1, 9, 301, 1000] {
-        let options = Options { turn_seconds, ..Options::default() };
-        assert!(Game::new(4, options, 1, &mut events).is_err(), "{turn_seconds}");
+        let options = Options {
+            turn_seconds,
+            ..Options::default()
+        };
+        assert!(
+            Game::new(4, options, 1, &mut events).is_err(),
+            "{turn_seconds}"
+        );
     }
     for turn_seconds in [0, 10, 300] {
-        let options = Options { turn_seconds, ..Options::default() };
-        assert!(Game::new(4, options, 1, &mut events).is_ok(), "{turn_seconds}");
+        let options = Options {
+            turn_seconds,
+            ..Options::default()
+        };
+        assert!(
+            Game::new(4, options, 1, &mut events).is_ok(),
+            "{turn_seconds}"
+        );
     }
-    assert!(events.iter().all(|e| matches!(e, Event::RoundStarted { round: 1, .. })));
+    assert!(
+        events
+            .iter()
+            .all(|e| matches!(e, Event::RoundStarted { round: 1, .. }))
+    );
 }
