@@ -105,6 +105,8 @@ fn record_game(table: &BidTable, players: u8, seed: u64, counts: &mut Counts) {
 
 /// Probabilities from counts, smoothed towards the previous table and made monotone in
 /// rank (pool-adjacent-violators over trump ranks and over plain ranks).
+// Four parallel tables indexed the same way read clearer with indices.
+#[allow(clippy::needless_range_loop)]
 fn smooth(previous: &BidTable, counts: &Counts) -> BidTable {
     let mut table = previous.clone();
     for p in 0..PLAYER_COUNTS {

@@ -46,7 +46,8 @@ fn card_codes_follow_the_protocol() {
 #[test]
 fn junk_card_codes_get_typed_errors() {
     use CardParseError::*;
-    let cases: &[(&str, fn(&CardParseError) -> bool)] = &[
+    type Expect = fn(&CardParseError) -> bool;
+    let cases: &[(&str, Expect)] = &[
         ("", |e| *e == Empty),
         ("x9", |e| matches!(e, UnknownKind { .. })),
         ("H14", |e| matches!(e, UnknownKind { .. })),

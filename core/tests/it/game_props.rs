@@ -191,6 +191,9 @@ fn check_events(game: &Game, events: &[Event], tally: &mut Tally) -> Result<(), 
     Ok(())
 }
 
+/// Every event of a game and every action taken, in order.
+type Played = (Vec<Event>, Vec<(u8, Action)>);
+
 /// Plays a whole game with random legal actions; returns every event and action.
 fn play(
     players: u8,
@@ -198,7 +201,7 @@ fn play(
     seed: u64,
     action_seed: u64,
     check_every: usize,
-) -> Result<(Vec<Event>, Vec<(u8, Action)>), TestCaseError> {
+) -> Result<Played, TestCaseError> {
     let universe = action_universe();
     let mut all_events = Vec::new();
     let mut game = Game::new(players, options, seed, &mut all_events).unwrap();
@@ -209,7 +212,7 @@ fn play(
     let mut step = 0usize;
     while game.phase() != Phase::Finished {
         check_card_conservation(&game)?;
-        if step % check_every == 0 {
+        if step.is_multiple_of(check_every) {
             check_legality(&game, &universe)?;
             check_views(&game)?;
             // An illegal action changes nothing.

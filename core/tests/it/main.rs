@@ -2,6 +2,9 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 
+mod bot;
 mod cards;
 mod game_props;
+mod golden;
 mod rules;
+mod wire;
