@@ -3,6 +3,11 @@
 //! Each sub-machine is a plain struct that takes `now` and returns a decision; only the
 //! server turns decisions into outputs.
 
+pub mod breaker;
+pub mod connections;
+pub mod level;
+pub mod limiter;
+
 use std::fmt;
 use std::str::FromStr;
 

@@ -6,5 +6,6 @@ mod bot;
 mod cards;
 mod game_props;
 mod golden;
+mod limits;
 mod rules;
 mod wire;

@@ -1,0 +1,125 @@
+//! Connection limiter: open connections in total and per client IP, with hard caps.
+//!
+//! Layer 2 of the load control (`MAX_CONNECTIONS`, `MAX_CONNECTIONS_PER_IP`). The
+//! limiter remembers which IP each open connection id holds, so closing is idempotent:
+//! a double close or an unknown id changes nothing, and a slot can neither leak nor go
+//! negative. It has no clock: connections are counted, not timed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::limiter::IpKey;
+
+/// Why a connection was refused; both become `error` `busy` and close 1013.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ConnRefusal {
+    /// `conns_max` connections are open.
+    Total,
+    /// `conns_per_ip_max` connections from this IP are open.
+    PerIp,
+}
+
+impl ConnRefusal {
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnRefusal::Total => "total",
+            ConnRefusal::PerIp => "per_ip",
+        }
+    }
+}
+
+impl fmt::Display for ConnRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Counts open connections in total and per [`IpKey`].
+#[derive(Clone, Debug)]
+pub struct ConnectionLimiter {
+    conns_max: usize,
+    conns_per_ip_max: usize,
+    /// Every open connection and the IP it counts against.
+    open: BTreeMap<u64, IpKey>,
+    /// Open connections per IP; an IP is removed when its count reaches zero, so the
+    /// table never holds more entries than there are open connections.
+    per_ip: BTreeMap<IpKey, usize>,
+}
+
+impl ConnectionLimiter {
+    pub fn new(conns_max: usize, conns_per_ip_max: usize) -> ConnectionLimiter {
+        ConnectionLimiter {
+            conns_max,
+            conns_per_ip_max,
+            open: BTreeMap::new(),
+            per_ip: BTreeMap::new(),
+        }
+    }
+
+    /// Counts connection `conn_id` from `ip` as open, unless a cap is reached. The total
+    /// cap is checked first.
+    ///
+    /// An id that is already open keeps its slot (and its original IP) and is not
+    /// counted twice; the call returns `Ok(())`.
+    pub fn try_open(&mut self, conn_id: u64, ip: IpKey) -> Result<(), ConnRefusal> {
+        if self.open.contains_key(&conn_id) {
+            return Ok(());
+        }
+        if self.open.len() >= self.conns_max {
+            return Err(ConnRefusal::Total);
+        }
+        let for_ip = self.per_ip.entry(ip).or_insert(0);
+        if *for_ip >= self.conns_per_ip_max {
+            if *for_ip == 0 {
+                self.per_ip.remove(&ip);
+            }
+            return Err(ConnRefusal::PerIp);
+        }
+        *for_ip += 1;
+        self.open.insert(conn_id, ip);
+        Ok(())
+    }
+
+    /// Releases `conn_id`'s slot. Unknown or already closed ids are a no-op.
+    /// Returns whether a slot was released.
+    pub fn close(&mut self, conn_id: u64) -> bool {
+        let Some(ip) = self.open.remove(&conn_id) else {
+            return false;
+        };
+        if let Some(for_ip) = self.per_ip.get_mut(&ip) {
+            *for_ip = for_ip.saturating_sub(1);
+            if *for_ip == 0 {
+                self.per_ip.remove(&ip);
+            }
+        }
+        true
+    }
+
+    /// Open connections in total.
+    pub fn open(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Open connections from `ip`.
+    pub fn open_for(&self, ip: IpKey) -> usize {
+        self.per_ip.get(&ip).copied().unwrap_or(0)
+    }
+
+    /// Distinct IPs with at least one open connection.
+    pub fn ips(&self) -> usize {
+        self.per_ip.len()
+    }
+
+    /// Whether `conn_id` holds a slot.
+    pub fn is_open(&self, conn_id: u64) -> bool {
+        self.open.contains_key(&conn_id)
+    }
+
+    pub fn conns_max(&self) -> usize {
+        self.conns_max
+    }
+
+    pub fn conns_per_ip_max(&self) -> usize {
+        self.conns_per_ip_max
+    }
+}
