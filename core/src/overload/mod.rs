@@ -4,6 +4,7 @@
 //! server turns decisions into outputs.
 
 pub mod breaker;
+pub mod cgroup;
 pub mod connections;
 pub mod level;
 pub mod limiter;

@@ -4,6 +4,8 @@
 
 mod bot;
 mod cards;
+mod cgroup;
+mod config;
 mod game_props;
 mod golden;
 mod limits;
