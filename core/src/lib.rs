@@ -4,18 +4,74 @@
 //! seeds come in as values, and every decision is a function of its inputs. The shells
 //! (`wizard-server`, `wizard-sim`) carry the world in and out.
 //!
-//! - [`game`]: the complete rules engine, per-seat observations and the heuristic
-//!   fallback player.
-//! - [`overload`]: the sub-machines of overload control (rate limiters, connection
-//!   limiter, load levels, circuit breaker) and the pure cgroup parsers.
-//! - [`config`]: every setting of PROTOCOL.md section 5, parsed from (name, value) pairs.
-//! - [`wire`]: the messages of PROTOCOL.md as serde types.
-//! - [`time`]: the injected clock type.
+//! # The drive contract
+//!
+//! ```text
+//! Server::new(config: Config, seed: Seed, now: Time) -> Server
+//! server.handle(now: Time, input: Input, out: &mut Vec<Output>)   // appends all consequences
+//! server.poll_timeout() -> Option<(Time, WakeReason)>             // next deadline and why
+//! ```
+//!
+//! - [`Time`] is microseconds since the server's start. `now` never goes backwards (the
+//!   core clamps it, and debug builds assert). A [`io::Input::Timeout`] may come early,
+//!   late or twice: every deadline is re-checked when it fires.
+//! - [`io::Input`] is what the world reports: a websocket opened (after the shell applied
+//!   [`upgrade`]'s policy), a decoded player message or an undecodable frame, a
+//!   forbidden frame, an AI service message, a connection closed, a load sample, a
+//!   timeout, shutdown.
+//! - [`io::Output`] is what the core asks for: send a text frame, close a connection with
+//!   a code, or a [`io::Note`] for logs and metrics.
+//! - `handle` cannot fail: client misbehaviour becomes an `error` message or a close.
+//!
+//! A shell's loop, in outline:
+//!
+//! ```
+//! use wizard_core::{Server, Time, config::Config, io::{Input, Output}, rng::Seed};
+//!
+//! let mut server = Server::new(Config::default(), Seed::from_u64(7), Time::ZERO);
+//! let mut out = Vec::new();
+//! let mut now = Time::ZERO;
+//! // Each turn of the loop: wait for an input or the next deadline, then handle it.
+//! for _ in 0..3 {
+//!     let input = match server.poll_timeout() {
+//!         Some((deadline, _why)) => { now = now.max(deadline); Input::Timeout }
+//!         None => break,
+//!     };
+//!     server.handle(now, input, &mut out);
+//!     for output in out.drain(..) {
+//!         match output {
+//!             Output::Send { .. } => { /* queue the frame on its connection */ }
+//!             Output::Close { .. } => { /* close after queued frames */ }
+//!             Output::Note(_) => { /* log, count */ }
+//!         }
+//!     }
+//! }
+//! ```
+//!
+//! # Modules
+//!
+//! - [`server`]: the top-level machine; [`session`], [`lobby`], [`turns`],
+//!   [`ai_bridge`] are its sub-machines, and [`overload`] holds the rate limiters,
+//!   connection limiter, load levels, circuit breaker and cgroup parsers.
+//! - [`game`]: the rules engine, observations and the heuristic fallback player.
+//! - [`wire`]: the messages of PROTOCOL.md; [`config`]: every setting; [`upgrade`]: the
+//!   HTTP routing and upgrade policy; [`time`], [`rng`], [`timers`], [`stats`].
 
+pub mod ai_bridge;
 pub mod config;
 pub mod game;
+pub mod io;
+pub mod lobby;
 pub mod overload;
+pub mod rng;
+pub mod server;
+pub mod session;
+pub mod stats;
 pub mod time;
+pub mod timers;
+pub mod turns;
+pub mod upgrade;
 pub mod wire;
 
+pub use server::Server;
 pub use time::Time;

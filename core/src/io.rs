@@ -1,0 +1,238 @@
+//! What the world tells the core ([`Input`]) and what the core asks of the world
+//! ([`Output`]). The shells translate sockets, timers and signals into inputs and carry
+//! out outputs; they decide nothing themselves.
+
+use std::net::IpAddr;
+
+use crate::overload::LoadLevel;
+use crate::overload::level::LoadSample;
+use crate::wire::{AiReply, ClientMessage, CloseCode, DecodeError, ErrorCode};
+
+/// A connection, numbered by the shell; never reused within one server's life.
+pub type ConnId = u64;
+
+/// Which websocket route a connection came through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConnKind {
+    /// `/ws`: a player's client.
+    Player,
+    /// `/internal/ai`: the AI service (already authenticated by the upgrade check).
+    Ai,
+}
+
+/// A frame the shell could not turn into a text message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadFrame {
+    /// A binary frame (the protocol is JSON text only).
+    Binary,
+    /// A message larger than `MAX_MESSAGE_BYTES`.
+    TooLarge,
+}
+
+/// What happened in the world.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// A websocket was upgraded. `ip` is the client address after the trusted-proxy
+    /// rule (see [`crate::upgrade`]).
+    Opened {
+        conn: ConnId,
+        kind: ConnKind,
+        ip: IpAddr,
+    },
+    /// A player's text frame, decoded by the shell with [`crate::wire::decode_client`].
+    Message { conn: ConnId, message: ClientMessage },
+    /// A player's text frame that did not decode.
+    Undecodable { conn: ConnId, error: DecodeError },
+    /// A frame the protocol does not allow.
+    BadFrame { conn: ConnId, frame: BadFrame },
+    /// A text frame from the AI service, decoded with [`crate::wire::decode_ai_reply`];
+    /// `request_id` is what [`crate::wire::peek_request_id`] found when decoding failed.
+    AiMessage {
+        conn: ConnId,
+        reply: Result<AiReply, DecodeError>,
+        request_id: Option<u64>,
+    },
+    /// The connection is gone (closed by either side, or the transport failed).
+    Closed { conn: ConnId },
+    /// The load probe's figures for the last interval.
+    LoadSample(LoadSample),
+    /// A deadline from [`crate::Server::poll_timeout`] may have passed. Early, late or
+    /// repeated timeouts are harmless.
+    Timeout,
+    /// Stop accepting new games, let running games go on for `SHUTDOWN_GRACE`, then
+    /// close everyone with 1001.
+    Shutdown,
+}
+
+/// What the world should do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// Send a text frame. `state` marks a full `state` snapshot, which a slow reader's
+    /// queue may replace by a newer one (only the newest matters).
+    Send {
+        conn: ConnId,
+        text: String,
+        state: bool,
+    },
+    /// Close the connection with this code after the frames already queued.
+    Close { conn: ConnId, code: CloseCode },
+    /// Something worth a log line or a metric; nothing to carry out.
+    Note(Note),
+}
+
+/// Why the fallback player moved instead of the AI service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FallbackReason {
+    /// No AI service is connected.
+    NoService,
+    /// The circuit breaker is open.
+    BreakerOpen,
+    /// Every AI connection has `AI_MAX_INFLIGHT` requests waiting.
+    InflightCap,
+    /// No answer within `AI_DECISION_TIMEOUT`.
+    Timeout,
+    /// The AI connection was lost with the request pending.
+    Disconnected,
+    /// The answer was not a valid message.
+    Malformed,
+    /// The answer was an action the rules refuse.
+    Illegal,
+    /// The service answered `error` `internal`.
+    Internal,
+    /// The service shed the request (`overloaded`).
+    Overloaded,
+    /// The service shed the request (`expired`).
+    Expired,
+    /// A human's `turn_seconds` ran out.
+    TurnTimeout,
+}
+
+impl FallbackReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            FallbackReason::NoService => "no_service",
+            FallbackReason::BreakerOpen => "breaker_open",
+            FallbackReason::InflightCap => "inflight_cap",
+            FallbackReason::Timeout => "timeout",
+            FallbackReason::Disconnected => "disconnected",
+            FallbackReason::Malformed => "malformed",
+            FallbackReason::Illegal => "illegal",
+            FallbackReason::Internal => "internal",
+            FallbackReason::Overloaded => "overloaded",
+            FallbackReason::Expired => "expired",
+            FallbackReason::TurnTimeout => "turn_timeout",
+        }
+    }
+
+    /// Whether this counts as a real failure of the AI service for the breaker.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            FallbackReason::Timeout
+                | FallbackReason::Disconnected
+                | FallbackReason::Malformed
+                | FallbackReason::Illegal
+                | FallbackReason::Internal
+        )
+    }
+}
+
+/// Why a connection was refused or cut off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RefuseReason {
+    /// `MAX_CONNECTIONS` open.
+    Total,
+    /// `MAX_CONNECTIONS_PER_IP` open from this address.
+    PerIp,
+    /// `MAX_SESSIONS` sessions exist.
+    Sessions,
+    /// Too many AI service connections.
+    AiConnections,
+}
+
+impl RefuseReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            RefuseReason::Total => "total",
+            RefuseReason::PerIp => "per_ip",
+            RefuseReason::Sessions => "sessions",
+            RefuseReason::AiConnections => "ai_connections",
+        }
+    }
+}
+
+/// Facts for logs and metrics. The shell decides how to render them; the simulator's
+/// checkers read them too.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Note {
+    LevelChanged {
+        from: LoadLevel,
+        to: LoadLevel,
+        sample: LoadSample,
+    },
+    ConnectionRefused {
+        conn: ConnId,
+        ip: IpAddr,
+        reason: RefuseReason,
+    },
+    FloodClosed {
+        conn: ConnId,
+        ip: IpAddr,
+    },
+    /// A message got an `error` reply.
+    Refused { conn: ConnId, code: ErrorCode },
+    /// A move was applied to a game (by a human, the AI or the fallback).
+    MoveApplied { lobby: u64, seat: u8, by: MoveSource },
+    /// An AI seat's or timed-out human's move was made by the fallback player.
+    Fallback {
+        lobby: u64,
+        seat: u8,
+        reason: FallbackReason,
+    },
+    /// The AI circuit breaker opened after this many consecutive failures.
+    BreakerOpened { failures: u32, cooldown_us: u64 },
+    BreakerClosed,
+    AiConnected { conn: ConnId },
+    AiDisconnected { conn: ConnId, pending: u32 },
+    GameStarted { lobby: u64, players: u8 },
+    GameFinished { lobby: u64 },
+    LobbyDeleted { lobby: u64 },
+    SessionExpired,
+    ShutdownStarted,
+}
+
+/// Who made a move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MoveSource {
+    Human,
+    /// The AI service's answer; `agent` is not kept (it is free text from the service).
+    Ai,
+    Fallback,
+}
+
+/// Why the core wants to be woken (the reason of [`crate::Server::poll_timeout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WakeReason {
+    /// An AI move may be applied, or a human's turn timer runs out.
+    Turn,
+    /// An AI request's deadline.
+    AiDeadline,
+    /// The breaker's cooldown ends.
+    Breaker,
+    /// A disconnected session expires.
+    SessionExpiry,
+    /// Periodic cleanup of per-IP tables.
+    Sweep,
+    /// The shutdown grace period ends.
+    Shutdown,
+}
+
+/// A closing helper: the `error` code sent just before a close, if any.
+pub fn error_before_close(code: CloseCode) -> Option<ErrorCode> {
+    match code {
+        CloseCode::ConnectionLimit => Some(ErrorCode::Busy),
+        CloseCode::MessageFlood => Some(ErrorCode::RateLimited),
+        CloseCode::SessionReplaced => Some(ErrorCode::SessionReplaced),
+        CloseCode::ShuttingDown | CloseCode::BinaryFrame | CloseCode::MessageTooLarge => None,
+    }
+}

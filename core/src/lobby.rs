@@ -1,0 +1,457 @@
+//! The lobby manager: lobbies, their seats, host rules, options, and the game each one
+//! runs. Every lobby transition lives here; the server turns results into messages.
+//!
+//! Seats are never removed or reordered while a game runs, so a seat index is the
+//! player index in the game. A lobby is deleted as soon as no human seat remains.
+
+use std::collections::BTreeMap;
+
+use rand::RngCore;
+use rand_chacha::ChaCha12Rng;
+
+use crate::game::types::{PLAYERS_MAX, PLAYERS_MIN};
+use crate::game::{Action, ActionError, Event, Game, Options, Phase, Seat};
+use crate::rng;
+use crate::session::{LobbyId, SessionId};
+use crate::turns::TurnBook;
+use crate::wire::{ErrorCode, LobbyStatus};
+
+/// Characters of lobby codes (no 0/O/1/I).
+pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+/// Length of a lobby code.
+pub const CODE_CHARS: usize = 6;
+/// Longest player name, in characters, after trimming.
+pub const NAME_CHARS_MAX: usize = 20;
+/// Names of AI seats, in the order they are used.
+pub const AI_NAMES: [&str; 12] = [
+    "Merlin", "Morgana", "Gandalf", "Circe", "Prospero", "Radagast", "Medea", "Elminster",
+    "Rincewind", "Ged", "Saruman", "Baba Yaga",
+];
+
+/// Who sits in a seat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Occupant {
+    Human(SessionId),
+    Ai,
+}
+
+/// One place at the table.
+#[derive(Clone, Debug)]
+pub struct SeatInfo {
+    /// The session's player id, or `ai-xxxxxxxx`.
+    pub player_id: String,
+    pub name: String,
+    pub occupant: Occupant,
+}
+
+impl SeatInfo {
+    pub fn is_ai(&self) -> bool {
+        self.occupant == Occupant::Ai
+    }
+}
+
+/// A lobby and, while playing or finished, its game.
+#[derive(Debug)]
+pub struct Lobby {
+    pub id: LobbyId,
+    pub code: String,
+    pub status: LobbyStatus,
+    /// The host's player id.
+    pub host: String,
+    pub options: Options,
+    pub seats: Vec<SeatInfo>,
+    pub game: Option<Game>,
+    /// Counts games started in this lobby, so late answers for an old game are ignored.
+    pub game_no: u64,
+    /// Whose turn is running since when, and what the AI has decided.
+    pub turns: TurnBook,
+}
+
+impl Lobby {
+    pub fn seat_of(&self, player_id: &str) -> Option<Seat> {
+        self.seats
+            .iter()
+            .position(|s| s.player_id == player_id)
+            .and_then(|i| Seat::try_from(i).ok())
+    }
+
+    /// Sessions of the human seats, in seat order.
+    pub fn humans(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.seats.iter().filter_map(|s| match s.occupant {
+            Occupant::Human(id) => Some(id),
+            Occupant::Ai => None,
+        })
+    }
+
+    fn unique_name(&self, wanted: &str) -> String {
+        let taken = |n: &str| self.seats.iter().any(|s| s.name == n);
+        if !taken(wanted) {
+            return wanted.to_string();
+        }
+        (2..)
+            .map(|i| format!("{wanted} ({i})"))
+            .find(|n| !taken(n))
+            .unwrap_or_else(|| wanted.to_string())
+    }
+}
+
+/// Why a lobby operation was refused (the client's fault, or capacity).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LobbyError {
+    NotFound(&'static str),
+    NotAllowed(&'static str),
+    Invalid(&'static str),
+    /// `MAX_LOBBIES` lobbies exist.
+    TooManyLobbies,
+    Illegal(ActionError),
+}
+
+impl LobbyError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            LobbyError::NotFound(_) => ErrorCode::NotFound,
+            LobbyError::NotAllowed(_) => ErrorCode::NotAllowed,
+            LobbyError::Invalid(_) => ErrorCode::Invalid,
+            LobbyError::TooManyLobbies => ErrorCode::Busy,
+            LobbyError::Illegal(_) => ErrorCode::IllegalAction,
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            LobbyError::NotFound(m) | LobbyError::NotAllowed(m) | LobbyError::Invalid(m) => {
+                (*m).to_string()
+            }
+            LobbyError::TooManyLobbies => "The server has too many lobbies right now.".into(),
+            LobbyError::Illegal(e) => e.to_string(),
+        }
+    }
+}
+
+/// Trims and checks a player name: 1 to 20 characters, no control characters.
+pub fn clean_name(raw: &str) -> Result<String, LobbyError> {
+    let name = raw.trim();
+    if name.is_empty() {
+        return Err(LobbyError::Invalid("Enter a name."));
+    }
+    if name.chars().count() > NAME_CHARS_MAX {
+        return Err(LobbyError::Invalid("Names are at most 20 characters."));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(LobbyError::Invalid("Names may not contain control characters."));
+    }
+    Ok(name.to_string())
+}
+
+/// All lobbies, by id and by code.
+#[derive(Debug)]
+pub struct LobbyManager {
+    lobbies: BTreeMap<LobbyId, Lobby>,
+    by_code: BTreeMap<String, LobbyId>,
+    next_id: LobbyId,
+    lobbies_max: usize,
+    playing: usize,
+    rng: ChaCha12Rng,
+}
+
+impl LobbyManager {
+    pub fn new(lobbies_max: usize, rng: ChaCha12Rng) -> Self {
+        LobbyManager {
+            lobbies: BTreeMap::new(),
+            by_code: BTreeMap::new(),
+            next_id: 1,
+            lobbies_max,
+            playing: 0,
+            rng,
+        }
+    }
+
+    pub fn get(&self, id: LobbyId) -> Option<&Lobby> {
+        self.lobbies.get(&id)
+    }
+
+    pub fn get_mut(&mut self, id: LobbyId) -> Option<&mut Lobby> {
+        self.lobbies.get_mut(&id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.lobbies.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lobbies.is_empty()
+    }
+
+    /// Lobbies whose game is running (not finished).
+    pub fn active_games(&self) -> usize {
+        self.playing
+    }
+
+    pub fn ids(&self) -> Vec<LobbyId> {
+        self.lobbies.keys().copied().collect()
+    }
+
+    /// The lobby with this code; codes are case-insensitive.
+    pub fn find_code(&self, code: &str) -> Option<LobbyId> {
+        if code.len() > CODE_CHARS * 4 {
+            return None;
+        }
+        self.by_code.get(&code.trim().to_ascii_uppercase()).copied()
+    }
+
+    /// A new waiting lobby with `session` as host in seat 0.
+    pub fn create(
+        &mut self,
+        session: SessionId,
+        player_id: &str,
+        name: &str,
+    ) -> Result<LobbyId, LobbyError> {
+        if self.lobbies.len() >= self.lobbies_max {
+            return Err(LobbyError::TooManyLobbies);
+        }
+        let code = loop {
+            let code: String = (0..CODE_CHARS)
+                .map(|_| {
+                    let i = (self.rng.next_u32() % 32) as usize;
+                    char::from(CODE_ALPHABET.get(i).copied().unwrap_or(b'A'))
+                })
+                .collect();
+            if !self.by_code.contains_key(&code) {
+                break code;
+            }
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        self.by_code.insert(code.clone(), id);
+        self.lobbies.insert(
+            id,
+            Lobby {
+                id,
+                code,
+                status: LobbyStatus::Waiting,
+                host: player_id.to_string(),
+                options: Options::default(),
+                seats: vec![SeatInfo {
+                    player_id: player_id.to_string(),
+                    name: name.to_string(),
+                    occupant: Occupant::Human(session),
+                }],
+                game: None,
+                game_no: 0,
+                turns: TurnBook::default(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// Seats `session` in a waiting lobby, or returns its existing seat in any lobby.
+    /// Returns the seat and whether it is new.
+    pub fn join(
+        &mut self,
+        id: LobbyId,
+        session: SessionId,
+        player_id: &str,
+        name: &str,
+    ) -> Result<(Seat, bool), LobbyError> {
+        let lobby = self.lobbies.get_mut(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        if let Some(seat) = lobby.seat_of(player_id) {
+            if let Some(info) = lobby.seats.get_mut(usize::from(seat)) {
+                info.occupant = Occupant::Human(session);
+            }
+            return Ok((seat, false));
+        }
+        if lobby.status != LobbyStatus::Waiting {
+            return Err(LobbyError::NotAllowed("That game has already started."));
+        }
+        if lobby.seats.len() >= usize::from(PLAYERS_MAX) {
+            return Err(LobbyError::NotAllowed("That lobby is full."));
+        }
+        let name = lobby.unique_name(name);
+        lobby.seats.push(SeatInfo {
+            player_id: player_id.to_string(),
+            name,
+            occupant: Occupant::Human(session),
+        });
+        Ok((Seat::try_from(lobby.seats.len() - 1).unwrap_or(0), true))
+    }
+
+    /// Removes `player_id` from its seat (waiting) or hands the seat to the AI (playing or
+    /// finished), moving the host if needed. Returns true when the lobby was deleted
+    /// because no human seat remains.
+    pub fn leave(&mut self, id: LobbyId, player_id: &str) -> bool {
+        let ai_id = format!("ai-{}", rng::hex_id(&mut self.rng, 8));
+        let Some(lobby) = self.lobbies.get_mut(&id) else {
+            return false;
+        };
+        let Some(seat) = lobby.seat_of(player_id) else {
+            return false;
+        };
+        let index = usize::from(seat);
+        if lobby.status == LobbyStatus::Waiting {
+            lobby.seats.remove(index);
+        } else if let Some(info) = lobby.seats.get_mut(index) {
+            info.occupant = Occupant::Ai;
+            info.player_id = ai_id;
+        }
+        if lobby.host == player_id
+            && let Some(next) = lobby.seats.iter().find(|s| !s.is_ai())
+        {
+            lobby.host = next.player_id.clone();
+        }
+        if lobby.humans().next().is_none() {
+            self.delete(id);
+            return true;
+        }
+        false
+    }
+
+    fn delete(&mut self, id: LobbyId) {
+        if let Some(lobby) = self.lobbies.remove(&id) {
+            self.by_code.remove(&lobby.code);
+            if lobby.status == LobbyStatus::Playing {
+                self.playing -= 1;
+            }
+        }
+    }
+
+    fn host_lobby(
+        &mut self,
+        id: LobbyId,
+        player_id: &str,
+        status: LobbyStatus,
+    ) -> Result<&mut Lobby, LobbyError> {
+        let lobby = self.lobbies.get_mut(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        if lobby.host != player_id {
+            return Err(LobbyError::NotAllowed("Only the host can do that."));
+        }
+        if lobby.status != status {
+            return Err(LobbyError::NotAllowed(match status {
+                LobbyStatus::Waiting => "That is only possible before the game starts.",
+                LobbyStatus::Finished => "That is only possible when the game is over.",
+                LobbyStatus::Playing => "That is only possible during a game.",
+            }));
+        }
+        Ok(lobby)
+    }
+
+    /// Adds an AI seat named after a famous wizard.
+    pub fn add_ai(&mut self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
+        let ai_id = format!("ai-{}", rng::hex_id(&mut self.rng, 8));
+        let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
+        if lobby.seats.len() >= usize::from(PLAYERS_MAX) {
+            return Err(LobbyError::NotAllowed("That lobby is full."));
+        }
+        let base = AI_NAMES
+            .iter()
+            .find(|n| !lobby.seats.iter().any(|s| s.name == **n))
+            .copied()
+            .unwrap_or("Merlin");
+        let name = lobby.unique_name(base);
+        lobby.seats.push(SeatInfo {
+            player_id: ai_id,
+            name,
+            occupant: Occupant::Ai,
+        });
+        Ok(())
+    }
+
+    /// Removes a seat; returns the removed human's session, if it was one.
+    pub fn remove_player(
+        &mut self,
+        id: LobbyId,
+        host: &str,
+        player_id: &str,
+    ) -> Result<Option<SessionId>, LobbyError> {
+        let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
+        if player_id == host {
+            return Err(LobbyError::NotAllowed("The host cannot remove themselves; leave instead."));
+        }
+        let seat = lobby.seat_of(player_id).ok_or(LobbyError::NotFound("No such player."))?;
+        let removed = lobby.seats.remove(usize::from(seat));
+        Ok(match removed.occupant {
+            Occupant::Human(s) => Some(s),
+            Occupant::Ai => None,
+        })
+    }
+
+    pub fn set_options(
+        &mut self,
+        id: LobbyId,
+        host: &str,
+        options: Options,
+    ) -> Result<(), LobbyError> {
+        options
+            .validate()
+            .map_err(|_| LobbyError::Invalid("turn_seconds must be 0 or 10 to 300."))?;
+        let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
+        lobby.options = options;
+        Ok(())
+    }
+
+    /// Checks that `host` may start the game now (admission is the caller's check).
+    pub fn can_start(&self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
+        let lobby = self.lobbies.get(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        if lobby.host != host {
+            return Err(LobbyError::NotAllowed("Only the host can do that."));
+        }
+        if lobby.status != LobbyStatus::Waiting {
+            return Err(LobbyError::NotAllowed("That is only possible before the game starts."));
+        }
+        let n = lobby.seats.len();
+        if n < usize::from(PLAYERS_MIN) || n > usize::from(PLAYERS_MAX) {
+            return Err(LobbyError::NotAllowed("A game needs 3 to 6 players."));
+        }
+        Ok(())
+    }
+
+    /// Starts the game with `seed`, appending its first events.
+    pub fn start(
+        &mut self,
+        id: LobbyId,
+        host: &str,
+        seed: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), LobbyError> {
+        self.can_start(id, host)?;
+        let lobby = self.lobbies.get_mut(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        let players = u8::try_from(lobby.seats.len()).unwrap_or(0);
+        let game = Game::new(players, lobby.options, seed, events)
+            .map_err(|_| LobbyError::NotAllowed("A game needs 3 to 6 players."))?;
+        lobby.game = Some(game);
+        lobby.game_no += 1;
+        lobby.status = LobbyStatus::Playing;
+        lobby.turns = TurnBook::default();
+        self.playing += 1;
+        Ok(())
+    }
+
+    /// Applies a move to the lobby's game; marks the lobby finished when the game ends.
+    pub fn apply(
+        &mut self,
+        id: LobbyId,
+        seat: Seat,
+        action: Action,
+        events: &mut Vec<Event>,
+    ) -> Result<(), LobbyError> {
+        let lobby = self.lobbies.get_mut(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        if lobby.status != LobbyStatus::Playing {
+            return Err(LobbyError::NotAllowed("There is no game running in this lobby."));
+        }
+        let game = lobby.game.as_mut().ok_or(LobbyError::NotAllowed("No game."))?;
+        game.apply(seat, action, events).map_err(LobbyError::Illegal)?;
+        if game.phase() == Phase::Finished {
+            lobby.status = LobbyStatus::Finished;
+            self.playing -= 1;
+        }
+        Ok(())
+    }
+
+    /// Back to the waiting room after a finished game.
+    pub fn return_to_lobby(&mut self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
+        let lobby = self.host_lobby(id, host, LobbyStatus::Finished)?;
+        lobby.status = LobbyStatus::Waiting;
+        lobby.game = None;
+        lobby.turns = TurnBook::default();
+        Ok(())
+    }
+}

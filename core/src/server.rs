@@ -1,0 +1,527 @@
+//! The server machine: the one place that turns the sub-machines' decisions into
+//! outputs. It owns connections, sessions, lobbies, the AI bridge, load levels and every
+//! deadline, and is driven only through [`Server::handle`] and [`Server::poll_timeout`].
+//!
+//! Submodules split the work along its seams: `players` (hello, lobby messages,
+//! admission), `games` (moves, AI turns, fallback), `views` (personal `state` messages).
+
+mod games;
+mod players;
+mod views;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use rand_chacha::ChaCha12Rng;
+
+use crate::ai_bridge::AiBridge;
+use crate::config::Config;
+use crate::io::{
+    BadFrame, ConnId, ConnKind, FallbackReason, Input, Note, Output, RefuseReason, WakeReason,
+};
+use crate::lobby::LobbyManager;
+use crate::overload::LoadLevel;
+use crate::overload::breaker::{BreakerConfig, BreakerState};
+use crate::overload::connections::{ConnRefusal, ConnectionLimiter};
+use crate::overload::level::{LoadLevels, LoadSample, LoadThresholds};
+use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
+use crate::rng::{self, Purpose, Seed};
+use crate::session::{LobbyId, SessionId, SessionRegistry};
+use crate::stats::{Counters, Gauges, bump};
+use crate::time::Time;
+use crate::timers::Timers;
+use crate::wire::{self, AiHealth, CloseCode, ErrorCode, Health, ServerMessage};
+
+/// How often idle per-IP buckets are swept.
+const SWEEP_INTERVAL_US: u64 = 30_000_000;
+
+/// One open websocket as the core sees it.
+#[derive(Debug)]
+struct Conn {
+    kind: ConnKind,
+    ip: IpAddr,
+    /// The session after `hello` (players only).
+    session: Option<SessionId>,
+    bucket: TokenBucket,
+    drops: u32,
+    /// The last `server_status` sent on this connection.
+    status_sent: Option<(LoadLevel, bool)>,
+    /// The core asked to close it; further frames are ignored.
+    closing: bool,
+    /// Whether it holds a slot of the connection limiter.
+    counted: bool,
+}
+
+/// A named deadline.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TimerKey {
+    Lobby(LobbyId),
+    AiRequest(u64),
+    Session(SessionId),
+    Breaker,
+    Sweep,
+    Shutdown,
+}
+
+impl TimerKey {
+    fn reason(&self) -> WakeReason {
+        match self {
+            TimerKey::Lobby(_) => WakeReason::Turn,
+            TimerKey::AiRequest(_) => WakeReason::AiDeadline,
+            TimerKey::Session(_) => WakeReason::SessionExpiry,
+            TimerKey::Breaker => WakeReason::Breaker,
+            TimerKey::Sweep => WakeReason::Sweep,
+            TimerKey::Shutdown => WakeReason::Shutdown,
+        }
+    }
+}
+
+/// The Wizard server as a pure state machine. See the crate documentation for the
+/// drive contract.
+#[derive(Debug)]
+pub struct Server {
+    config: Config,
+    now: Time,
+    conns: BTreeMap<ConnId, Conn>,
+    limiter: ConnectionLimiter,
+    sessions: SessionRegistry,
+    lobbies: LobbyManager,
+    bridge: AiBridge,
+    levels: LoadLevels,
+    lobby_rate: KeyedRateLimiter<IpKey>,
+    timers: Timers<TimerKey>,
+    game_seeds: ChaCha12Rng,
+    fallback_rng: ChaCha12Rng,
+    counters: Counters,
+    last_sample: LoadSample,
+    /// The status last published to everyone.
+    status: (LoadLevel, bool),
+    ai_was_available: bool,
+    breaker_was: BreakerState,
+    shutting_down: bool,
+    finished: bool,
+}
+
+/// Exact integer rate from a per-period figure with three decimals.
+fn rate_from(per_period: f64, period_us: u64) -> Rate {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let milli = (per_period * 1000.0).round().max(1.0) as u64;
+    Rate::new(milli, period_us.saturating_mul(1000))
+}
+
+impl Server {
+    /// A server with `config`, all randomness descending from `seed`, started at `now`.
+    pub fn new(config: Config, seed: Seed, now: Time) -> Server {
+        let thresholds = LoadThresholds {
+            lag_busy_us: config.load_lag_busy_us,
+            lag_overload_us: config.load_lag_overload_us,
+            lag_severe_us: config.load_lag_severe_us,
+            cpu_busy_share: config.load_cpu_busy_share,
+            cpu_overload_share: config.load_cpu_overload_share,
+            throttle_overload_share: config.load_throttle_overload_share,
+            overload_samples: config.load_overload_samples,
+            recover_samples: config.load_recover_samples,
+        };
+        let mut levels = LoadLevels::new(thresholds);
+        levels.force(config.load_force_level);
+        let breaker = BreakerConfig {
+            failures_max: config.ai_breaker_failures_max,
+            cooldown_us: config.ai_breaker_cooldown_us,
+        };
+        let bridge = AiBridge::new(
+            breaker,
+            rng::fork(&seed, Purpose::Breaker),
+            u32::try_from(config.ai_inflight_max).unwrap_or(u32::MAX),
+            config.ai_decision_timeout_us,
+        );
+        let lobby_rate = KeyedRateLimiter::new(
+            rate_from(config.lobby_create_rate_per_min, 60_000_000),
+            u64::from(config.lobby_create_rate_per_min.ceil().max(1.0) as u32),
+            config.ip_table_entries_max,
+        );
+        let mut timers = Timers::default();
+        timers.set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
+        let status = (levels.level(), true);
+        Server {
+            limiter: ConnectionLimiter::new(config.conns_max, config.conns_per_ip_max),
+            sessions: SessionRegistry::new(
+                config.sessions_max,
+                rng::fork(&seed, Purpose::Tokens),
+                rng::fork(&seed, Purpose::PlayerIds),
+            ),
+            lobbies: LobbyManager::new(config.lobbies_max, rng::fork(&seed, Purpose::LobbyCodes)),
+            game_seeds: rng::fork(&seed, Purpose::GameSeeds),
+            fallback_rng: rng::fork(&seed, Purpose::Fallback),
+            breaker_was: bridge.breaker_state(),
+            bridge,
+            levels,
+            lobby_rate,
+            timers,
+            counters: Counters::default(),
+            last_sample: LoadSample::default(),
+            status,
+            ai_was_available: false,
+            shutting_down: false,
+            finished: false,
+            conns: BTreeMap::new(),
+            now,
+            config,
+        }
+    }
+
+    /// Handles one input at `now`, appending every consequence to `out`.
+    pub fn handle(&mut self, now: Time, input: Input, out: &mut Vec<Output>) {
+        debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
+        let now = now.max(self.now);
+        self.now = now;
+        match input {
+            Input::Opened { conn, kind, ip } => self.on_opened(now, conn, kind, ip, out),
+            Input::Message { conn, message } => {
+                if self.admit_frame(now, conn, out) {
+                    self.on_message(now, conn, message, out);
+                }
+            }
+            Input::Undecodable { conn, error } => {
+                if self.admit_frame(now, conn, out) {
+                    self.send_error(conn, ErrorCode::Invalid, &error.to_string(), None, out);
+                }
+            }
+            Input::BadFrame { conn, frame } => {
+                let code = match frame {
+                    BadFrame::Binary => CloseCode::BinaryFrame,
+                    BadFrame::TooLarge => CloseCode::MessageTooLarge,
+                };
+                self.close(conn, code, out);
+            }
+            Input::AiMessage {
+                conn,
+                reply,
+                request_id,
+            } => self.on_ai_message(now, conn, reply.map_err(|_| ()), request_id, out),
+            Input::Closed { conn } => self.on_closed(now, conn, out),
+            Input::LoadSample(sample) => self.on_sample(sample, out),
+            Input::Timeout => {}
+            Input::Shutdown => self.on_shutdown(now, out),
+        }
+        self.run_due(now, out);
+        self.after_change(now, out);
+    }
+
+    /// The next instant the core must be woken with [`Input::Timeout`], and why.
+    pub fn poll_timeout(&self) -> Option<(Time, WakeReason)> {
+        if self.finished {
+            return None;
+        }
+        self.timers.next().map(|(t, k)| (t, k.reason()))
+    }
+
+    /// Whether new lobbies and games are admitted now.
+    pub fn accepting_games(&self) -> bool {
+        !self.shutting_down
+            && self.levels.level() != LoadLevel::Overloaded
+            && self.lobbies.active_games() < self.config.active_games_max
+    }
+
+    /// After shutdown's grace period: everyone was closed and the shell may exit.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    pub fn level(&self) -> LoadLevel {
+        self.levels.level()
+    }
+
+    pub fn gauges(&self) -> Gauges {
+        let players = self.limiter.open() as u64;
+        Gauges {
+            connections: self.conns.len() as u64,
+            player_connections: players,
+            sessions: self.sessions.len() as u64,
+            lobbies: self.lobbies.len() as u64,
+            active_games: self.lobbies.active_games() as u64,
+            accepting_games: self.accepting_games(),
+            level: self.levels.level(),
+            ai_connections: self.bridge.connections() as u64,
+            ai_pending: self.bridge.pending() as u64,
+            breaker: self.bridge.breaker_state().name(),
+            ip_table_entries: self.lobby_rate.len() as u64,
+            last_sample: self.last_sample,
+            shutting_down: self.shutting_down,
+        }
+    }
+
+    /// The body of `GET /health`: always `"ok"` while the process runs.
+    pub fn health(&self) -> Health {
+        Health {
+            status: "ok".to_string(),
+            load: self.levels.level(),
+            loop_lag: self.last_sample.lag_us_max as f64 / 1e6,
+            cpu: self.last_sample.cpu_share,
+            throttled: self.last_sample.throttled_share,
+            accepting_games: self.accepting_games(),
+            lobbies: self.lobbies.len() as u64,
+            active_games: self.lobbies.active_games() as u64,
+            sessions: self.sessions.len() as u64,
+            connections: self.limiter.open() as u64,
+            ai_available: self.bridge.available(),
+            ai: AiHealth {
+                connections: self.bridge.connections() as u64,
+                pending: self.bridge.pending() as u64,
+                breaker: self.bridge.breaker_state().name().to_string(),
+            },
+        }
+    }
+
+    fn on_opened(&mut self, now: Time, conn: ConnId, kind: ConnKind, ip: IpAddr, out: &mut Vec<Output>) {
+        let burst = u64::from(self.config.message_burst.max(1));
+        let mut entry = Conn {
+            kind,
+            ip,
+            session: None,
+            bucket: TokenBucket::new(rate_from(self.config.message_rate_per_sec, 1_000_000), burst, now),
+            drops: 0,
+            status_sent: None,
+            closing: false,
+            counted: false,
+        };
+        let refusal = match kind {
+            ConnKind::Player => match self.limiter.try_open(conn, IpKey::new(ip)) {
+                Ok(()) => {
+                    entry.counted = true;
+                    None
+                }
+                Err(ConnRefusal::Total) => Some(RefuseReason::Total),
+                Err(ConnRefusal::PerIp) => Some(RefuseReason::PerIp),
+            },
+            ConnKind::Ai => (!self.bridge.connect(conn)).then_some(RefuseReason::AiConnections),
+        };
+        self.conns.insert(conn, entry);
+        match refusal {
+            None => {
+                self.counters.connections_opened += 1;
+                if kind == ConnKind::Ai {
+                    out.push(Output::Note(Note::AiConnected { conn }));
+                }
+            }
+            Some(reason) => self.refuse_connection(conn, ip, reason, out),
+        }
+    }
+
+    fn refuse_connection(&mut self, conn: ConnId, ip: IpAddr, reason: RefuseReason, out: &mut Vec<Output>) {
+        bump(&mut self.counters.connections_refused, reason.name());
+        out.push(Output::Note(Note::ConnectionRefused { conn, ip, reason }));
+        if self.conns.get(&conn).is_some_and(|c| c.kind == ConnKind::Player) {
+            self.send_error(
+                conn,
+                ErrorCode::Busy,
+                "The server is full right now. Try again in a moment.",
+                None,
+                out,
+            );
+        }
+        self.close(conn, CloseCode::ConnectionLimit, out);
+    }
+
+    /// The per-connection token bucket: true when the frame may be handled.
+    fn admit_frame(&mut self, now: Time, conn: ConnId, out: &mut Vec<Output>) -> bool {
+        let violations_max = self.config.rate_violations_max;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return false;
+        };
+        if c.closing || c.kind != ConnKind::Player {
+            return false;
+        }
+        if c.bucket.try_take(now) {
+            self.counters.messages += 1;
+            return true;
+        }
+        c.drops += 1;
+        let drops = c.drops;
+        let ip = c.ip;
+        self.counters.messages_dropped += 1;
+        if drops >= violations_max {
+            out.push(Output::Note(Note::FloodClosed { conn, ip }));
+            self.send_error(conn, ErrorCode::RateLimited, "Message flood: closing.", None, out);
+            self.close(conn, CloseCode::MessageFlood, out);
+        } else if drops == 1 || drops % 10 == 0 {
+            let wait_ms = self
+                .conns
+                .get(&conn)
+                .map_or(0, |c| c.bucket.wait_us(now).div_ceil(1000));
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Too many messages, slow down.",
+                Some(wait_ms),
+                out,
+            );
+        }
+        false
+    }
+
+    fn on_sample(&mut self, sample: LoadSample, out: &mut Vec<Output>) {
+        self.last_sample = sample;
+        if let Some(change) = self.levels.observe(&sample) {
+            bump(&mut self.counters.level_changes, change.to.name());
+            out.push(Output::Note(Note::LevelChanged {
+                from: change.from,
+                to: change.to,
+                sample,
+            }));
+        }
+    }
+
+    fn on_shutdown(&mut self, now: Time, out: &mut Vec<Output>) {
+        if self.shutting_down {
+            return;
+        }
+        self.shutting_down = true;
+        out.push(Output::Note(Note::ShutdownStarted));
+        self.timers.set(TimerKey::Shutdown, now.plus_us(self.config.shutdown_grace_us));
+    }
+
+    /// Fires every due deadline.
+    fn run_due(&mut self, now: Time, out: &mut Vec<Output>) {
+        while let Some(key) = self.timers.pop_due(now) {
+            match key {
+                TimerKey::Lobby(id) => self.drive(now, id, out),
+                TimerKey::AiRequest(request_id) => self.on_ai_deadline(now, request_id, out),
+                TimerKey::Session(id) => self.expire_session(now, id, out),
+                TimerKey::Breaker => self.bridge.tick(now),
+                TimerKey::Sweep => {
+                    self.lobby_rate.sweep(now);
+                    self.timers.set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
+                }
+                TimerKey::Shutdown => self.finish_shutdown(out),
+            }
+        }
+    }
+
+    fn finish_shutdown(&mut self, out: &mut Vec<Output>) {
+        let open: Vec<ConnId> = self.conns.iter().filter(|(_, c)| !c.closing).map(|(id, _)| *id).collect();
+        for conn in open {
+            self.close(conn, CloseCode::ShuttingDown, out);
+        }
+        self.finished = true;
+    }
+
+    /// Publishes what changed as a consequence of the last input: the load status, AI
+    /// availability and the breaker's state.
+    fn after_change(&mut self, now: Time, out: &mut Vec<Output>) {
+        let available = self.bridge.available();
+        if available != self.ai_was_available {
+            self.ai_was_available = available;
+            for id in self.lobbies.ids() {
+                self.broadcast(now, id, &[], out);
+            }
+        }
+        let breaker = self.bridge.breaker_state();
+        if breaker.name() != self.breaker_was.name() {
+            match breaker {
+                BreakerState::Open { until } => {
+                    self.counters.breaker_opened += 1;
+                    out.push(Output::Note(Note::BreakerOpened {
+                        failures: self.config.ai_breaker_failures_max,
+                        cooldown_us: until.since_us(now),
+                    }));
+                }
+                BreakerState::Closed { .. } => out.push(Output::Note(Note::BreakerClosed)),
+                BreakerState::HalfOpen { .. } => {}
+            }
+        }
+        self.breaker_was = breaker;
+        match self.bridge.poll_timeout() {
+            Some(t) => self.timers.set(TimerKey::Breaker, t),
+            None => self.timers.cancel(&TimerKey::Breaker),
+        }
+        let status = (self.levels.level(), self.accepting_games());
+        if status != self.status {
+            self.status = status;
+            let targets: Vec<ConnId> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| c.session.is_some() && !c.closing && c.status_sent != Some(status))
+                .map(|(id, _)| *id)
+                .collect();
+            for conn in targets {
+                self.send_status(conn, out);
+            }
+        }
+    }
+
+    fn send_status(&mut self, conn: ConnId, out: &mut Vec<Output>) {
+        let status = (self.levels.level(), self.accepting_games());
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.status_sent = Some(status);
+            let text = wire::encode(&ServerMessage::ServerStatus {
+                load: status.0,
+                accepting_games: status.1,
+            });
+            out.push(Output::Send { conn, text, state: false });
+        }
+    }
+
+    fn send_error(
+        &mut self,
+        conn: ConnId,
+        code: ErrorCode,
+        message: &str,
+        retry_after_ms: Option<u64>,
+        out: &mut Vec<Output>,
+    ) {
+        bump(&mut self.counters.errors, code.name());
+        out.push(Output::Note(Note::Refused { conn, code }));
+        let text = wire::encode(&ServerMessage::Error {
+            code,
+            message: message.to_string(),
+            retry_after_ms,
+        });
+        out.push(Output::Send { conn, text, state: false });
+    }
+
+    fn close(&mut self, conn: ConnId, code: CloseCode, out: &mut Vec<Output>) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if c.closing {
+                return;
+            }
+            c.closing = true;
+            bump(&mut self.counters.closes, code.code());
+            out.push(Output::Close { conn, code });
+        }
+    }
+
+    fn on_closed(&mut self, now: Time, conn: ConnId, out: &mut Vec<Output>) {
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        if c.counted {
+            self.limiter.close(conn);
+        }
+        match c.kind {
+            ConnKind::Ai => {
+                let lost = self.bridge.disconnect(now, conn);
+                out.push(Output::Note(Note::AiDisconnected {
+                    conn,
+                    pending: u32::try_from(lost.len()).unwrap_or(u32::MAX),
+                }));
+                for (request_id, pending) in lost {
+                    self.timers.cancel(&TimerKey::AiRequest(request_id));
+                    self.fallback_for(now, request_id, pending, FallbackReason::Disconnected, out);
+                }
+            }
+            ConnKind::Player => {
+                if let Some(session) = c.session {
+                    self.session_disconnected(now, session, conn, out);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! Running games: human moves, AI turns through the bridge, the fallback player, and
+//! the timing of AI moves (`AI_MOVE_DELAY`, `TRICK_PAUSE`) and of `turn_seconds`.
+
+use crate::ai_bridge::{Answer, Ask, Outcome, Pending};
+use crate::game::{Action, Event, Seat, bot};
+use crate::io::{ConnId, FallbackReason, MoveSource, Note, Output};
+use crate::lobby::LobbyError;
+use crate::session::{LobbyId, SessionId};
+use crate::stats::bump;
+use crate::time::Time;
+use crate::turns::{Decider, TurnState, TurnTiming};
+use crate::wire::{self, AiReply, AiRequest, LobbyStatus};
+
+use super::{Server, TimerKey};
+
+/// A bound on moves applied in one drive (a whole game has at most 60 x 6 + 60 + 20).
+const DRIVE_MOVES_MAX: usize = 1024;
+
+impl Server {
+    pub(super) fn timing(&self, lobby: LobbyId) -> TurnTiming {
+        let turn_seconds = self.lobbies.get(lobby).map_or(0, |l| l.options.turn_seconds);
+        TurnTiming {
+            ai_move_delay_us: self.config.ai_move_delay_us,
+            turn_us: u64::from(turn_seconds) * 1_000_000,
+        }
+    }
+
+    pub(super) fn human_move(
+        &mut self,
+        now: Time,
+        session: SessionId,
+        action: Action,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
+        let (lobby, player_id) = self.lobby_of(session)?;
+        let seat = self
+            .lobbies
+            .get(lobby)
+            .and_then(|l| l.seat_of(&player_id))
+            .ok_or(LobbyError::NotFound("You have no seat in this lobby."))?;
+        let mut events = Vec::new();
+        self.lobbies.apply(lobby, seat, action, &mut events)?;
+        self.after_move(now, lobby, seat, MoveSource::Human, events, out);
+        self.drive(now, lobby, out);
+        Ok(())
+    }
+
+    /// Bookkeeping and broadcast after any applied move.
+    fn after_move(
+        &mut self,
+        now: Time,
+        lobby: LobbyId,
+        seat: Seat,
+        by: MoveSource,
+        events: Vec<Event>,
+        out: &mut Vec<Output>,
+    ) {
+        let trick_pause = self.config.trick_pause_us;
+        let finished = events.iter().any(|e| matches!(e, Event::GameFinished { .. }));
+        if let Some(l) = self.lobbies.get_mut(lobby) {
+            l.turns.finish(seat);
+            if events.iter().any(|e| matches!(e, Event::TrickCompleted { .. })) {
+                l.turns.pause_until = now.plus_us(trick_pause);
+            }
+        }
+        let source = match by {
+            MoveSource::Human => "human",
+            MoveSource::Ai => "ai",
+            MoveSource::Fallback => "fallback",
+        };
+        bump(&mut self.counters.moves, source);
+        out.push(Output::Note(Note::MoveApplied { lobby, seat, by }));
+        if finished {
+            self.counters.games_finished += 1;
+            out.push(Output::Note(Note::GameFinished { lobby }));
+        }
+        self.broadcast(now, lobby, &events, out);
+    }
+
+    /// Moves a lobby's game forward: starts turns, asks the AI, applies AI moves whose
+    /// time has come and plays for humans whose turn ran out; then sets the lobby's
+    /// timer for the next thing due.
+    pub(super) fn drive(&mut self, now: Time, lobby: LobbyId, out: &mut Vec<Output>) {
+        for _ in 0..DRIVE_MOVES_MAX {
+            let timing = self.timing(lobby);
+            let Some(l) = self.lobbies.get_mut(lobby) else {
+                self.timers.cancel(&TimerKey::Lobby(lobby));
+                return;
+            };
+            let game = match (&l.game, l.status) {
+                (Some(g), LobbyStatus::Playing) => g,
+                _ => {
+                    l.turns.clear();
+                    self.timers.cancel(&TimerKey::Lobby(lobby));
+                    return;
+                }
+            };
+            let awaited: Vec<(Seat, bool)> = game
+                .seats_to_act()
+                .map(|s| (s, l.seats.get(usize::from(s)).is_some_and(|i| i.is_ai())))
+                .collect();
+            l.turns.sync(now, &awaited);
+            for seat in l.turns.to_ask() {
+                self.ask_ai(now, lobby, seat, out);
+            }
+            let Some(l) = self.lobbies.get(lobby) else {
+                return;
+            };
+            let Some((seat, turn)) = l.turns.due(now, &timing) else {
+                match l.turns.next_due(&timing) {
+                    Some(t) => self.timers.set(TimerKey::Lobby(lobby), t),
+                    None => self.timers.cancel(&TimerKey::Lobby(lobby)),
+                }
+                return;
+            };
+            let (action, by, autoplayed) = match turn.state {
+                TurnState::Decided { action, by } => (Some(action), by, false),
+                _ => (None, Decider::Fallback(FallbackReason::TurnTimeout), true),
+            };
+            self.play_turn(now, lobby, seat, action, by, autoplayed, out);
+        }
+    }
+
+    /// Applies one due move (re-validated: a stale decision is replaced by the fallback).
+    #[allow(clippy::too_many_arguments)]
+    fn play_turn(
+        &mut self,
+        now: Time,
+        lobby: LobbyId,
+        seat: Seat,
+        action: Option<Action>,
+        by: Decider,
+        autoplayed: bool,
+        out: &mut Vec<Output>,
+    ) {
+        let Some(game) = self.lobbies.get(lobby).and_then(|l| l.game.as_ref()) else {
+            return;
+        };
+        let legal = action.filter(|a| game.check(seat, *a).is_ok());
+        let (action, by) = match legal {
+            Some(a) => (a, by),
+            None => match self.fallback_action(lobby, seat) {
+                Some(a) => (a, Decider::Fallback(FallbackReason::Illegal)),
+                None => return,
+            },
+        };
+        let mut events = Vec::new();
+        if autoplayed {
+            events.push(Event::Autoplayed { player: seat });
+        }
+        if self.lobbies.apply(lobby, seat, action, &mut events).is_err() {
+            return;
+        }
+        let source = match by {
+            Decider::Ai => MoveSource::Ai,
+            Decider::Fallback(reason) => {
+                bump(&mut self.counters.fallbacks, reason.name());
+                out.push(Output::Note(Note::Fallback { lobby, seat, reason }));
+                MoveSource::Fallback
+            }
+        };
+        self.after_move(now, lobby, seat, source, events, out);
+    }
+
+    /// The heuristic's move for `seat`, from that seat's own view.
+    fn fallback_action(&mut self, lobby: LobbyId, seat: Seat) -> Option<Action> {
+        let game = self.lobbies.get(lobby)?.game.as_ref()?;
+        let obs = game.observation(seat);
+        bot::decide(&obs, &mut self.fallback_rng).or_else(|| obs.legal_actions.first().copied())
+    }
+
+    /// Asks the AI service for `seat`'s move, or decides with the fallback at once.
+    fn ask_ai(&mut self, now: Time, lobby: LobbyId, seat: Seat, out: &mut Vec<Output>) {
+        let Some(l) = self.lobbies.get(lobby) else {
+            return;
+        };
+        let game_no = l.game_no;
+        match self.bridge.ask(now, lobby, game_no, seat) {
+            Ask::Send {
+                conn,
+                request_id,
+                deadline,
+            } => {
+                let Some(observation) = l.game.as_ref().map(|g| g.observation(seat)) else {
+                    return;
+                };
+                let timeout_s = self.config.ai_decision_timeout_us as f64 / 1e6;
+                let text = wire::encode_ai_request(&AiRequest::Decide {
+                    request_id,
+                    observation,
+                    timeout: timeout_s,
+                });
+                out.push(Output::Send {
+                    conn,
+                    text,
+                    state: false,
+                });
+                self.counters.ai_requests += 1;
+                self.timers.set(TimerKey::AiRequest(request_id), deadline);
+                if let Some(l) = self.lobbies.get_mut(lobby) {
+                    l.turns.asked(seat, request_id);
+                }
+            }
+            Ask::Fallback(reason) => {
+                let action = self.fallback_action(lobby, seat);
+                if let (Some(action), Some(l)) = (action, self.lobbies.get_mut(lobby)) {
+                    l.turns.decide(seat, None, action, Decider::Fallback(reason));
+                }
+            }
+        }
+    }
+
+    /// A message from the AI service.
+    pub(super) fn on_ai_message(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        reply: Result<AiReply, ()>,
+        peeked: Option<u64>,
+        out: &mut Vec<Output>,
+    ) {
+        if !self.bridge.is_ai(conn) {
+            return;
+        }
+        match self.bridge.answer(now, conn, reply, peeked) {
+            Answer::Decision {
+                request_id,
+                pending,
+                action,
+            } => {
+                self.timers.cancel(&TimerKey::AiRequest(request_id));
+                self.on_ai_decision(now, request_id, pending, action, out);
+            }
+            Answer::Fallback {
+                request_id,
+                pending,
+                reason,
+            } => {
+                self.timers.cancel(&TimerKey::AiRequest(request_id));
+                self.fallback_for(now, request_id, pending, reason, out);
+            }
+            Answer::Nothing => {}
+        }
+    }
+
+    fn on_ai_decision(
+        &mut self,
+        now: Time,
+        request_id: u64,
+        pending: Pending,
+        action: Action,
+        out: &mut Vec<Output>,
+    ) {
+        let current = self.lobbies.get(pending.lobby).filter(|l| {
+            l.game_no == pending.game_no && l.turns.seat_asked(request_id) == Some(pending.seat)
+        });
+        let Some(l) = current else {
+            // The game moved on (the host returned to the lobby, the lobby was deleted):
+            // the service did its job, the answer is simply no longer needed.
+            self.bridge.settle(now, Outcome::Success);
+            return;
+        };
+        let legal = l
+            .game
+            .as_ref()
+            .is_some_and(|g| g.check(pending.seat, action).is_ok());
+        if legal {
+            self.bridge.settle(now, Outcome::Success);
+            if let Some(l) = self.lobbies.get_mut(pending.lobby) {
+                l.turns.decide(pending.seat, Some(request_id), action, Decider::Ai);
+            }
+            self.drive(now, pending.lobby, out);
+        } else {
+            self.bridge.settle(now, Outcome::Failure);
+            self.fallback_for(now, request_id, pending, FallbackReason::Illegal, out);
+        }
+    }
+
+    /// The fallback decides for a request that will get no usable answer.
+    pub(super) fn fallback_for(
+        &mut self,
+        now: Time,
+        request_id: u64,
+        pending: Pending,
+        reason: FallbackReason,
+        out: &mut Vec<Output>,
+    ) {
+        let current = self.lobbies.get(pending.lobby).is_some_and(|l| {
+            l.game_no == pending.game_no && l.turns.seat_asked(request_id) == Some(pending.seat)
+        });
+        if !current {
+            return;
+        }
+        if let Some(action) = self.fallback_action(pending.lobby, pending.seat)
+            && let Some(l) = self.lobbies.get_mut(pending.lobby)
+        {
+            l.turns.decide(pending.seat, Some(request_id), action, Decider::Fallback(reason));
+        }
+        self.drive(now, pending.lobby, out);
+    }
+
+    pub(super) fn on_ai_deadline(&mut self, now: Time, request_id: u64, out: &mut Vec<Output>) {
+        if let Some(pending) = self.bridge.deadline(now, request_id) {
+            self.fallback_for(now, request_id, pending, FallbackReason::Timeout, out);
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! Player messages: `hello` and sessions, lobby membership and host actions, and the
+//! admission rules for new games.
+
+use crate::io::{ConnId, Note, Output, RefuseReason};
+use crate::lobby::{LobbyError, clean_name};
+use crate::overload::limiter::IpKey;
+use crate::session::{LobbyId, SessionId};
+use crate::time::Time;
+use crate::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
+
+use super::{Server, TimerKey};
+
+const BUSY_MESSAGE: &str = "The server is busy. Try again in a moment.";
+
+impl Server {
+    pub(super) fn on_message(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        message: ClientMessage,
+        out: &mut Vec<Output>,
+    ) {
+        let session = self.conns.get(&conn).and_then(|c| c.session);
+        let Some(session) = session else {
+            if let ClientMessage::Hello { token } = message {
+                self.hello(now, conn, token.as_deref(), out);
+            } else {
+                self.send_error(
+                    conn,
+                    ErrorCode::HelloRequired,
+                    "Say hello first.",
+                    None,
+                    out,
+                );
+            }
+            return;
+        };
+        let result = match message {
+            ClientMessage::Hello { .. } => Err(LobbyError::NotAllowed("Already said hello.")),
+            ClientMessage::CreateLobby { name } => self.create_lobby(now, conn, session, &name, out),
+            ClientMessage::JoinLobby { code, name } => {
+                self.join_lobby(now, session, &code, &name, out)
+            }
+            ClientMessage::LeaveLobby => {
+                self.leave_lobby(now, session, out);
+                self.send_state(now, session, out);
+                Ok(())
+            }
+            ClientMessage::AddAi => self.host_action(now, session, out, |s, lobby, host| {
+                s.lobbies.add_ai(lobby, host)
+            }),
+            ClientMessage::RemovePlayer { player_id } => self.remove_player(now, session, &player_id, out),
+            ClientMessage::SetOptions {
+                hidden_bids,
+                bid_restriction,
+                turn_seconds,
+            } => self.host_action(now, session, out, |s, lobby, host| {
+                let mut options = s.lobbies.get(lobby).map(|l| l.options).unwrap_or_default();
+                if let Some(v) = hidden_bids {
+                    options.hidden_bids = v;
+                }
+                if let Some(v) = bid_restriction {
+                    options.bid_restriction = v;
+                }
+                if let Some(v) = turn_seconds {
+                    options.turn_seconds = v;
+                }
+                s.lobbies.set_options(lobby, host, options)
+            }),
+            ClientMessage::StartGame => self.start_game(now, conn, session, out),
+            ClientMessage::Action { action } => self.human_move(now, session, action, out),
+            ClientMessage::ReturnToLobby => self.host_action(now, session, out, |s, lobby, host| {
+                s.lobbies.return_to_lobby(lobby, host)
+            }),
+        };
+        if let Err(e) = result {
+            self.send_error(conn, e.code(), &e.message(), None, out);
+        }
+    }
+
+    fn hello(&mut self, now: Time, conn: ConnId, token: Option<&str>, out: &mut Vec<Output>) {
+        let known = token.and_then(|t| self.sessions.find_by_token(t));
+        let session = match known {
+            Some(id) => {
+                self.resume(now, id, conn, out);
+                id
+            }
+            None => match self.sessions.create() {
+                Ok(id) => id,
+                Err(_) => {
+                    let ip = self.conns.get(&conn).map(|c| c.ip);
+                    if let Some(ip) = ip {
+                        self.refuse_connection(conn, ip, RefuseReason::Sessions, out);
+                    }
+                    return;
+                }
+            },
+        };
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.session = Some(session);
+        }
+        if let Some(s) = self.sessions.get_mut(session) {
+            s.conn = Some(conn);
+            s.disconnected_at = None;
+            let welcome = crate::wire::encode(&ServerMessage::Welcome {
+                player_id: s.player_id.clone(),
+                token: s.token(),
+                name: s.name.clone(),
+            });
+            out.push(Output::Send {
+                conn,
+                text: welcome,
+                state: false,
+            });
+        }
+        self.send_status(conn, out);
+        self.send_state(now, session, out);
+        if known.is_some()
+            && let Some(lobby) = self.sessions.get(session).and_then(|s| s.lobby)
+        {
+            self.broadcast_except(now, lobby, session, out);
+        }
+    }
+
+    /// A known token on a new connection: the old connection (if any) is replaced.
+    fn resume(&mut self, _now: Time, session: SessionId, conn: ConnId, out: &mut Vec<Output>) {
+        self.timers.cancel(&TimerKey::Session(session));
+        let old = self.sessions.get(session).and_then(|s| s.conn);
+        if let Some(old) = old.filter(|&o| o != conn) {
+            if let Some(c) = self.conns.get_mut(&old) {
+                c.session = None;
+            }
+            self.send_error(
+                old,
+                ErrorCode::SessionReplaced,
+                "This game was opened in another window.",
+                None,
+                out,
+            );
+            self.close(old, CloseCode::SessionReplaced, out);
+        }
+    }
+
+    /// Admission for new games: false (and `busy` sent) when not accepting.
+    fn admit_new_game(&mut self, conn: ConnId, out: &mut Vec<Output>) -> bool {
+        if self.accepting_games() {
+            return true;
+        }
+        self.send_error(conn, ErrorCode::Busy, BUSY_MESSAGE, None, out);
+        false
+    }
+
+    fn create_lobby(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        session: SessionId,
+        name: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
+        let name = clean_name(name)?;
+        if !self.admit_new_game(conn, out) {
+            return Ok(());
+        }
+        let ip = self.conns.get(&conn).map(|c| IpKey::new(c.ip));
+        if let Some(ip) = ip
+            && !self.lobby_rate.try_take(&ip, now)
+        {
+            let wait_ms = self.lobby_rate.wait_us(&ip, now).div_ceil(1000);
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Too many new lobbies from your address, wait a moment.",
+                Some(wait_ms),
+                out,
+            );
+            return Ok(());
+        }
+        self.leave_lobby(now, session, out);
+        let player_id = self.player_id(session);
+        let lobby = self.lobbies.create(session, &player_id, &name)?;
+        self.counters.lobbies_created += 1;
+        if let Some(s) = self.sessions.get_mut(session) {
+            s.lobby = Some(lobby);
+            s.name = name;
+        }
+        self.broadcast(now, lobby, &[], out);
+        Ok(())
+    }
+
+    fn join_lobby(
+        &mut self,
+        now: Time,
+        session: SessionId,
+        code: &str,
+        name: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
+        let name = clean_name(name)?;
+        let lobby = self
+            .lobbies
+            .find_code(code)
+            .ok_or(LobbyError::NotFound("No lobby with that code."))?;
+        let player_id = self.player_id(session);
+        // Check before leaving the current lobby, so a refused join loses nothing.
+        let target = self.lobbies.get(lobby).ok_or(LobbyError::NotFound("No lobby with that code."))?;
+        if target.seat_of(&player_id).is_none() {
+            if target.status != crate::wire::LobbyStatus::Waiting {
+                return Err(LobbyError::NotAllowed("That game has already started."));
+            }
+            if target.seats.len() >= usize::from(crate::game::types::PLAYERS_MAX) {
+                return Err(LobbyError::NotAllowed("That lobby is full."));
+            }
+        }
+        let current = self.sessions.get(session).and_then(|s| s.lobby);
+        if current.is_some_and(|c| c != lobby) {
+            self.leave_lobby(now, session, out);
+        }
+        self.lobbies.join(lobby, session, &player_id, &name)?;
+        if let Some(s) = self.sessions.get_mut(session) {
+            s.lobby = Some(lobby);
+            s.name = name;
+        }
+        self.broadcast(now, lobby, &[], out);
+        Ok(())
+    }
+
+    /// Leaves the session's lobby, if any (no message to the session itself).
+    pub(super) fn leave_lobby(&mut self, now: Time, session: SessionId, out: &mut Vec<Output>) {
+        let Some(lobby) = self.sessions.get_mut(session).and_then(|s| s.lobby.take()) else {
+            return;
+        };
+        let player_id = self.player_id(session);
+        if self.lobbies.leave(lobby, &player_id) {
+            self.timers.cancel(&TimerKey::Lobby(lobby));
+            out.push(Output::Note(Note::LobbyDeleted { lobby }));
+        } else {
+            self.broadcast(now, lobby, &[], out);
+            self.drive(now, lobby, out);
+        }
+    }
+
+    fn remove_player(
+        &mut self,
+        now: Time,
+        session: SessionId,
+        player_id: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
+        let (lobby, host) = self.lobby_of(session)?;
+        let removed = self.lobbies.remove_player(lobby, &host, player_id)?;
+        if let Some(removed) = removed {
+            let conn = self.sessions.get_mut(removed).and_then(|s| {
+                s.lobby = None;
+                s.conn
+            });
+            if let Some(conn) = conn {
+                self.send_error(conn, ErrorCode::Removed, "The host removed you from the lobby.", None, out);
+                self.send_state(now, removed, out);
+            }
+        }
+        self.broadcast(now, lobby, &[], out);
+        Ok(())
+    }
+
+    fn start_game(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        session: SessionId,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
+        let (lobby, host) = self.lobby_of(session)?;
+        self.lobbies.can_start(lobby, &host)?;
+        if !self.admit_new_game(conn, out) {
+            return Ok(());
+        }
+        let seed = rand::RngCore::next_u64(&mut self.game_seeds);
+        let mut events = Vec::new();
+        self.lobbies.start(lobby, &host, seed, &mut events)?;
+        self.counters.games_started += 1;
+        let players = self.lobbies.get(lobby).map_or(0, |l| u8::try_from(l.seats.len()).unwrap_or(0));
+        out.push(Output::Note(Note::GameStarted { lobby, players }));
+        self.broadcast(now, lobby, &events, out);
+        self.drive(now, lobby, out);
+        Ok(())
+    }
+
+    /// Runs a host-only lobby operation and broadcasts the result.
+    fn host_action(
+        &mut self,
+        now: Time,
+        session: SessionId,
+        out: &mut Vec<Output>,
+        op: impl FnOnce(&mut Server, LobbyId, &str) -> Result<(), LobbyError>,
+    ) -> Result<(), LobbyError> {
+        let (lobby, host) = self.lobby_of(session)?;
+        op(self, lobby, &host)?;
+        self.broadcast(now, lobby, &[], out);
+        Ok(())
+    }
+
+    /// The session's lobby and player id, or `not_found` when it is in none.
+    pub(super) fn lobby_of(&self, session: SessionId) -> Result<(LobbyId, String), LobbyError> {
+        let s = self.sessions.get(session).ok_or(LobbyError::NotFound("No session."))?;
+        let lobby = s.lobby.ok_or(LobbyError::NotFound("You are not in a lobby."))?;
+        Ok((lobby, s.player_id.clone()))
+    }
+
+    pub(super) fn player_id(&self, session: SessionId) -> String {
+        self.sessions.get(session).map(|s| s.player_id.clone()).unwrap_or_default()
+    }
+
+    /// The session's connection closed: seated sessions wait `SESSION_TTL` for a
+    /// reconnect; others are forgotten at once (they hold nothing worth keeping).
+    pub(super) fn session_disconnected(
+        &mut self,
+        now: Time,
+        session: SessionId,
+        conn: ConnId,
+        out: &mut Vec<Output>,
+    ) {
+        let Some(s) = self.sessions.get_mut(session) else {
+            return;
+        };
+        if s.conn != Some(conn) {
+            return;
+        }
+        s.conn = None;
+        s.disconnected_at = Some(now);
+        match s.lobby {
+            Some(lobby) => {
+                self.timers.set(TimerKey::Session(session), now.plus_us(self.config.session_ttl_us));
+                self.broadcast(now, lobby, &[], out);
+            }
+            None => {
+                self.sessions.remove(session);
+            }
+        }
+    }
+
+    pub(super) fn expire_session(&mut self, now: Time, session: SessionId, out: &mut Vec<Output>) {
+        let Some(s) = self.sessions.get(session) else {
+            return;
+        };
+        let due = s
+            .disconnected_at
+            .is_some_and(|t| t.plus_us(self.config.session_ttl_us) <= now);
+        if s.conn.is_some() || !due {
+            return;
+        }
+        self.leave_lobby(now, session, out);
+        self.sessions.remove(session);
+        self.counters.sessions_expired += 1;
+        out.push(Output::Note(Note::SessionExpired));
+    }
+}

@@ -1,0 +1,161 @@
+//! The session registry: who a player is across reconnects.
+//!
+//! A session has a public `player_id` (12 hex characters, shown to others) and a secret
+//! token the client keeps to resume it. Tokens are looked up by their first 8 bytes and
+//! then compared in full in constant time, so timing reveals nothing about the secret
+//! part. The registry is bounded by `MAX_SESSIONS`.
+
+use std::collections::BTreeMap;
+
+use rand_chacha::ChaCha12Rng;
+
+use crate::io::ConnId;
+use crate::rng::{self, TOKEN_BYTES, TokenBytes};
+use crate::time::Time;
+
+/// A session, numbered by the registry; never reused.
+pub type SessionId = u64;
+/// A lobby, numbered by the lobby manager; never reused.
+pub type LobbyId = u64;
+
+const LOCATOR_BYTES: usize = 8;
+/// Length of a public player id.
+pub const PLAYER_ID_CHARS: usize = 12;
+
+/// One player's identity.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub id: SessionId,
+    pub player_id: String,
+    token: TokenBytes,
+    /// The name last used to create or join a lobby ("" before that).
+    pub name: String,
+    pub lobby: Option<LobbyId>,
+    pub conn: Option<ConnId>,
+    /// When the session lost its connection (for `SESSION_TTL`).
+    pub disconnected_at: Option<Time>,
+}
+
+impl Session {
+    /// The token as sent to the client.
+    pub fn token(&self) -> String {
+        rng::encode_token(&self.token)
+    }
+}
+
+/// The registry is full (`MAX_SESSIONS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegistryFull;
+
+/// All sessions, by id, token locator and player id.
+#[derive(Debug)]
+pub struct SessionRegistry {
+    sessions: BTreeMap<SessionId, Session>,
+    by_locator: BTreeMap<[u8; LOCATOR_BYTES], SessionId>,
+    by_player: BTreeMap<String, SessionId>,
+    next_id: SessionId,
+    sessions_max: usize,
+    token_rng: ChaCha12Rng,
+    id_rng: ChaCha12Rng,
+}
+
+fn locator(token: &TokenBytes) -> [u8; LOCATOR_BYTES] {
+    let mut out = [0u8; LOCATOR_BYTES];
+    out.copy_from_slice(&token[..LOCATOR_BYTES]);
+    out
+}
+
+impl SessionRegistry {
+    pub fn new(sessions_max: usize, token_rng: ChaCha12Rng, id_rng: ChaCha12Rng) -> Self {
+        SessionRegistry {
+            sessions: BTreeMap::new(),
+            by_locator: BTreeMap::new(),
+            by_player: BTreeMap::new(),
+            next_id: 1,
+            sessions_max,
+            token_rng,
+            id_rng,
+        }
+    }
+
+    /// A new session with a fresh token and player id.
+    pub fn create(&mut self) -> Result<SessionId, RegistryFull> {
+        if self.sessions.len() >= self.sessions_max {
+            return Err(RegistryFull);
+        }
+        // Collisions of 64-bit locators or 48-bit ids are vanishingly rare; drawing
+        // again keeps the indexes exact anyway.
+        let token = loop {
+            let t = rng::new_token(&mut self.token_rng);
+            if !self.by_locator.contains_key(&locator(&t)) {
+                break t;
+            }
+        };
+        let player_id = loop {
+            let id = rng::hex_id(&mut self.id_rng, PLAYER_ID_CHARS);
+            if !self.by_player.contains_key(&id) {
+                break id;
+            }
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        self.by_locator.insert(locator(&token), id);
+        self.by_player.insert(player_id.clone(), id);
+        self.sessions.insert(
+            id,
+            Session {
+                id,
+                player_id,
+                token,
+                name: String::new(),
+                lobby: None,
+                conn: None,
+                disconnected_at: None,
+            },
+        );
+        Ok(id)
+    }
+
+    /// The session a client's token names, if the token is valid.
+    pub fn find_by_token(&self, token: &str) -> Option<SessionId> {
+        let bytes = rng::decode_token(token)?;
+        let id = *self.by_locator.get(&locator(&bytes))?;
+        let session = self.sessions.get(&id)?;
+        rng::constant_time_eq(&session.token[LOCATOR_BYTES..], &bytes[LOCATOR_BYTES..])
+            .then_some(id)
+    }
+
+    pub fn find_by_player_id(&self, player_id: &str) -> Option<SessionId> {
+        self.by_player.get(player_id).copied()
+    }
+
+    pub fn get(&self, id: SessionId) -> Option<&Session> {
+        self.sessions.get(&id)
+    }
+
+    pub fn get_mut(&mut self, id: SessionId) -> Option<&mut Session> {
+        self.sessions.get_mut(&id)
+    }
+
+    /// Forgets a session; its token and player id stop working.
+    pub fn remove(&mut self, id: SessionId) -> Option<Session> {
+        let session = self.sessions.remove(&id)?;
+        self.by_locator.remove(&locator(&session.token));
+        self.by_player.remove(&session.player_id);
+        Some(session)
+    }
+
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    pub fn sessions_max(&self) -> usize {
+        self.sessions_max
+    }
+}
+
+const _: () = assert!(TOKEN_BYTES - LOCATOR_BYTES >= 16, "at least 128 secret bits");

@@ -1,0 +1,63 @@
+//! A set of named deadlines: the server folds every sub-machine's deadline into one
+//! ordered set so `poll_timeout` is O(log n) however many lobbies and requests wait.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::time::Time;
+
+/// Deadlines keyed by `K`; each key has at most one deadline.
+#[derive(Clone, Debug)]
+pub struct Timers<K: Ord + Clone> {
+    by_key: BTreeMap<K, Time>,
+    by_time: BTreeSet<(Time, K)>,
+}
+
+impl<K: Ord + Clone> Default for Timers<K> {
+    fn default() -> Self {
+        Timers {
+            by_key: BTreeMap::new(),
+            by_time: BTreeSet::new(),
+        }
+    }
+}
+
+impl<K: Ord + Clone> Timers<K> {
+    /// Sets (or moves) the deadline of `key`.
+    pub fn set(&mut self, key: K, at: Time) {
+        if let Some(old) = self.by_key.insert(key.clone(), at) {
+            self.by_time.remove(&(old, key.clone()));
+        }
+        self.by_time.insert((at, key));
+    }
+
+    /// Removes the deadline of `key`, if any.
+    pub fn cancel(&mut self, key: &K) {
+        if let Some(old) = self.by_key.remove(key) {
+            self.by_time.remove(&(old, key.clone()));
+        }
+    }
+
+    /// The earliest deadline and its key.
+    pub fn next(&self) -> Option<(Time, &K)> {
+        self.by_time.first().map(|(t, k)| (*t, k))
+    }
+
+    /// Removes and returns the earliest key whose deadline is at or before `now`.
+    pub fn pop_due(&mut self, now: Time) -> Option<K> {
+        let (at, _) = self.by_time.first()?;
+        if *at > now {
+            return None;
+        }
+        let (_, key) = self.by_time.pop_first()?;
+        self.by_key.remove(&key);
+        Some(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+}

@@ -1,0 +1,312 @@
+//! HTTP routing and the websocket upgrade policy, as pure functions over a parsed request.
+//!
+//! The shell parses the request head (with a real parser, under its own size and time
+//! limits) and asks [`route`] where it goes; for the two websocket routes it asks
+//! [`check_upgrade`] whether the upgrade is allowed and which client address the per-IP
+//! limits should count. This module decides; it reads no socket and writes no response.
+//!
+//! The rules (PROTOCOL.md section 1):
+//! - `/internal/ai` is refused with 403 when the request carries any forwarding header
+//!   (`X-Forwarded-For`, `Forwarded`, `Via`: a proxy in front always adds one, so the
+//!   route is unreachable through it), and when `Authorization: Bearer <secret>` does
+//!   not match `AI_SHARED_SECRET` (compared in constant time; an empty secret disables
+//!   the check).
+//! - `/ws` is refused with 403 when `ALLOWED_ORIGINS` is set and the `Origin` header is
+//!   not in it. A request without `Origin` is let through: browsers always send it, and
+//!   a program that does not is free to send any value, so demanding it protects nothing.
+//! - The client address is the TCP peer, unless the peer is in `TRUSTED_PROXIES`: then
+//!   it is the right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
+
+use std::net::{IpAddr, SocketAddr};
+
+use crate::config::Config;
+use crate::io::ConnKind;
+use crate::rng::constant_time_eq;
+
+/// Where a request goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// `GET /` or `/index.html`: the web client's page.
+    Index,
+    /// `GET /<name>`: a static file of the web client; the shell knows which exist.
+    /// `name` is a single path segment of `[A-Za-z0-9._-]` not starting with a dot.
+    Asset(&'a str),
+    /// `GET /health`.
+    Health,
+    /// `GET /metrics`.
+    Metrics,
+    /// `GET /ws`: a player's websocket.
+    PlayerWs,
+    /// `GET /internal/ai`: the AI service's websocket.
+    AiWs,
+    /// A fixed route with a method it does not serve (405).
+    MethodNotAllowed,
+    /// Anything else (404).
+    NotFound,
+}
+
+/// Longest asset name accepted by [`route`].
+pub const ASSET_NAME_CHARS_MAX: usize = 64;
+
+/// Routes a request line. The query string is ignored. `HEAD` is served like `GET` for
+/// the plain HTTP routes; websockets need `GET`.
+pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    let get = method == "GET";
+    let read = get || method == "HEAD";
+    let (route, allowed) = match path {
+        "/" | "/index.html" => (Route::Index, read),
+        "/health" => (Route::Health, read),
+        "/metrics" => (Route::Metrics, read),
+        "/ws" => (Route::PlayerWs, get),
+        "/internal/ai" => (Route::AiWs, get),
+        // Whether an asset exists is the shell's business, so other methods get 404.
+        _ => match path.strip_prefix('/').filter(|name| is_asset_name(name)) {
+            Some(name) if read => (Route::Asset(name), true),
+            _ => return Route::NotFound,
+        },
+    };
+    if allowed {
+        route
+    } else {
+        Route::MethodNotAllowed
+    }
+}
+
+fn is_asset_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= ASSET_NAME_CHARS_MAX
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// What [`check_upgrade`] needs from a websocket upgrade request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpgradeRequest<'a> {
+    /// The request target, query string included or not.
+    pub path: &'a str,
+    /// The TCP peer's address; `None` only in tests that do not care.
+    pub peer: Option<IpAddr>,
+    /// `Origin`; `Some("")` when present but not UTF-8.
+    pub origin: Option<&'a str>,
+    /// `Authorization`; `Some("")` when present but not UTF-8.
+    pub authorization: Option<&'a str>,
+    /// Every `X-Forwarded-For` value in order of appearance (several headers form one
+    /// list); a value that is not UTF-8 is kept as `""`.
+    pub x_forwarded_for: Vec<&'a str>,
+    /// Whether a `Forwarded` header is present.
+    pub forwarded: bool,
+    /// Whether a `Via` header is present.
+    pub via: bool,
+    /// Whether `Upgrade` names `websocket` and `Connection` names `upgrade`.
+    pub upgrade_websocket: bool,
+    /// `Sec-WebSocket-Key`.
+    pub websocket_key: Option<&'a str>,
+    /// `Sec-WebSocket-Version`.
+    pub websocket_version: Option<&'a str>,
+}
+
+impl<'a> UpgradeRequest<'a> {
+    /// Collects the relevant headers (names compared case-insensitively, as HTTP says)
+    /// from `headers`, e.g. `httparse`'s parsed list.
+    pub fn from_headers(
+        path: &'a str,
+        peer: IpAddr,
+        headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    ) -> UpgradeRequest<'a> {
+        let mut request = UpgradeRequest {
+            path,
+            peer: Some(peer),
+            ..UpgradeRequest::default()
+        };
+        let (mut upgrade, mut connection) = (false, false);
+        for (name, value) in headers {
+            let text = std::str::from_utf8(value).unwrap_or("").trim();
+            let is = |known: &str| name.eq_ignore_ascii_case(known);
+            if is("origin") {
+                request.origin = Some(text);
+            } else if is("authorization") {
+                request.authorization = Some(text);
+            } else if is("x-forwarded-for") {
+                request.x_forwarded_for.push(text);
+            } else if is("forwarded") {
+                request.forwarded = true;
+            } else if is("via") {
+                request.via = true;
+            } else if is("upgrade") {
+                upgrade |= has_token(text, "websocket");
+            } else if is("connection") {
+                connection |= has_token(text, "upgrade");
+            } else if is("sec-websocket-key") {
+                request.websocket_key = Some(text);
+            } else if is("sec-websocket-version") {
+                request.websocket_version = Some(text);
+            }
+        }
+        request.upgrade_websocket = upgrade && connection;
+        request
+    }
+
+    /// Whether any forwarding header is present.
+    pub fn is_forwarded(&self) -> bool {
+        !self.x_forwarded_for.is_empty() || self.forwarded || self.via
+    }
+}
+
+/// Whether the comma-separated header value `list` holds `token` (case-insensitive).
+fn has_token(list: &str, token: &str) -> bool {
+    list.split(',')
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
+/// Why an upgrade is refused: the HTTP status to answer with and a short reason for the
+/// body and the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reject {
+    pub status: u16,
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for Reject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status, self.reason)
+    }
+}
+
+impl std::error::Error for Reject {}
+
+const NOT_FOUND: Reject = Reject {
+    status: 404,
+    reason: "not found",
+};
+const NOT_WEBSOCKET: Reject = Reject {
+    status: 400,
+    reason: "not a websocket handshake",
+};
+const BAD_VERSION: Reject = Reject {
+    status: 426,
+    reason: "websocket version 13 required",
+};
+const FORWARDED_AI: Reject = Reject {
+    status: 403,
+    reason: "forwarded requests may not open /internal/ai",
+};
+const BAD_SECRET: Reject = Reject {
+    status: 403,
+    reason: "wrong or missing AI shared secret",
+};
+const BAD_ORIGIN: Reject = Reject {
+    status: 403,
+    reason: "origin not allowed",
+};
+const NO_PEER: Reject = Reject {
+    status: 400,
+    reason: "no peer address",
+};
+
+/// Decides whether a websocket upgrade may go ahead: `Ok` with the route's connection
+/// kind and the client address for the per-IP limits, or the HTTP status to refuse with.
+///
+/// Checks, in order: the path is a websocket route (404), the request is a websocket
+/// handshake of version 13 (400, 426), then the route's security rule (403).
+pub fn check_upgrade(
+    config: &Config,
+    request: &UpgradeRequest<'_>,
+) -> Result<(ConnKind, IpAddr), Reject> {
+    let kind = match route("GET", request.path) {
+        Route::PlayerWs => ConnKind::Player,
+        Route::AiWs => ConnKind::Ai,
+        _ => return Err(NOT_FOUND),
+    };
+    if !request.upgrade_websocket || request.websocket_key.is_none_or(str::is_empty) {
+        return Err(NOT_WEBSOCKET);
+    }
+    if request.websocket_version != Some("13") {
+        return Err(BAD_VERSION);
+    }
+    let peer = request.peer.ok_or(NO_PEER)?.to_canonical();
+    match kind {
+        ConnKind::Ai => {
+            if request.is_forwarded() {
+                return Err(FORWARDED_AI);
+            }
+            if !secret_matches(&config.ai_shared_secret, request.authorization) {
+                return Err(BAD_SECRET);
+            }
+            Ok((kind, peer))
+        }
+        ConnKind::Player => {
+            if !origin_allowed(&config.allowed_origins, request.origin) {
+                return Err(BAD_ORIGIN);
+            }
+            Ok((kind, client_ip(config, peer, &request.x_forwarded_for)))
+        }
+    }
+}
+
+/// Whether `authorization` is `Bearer <secret>`; always true for an empty secret.
+fn secret_matches(secret: &str, authorization: Option<&str>) -> bool {
+    if secret.is_empty() {
+        return true;
+    }
+    let Some((scheme, token)) = authorization.and_then(|a| a.trim().split_once(' ')) else {
+        return false;
+    };
+    // Both comparisons run whatever the scheme, so timing says nothing about the token.
+    let scheme_ok = scheme.eq_ignore_ascii_case("bearer");
+    let token_ok = constant_time_eq(token.trim().as_bytes(), secret.as_bytes());
+    scheme_ok & token_ok
+}
+
+/// Whether `origin` may open `/ws`: any origin when the list is empty, no origin at all
+/// (not a browser), or one of the list (case-insensitive, trailing slash ignored).
+fn origin_allowed(allowed: &[String], origin: Option<&str>) -> bool {
+    let Some(origin) = origin else {
+        return true;
+    };
+    let origin = origin.strip_suffix('/').unwrap_or(origin);
+    allowed.is_empty() || allowed.iter().any(|a| a.eq_ignore_ascii_case(origin))
+}
+
+/// The client address for the per-IP limits: `peer`, or, when `peer` is a trusted proxy,
+/// the right-most `X-Forwarded-For` entry that is not a trusted proxy.
+///
+/// Walking from the right, each trusted hop vouches for the entry to its left. When an
+/// entry does not parse, the last trusted address is used (what that hop said is
+/// garbage); when every entry is trusted, the left-most one is.
+pub fn client_ip(config: &Config, peer: IpAddr, x_forwarded_for: &[&str]) -> IpAddr {
+    let peer = peer.to_canonical();
+    let trusted = |ip: IpAddr| config.trusted_proxies.iter().any(|c| c.contains(ip));
+    if !trusted(peer) {
+        return peer;
+    }
+    let entries = x_forwarded_for.iter().flat_map(|v| v.split(','));
+    let mut client = peer;
+    for entry in entries.rev() {
+        let Some(ip) = parse_forwarded_ip(entry) else {
+            return client;
+        };
+        client = ip;
+        if !trusted(ip) {
+            return ip;
+        }
+    }
+    client
+}
+
+/// One `X-Forwarded-For` entry: an address, possibly with a port (`1.2.3.4:80`,
+/// `[::1]:80`) or brackets.
+fn parse_forwarded_ip(entry: &str) -> Option<IpAddr> {
+    let entry = entry.trim();
+    let ip = entry
+        .parse::<IpAddr>()
+        .ok()
+        .or_else(|| entry.parse::<SocketAddr>().ok().map(|s| s.ip()))
+        .or_else(|| {
+            let inner = entry.strip_prefix('[')?.strip_suffix(']')?;
+            inner.parse::<IpAddr>().ok()
+        })?;
+    Some(ip.to_canonical())
+}
