@@ -1,0 +1,191 @@
+//! Whole games through the server machine: two humans and an AI seat played to the
+//! end, scores checked against the events, views checked for leaks.
+
+use serde_json::{Value, json};
+use wizard_core::io::{Note, Output};
+
+use super::driver::{Driver, check_no_hand_leaks, config};
+
+/// No delays, and a message rate the scripted players cannot exceed (they do not wait).
+const FAST: &[(&str, &str)] = &[
+    ("AI_MOVE_DELAY", "0"),
+    ("TRICK_PAUSE", "0"),
+    ("MESSAGE_RATE", "1000"),
+    ("MESSAGE_BURST", "1000"),
+];
+
+/// Plays until the game is over: each human whose view lists legal actions sends the
+/// first one. Returns every event the first human received.
+fn play_to_end(d: &mut Driver, humans: &[u64]) -> Vec<Value> {
+    let mut events = Vec::new();
+    for _ in 0..5000 {
+        for o in &d.last {
+            if let Output::Send {
+                conn,
+                text,
+                state: true,
+            } = o
+                && *conn == humans[0]
+            {
+                let v: Value = serde_json::from_str(text).unwrap();
+                events.extend(v["events"].as_array().cloned().unwrap_or_default());
+            }
+        }
+        if events.iter().any(|e| e["type"] == "game_finished") {
+            return events;
+        }
+        let mover = humans.iter().copied().find(|&c| !d.legal(c).is_empty());
+        match mover {
+            Some(conn) => {
+                let action = d.legal(conn)[0].clone();
+                let outputs = d
+                    .send_json(conn, json!({"type": "action", "action": action}))
+                    .to_vec();
+                check_no_hand_leaks(&outputs);
+                assert!(d.last_errors(conn).is_empty(), "{:?}", d.last_errors(conn));
+            }
+            // Nothing for the humans to do: the AI seat's move is due at a deadline.
+            None => {
+                let (t, _) = d
+                    .server
+                    .poll_timeout()
+                    .expect("a running game waits for something");
+                d.now = d.now.max(t);
+                d.input(wizard_core::io::Input::Timeout);
+            }
+        }
+    }
+    panic!("the game did not finish");
+}
+
+fn setup(d: &mut Driver) -> (u64, u64) {
+    d.open(1, "10.0.0.1");
+    d.open(2, "10.0.0.2");
+    d.hello(1, None);
+    d.hello(2, None);
+    d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
+    let code = d.lobby_code(1).unwrap();
+    d.send_json(
+        2,
+        json!({"type": "join_lobby", "code": code.to_lowercase(), "name": "Bob"}),
+    );
+    d.send_json(1, json!({"type": "add_ai"}));
+    let players = d.state(2).unwrap()["lobby"]["players"].clone();
+    assert_eq!(players.as_array().unwrap().len(), 3);
+    assert_eq!(players[2]["is_ai"], true);
+    assert_eq!(players[2]["name"], "Merlin");
+    d.send_json(1, json!({"type": "start_game"}));
+    assert!(d.last_errors(1).is_empty());
+    (1, 2)
+}
+
+#[test]
+fn two_humans_and_an_ai_seat_play_twenty_rounds() {
+    let mut d = Driver::new(config(FAST), 5);
+    let (a, b) = setup(&mut d);
+    let events = play_to_end(&mut d, &[a, b]);
+    let rounds: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "round_finished")
+        .collect();
+    assert_eq!(rounds.len(), 20, "3 players play 20 rounds");
+    let mut totals = [0i64; 3];
+    for r in &rounds {
+        for (i, total) in totals.iter_mut().enumerate() {
+            let (bid, took) = (
+                r["bids"][i].as_i64().unwrap(),
+                r["tricks"][i].as_i64().unwrap(),
+            );
+            let delta = if bid == took {
+                20 + 10 * took
+            } else {
+                -10 * (took - bid).abs()
+            };
+            assert_eq!(r["deltas"][i].as_i64().unwrap(), delta);
+            *total += delta;
+        }
+    }
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "game_finished")
+        .unwrap();
+    let scores: Vec<i64> = finished["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(scores, totals.to_vec());
+    let view = d.state(b).unwrap();
+    assert_eq!(view["lobby"]["status"], "finished");
+    assert_eq!(view["game"]["observation"]["phase"], "finished");
+    assert_eq!(d.server.gauges().active_games, 0);
+    // The host returns to the lobby; the seats stay.
+    d.send_json(a, json!({"type": "return_to_lobby"}));
+    assert_eq!(d.state(b).unwrap()["lobby"]["status"], "waiting");
+    assert!(d.state(b).unwrap()["game"].is_null());
+}
+
+#[test]
+fn ai_moves_wait_for_the_move_delay_and_the_trick_pause() {
+    let mut d = Driver::new(
+        config(&[
+            ("AI_MOVE_DELAY", "0.8"),
+            ("TRICK_PAUSE", "1.8"),
+            ("MESSAGE_RATE", "1000"),
+            ("MESSAGE_BURST", "1000"),
+        ]),
+        9,
+    );
+    let (a, b) = setup(&mut d);
+    // Without an AI service the fallback decides at once, but the move waits for its
+    // delay: after the humans are done, the next AI move lands no earlier than 0.8 s
+    // after its turn began.
+    let mut applied_at = Vec::new();
+    for _ in 0..400 {
+        if let Some(conn) = [a, b].into_iter().find(|&c| !d.legal(c).is_empty()) {
+            let action = d.legal(conn)[0].clone();
+            d.send_json(conn, json!({"type": "action", "action": action}));
+            continue;
+        }
+        let turn_started = d.now;
+        let (t, _) = d.server.poll_timeout().unwrap();
+        d.now = d.now.max(t);
+        d.input(wizard_core::io::Input::Timeout);
+        if d.last_notes()
+            .iter()
+            .any(|n| matches!(n, Note::MoveApplied { .. }))
+        {
+            applied_at.push(d.now.since_us(turn_started));
+        }
+        if applied_at.len() >= 10 {
+            break;
+        }
+    }
+    assert!(applied_at.len() >= 10);
+    assert!(applied_at.iter().all(|&us| us >= 800_000), "{applied_at:?}");
+    assert!(
+        applied_at.iter().any(|&us| us >= 1_800_000),
+        "a trick pause was seen: {applied_at:?}"
+    );
+}
+
+#[test]
+fn the_same_seed_and_inputs_give_the_same_outputs() {
+    let run = || {
+        let mut d = Driver::new(config(FAST), 77);
+        let (a, b) = setup(&mut d);
+        play_to_end(&mut d, &[a, b]);
+        d.transcript.join("\n")
+    };
+    let (first, second) = (run(), run());
+    assert!(first.len() > 10_000);
+    assert!(first == second, "outputs differ between two identical runs");
+    let mut d = Driver::new(config(FAST), 78);
+    let (a, b) = setup(&mut d);
+    play_to_end(&mut d, &[a, b]);
+    assert!(
+        d.transcript.join("\n") != first,
+        "another seed gives another game"
+    );
+}
