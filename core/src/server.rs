@@ -251,6 +251,7 @@ impl Server {
             level: self.levels.level(),
             ai_connections: self.bridge.connections() as u64,
             ai_pending: self.bridge.pending() as u64,
+            ai_probes_pending: self.bridge.probes_pending() as u64,
             breaker: self.bridge.breaker_state().name(),
             ip_table_entries: self.lobby_rate.len() as u64,
             last_sample: self.last_sample,
@@ -280,13 +281,24 @@ impl Server {
         }
     }
 
-    fn on_opened(&mut self, now: Time, conn: ConnId, kind: ConnKind, ip: IpAddr, out: &mut Vec<Output>) {
+    fn on_opened(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        kind: ConnKind,
+        ip: IpAddr,
+        out: &mut Vec<Output>,
+    ) {
         let burst = u64::from(self.config.message_burst.max(1));
         let mut entry = Conn {
             kind,
             ip,
             session: None,
-            bucket: TokenBucket::new(rate_from(self.config.message_rate_per_sec, 1_000_000), burst, now),
+            bucket: TokenBucket::new(
+                rate_from(self.config.message_rate_per_sec, 1_000_000),
+                burst,
+                now,
+            ),
             drops: 0,
             status_sent: None,
             closing: false,
@@ -315,10 +327,20 @@ impl Server {
         }
     }
 
-    fn refuse_connection(&mut self, conn: ConnId, ip: IpAddr, reason: RefuseReason, out: &mut Vec<Output>) {
+    fn refuse_connection(
+        &mut self,
+        conn: ConnId,
+        ip: IpAddr,
+        reason: RefuseReason,
+        out: &mut Vec<Output>,
+    ) {
         bump(&mut self.counters.connections_refused, reason.name());
         out.push(Output::Note(Note::ConnectionRefused { conn, ip, reason }));
-        if self.conns.get(&conn).is_some_and(|c| c.kind == ConnKind::Player) {
+        if self
+            .conns
+            .get(&conn)
+            .is_some_and(|c| c.kind == ConnKind::Player)
+        {
             self.send_error(
                 conn,
                 ErrorCode::Busy,
@@ -349,7 +371,13 @@ impl Server {
         self.counters.messages_dropped += 1;
         if drops >= violations_max {
             out.push(Output::Note(Note::FloodClosed { conn, ip }));
-            self.send_error(conn, ErrorCode::RateLimited, "Message flood: closing.", None, out);
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Message flood: closing.",
+                None,
+                out,
+            );
             self.close(conn, CloseCode::MessageFlood, out);
         } else if drops == 1 || drops % 10 == 0 {
             let wait_ms = self
@@ -385,7 +413,10 @@ impl Server {
         }
         self.shutting_down = true;
         out.push(Output::Note(Note::ShutdownStarted));
-        self.timers.set(TimerKey::Shutdown, now.plus_us(self.config.shutdown_grace_us));
+        self.timers.set(
+            TimerKey::Shutdown,
+            now.plus_us(self.config.shutdown_grace_us),
+        );
     }
 
     /// Fires every due deadline.
@@ -398,7 +429,8 @@ impl Server {
                 TimerKey::Breaker => self.bridge.tick(now),
                 TimerKey::Sweep => {
                     self.lobby_rate.sweep(now);
-                    self.timers.set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
+                    self.timers
+                        .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
                 }
                 TimerKey::Shutdown => self.finish_shutdown(out),
             }
@@ -406,7 +438,12 @@ impl Server {
     }
 
     fn finish_shutdown(&mut self, out: &mut Vec<Output>) {
-        let open: Vec<ConnId> = self.conns.iter().filter(|(_, c)| !c.closing).map(|(id, _)| *id).collect();
+        let open: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.closing)
+            .map(|(id, _)| *id)
+            .collect();
         for conn in open {
             self.close(conn, CloseCode::ShuttingDown, out);
         }
@@ -465,7 +502,11 @@ impl Server {
                 load: status.0,
                 accepting_games: status.1,
             });
-            out.push(Output::Send { conn, text, state: false });
+            out.push(Output::Send {
+                conn,
+                text,
+                state: false,
+            });
         }
     }
 
@@ -484,7 +525,11 @@ impl Server {
             message: message.to_string(),
             retry_after_ms,
         });
-        out.push(Output::Send { conn, text, state: false });
+        out.push(Output::Send {
+            conn,
+            text,
+            state: false,
+        });
     }
 
     fn close(&mut self, conn: ConnId, code: CloseCode, out: &mut Vec<Output>) {

@@ -51,6 +51,8 @@ pub struct Gauges {
     pub level: crate::overload::LoadLevel,
     pub ai_connections: u64,
     pub ai_pending: u64,
+    /// AI requests sent as the breaker's half-open probe (never more than one).
+    pub ai_probes_pending: u64,
     /// `closed`, `open` or `half_open`.
     pub breaker: &'static str,
     /// Entries in the per-IP lobby-creation table.

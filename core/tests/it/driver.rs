@@ -20,6 +20,10 @@ pub struct Seen {
     pub state: Option<Value>,
     pub token: Option<String>,
     pub player_id: Option<String>,
+    /// Order of the last `welcome` among all connections.
+    pub welcomed: u64,
+    /// The client side closed it.
+    pub gone: bool,
 }
 
 #[allow(dead_code)] // each test module uses a different part of the driver
@@ -31,6 +35,7 @@ pub struct Driver {
     pub last: Vec<Output>,
     /// Every output ever, in order (for determinism hashes).
     pub transcript: Vec<String>,
+    welcomes: u64,
 }
 
 pub fn config(pairs: &[(&str, &str)]) -> Config {
@@ -46,6 +51,7 @@ impl Driver {
             seen: BTreeMap::new(),
             last: Vec::new(),
             transcript: Vec::new(),
+            welcomes: 0,
         }
     }
 
@@ -63,6 +69,8 @@ impl Driver {
                     match value["type"].as_str() {
                         Some("state") => seen.state = Some(value.clone()),
                         Some("welcome") => {
+                            self.welcomes += 1;
+                            seen.welcomed = self.welcomes;
                             seen.token = value["token"].as_str().map(str::to_string);
                             seen.player_id = value["player_id"].as_str().map(str::to_string);
                         }
@@ -147,6 +155,7 @@ impl Driver {
     }
 
     pub fn close(&mut self, conn: ConnId) {
+        self.seen.entry(conn).or_default().gone = true;
         self.input(Input::Closed { conn });
     }
 

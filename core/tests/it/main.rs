@@ -12,4 +12,5 @@ mod golden;
 mod limits;
 mod rules;
 mod server_game;
+mod server_props;
 mod wire;
