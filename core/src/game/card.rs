@@ -136,9 +136,11 @@ impl Card {
     /// Useful for bit sets of cards.
     pub fn index(self) -> usize {
         match self {
-            Card::Suited { suit, rank } => suit.index() * 13 + usize::from(rank - RANK_MIN),
-            Card::Wizard(n) => 52 + usize::from(n - 1),
-            Card::Jester(n) => 56 + usize::from(n - 1),
+            Card::Suited { suit, rank } => {
+                suit.index() * 13 + usize::from(rank.saturating_sub(RANK_MIN))
+            }
+            Card::Wizard(n) => 52 + usize::from(n.saturating_sub(1)),
+            Card::Jester(n) => 56 + usize::from(n.saturating_sub(1)),
         }
     }
 
@@ -153,19 +155,28 @@ impl Card {
         }
     }
 
+    /// The wire code: `"h14"`, `"W1"`, `"J3"`.
+    pub fn code(self) -> &'static str {
+        CODES.get(self.index()).copied().unwrap_or("?")
+    }
+
     /// The whole deck in index order.
     pub fn deck() -> Vec<Card> {
         (0..DECK_SIZE).filter_map(Card::from_index).collect()
     }
 }
 
+/// The wire code of every card, by [`Card::index`].
+const CODES: [&str; DECK_SIZE] = [
+    "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10", "c11", "c12", "c13", "c14", "d2", "d3",
+    "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "h2", "h3", "h4", "h5",
+    "h6", "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h14", "s2", "s3", "s4", "s5", "s6", "s7",
+    "s8", "s9", "s10", "s11", "s12", "s13", "s14", "W1", "W2", "W3", "W4", "J1", "J2", "J3", "J4",
+];
+
 impl fmt::Display for Card {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Card::Suited { suit, rank } => write!(f, "{}{}", suit.letter(), rank),
-            Card::Wizard(n) => write!(f, "W{n}"),
-            Card::Jester(n) => write!(f, "J{n}"),
-        }
+        f.write_str(self.code())
     }
 }
 
@@ -250,7 +261,7 @@ fn truncate_for_error(s: &str) -> String {
 
 impl Serialize for Card {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        serializer.serialize_str(self.code())
     }
 }
 

@@ -1,0 +1,210 @@
+//! Criterion benchmarks of the server machine: a move in a game of four humans (with
+//! the four personal states encoded), a message dropped by the flood limiter, and a
+//! `hello` creating a session.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a benchmark may stop on a broken setup
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::Value;
+use wizard_core::config::Config;
+use wizard_core::game::Action;
+use wizard_core::io::{ConnKind, Input, Output};
+use wizard_core::rng::Seed;
+use wizard_core::wire::ClientMessage;
+use wizard_core::{Server, Time};
+
+fn config() -> Config {
+    Config::from_pairs([
+        ("AI_MOVE_DELAY", "0"),
+        ("TRICK_PAUSE", "0"),
+        ("MESSAGE_RATE", "1000000"),
+        ("MESSAGE_BURST", "1000000"),
+        ("MAX_ACTIVE_GAMES", "1000"),
+    ])
+    .unwrap()
+}
+
+fn message(conn: u64, message: ClientMessage) -> Input {
+    Input::Message { conn, message }
+}
+
+/// A server with one lobby of four humans (connections 1 to 4) and a started game.
+struct Table {
+    server: Server,
+    now: Time,
+    out: Vec<Output>,
+    /// The latest legal actions per connection.
+    legal: [Vec<Action>; 5],
+}
+
+impl Table {
+    fn new() -> Table {
+        let mut t = Table {
+            server: Server::new(config(), Seed::from_u64(1), Time::ZERO),
+            now: Time::ZERO,
+            out: Vec::new(),
+            legal: Default::default(),
+        };
+        for conn in 1..=4u64 {
+            let ip = format!("10.0.0.{conn}").parse().unwrap();
+            t.input(Input::Opened {
+                conn,
+                kind: ConnKind::Player,
+                ip,
+            });
+            t.input(message(conn, ClientMessage::Hello { token: None }));
+        }
+        t.input(message(
+            1,
+            ClientMessage::CreateLobby { name: "Ann".into() },
+        ));
+        let code = t.code();
+        for (conn, name) in [(2, "Bob"), (3, "Cat"), (4, "Dan")] {
+            t.input(message(
+                conn,
+                ClientMessage::JoinLobby {
+                    code: code.clone(),
+                    name: name.into(),
+                },
+            ));
+        }
+        t.input(message(1, ClientMessage::StartGame));
+        t
+    }
+
+    fn code(&self) -> String {
+        self.out
+            .iter()
+            .find_map(|o| match o {
+                Output::Send { text, .. } if text.contains("\"lobby\":{") => {
+                    let v: Value = serde_json::from_str(text).unwrap();
+                    v["lobby"]["code"].as_str().map(str::to_string)
+                }
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    fn input(&mut self, input: Input) {
+        self.out.clear();
+        self.server.handle(self.now, input, &mut self.out);
+        self.absorb();
+    }
+
+    fn absorb(&mut self) {
+        for o in &self.out {
+            if let Output::Send {
+                conn,
+                text,
+                state: true,
+            } = o
+            {
+                let v: Value = serde_json::from_str(text).unwrap();
+                let legal = &v["game"]["observation"]["legal_actions"];
+                self.legal[*conn as usize] =
+                    serde_json::from_value(legal.clone()).unwrap_or_default();
+            }
+        }
+    }
+
+    /// The next move: the acting connection and its first legal action. Restarts the
+    /// game when it is over.
+    fn next_move(&mut self) -> (u64, Action) {
+        loop {
+            if let Some(conn) = (1..=4).find(|&c| !self.legal[c].is_empty()) {
+                return (conn as u64, self.legal[conn][0]);
+            }
+            self.input(message(1, ClientMessage::ReturnToLobby));
+            self.input(message(1, ClientMessage::StartGame));
+        }
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    c.bench_function("server/move_4_humans_with_4_states", |b| {
+        let mut t = Table::new();
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                let (conn, action) = t.next_move();
+                let input = message(conn, ClientMessage::Action { action });
+                t.out.clear();
+                let start = Instant::now();
+                t.server.handle(t.now, input, &mut t.out);
+                spent += start.elapsed();
+                black_box(&t.out);
+                t.absorb();
+            }
+            spent
+        })
+    });
+
+    c.bench_function("server/flooded_message_dropped", |b| {
+        let cfg = Config::from_pairs([("MAX_RATE_VIOLATIONS", "4000000000")]).unwrap();
+        let mut server = Server::new(cfg, Seed::from_u64(2), Time::ZERO);
+        let mut out = Vec::new();
+        let ip = "10.0.0.9".parse().unwrap();
+        server.handle(
+            Time::ZERO,
+            Input::Opened {
+                conn: 9,
+                kind: ConnKind::Player,
+                ip,
+            },
+            &mut out,
+        );
+        server.handle(
+            Time::ZERO,
+            message(9, ClientMessage::Hello { token: None }),
+            &mut out,
+        );
+        for _ in 0..40 {
+            server.handle(Time::ZERO, message(9, ClientMessage::AddAi), &mut out);
+        }
+        b.iter(|| {
+            out.clear();
+            server.handle(Time::ZERO, message(9, ClientMessage::AddAi), &mut out);
+            black_box(&out);
+        })
+    });
+
+    c.bench_function("server/hello_new_session", |b| {
+        let mut server = Server::new(config(), Seed::from_u64(3), Time::ZERO);
+        let mut out = Vec::new();
+        let ip = "10.0.0.7".parse().unwrap();
+        let mut conn = 100u64;
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                conn += 1;
+                server.handle(
+                    Time::ZERO,
+                    Input::Opened {
+                        conn,
+                        kind: ConnKind::Player,
+                        ip,
+                    },
+                    &mut out,
+                );
+                out.clear();
+                let start = Instant::now();
+                server.handle(
+                    Time::ZERO,
+                    message(conn, ClientMessage::Hello { token: None }),
+                    &mut out,
+                );
+                spent += start.elapsed();
+                black_box(&out);
+                server.handle(Time::ZERO, Input::Closed { conn }, &mut out);
+                out.clear();
+            }
+            spent
+        })
+    });
+}
+
+criterion_group!(server_benches, benches);
+criterion_main!(server_benches);
