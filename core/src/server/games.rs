@@ -18,7 +18,10 @@ const DRIVE_MOVES_MAX: usize = 1024;
 
 impl Server {
     pub(super) fn timing(&self, lobby: LobbyId) -> TurnTiming {
-        let turn_seconds = self.lobbies.get(lobby).map_or(0, |l| l.options.turn_seconds);
+        let turn_seconds = self
+            .lobbies
+            .get(lobby)
+            .map_or(0, |l| l.options.turn_seconds);
         TurnTiming {
             ai_move_delay_us: self.config.ai_move_delay_us,
             turn_us: u64::from(turn_seconds) * 1_000_000,
@@ -56,10 +59,15 @@ impl Server {
         out: &mut Vec<Output>,
     ) {
         let trick_pause = self.config.trick_pause_us;
-        let finished = events.iter().any(|e| matches!(e, Event::GameFinished { .. }));
+        let finished = events
+            .iter()
+            .any(|e| matches!(e, Event::GameFinished { .. }));
         if let Some(l) = self.lobbies.get_mut(lobby) {
             l.turns.finish(seat);
-            if events.iter().any(|e| matches!(e, Event::TrickCompleted { .. })) {
+            if events
+                .iter()
+                .any(|e| matches!(e, Event::TrickCompleted { .. }))
+            {
                 l.turns.pause_until = now.plus_us(trick_pause);
             }
         }
@@ -148,14 +156,22 @@ impl Server {
         if autoplayed {
             events.push(Event::Autoplayed { player: seat });
         }
-        if self.lobbies.apply(lobby, seat, action, &mut events).is_err() {
+        if self
+            .lobbies
+            .apply(lobby, seat, action, &mut events)
+            .is_err()
+        {
             return;
         }
         let source = match by {
             Decider::Ai => MoveSource::Ai,
             Decider::Fallback(reason) => {
                 bump(&mut self.counters.fallbacks, reason.name());
-                out.push(Output::Note(Note::Fallback { lobby, seat, reason }));
+                out.push(Output::Note(Note::Fallback {
+                    lobby,
+                    seat,
+                    reason,
+                }));
                 MoveSource::Fallback
             }
         };
@@ -204,7 +220,8 @@ impl Server {
             Ask::Fallback(reason) => {
                 let action = self.fallback_action(lobby, seat);
                 if let (Some(action), Some(l)) = (action, self.lobbies.get_mut(lobby)) {
-                    l.turns.decide(seat, None, action, Decider::Fallback(reason));
+                    l.turns
+                        .decide(seat, None, action, Decider::Fallback(reason));
                 }
             }
         }
@@ -267,7 +284,8 @@ impl Server {
         if legal {
             self.bridge.settle(now, Outcome::Success);
             if let Some(l) = self.lobbies.get_mut(pending.lobby) {
-                l.turns.decide(pending.seat, Some(request_id), action, Decider::Ai);
+                l.turns
+                    .decide(pending.seat, Some(request_id), action, Decider::Ai);
             }
             self.drive(now, pending.lobby, out);
         } else {
@@ -294,7 +312,12 @@ impl Server {
         if let Some(action) = self.fallback_action(pending.lobby, pending.seat)
             && let Some(l) = self.lobbies.get_mut(pending.lobby)
         {
-            l.turns.decide(pending.seat, Some(request_id), action, Decider::Fallback(reason));
+            l.turns.decide(
+                pending.seat,
+                Some(request_id),
+                action,
+                Decider::Fallback(reason),
+            );
         }
         self.drive(now, pending.lobby, out);
     }

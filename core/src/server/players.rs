@@ -37,7 +37,9 @@ impl Server {
         };
         let result = match message {
             ClientMessage::Hello { .. } => Err(LobbyError::NotAllowed("Already said hello.")),
-            ClientMessage::CreateLobby { name } => self.create_lobby(now, conn, session, &name, out),
+            ClientMessage::CreateLobby { name } => {
+                self.create_lobby(now, conn, session, &name, out)
+            }
             ClientMessage::JoinLobby { code, name } => {
                 self.join_lobby(now, session, &code, &name, out)
             }
@@ -49,7 +51,9 @@ impl Server {
             ClientMessage::AddAi => self.host_action(now, session, out, |s, lobby, host| {
                 s.lobbies.add_ai(lobby, host)
             }),
-            ClientMessage::RemovePlayer { player_id } => self.remove_player(now, session, &player_id, out),
+            ClientMessage::RemovePlayer { player_id } => {
+                self.remove_player(now, session, &player_id, out)
+            }
             ClientMessage::SetOptions {
                 hidden_bids,
                 bid_restriction,
@@ -69,9 +73,11 @@ impl Server {
             }),
             ClientMessage::StartGame => self.start_game(now, conn, session, out),
             ClientMessage::Action { action } => self.human_move(now, session, action, out),
-            ClientMessage::ReturnToLobby => self.host_action(now, session, out, |s, lobby, host| {
-                s.lobbies.return_to_lobby(lobby, host)
-            }),
+            ClientMessage::ReturnToLobby => {
+                self.host_action(now, session, out, |s, lobby, host| {
+                    s.lobbies.return_to_lobby(lobby, host)
+                })
+            }
         };
         if let Err(e) = result {
             self.send_error(conn, e.code(), &e.message(), None, out);
@@ -203,7 +209,10 @@ impl Server {
             .ok_or(LobbyError::NotFound("No lobby with that code."))?;
         let player_id = self.player_id(session);
         // Check before leaving the current lobby, so a refused join loses nothing.
-        let target = self.lobbies.get(lobby).ok_or(LobbyError::NotFound("No lobby with that code."))?;
+        let target = self
+            .lobbies
+            .get(lobby)
+            .ok_or(LobbyError::NotFound("No lobby with that code."))?;
         if target.seat_of(&player_id).is_none() {
             if target.status != crate::wire::LobbyStatus::Waiting {
                 return Err(LobbyError::NotAllowed("That game has already started."));
@@ -255,7 +264,13 @@ impl Server {
                 s.conn
             });
             if let Some(conn) = conn {
-                self.send_error(conn, ErrorCode::Removed, "The host removed you from the lobby.", None, out);
+                self.send_error(
+                    conn,
+                    ErrorCode::Removed,
+                    "The host removed you from the lobby.",
+                    None,
+                    out,
+                );
                 self.send_state(now, removed, out);
             }
         }
@@ -279,7 +294,10 @@ impl Server {
         let mut events = Vec::new();
         self.lobbies.start(lobby, &host, seed, &mut events)?;
         self.counters.games_started += 1;
-        let players = self.lobbies.get(lobby).map_or(0, |l| u8::try_from(l.seats.len()).unwrap_or(0));
+        let players = self
+            .lobbies
+            .get(lobby)
+            .map_or(0, |l| u8::try_from(l.seats.len()).unwrap_or(0));
         out.push(Output::Note(Note::GameStarted { lobby, players }));
         self.broadcast(now, lobby, &events, out);
         self.drive(now, lobby, out);
@@ -302,13 +320,21 @@ impl Server {
 
     /// The session's lobby and player id, or `not_found` when it is in none.
     pub(super) fn lobby_of(&self, session: SessionId) -> Result<(LobbyId, String), LobbyError> {
-        let s = self.sessions.get(session).ok_or(LobbyError::NotFound("No session."))?;
-        let lobby = s.lobby.ok_or(LobbyError::NotFound("You are not in a lobby."))?;
+        let s = self
+            .sessions
+            .get(session)
+            .ok_or(LobbyError::NotFound("No session."))?;
+        let lobby = s
+            .lobby
+            .ok_or(LobbyError::NotFound("You are not in a lobby."))?;
         Ok((lobby, s.player_id.clone()))
     }
 
     pub(super) fn player_id(&self, session: SessionId) -> String {
-        self.sessions.get(session).map(|s| s.player_id.clone()).unwrap_or_default()
+        self.sessions
+            .get(session)
+            .map(|s| s.player_id.clone())
+            .unwrap_or_default()
     }
 
     /// The session's connection closed: seated sessions wait `SESSION_TTL` for a
@@ -330,7 +356,10 @@ impl Server {
         s.disconnected_at = Some(now);
         match s.lobby {
             Some(lobby) => {
-                self.timers.set(TimerKey::Session(session), now.plus_us(self.config.session_ttl_us));
+                self.timers.set(
+                    TimerKey::Session(session),
+                    now.plus_us(self.config.session_ttl_us),
+                );
                 self.broadcast(now, lobby, &[], out);
             }
             None => {

@@ -13,7 +13,8 @@ use super::Server;
 
 /// The encoded `state` message for one viewer.
 fn state_text(lobby_json: &str, game_json: &str, events_json: &str) -> String {
-    let mut text = String::with_capacity(lobby_json.len() + game_json.len() + events_json.len() + 48);
+    let mut text =
+        String::with_capacity(lobby_json.len() + game_json.len() + events_json.len() + 48);
     text.push_str(r#"{"type":"state","lobby":"#);
     text.push_str(lobby_json);
     text.push_str(r#","game":"#);
@@ -43,7 +44,9 @@ impl Server {
                     is_ai: s.is_ai(),
                     connected: match s.occupant {
                         Occupant::Ai => true,
-                        Occupant::Human(id) => self.sessions.get(id).is_some_and(|x| x.conn.is_some()),
+                        Occupant::Human(id) => {
+                            self.sessions.get(id).is_some_and(|x| x.conn.is_some())
+                        }
                     },
                 })
                 .collect(),
@@ -103,7 +106,13 @@ impl Server {
         }
     }
 
-    pub(super) fn broadcast(&mut self, now: Time, lobby: LobbyId, events: &[Event], out: &mut Vec<Output>) {
+    pub(super) fn broadcast(
+        &mut self,
+        now: Time,
+        lobby: LobbyId,
+        events: &[Event],
+        out: &mut Vec<Output>,
+    ) {
         self.broadcast_filtered(now, lobby, events, None, out);
     }
 
