@@ -199,6 +199,19 @@ impl LobbyManager {
         self.by_code.get(&code.trim().to_ascii_uppercase()).copied()
     }
 
+    /// Whether a new lobby fits under `MAX_LOBBIES` once `player_id` has left `current`
+    /// (leaving deletes a lobby when it was its last human).
+    pub fn has_room(&self, current: Option<LobbyId>, player_id: &str) -> bool {
+        if self.lobbies.len() < self.lobbies_max {
+            return true;
+        }
+        current.and_then(|id| self.lobbies.get(&id)).is_some_and(|l| {
+            l.seats
+                .iter()
+                .all(|s| s.is_ai() || s.player_id == player_id)
+        })
+    }
+
     /// A new waiting lobby with `session` as host in seat 0.
     pub fn create(
         &mut self,

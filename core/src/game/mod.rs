@@ -9,6 +9,7 @@ pub mod rules;
 pub mod selfplay;
 pub mod trick;
 pub mod types;
+pub mod world;
 
 pub use card::{Card, CardParseError, Suit, SuitParseError};
 pub use observation::Observation;

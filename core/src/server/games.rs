@@ -82,7 +82,24 @@ impl Server {
             self.counters.games_finished += 1;
             out.push(Output::Note(Note::GameFinished { lobby }));
         }
+        // Start the next turns first, so the views carry their `turn_deadline_ms`.
+        self.sync_turns(now, lobby);
         self.broadcast(now, lobby, &events, out);
+    }
+
+    /// Brings the lobby's turn book in line with the seats the game awaits now.
+    pub(super) fn sync_turns(&mut self, now: Time, lobby: LobbyId) {
+        let Some(l) = self.lobbies.get_mut(lobby) else {
+            return;
+        };
+        let Some(game) = l.game.as_ref().filter(|_| l.status == LobbyStatus::Playing) else {
+            return;
+        };
+        let awaited: Vec<(Seat, bool)> = game
+            .seats_to_act()
+            .map(|s| (s, l.seats.get(usize::from(s)).is_some_and(|i| i.is_ai())))
+            .collect();
+        l.turns.sync(now, &awaited);
     }
 
     /// Moves a lobby's game forward: starts turns, asks the AI, applies AI moves whose
@@ -95,19 +112,15 @@ impl Server {
                 self.timers.cancel(&TimerKey::Lobby(lobby));
                 return;
             };
-            let game = match (&l.game, l.status) {
-                (Some(g), LobbyStatus::Playing) => g,
-                _ => {
-                    l.turns.clear();
-                    self.timers.cancel(&TimerKey::Lobby(lobby));
-                    return;
-                }
+            if l.game.is_none() || l.status != LobbyStatus::Playing {
+                l.turns.clear();
+                self.timers.cancel(&TimerKey::Lobby(lobby));
+                return;
+            }
+            self.sync_turns(now, lobby);
+            let Some(l) = self.lobbies.get(lobby) else {
+                return;
             };
-            let awaited: Vec<(Seat, bool)> = game
-                .seats_to_act()
-                .map(|s| (s, l.seats.get(usize::from(s)).is_some_and(|i| i.is_ai())))
-                .collect();
-            l.turns.sync(now, &awaited);
             for seat in l.turns.to_ask() {
                 self.ask_ai(now, lobby, seat, out);
             }

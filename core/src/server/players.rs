@@ -168,6 +168,12 @@ impl Server {
         if !self.admit_new_game(conn, out) {
             return Ok(());
         }
+        let player_id = self.player_id(session);
+        let current = self.sessions.get(session).and_then(|s| s.lobby);
+        if !self.lobbies.has_room(current, &player_id) {
+            // Refused before leaving the current lobby, so the refusal loses nothing.
+            return Err(LobbyError::TooManyLobbies);
+        }
         let ip = self.conns.get(&conn).map(|c| IpKey::new(c.ip));
         if let Some(ip) = ip
             && !self.lobby_rate.try_take(&ip, now)
@@ -183,7 +189,6 @@ impl Server {
             return Ok(());
         }
         self.leave_lobby(now, session, out);
-        let player_id = self.player_id(session);
         let lobby = self.lobbies.create(session, &player_id, &name)?;
         self.counters.lobbies_created += 1;
         if let Some(s) = self.sessions.get_mut(session) {
@@ -299,6 +304,7 @@ impl Server {
             .get(lobby)
             .map_or(0, |l| u8::try_from(l.seats.len()).unwrap_or(0));
         out.push(Output::Note(Note::GameStarted { lobby, players }));
+        self.sync_turns(now, lobby);
         self.broadcast(now, lobby, &events, out);
         self.drive(now, lobby, out);
         Ok(())

@@ -13,4 +13,6 @@ mod limits;
 mod rules;
 mod server_game;
 mod server_props;
+mod transcripts;
+mod upgrade;
 mod wire;

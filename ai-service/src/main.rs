@@ -1,0 +1,164 @@
+//! The `wizard-ai` binary: one subcommand per job. Today `evaluate` (a duplicate-format
+//! tournament between agents); the websocket client (`serve`) joins the dispatch table
+//! in `main` as another subcommand.
+
+use std::fmt;
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use wizard_ai::agent::AgentSpecError;
+use wizard_ai::evaluate::{self, EvalConfig, EvalError};
+use wizard_core::game::{BidRestriction, Options};
+
+const USAGE: &str = "usage:
+  wizard-ai evaluate [options]
+    --players LIST      player counts, e.g. 4 or 3,4,5,6 (default 4)
+    --deal-sets N       deal sets per player count; each is played once per seat (default 100)
+    --candidate AGENT   the agent measured (default search)
+    --reference AGENT   an agent for the other seats; repeat to cycle several (default heuristic)
+    --time-ms MS        wall-clock budget per decision
+    --iterations N      iteration budget per decision (search: sampled worlds)
+    --rules PRESET      default | house | canadian | hidden (default default)
+    --seed N            seed of the deal sets (default 1)
+    --json              print the report as JSON
+  agents: random, heuristic[:aggression=A,pressure=P,scale=S], variant, search[:window=W,sigma=S,opp=O]";
+
+/// A command line the binary cannot run (the user's fault).
+#[derive(Debug)]
+enum CliError {
+    Usage(String),
+    Agent(AgentSpecError),
+    Eval(EvalError),
+    Json(serde_json::Error),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(m) => write!(f, "{m}\n{USAGE}"),
+            CliError::Agent(e) => e.fmt(f),
+            CliError::Eval(e) => e.fmt(f),
+            CliError::Json(e) => e.fmt(f),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("evaluate") => run_evaluate(args.get(1..).unwrap_or_default()),
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(CliError::Usage(format!("unknown subcommand {other:?}"))),
+        None => Err(CliError::Usage("a subcommand is needed".to_owned())),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "wizard-ai: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn value<'a>(args: &'a [String], i: usize, name: &str) -> Result<&'a str, CliError> {
+    args.get(i + 1)
+        .map(String::as_str)
+        .ok_or_else(|| CliError::Usage(format!("{name} needs a value")))
+}
+
+fn number<T: std::str::FromStr>(text: &str, name: &str) -> Result<T, CliError> {
+    text.parse()
+        .map_err(|_| CliError::Usage(format!("{name}: {text:?} is not a valid number")))
+}
+
+fn rules(preset: &str) -> Result<Options, CliError> {
+    let mut o = Options::default();
+    match preset {
+        "default" => {}
+        "house" => o.bid_restriction = BidRestriction::House,
+        "canadian" => o.bid_restriction = BidRestriction::Canadian,
+        "hidden" => o.hidden_bids = true,
+        _ => return Err(CliError::Usage(format!("unknown rules preset {preset:?}"))),
+    }
+    Ok(o)
+}
+
+fn run_evaluate(args: &[String]) -> Result<(), CliError> {
+    let mut config = EvalConfig {
+        players: vec![4],
+        options: Options::default(),
+        rules: "default".to_owned(),
+        deal_sets: 100,
+        seed: 1,
+        candidate: "search".parse().map_err(CliError::Agent)?,
+        candidate_name: "search".to_owned(),
+        references: Vec::new(),
+        reference_names: Vec::new(),
+        time_per_decision: None,
+        iterations_max: None,
+    };
+    let mut json = false;
+    let mut i = 0;
+    while let Some(flag) = args.get(i) {
+        let flag = flag.as_str();
+        if flag == "--json" {
+            json = true;
+            i += 1;
+            continue;
+        }
+        let v = value(args, i, flag)?;
+        match flag {
+            "--players" => {
+                config.players = v
+                    .split(',')
+                    .map(|p| number::<u8>(p, flag))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--deal-sets" => config.deal_sets = number(v, flag)?,
+            "--candidate" => {
+                config.candidate = v.parse().map_err(CliError::Agent)?;
+                v.clone_into(&mut config.candidate_name);
+            }
+            "--reference" => {
+                config.references.push(v.parse().map_err(CliError::Agent)?);
+                config.reference_names.push(v.to_owned());
+            }
+            "--time-ms" => {
+                let ms: f64 = number(v, flag)?;
+                if !(ms.is_finite() && ms > 0.0) {
+                    return Err(CliError::Usage(format!("{flag} must be positive")));
+                }
+                config.time_per_decision = Some(Duration::from_secs_f64(ms / 1000.0));
+            }
+            "--iterations" => config.iterations_max = Some(number(v, flag)?),
+            "--rules" => {
+                config.options = rules(v)?;
+                v.clone_into(&mut config.rules);
+            }
+            "--seed" => config.seed = number(v, flag)?,
+            _ => return Err(CliError::Usage(format!("unknown option {flag:?}"))),
+        }
+        i += 2;
+    }
+    if config.references.is_empty() {
+        config
+            .references
+            .push("heuristic".parse().map_err(CliError::Agent)?);
+        config.reference_names.push("heuristic".to_owned());
+    }
+    let report = evaluate::evaluate(&config, |line| {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    })
+    .map_err(CliError::Eval)?;
+    if json {
+        let text = serde_json::to_string_pretty(&report).map_err(CliError::Json)?;
+        println!("{text}");
+    } else {
+        print!("{}", evaluate::render_text(&report));
+    }
+    Ok(())
+}

@@ -1,0 +1,389 @@
+//! A compact copy of one round of the rules, for rollouts: hands are 60-bit masks and
+//! every player is a copy of the core's heuristic (`wizard_core::game::bot`), so one
+//! rollout of a round costs microseconds instead of the tens that cloning a `Game` and
+//! building an `Observation` per move would.
+//!
+//! It is deliberately not a second rules engine for the server: it covers one round only
+//! (no deal, no later rounds) and is checked against `Game` (built with
+//! `Game::from_world`) by the integration tests: same legal moves, same trick winners,
+//! same round scores. The heuristic copy breaks ties by the lowest card index where the
+//! core's heuristic asks its RNG; everything else is the same decision.
+
+use wizard_core::game::bot::Params;
+use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit, trick};
+use wizard_core::game::{round_score, trick::Lead};
+
+/// A set of cards, bit `Card::index()`.
+pub(crate) type Mask = u64;
+
+/// Most seats at a table.
+pub(crate) const SEATS_MAX: usize = 6;
+const WIZARDS: Mask = 0xF << 52;
+const JESTERS: Mask = 0xF << 56;
+/// Every card of the deck.
+pub(crate) const DECK: Mask = (1 << 60) - 1;
+
+/// The cards of one suit.
+pub(crate) fn suit_mask(suit: Suit) -> Mask {
+    0x1FFF << (13 * suit.index())
+}
+
+/// The mask of one card.
+pub(crate) fn bit(card: Card) -> Mask {
+    1 << card.index()
+}
+
+/// The cards of a mask, lowest index first.
+pub(crate) fn cards(mut mask: Mask) -> impl Iterator<Item = Card> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let i = mask.trailing_zeros();
+        mask &= mask - 1;
+        Card::from_index(i as usize)
+    })
+}
+
+/// Where a simulated round stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    ChoosingTrump,
+    Bidding,
+    Playing,
+    Done,
+}
+
+/// One round in progress. `Copy`, so a rollout starts with a plain copy.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sim {
+    players: u8,
+    round: u8,
+    dealer: Seat,
+    hidden_bids: bool,
+    restriction: BidRestriction,
+    stage: Stage,
+    trump: Option<Suit>,
+    to_act: Seat,
+    pub(crate) hands: [Mask; SEATS_MAX],
+    pub(crate) bids: [Option<u8>; SEATS_MAX],
+    tricks: [u8; SEATS_MAX],
+    trick: [Card; SEATS_MAX],
+    trick_len: u8,
+    leader: Seat,
+    scores: [i32; SEATS_MAX],
+}
+
+impl Sim {
+    /// The public part of the position `obs` shows; hands and hidden bids are filled in
+    /// per sampled world. `None` when the observation does not fit (more than six
+    /// seats, a finished game).
+    pub(crate) fn from_observation(obs: &Observation) -> Option<Sim> {
+        let n = usize::from(obs.players);
+        if n > SEATS_MAX || obs.trick.len() >= n.max(1) {
+            return None;
+        }
+        let stage = match obs.phase {
+            Phase::ChoosingTrump => Stage::ChoosingTrump,
+            Phase::Bidding => Stage::Bidding,
+            Phase::Playing => Stage::Playing,
+            Phase::Finished => return None,
+        };
+        let mut sim = Sim {
+            players: obs.players,
+            round: obs.round,
+            dealer: obs.dealer,
+            hidden_bids: obs.options.hidden_bids,
+            restriction: obs.options.bid_restriction,
+            stage,
+            trump: obs.trump_suit,
+            to_act: obs.to_act.unwrap_or(obs.leader),
+            hands: [0; SEATS_MAX],
+            bids: [None; SEATS_MAX],
+            tricks: [0; SEATS_MAX],
+            trick: [Card::Jester(1); SEATS_MAX],
+            trick_len: 0,
+            leader: obs.leader,
+            scores: [0; SEATS_MAX],
+        };
+        for i in 0..n {
+            sim.bids[i] = obs.bids.get(i).copied().flatten();
+            sim.tricks[i] = obs.tricks_won.get(i).copied().unwrap_or(0);
+            sim.scores[i] = obs.scores.get(i).copied().unwrap_or(0);
+        }
+        for p in &obs.trick {
+            sim.trick[usize::from(sim.trick_len)] = p.card;
+            sim.trick_len += 1;
+        }
+        Some(sim)
+    }
+
+    pub(crate) fn players(&self) -> u8 {
+        self.players
+    }
+
+    pub(crate) fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    fn next(&self, seat: Seat) -> Seat {
+        (seat + 1) % self.players
+    }
+
+    /// The seat that acts next; under hidden bids the first seat without a bid from the
+    /// dealer's left (they bid at once, so any order is a valid one).
+    fn actor(&self) -> Seat {
+        if self.stage == Stage::Bidding && self.hidden_bids {
+            let mut seat = self.next(self.dealer);
+            for _ in 0..self.players {
+                if self.bids[usize::from(seat)].is_none() {
+                    return seat;
+                }
+                seat = self.next(seat);
+            }
+        }
+        self.to_act
+    }
+
+    fn lead(&self) -> Lead {
+        trick::lead(self.trick[..usize::from(self.trick_len)].iter().copied())
+    }
+
+    /// The cards `seat` may play now.
+    pub(crate) fn legal_mask(&self, seat: Seat) -> Mask {
+        let hand = self.hands[usize::from(seat)];
+        match self.lead() {
+            Lead::Suit(s) if hand & suit_mask(s) != 0 => hand & (suit_mask(s) | WIZARDS | JESTERS),
+            _ => hand,
+        }
+    }
+
+    /// The bid the restriction forbids `seat`, as `Game::forbidden_bid`.
+    fn forbidden_bid(&self, seat: Seat) -> Option<u8> {
+        if self.hidden_bids || self.stage != Stage::Bidding || seat != self.dealer {
+            return None;
+        }
+        let others: u32 = self.bids.iter().flatten().map(|&b| u32::from(b)).sum();
+        let forbidden = u8::try_from(u32::from(self.round).checked_sub(others)?).ok()?;
+        match self.restriction {
+            BidRestriction::None => None,
+            BidRestriction::House => Some(forbidden),
+            BidRestriction::Canadian => {
+                let mine = self.scores[usize::from(seat)];
+                let leads =
+                    (0..self.players).all(|s| s == seat || self.scores[usize::from(s)] < mine);
+                (leads && forbidden != 0).then_some(forbidden)
+            }
+        }
+    }
+
+    /// Applies an action the caller knows to be legal (the root's candidates come from
+    /// the engine's `legal_actions`, the rollout's from this module's own rules).
+    pub(crate) fn apply(&mut self, seat: Seat, action: Action) {
+        match action {
+            Action::ChooseTrump { suit } => {
+                self.trump = Some(suit);
+                self.stage = Stage::Bidding;
+                self.to_act = self.next(self.dealer);
+            }
+            Action::Bid { bid } => {
+                self.bids[usize::from(seat)] = Some(bid);
+                let n = usize::from(self.players);
+                if self.bids[..n].iter().all(Option::is_some) {
+                    self.stage = Stage::Playing;
+                    self.to_act = self.leader;
+                } else {
+                    self.to_act = self.next(seat);
+                }
+            }
+            Action::Play { card } => self.play(seat, card),
+        }
+    }
+
+    fn play(&mut self, seat: Seat, card: Card) {
+        self.hands[usize::from(seat)] &= !bit(card);
+        self.trick[usize::from(self.trick_len)] = card;
+        self.trick_len += 1;
+        if self.trick_len < self.players {
+            self.to_act = self.next(seat);
+            return;
+        }
+        let len = usize::from(self.players);
+        let position = trick::winner(&self.trick[..len], self.trump).unwrap_or(0);
+        let offset = u8::try_from(position).unwrap_or(0);
+        let winner = (self.leader + offset) % self.players;
+        self.tricks[usize::from(winner)] += 1;
+        self.trick_len = 0;
+        self.leader = winner;
+        self.to_act = winner;
+        if self.hands[..len].iter().all(|&h| h == 0) {
+            self.stage = Stage::Done;
+        }
+    }
+
+    /// The heuristic's next action and who makes it; `None` once the round is done.
+    pub(crate) fn heuristic_step(&self, params: &Params<'_>) -> Option<(Seat, Action)> {
+        let seat = self.actor();
+        let action = match self.stage {
+            Stage::Done => return None,
+            Stage::ChoosingTrump => Action::ChooseTrump {
+                suit: self.heuristic_trump(seat, params),
+            },
+            Stage::Bidding => Action::Bid {
+                bid: self.heuristic_bid(seat, params),
+            },
+            Stage::Playing => Action::Play {
+                card: self.heuristic_card(seat)?,
+            },
+        };
+        Some((seat, action))
+    }
+
+    /// Plays the round to its end with every seat played by the heuristic.
+    pub(crate) fn roll_out(&mut self, params: &Params<'_>) {
+        // A round has at most 1 + 6 bids + 60 cards of actions; the bound only guards
+        // against a bug looping forever.
+        for _ in 0..128 {
+            match self.heuristic_step(params) {
+                Some((seat, action)) => self.apply(seat, action),
+                None => return,
+            }
+        }
+    }
+
+    /// The round's score change of `seat` once the round is done.
+    pub(crate) fn delta(&self, seat: Seat) -> i32 {
+        let s = usize::from(seat);
+        round_score(self.bids[s].unwrap_or(0), self.tricks[s])
+    }
+
+    /// The heuristic's expected tricks for `hand` under `trump`.
+    pub(crate) fn expected_tricks(
+        &self,
+        params: &Params<'_>,
+        hand: Mask,
+        trump: Option<Suit>,
+    ) -> f32 {
+        cards(hand)
+            .map(|c| params.table.get(self.players, trump, self.round, c))
+            .sum()
+    }
+
+    fn heuristic_trump(&self, seat: Seat, params: &Params<'_>) -> Suit {
+        let hand = self.hands[usize::from(seat)];
+        let mut best = (f32::NEG_INFINITY, Suit::Clubs);
+        for suit in Suit::ALL {
+            let v = self.expected_tricks(params, hand, Some(suit));
+            if v > best.0 {
+                best = (v, suit);
+            }
+        }
+        best.1
+    }
+
+    /// The heuristic's continuous bid estimate for `seat`, before rounding.
+    pub(crate) fn bid_estimate(&self, seat: Seat, params: &Params<'_>) -> f32 {
+        let round = f32::from(self.round);
+        let mut known = 0u8;
+        let mut claimed = 0u32;
+        if !self.hidden_bids {
+            for s in 0..self.players {
+                if let (true, Some(b)) = (s != seat, self.bids[usize::from(s)]) {
+                    known += 1;
+                    claimed += u32::from(b);
+                }
+            }
+        }
+        let share = round * f32::from(known) / f32::from(self.players);
+        #[allow(clippy::cast_precision_loss)]
+        let pressure = claimed as f32 - share;
+        let estimate = self.expected_tricks(params, self.hands[usize::from(seat)], self.trump);
+        (estimate - params.bid_pressure * pressure + params.aggression).clamp(0.0, round)
+    }
+
+    /// The nearest legal bid to `estimate` (the lower one on a tie).
+    pub(crate) fn nearest_bid(&self, seat: Seat, estimate: f32) -> u8 {
+        let forbidden = self.forbidden_bid(seat);
+        (0..=self.round)
+            .filter(|&b| Some(b) != forbidden)
+            .min_by(|&a, &b| {
+                let da = (f32::from(a) - estimate).abs();
+                let db = (f32::from(b) - estimate).abs();
+                da.total_cmp(&db).then(a.cmp(&b))
+            })
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn heuristic_bid(&self, seat: Seat, params: &Params<'_>) -> u8 {
+        self.nearest_bid(seat, self.bid_estimate(seat, params))
+    }
+
+    fn power(&self, card: Card) -> u8 {
+        match card {
+            Card::Wizard(_) => 100,
+            Card::Jester(_) => 0,
+            Card::Suited { suit, rank } if Some(suit) == self.trump => 40 + rank,
+            Card::Suited { rank, .. } => rank,
+        }
+    }
+
+    /// The card of `mask` with the highest (or lowest) power; ties to the lowest index.
+    fn pick(&self, mask: Mask, highest: bool) -> Option<Card> {
+        let mut best: Option<(u8, Card)> = None;
+        for c in cards(mask) {
+            let p = self.power(c);
+            let better = match best {
+                None => true,
+                Some((b, _)) if highest => p > b,
+                Some((b, _)) => p < b,
+            };
+            if better {
+                best = Some((p, c));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
+    /// Whether `card` would take the current trick if played now.
+    fn wins(&self, card: Card) -> bool {
+        let len = usize::from(self.trick_len);
+        let mut cards = self.trick;
+        cards[len] = card;
+        trick::winner(&cards[..=len], self.trump) == Some(len)
+    }
+
+    /// The heuristic's card for `seat` (the core's `choose_card`).
+    pub(crate) fn heuristic_card(&self, seat: Seat) -> Option<Card> {
+        let s = usize::from(seat);
+        let legal = self.legal_mask(seat);
+        let want = self.bids[s].unwrap_or(0) > self.tricks[s];
+        let plain_or = |m: Mask| if m & !JESTERS != 0 { m & !JESTERS } else { m };
+        if self.trick_len == 0 {
+            return if want {
+                self.pick(legal, true)
+            } else {
+                self.pick(plain_or(legal), false)
+            };
+        }
+        let mut winners: Mask = 0;
+        for c in cards(legal) {
+            if self.wins(c) {
+                winners |= bit(c);
+            }
+        }
+        let losers = legal & !winners;
+        if want {
+            if winners == 0 {
+                self.pick(plain_or(losers), false)
+            } else {
+                self.pick(winners, false)
+            }
+        } else if losers & !JESTERS != 0 {
+            self.pick(losers & !JESTERS, true)
+        } else if losers != 0 {
+            self.pick(losers, false)
+        } else {
+            self.pick(winners, false)
+        }
+    }
+}

@@ -1,0 +1,550 @@
+//! One websocket connection after its upgrade: a reader and a writer driven together in
+//! one task, and the bounded outbound queue the core task fills.
+//!
+//! The reader decodes each text frame with the core's pure decoders and forwards it to
+//! the core task's inbox; binary and oversized frames become [`Input::BadFrame`] and the
+//! reader stops, leaving the writer to send the close frame the core asks for. The
+//! writer wakes when the core task queued something, writes every queued frame and
+//! flushes once, pings every `KEEPALIVE_INTERVAL`, closes a connection that sent nothing
+//! for `KEEPALIVE_TIMEOUT`, and cuts a connection whose batch does not drain within
+//! `WRITE_TIMEOUT` or whose queue overflows. The task reports [`Input::Closed`] exactly
+//! once, however it ends. Nothing here decides policy: the core does.
+
+use std::collections::VecDeque;
+use std::net::{Shutdown, TcpStream};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use async_channel::{Receiver, Sender};
+use async_io::{Async, Timer};
+use async_tungstenite::WebSocketStream;
+use async_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
+use async_tungstenite::tungstenite::protocol::frame::CloseFrame;
+use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode as WsCloseCode;
+use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use async_tungstenite::tungstenite::{Message, Utf8Bytes};
+use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use futures_lite::{FutureExt, StreamExt};
+use futures_util::SinkExt;
+use wizard_core::config::Config;
+use wizard_core::io::{BadFrame, ConnId, ConnKind, Input};
+use wizard_core::wire::{CloseCode, decode_ai_reply, decode_client, peek_request_id};
+
+use crate::core_task::CoreMsg;
+use crate::metrics::ShellStats;
+
+/// Read buffer per connection: small, because an idle connection should cost little
+/// (tungstenite's default of 128 KiB made about 141 KB per connection).
+pub const READ_BUFFER_BYTES: usize = 4 * 1024;
+/// Frames are collected up to this size before tungstenite writes them out; `flush`
+/// writes everything regardless.
+pub const WRITE_BUFFER_BYTES: usize = 8 * 1024;
+/// How long a closing connection waits for the peer's close or end of stream.
+pub const LINGER: Duration = Duration::from_secs(1);
+
+/// The websocket settings for a server connection under `config`.
+pub fn ws_config(config: &Config) -> WebSocketConfig {
+    let max = config.message_bytes_max;
+    WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER_BYTES)
+        .write_buffer_size(WRITE_BUFFER_BYTES)
+        .max_write_buffer_size(
+            config
+                .outbound_queue_bytes_max
+                .saturating_add(WRITE_BUFFER_BYTES)
+                .saturating_add(max),
+        )
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max))
+}
+
+/// The settings one connection task needs.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnParams {
+    pub conn: ConnId,
+    pub kind: ConnKind,
+    pub ws: WebSocketConfig,
+    pub keepalive_interval: Duration,
+    pub keepalive_timeout: Duration,
+    pub write_timeout: Duration,
+}
+
+impl ConnParams {
+    pub fn new(config: &Config, conn: ConnId, kind: ConnKind) -> ConnParams {
+        ConnParams {
+            conn,
+            kind,
+            ws: ws_config(config),
+            keepalive_interval: Duration::from_micros(config.keepalive_interval_us),
+            keepalive_timeout: Duration::from_micros(config.keepalive_timeout_us),
+            write_timeout: Duration::from_micros(config.write_timeout_us),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The outbound queue
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Default)]
+struct Queue {
+    /// Text frames and whether each is a full `state` snapshot.
+    frames: VecDeque<(String, bool)>,
+    bytes: usize,
+    close: Option<CloseCode>,
+    overflowed: bool,
+}
+
+/// A connection's bounded outbound queue, filled by the core task, drained by the
+/// connection's writer.
+#[derive(Debug)]
+pub struct Outbox {
+    queue: Mutex<Queue>,
+    /// Capacity one: a pending wake-up stands for any number of pushes.
+    wake: Sender<()>,
+    messages_max: usize,
+    bytes_max: usize,
+}
+
+/// What the writer took from the queue.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub frames: Vec<String>,
+    pub close: Option<CloseCode>,
+    pub overflowed: bool,
+}
+
+impl Outbox {
+    /// A new queue and the receiver its writer waits on.
+    pub fn new(messages_max: usize, bytes_max: usize) -> (Arc<Outbox>, Receiver<()>) {
+        let (wake, woken) = async_channel::bounded(1);
+        let outbox = Outbox {
+            queue: Mutex::new(Queue::default()),
+            wake,
+            messages_max: messages_max.max(1),
+            bytes_max: bytes_max.max(1),
+        };
+        (Arc::new(outbox), woken)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        // A panic while holding this lock leaves a consistent queue: keep going.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues a frame. A `state` snapshot replaces an older queued one (only the newest
+    /// matters); a queue that still exceeds its limits marks the connection for
+    /// disconnection (the reader is too slow) and drops what it holds.
+    pub fn push(&self, text: String, state: bool) {
+        {
+            let mut q = self.lock();
+            if q.close.is_some() || q.overflowed {
+                return;
+            }
+            if state
+                && let Some(old) = q.frames.iter().position(|(_, s)| *s)
+                && let Some((old_text, _)) = q.frames.remove(old)
+            {
+                q.bytes = q.bytes.saturating_sub(old_text.len());
+            }
+            q.bytes = q.bytes.saturating_add(text.len());
+            q.frames.push_back((text, state));
+            if q.frames.len() > self.messages_max || q.bytes > self.bytes_max {
+                q.overflowed = true;
+                q.frames = VecDeque::new();
+                q.bytes = 0;
+            }
+        }
+        let _ = self.wake.try_send(());
+    }
+
+    /// Asks the writer to send a close frame after the frames already queued.
+    pub fn close(&self, code: CloseCode) {
+        {
+            let mut q = self.lock();
+            if q.close.is_none() {
+                q.close = Some(code);
+            }
+        }
+        let _ = self.wake.try_send(());
+    }
+
+    /// Takes everything queued.
+    pub fn take(&self) -> Batch {
+        let mut q = self.lock();
+        q.bytes = 0;
+        Batch {
+            frames: q.frames.drain(..).map(|(text, _)| text).collect(),
+            close: q.close,
+            overflowed: q.overflowed,
+        }
+    }
+
+    /// Frames and bytes queued now.
+    pub fn len(&self) -> (usize, usize) {
+        let q = self.lock();
+        (q.frames.len(), q.bytes)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len().0 == 0
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The socket shared between the websocket and the lingering close
+// ---------------------------------------------------------------------------------------
+
+/// A TCP stream the websocket reads and writes while the task keeps a second handle to
+/// shut it down and drain it at the end.
+#[derive(Debug, Clone)]
+pub struct SharedTcp(pub Arc<Async<TcpStream>>);
+
+impl AsyncRead for SharedTcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut &*self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for SharedTcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut &*self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut &*self.0).poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut &*self.0).poll_close(cx)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The connection task
+// ---------------------------------------------------------------------------------------
+
+/// How a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The peer closed (close frame or end of stream) or the transport failed.
+    Peer,
+    /// The core asked for a close and the close frame went out.
+    Closed(CloseCode),
+    /// The reader sent a forbidden frame and the core did not close in time.
+    BadFrame,
+    /// Nothing arrived for `KEEPALIVE_TIMEOUT`.
+    KeepaliveTimeout,
+    /// A batch did not drain within `WRITE_TIMEOUT`.
+    WriteTimeout,
+    /// The outbound queue overflowed.
+    Overflow,
+    /// The core task is gone.
+    CoreGone,
+}
+
+type Ws = WebSocketStream<SharedTcp>;
+
+/// When the peer last sent a frame, shared by the reader (writes) and the writer (reads)
+/// of one task; an atomic only because the task must be `Send`.
+#[derive(Debug)]
+struct LastHeard {
+    base: Instant,
+    since_base_us: std::sync::atomic::AtomicU64,
+}
+
+impl LastHeard {
+    fn new() -> LastHeard {
+        LastHeard {
+            base: Instant::now(),
+            since_base_us: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let us = u64::try_from(self.base.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.since_base_us
+            .store(us, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn get(&self) -> Instant {
+        let us = self
+            .since_base_us
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.base + Duration::from_micros(us)
+    }
+}
+
+/// Runs an upgraded connection until it ends, then reports [`Input::Closed`]. The core
+/// already got [`CoreMsg::Opened`] with `outbox`.
+pub async fn run(
+    tcp: Arc<Async<TcpStream>>,
+    leftover: Vec<u8>,
+    outbox: Arc<Outbox>,
+    woken: Receiver<()>,
+    inbox: Sender<CoreMsg>,
+    stats: Arc<ShellStats>,
+    p: ConnParams,
+) -> End {
+    let stream = SharedTcp(Arc::clone(&tcp));
+    let ws: Ws = if leftover.is_empty() {
+        WebSocketStream::from_raw_socket(stream, Role::Server, Some(p.ws)).await
+    } else {
+        WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(p.ws)).await
+    };
+    let (mut tx, mut rx) = ws.split();
+    let last_heard = LastHeard::new();
+    let reader = read_loop(&mut rx, &inbox, &last_heard, p);
+    let writer = write_loop(&mut tx, &outbox, &woken, &last_heard, p);
+    let end = reader.or(writer).await;
+    match end {
+        End::KeepaliveTimeout => ShellStats::bump(&stats.keepalive_timeouts),
+        End::WriteTimeout | End::Overflow => ShellStats::bump(&stats.slow_readers),
+        _ => {}
+    }
+    let _ = inbox
+        .send(CoreMsg::Input(Input::Closed { conn: p.conn }))
+        .await;
+    drop((tx, rx));
+    linger(&tcp).await;
+    end
+}
+
+/// Half-closes and reads until the peer closes too (or [`LINGER`] passes), so that a
+/// close frame is not destroyed by a reset caused by unread input.
+async fn linger(tcp: &Async<TcpStream>) {
+    let _ = tcp.get_ref().shutdown(Shutdown::Write);
+    let drain = async {
+        let mut sink = [0u8; 512];
+        let mut reader = tcp;
+        while let Ok(n) = reader.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    };
+    let timeout = async {
+        Timer::after(LINGER).await;
+    };
+    drain.or(timeout).await;
+}
+
+async fn read_loop(
+    rx: &mut async_tungstenite::WebSocketReceiver<SharedTcp>,
+    inbox: &Sender<CoreMsg>,
+    last_heard: &LastHeard,
+    p: ConnParams,
+) -> End {
+    loop {
+        let frame = match rx.next().await {
+            None => return End::Peer,
+            Some(Ok(message)) => {
+                last_heard.touch();
+                match message {
+                    Message::Text(text) => Some(decode(p.conn, p.kind, &text)),
+                    Message::Binary(_) => Some(Input::BadFrame {
+                        conn: p.conn,
+                        frame: BadFrame::Binary,
+                    }),
+                    // Pings are answered by tungstenite; pongs and closes only prove life.
+                    Message::Ping(_) | Message::Pong(_) | Message::Close(_) | Message::Frame(_) => {
+                        None
+                    }
+                }
+            }
+            Some(Err(WsError::Capacity(CapacityError::MessageTooLong { .. }))) => {
+                Some(Input::BadFrame {
+                    conn: p.conn,
+                    frame: BadFrame::TooLarge,
+                })
+            }
+            Some(Err(_)) => return End::Peer,
+        };
+        let Some(input) = frame else { continue };
+        let bad = matches!(input, Input::BadFrame { .. });
+        if inbox.send(CoreMsg::Input(input)).await.is_err() {
+            return End::CoreGone;
+        }
+        if bad {
+            // Stop reading; the writer sends the close the core asks for.
+            Timer::after(p.write_timeout.saturating_add(LINGER)).await;
+            return End::BadFrame;
+        }
+    }
+}
+
+fn decode(conn: ConnId, kind: ConnKind, text: &str) -> Input {
+    match kind {
+        ConnKind::Player => match decode_client(text) {
+            Ok(message) => Input::Message { conn, message },
+            Err(error) => Input::Undecodable { conn, error },
+        },
+        ConnKind::Ai => {
+            let reply = decode_ai_reply(text);
+            let request_id = match &reply {
+                Ok(r) => Some(r.request_id()),
+                Err(_) => peek_request_id(text),
+            };
+            Input::AiMessage {
+                conn,
+                reply,
+                request_id,
+            }
+        }
+    }
+}
+
+enum Wake {
+    Work,
+    Timer,
+    Gone,
+}
+
+async fn write_loop(
+    tx: &mut async_tungstenite::WebSocketSender<SharedTcp>,
+    outbox: &Outbox,
+    woken: &Receiver<()>,
+    last_heard: &LastHeard,
+    p: ConnParams,
+) -> End {
+    let mut next_ping = Instant::now() + p.keepalive_interval;
+    loop {
+        let silent_until = last_heard.get() + p.keepalive_timeout;
+        let deadline = next_ping.min(silent_until);
+        let work = async {
+            match woken.recv().await {
+                Ok(()) => Wake::Work,
+                Err(_) => Wake::Gone,
+            }
+        };
+        let timer = async {
+            Timer::at(deadline).await;
+            Wake::Timer
+        };
+        match work.or(timer).await {
+            Wake::Gone => return End::CoreGone,
+            Wake::Timer => {
+                let now = Instant::now();
+                if now >= last_heard.get() + p.keepalive_timeout {
+                    return End::KeepaliveTimeout;
+                }
+                if now >= next_ping {
+                    next_ping = now + p.keepalive_interval;
+                    if !within(p.write_timeout, send_batch(tx, Vec::new(), true)).await {
+                        return End::WriteTimeout;
+                    }
+                }
+            }
+            Wake::Work => {
+                let batch = outbox.take();
+                if batch.overflowed {
+                    return End::Overflow;
+                }
+                if !within(p.write_timeout, send_batch(tx, batch.frames, false)).await {
+                    return End::WriteTimeout;
+                }
+                if let Some(code) = batch.close {
+                    let frame = CloseFrame {
+                        code: WsCloseCode::from(code.code()),
+                        reason: Utf8Bytes::from_static(code.reason()),
+                    };
+                    let sent = within(p.write_timeout, async {
+                        tx.send(Message::Close(Some(frame))).await.is_ok()
+                    });
+                    if !sent.await {
+                        return End::WriteTimeout;
+                    }
+                    // Give the peer a moment to answer with its close; the reader ends
+                    // the task first when it does.
+                    Timer::after(LINGER).await;
+                    return End::Closed(code);
+                }
+            }
+        }
+    }
+}
+
+/// Writes every frame, plus a ping when asked, then flushes once. False on error.
+async fn send_batch(
+    tx: &mut async_tungstenite::WebSocketSender<SharedTcp>,
+    frames: Vec<String>,
+    ping: bool,
+) -> bool {
+    for text in frames {
+        if tx.feed(Message::text(text)).await.is_err() {
+            return false;
+        }
+    }
+    if ping && tx.feed(Message::Ping(Default::default())).await.is_err() {
+        return false;
+    }
+    tx.flush().await.is_ok()
+}
+
+/// Runs `f` for at most `limit`; false when it failed or ran out of time.
+async fn within(limit: Duration, f: impl Future<Output = bool>) -> bool {
+    let timeout = async {
+        Timer::after(limit).await;
+        false
+    };
+    f.or(timeout).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_coalesce_and_other_frames_keep_their_order() {
+        let (outbox, _woken) = Outbox::new(10, 1000);
+        outbox.push("s1".into(), true);
+        outbox.push("e1".into(), false);
+        outbox.push("s2".into(), true);
+        outbox.push("e2".into(), false);
+        outbox.push("s3".into(), true);
+        let batch = outbox.take();
+        assert_eq!(batch.frames, ["e1", "e2", "s3"]);
+        assert!(!batch.overflowed && batch.close.is_none());
+        assert!(outbox.is_empty());
+    }
+
+    #[test]
+    fn overflow_in_messages_or_bytes_marks_the_connection() {
+        let (outbox, _woken) = Outbox::new(2, 1000);
+        for i in 0..3 {
+            outbox.push(format!("e{i}"), false);
+        }
+        assert!(outbox.take().overflowed);
+        let (outbox, _woken) = Outbox::new(100, 10);
+        outbox.push("0123456789".into(), true);
+        outbox.push("0123456789".into(), true); // replaces: still within bytes
+        assert!(!outbox.take().overflowed);
+        outbox.push("0123456789".into(), false);
+        outbox.push("x".into(), false);
+        let batch = outbox.take();
+        assert!(batch.overflowed && batch.frames.is_empty());
+    }
+
+    #[test]
+    fn nothing_is_queued_after_close() {
+        let (outbox, woken) = Outbox::new(10, 1000);
+        outbox.push("a".into(), false);
+        outbox.close(CloseCode::ShuttingDown);
+        outbox.push("b".into(), false);
+        outbox.close(CloseCode::MessageFlood);
+        let batch = outbox.take();
+        assert_eq!(batch.frames, ["a"]);
+        assert_eq!(batch.close, Some(CloseCode::ShuttingDown));
+        assert_eq!(woken.len(), 1);
+    }
+}

@@ -1,0 +1,324 @@
+//! The one task that owns the core [`Server`]: it waits on its inbox or the next
+//! deadline, hands every queued input to the core, then routes all outputs at once.
+//!
+//! Batching is the point (DESIGN.md section 4): after a wake-up the task drains every
+//! input already queued before routing, so a burst of moves costs one wake-up, and each
+//! connection's writer is woken once per batch and flushes once. Notes become the
+//! monitoring log lines of the seeds' "Limits, load control" chapter.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_channel::{Receiver, Sender};
+use async_io::Timer;
+use futures_lite::FutureExt;
+use tracing::{debug, info, warn};
+use wizard_core::io::{ConnId, ConnKind, Input, MoveSource, Note, Output};
+use wizard_core::overload::LoadLevel;
+use wizard_core::wire::encode_health;
+use wizard_core::{Server, Time};
+
+use crate::conn::Outbox;
+use crate::limits::TcpLimit;
+use crate::metrics::{Metrics, ShellStats};
+
+/// Inputs handled per wake-up at most before outputs are routed, so that a flood of
+/// inputs cannot delay every send indefinitely.
+pub const BATCH_INPUTS_MAX: usize = 1024;
+/// Capacity of the core task's inbox; senders wait when it is full (backpressure on
+/// the readers, not unbounded memory).
+pub const INBOX_CAPACITY: usize = 4096;
+/// After shutdown, the process exits at the latest this long after the grace period.
+pub const SHUTDOWN_EXTRA: Duration = Duration::from_secs(3);
+/// After the core finished, how long writers get to send their close frames.
+pub const CLOSE_DRAIN: Duration = Duration::from_secs(2);
+
+/// The core task's view of the clock: [`Time`] is microseconds since `start`.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    start: Instant,
+}
+
+impl Clock {
+    pub fn new(start: Instant) -> Clock {
+        Clock { start }
+    }
+
+    pub fn now(&self) -> Time {
+        Time(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    pub fn instant(&self, t: Time) -> Instant {
+        self.start + Duration::from_micros(t.0)
+    }
+}
+
+/// What the rest of the shell asks of the core task.
+#[derive(Debug)]
+pub enum CoreMsg {
+    /// A websocket was upgraded; its outbound queue comes along.
+    Opened {
+        conn: ConnId,
+        kind: ConnKind,
+        ip: IpAddr,
+        outbox: Arc<Outbox>,
+    },
+    /// Any other input for the core.
+    Input(Input),
+    /// A question from the HTTP side; the answer is the response body.
+    Query(Query, Sender<String>),
+}
+
+/// What `/health` and `/metrics` ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Query {
+    Health,
+    Metrics,
+}
+
+/// Everything the core task owns.
+#[derive(Debug)]
+pub struct CoreTask {
+    pub server: Server,
+    pub clock: Clock,
+    pub inbox: Receiver<CoreMsg>,
+    pub shutdown: Receiver<()>,
+    pub metrics: Metrics,
+    pub stats: Arc<ShellStats>,
+    pub tcp: Arc<TcpLimit>,
+}
+
+enum Wake {
+    Msg(CoreMsg),
+    Deadline,
+    Shutdown,
+    /// Every sender is gone: nothing more can happen.
+    Closed,
+}
+
+struct State {
+    conns: HashMap<ConnId, Arc<Outbox>>,
+    out: Vec<Output>,
+}
+
+impl CoreTask {
+    /// Runs until the core reports it finished after a shutdown (or the grace period
+    /// plus [`SHUTDOWN_EXTRA`] passed).
+    pub async fn run(mut self) {
+        let mut st = State {
+            conns: HashMap::new(),
+            out: Vec::with_capacity(256),
+        };
+        let mut hard_stop: Option<Instant> = None;
+        let mut shutdown_open = true;
+        loop {
+            let deadline = self
+                .server
+                .poll_timeout()
+                .map(|(t, _)| self.clock.instant(t));
+            let deadline = match (deadline, hard_stop) {
+                (Some(d), Some(h)) => Some(d.min(h)),
+                (d, h) => d.or(h),
+            };
+            let wake = self.wait(deadline, shutdown_open).await;
+            ShellStats::bump(&self.stats.core_wakeups);
+            let now = self.clock.now();
+            match wake {
+                Wake::Msg(msg) => self.apply(now, msg, &mut st),
+                Wake::Deadline => self.server.handle(now, Input::Timeout, &mut st.out),
+                Wake::Shutdown => {
+                    shutdown_open = false;
+                    info!(
+                        "Shutting down: refusing new games, closing everyone after the grace period"
+                    );
+                    self.server.handle(now, Input::Shutdown, &mut st.out);
+                    let grace = Duration::from_micros(self.server.config().shutdown_grace_us);
+                    hard_stop = Some(Instant::now() + grace + SHUTDOWN_EXTRA);
+                }
+                Wake::Closed => break,
+            }
+            for _ in 0..BATCH_INPUTS_MAX {
+                let Ok(msg) = self.inbox.try_recv() else {
+                    break;
+                };
+                self.apply(now, msg, &mut st);
+            }
+            if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
+                self.server.handle(now, Input::Timeout, &mut st.out);
+            }
+            self.route(&mut st);
+            if self.server.is_finished() || hard_stop.is_some_and(|h| Instant::now() >= h) {
+                break;
+            }
+        }
+        self.drain_closes(&mut st).await;
+    }
+
+    async fn wait(&self, deadline: Option<Instant>, shutdown_open: bool) -> Wake {
+        let msg = async {
+            match self.inbox.recv().await {
+                Ok(msg) => Wake::Msg(msg),
+                Err(_) => Wake::Closed,
+            }
+        };
+        let timer = async {
+            match deadline {
+                Some(at) => {
+                    Timer::at(at).await;
+                    Wake::Deadline
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let shutdown = async {
+            if !shutdown_open {
+                return std::future::pending().await;
+            }
+            // A trigger or a dropped handle both mean shut down.
+            let _ = self.shutdown.recv().await;
+            Wake::Shutdown
+        };
+        msg.or(timer).or(shutdown).await
+    }
+
+    fn apply(&mut self, now: Time, msg: CoreMsg, st: &mut State) {
+        ShellStats::bump(&self.stats.core_inputs);
+        match msg {
+            CoreMsg::Opened {
+                conn,
+                kind,
+                ip,
+                outbox,
+            } => {
+                st.conns.insert(conn, outbox);
+                self.server
+                    .handle(now, Input::Opened { conn, kind, ip }, &mut st.out);
+            }
+            CoreMsg::Input(input) => {
+                let closed = match input {
+                    Input::Closed { conn } => Some(conn),
+                    _ => None,
+                };
+                self.server.handle(now, input, &mut st.out);
+                if let Some(conn) = closed {
+                    st.conns.remove(&conn);
+                }
+            }
+            CoreMsg::Query(query, reply) => {
+                let body = match query {
+                    Query::Health => encode_health(&self.server.health()),
+                    Query::Metrics => self.metrics.render(
+                        self.server.counters(),
+                        &self.server.gauges(),
+                        &self.stats,
+                        self.tcp.open(),
+                    ),
+                };
+                let _ = reply.try_send(body);
+            }
+        }
+    }
+
+    fn route(&self, st: &mut State) {
+        for output in st.out.drain(..) {
+            match output {
+                Output::Send { conn, text, state } => {
+                    if let Some(outbox) = st.conns.get(&conn) {
+                        outbox.push(text, state);
+                    }
+                }
+                Output::Close { conn, code } => {
+                    if let Some(outbox) = st.conns.get(&conn) {
+                        outbox.close(code);
+                    }
+                }
+                Output::Note(note) => log_note(&note),
+            }
+        }
+    }
+
+    /// After the core finished, keeps accepting `Closed` reports until every connection
+    /// is gone or [`CLOSE_DRAIN`] passed, so close frames go out before the exit.
+    async fn drain_closes(&mut self, st: &mut State) {
+        let until = Instant::now() + CLOSE_DRAIN;
+        while !st.conns.is_empty() {
+            let timer = async {
+                Timer::at(until).await;
+                None
+            };
+            let msg = async { self.inbox.recv().await.ok() };
+            match msg.or(timer).await {
+                Some(CoreMsg::Input(Input::Closed { conn })) => {
+                    st.conns.remove(&conn);
+                }
+                Some(CoreMsg::Opened { outbox, .. }) => {
+                    outbox.close(wizard_core::wire::CloseCode::ShuttingDown)
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+    }
+}
+
+/// One log line per note worth one; the rest go to debug.
+pub fn log_note(note: &Note) {
+    match note {
+        Note::LevelChanged { from, to, sample } => {
+            let line = format!("Load level {from} -> {to}");
+            let lag_max_ms = sample.lag_us_max as f64 / 1e3;
+            let lag_p99_ms = sample.lag_us_p99 as f64 / 1e3;
+            let (cpu, throttled) = (sample.cpu_share, sample.throttled_share);
+            if *to == LoadLevel::Normal {
+                info!(lag_max_ms, lag_p99_ms, cpu, throttled, "{line}");
+            } else {
+                warn!(lag_max_ms, lag_p99_ms, cpu, throttled, "{line}");
+            }
+        }
+        Note::ConnectionRefused { conn, ip, reason } => warn!(
+            conn,
+            reason = reason.name(),
+            "Refusing connection from {ip}: connection limit reached"
+        ),
+        Note::FloodClosed { conn, ip } => {
+            warn!(conn, "Closing connection from {ip}: message flood")
+        }
+        Note::BreakerOpened {
+            failures,
+            cooldown_us,
+        } => warn!(
+            "AI failed {failures} times in a row, pausing AI requests for {}s",
+            cooldown_us / 1_000_000
+        ),
+        Note::BreakerClosed => info!("AI requests resumed"),
+        Note::Fallback {
+            lobby,
+            seat,
+            reason,
+        } => info!(
+            lobby,
+            seat,
+            reason = reason.name(),
+            "Playing fallback move for seat {seat}: {}",
+            reason.name()
+        ),
+        Note::AiConnected { conn } => info!(conn, "AI service connected"),
+        Note::AiDisconnected { conn, pending } => {
+            warn!(conn, pending, "AI service disconnected")
+        }
+        Note::ShutdownStarted => info!("Shutdown started"),
+        Note::GameStarted { lobby, players } => debug!(lobby, players, "Game started"),
+        Note::GameFinished { lobby } => debug!(lobby, "Game finished"),
+        Note::MoveApplied { lobby, seat, by } => {
+            let by = match by {
+                MoveSource::Human => "human",
+                MoveSource::Ai => "ai",
+                MoveSource::Fallback => "fallback",
+            };
+            debug!(lobby, seat, by, "Move applied")
+        }
+        other => debug!(note = ?other, "note"),
+    }
+}

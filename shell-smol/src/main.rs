@@ -1,0 +1,91 @@
+//! The `wizard-server` binary: settings from the environment, logging, OS-entropy seed,
+//! SIGTERM/SIGINT as graceful shutdown, then [`wizard_server::run_on`].
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+
+use async_signal::{Signal, Signals};
+use futures_lite::StreamExt;
+use tracing::{error, info};
+use tracing_subscriber::EnvFilter;
+use wizard_core::config::{Config, LogFormat};
+use wizard_core::rng::Seed;
+
+/// Exit status for a bad setting.
+const EXIT_CONFIG: u8 = 2;
+/// Exit status for any other start-up failure.
+const EXIT_START: u8 = 1;
+
+fn main() -> ExitCode {
+    // Variables that are not UTF-8 cannot be ours; skip them rather than panic.
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let config = match Config::from_pairs(env.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+        Ok(config) => config,
+        Err(e) => return fail_early(&format!("bad setting {e}")),
+    };
+    if let Err(message) = init_logging(&config) {
+        return fail_early(&message);
+    }
+    let seed = match os_seed() {
+        Ok(seed) => seed,
+        Err(e) => {
+            error!(error = %e, "no OS entropy for the seed");
+            return ExitCode::from(EXIT_START);
+        }
+    };
+    let listener = match TcpListener::bind(config.bind) {
+        Ok(listener) => listener,
+        Err(e) => {
+            error!(bind = %config.bind, error = %e, "cannot listen");
+            return ExitCode::from(EXIT_START);
+        }
+    };
+    let signals = match Signals::new([Signal::Term, Signal::Int]) {
+        Ok(signals) => signals,
+        Err(e) => {
+            error!(error = %e, "cannot install signal handlers");
+            return ExitCode::from(EXIT_START);
+        }
+    };
+    let shutdown = async move {
+        let mut signals = signals;
+        if let Some(Ok(signal)) = signals.next().await {
+            info!(?signal, "Signal received");
+        }
+    };
+    info!(bind = %config.bind, "Listening");
+    match wizard_server::run_on(config, listener, seed, shutdown) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %e, "server failed");
+            ExitCode::from(EXIT_START)
+        }
+    }
+}
+
+/// Reports a start-up error before logging exists: stderr is all there is.
+#[allow(clippy::print_stderr)]
+fn fail_early(message: &str) -> ExitCode {
+    eprintln!("wizard-server: {message}");
+    ExitCode::from(EXIT_CONFIG)
+}
+
+fn init_logging(config: &Config) -> Result<(), String> {
+    let filter = EnvFilter::try_new(&config.log_level)
+        .map_err(|e| format!("bad setting LOG_LEVEL: {:?} {e}", config.log_level))?;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let result = match config.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    result.map_err(|e| format!("cannot start logging: {e}"))
+}
+
+/// The root seed from OS entropy; never logged (it would reveal session tokens).
+fn os_seed() -> Result<Seed, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(Seed(bytes))
+}

@@ -1,0 +1,331 @@
+//! `GET /metrics`: the core's counters and gauges and the shell's own counters in the
+//! Prometheus/OpenMetrics text format, through `prometheus-client`.
+//!
+//! The core keeps absolute counts; on each scrape the core task copies them into the
+//! registry (counters advance by the difference, gauges are set), then encodes it. The
+//! registry is only touched by the core task, so nothing here is shared or locked.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use wizard_core::overload::LoadLevel;
+use wizard_core::stats::{Counters, Gauges};
+
+/// The content type of [`Metrics::render`]'s output.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+type Labels = [(&'static str, String); 1];
+
+/// What only the shell sees: HTTP traffic, handshakes, slow readers. Shared by the
+/// connection tasks (atomics), read at scrape time.
+#[derive(Debug, Default)]
+pub struct ShellStats {
+    /// TCP connections accepted.
+    pub tcp_accepted: AtomicU64,
+    /// TCP connections closed at once because even the reserve slots were taken.
+    pub tcp_refused: AtomicU64,
+    /// Requests answered 503 because the TCP cap was reached.
+    pub http_unavailable: AtomicU64,
+    /// Connections that did not send a request head within `HANDSHAKE_TIMEOUT`.
+    pub handshake_timeouts: AtomicU64,
+    /// Upgrades refused by the upgrade policy (403, 400, 426).
+    pub upgrades_refused: AtomicU64,
+    /// Connections cut because they did not drain within `WRITE_TIMEOUT` or overflowed
+    /// their outbound queue.
+    pub slow_readers: AtomicU64,
+    /// Connections closed because nothing arrived for `KEEPALIVE_TIMEOUT`.
+    pub keepalive_timeouts: AtomicU64,
+    /// Inputs handled by the core task, and wake-ups (their ratio is the batch size).
+    pub core_inputs: AtomicU64,
+    pub core_wakeups: AtomicU64,
+}
+
+impl ShellStats {
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The registry and its metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    counters: Vec<(&'static str, Counter)>,
+    families: Vec<(&'static str, Family<Labels, Counter>)>,
+    gauges: Vec<(&'static str, Gauge)>,
+    ratios: Vec<(&'static str, Gauge<f64, std::sync::atomic::AtomicU64>)>,
+}
+
+const COUNTERS: &[(&str, &str)] = &[
+    (
+        "connections_opened",
+        "Websocket connections accepted by the core",
+    ),
+    ("messages", "Client messages handled"),
+    (
+        "messages_dropped",
+        "Client messages dropped by the rate limiter",
+    ),
+    ("games_started", "Games started"),
+    ("games_finished", "Games finished"),
+    ("lobbies_created", "Lobbies created"),
+    ("ai_requests", "Decision requests sent to the AI service"),
+    ("breaker_opened", "Times the AI circuit breaker opened"),
+    ("sessions_expired", "Sessions expired"),
+    ("tcp_accepted", "TCP connections accepted"),
+    (
+        "tcp_refused",
+        "TCP connections closed at once: every slot taken",
+    ),
+    (
+        "http_unavailable",
+        "HTTP requests answered 503: connection cap reached",
+    ),
+    (
+        "handshake_timeouts",
+        "Connections closed for not completing the handshake in time",
+    ),
+    ("upgrades_refused", "Websocket upgrades refused by policy"),
+    (
+        "slow_readers",
+        "Connections cut for not draining their outbound queue",
+    ),
+    (
+        "keepalive_timeouts",
+        "Connections closed after the keepalive timeout",
+    ),
+    ("core_inputs", "Inputs handled by the core task"),
+    ("core_wakeups", "Wake-ups of the core task"),
+];
+
+const FAMILIES: &[(&str, &str, &str)] = &[
+    (
+        "connections_refused",
+        "Connections refused by the core",
+        "reason",
+    ),
+    ("closes", "Close frames the core asked for", "code"),
+    ("errors", "Error replies sent", "code"),
+    ("moves", "Moves applied to games", "by"),
+    (
+        "fallbacks",
+        "Moves made by the fallback instead of the AI",
+        "reason",
+    ),
+    (
+        "level_changes",
+        "Load level changes, by level entered",
+        "level",
+    ),
+];
+
+const GAUGES: &[(&str, &str)] = &[
+    ("connections", "Open websocket connections"),
+    ("player_connections", "Open player connections"),
+    ("sessions", "Sessions"),
+    ("lobbies", "Lobbies"),
+    ("active_games", "Running games"),
+    ("accepting_games", "1 while new games are admitted"),
+    ("load_level", "Load level: 0 normal, 1 busy, 2 overloaded"),
+    ("ai_connections", "AI service connections"),
+    ("ai_pending", "AI requests waiting for an answer"),
+    (
+        "ai_breaker_open",
+        "1 while the AI circuit breaker is not closed",
+    ),
+    (
+        "ip_table_entries",
+        "Entries in the per-IP lobby creation table",
+    ),
+    ("shutting_down", "1 after SIGTERM"),
+    ("tcp_open", "Open TCP connections"),
+];
+
+const RATIOS: &[(&str, &str)] = &[
+    (
+        "loop_lag_seconds_max",
+        "Largest event-loop lag in the last sample",
+    ),
+    (
+        "loop_lag_seconds_p99",
+        "99th percentile event-loop lag in the last sample",
+    ),
+    (
+        "cpu_share",
+        "Process CPU as a share of the CPU quota (capped at one core)",
+    ),
+    (
+        "throttled_share",
+        "Share of CFS periods throttled in the last sample",
+    ),
+];
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("wizard");
+        let counters = COUNTERS
+            .iter()
+            .map(|(name, help)| {
+                let c = Counter::default();
+                registry.register(*name, *help, c.clone());
+                (*name, c)
+            })
+            .collect();
+        let families = FAMILIES
+            .iter()
+            .map(|(name, help, _)| {
+                let f = Family::<Labels, Counter>::default();
+                registry.register(*name, *help, f.clone());
+                (*name, f)
+            })
+            .collect();
+        let gauges = GAUGES
+            .iter()
+            .map(|(name, help)| {
+                let g = Gauge::default();
+                registry.register(*name, *help, g.clone());
+                (*name, g)
+            })
+            .collect();
+        let ratios = RATIOS
+            .iter()
+            .map(|(name, help)| {
+                let g = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+                registry.register(*name, *help, g.clone());
+                (*name, g)
+            })
+            .collect();
+        Metrics {
+            registry,
+            counters,
+            families,
+            gauges,
+            ratios,
+        }
+    }
+
+    /// Copies the current figures in and encodes the registry.
+    pub fn render(
+        &mut self,
+        c: &Counters,
+        g: &Gauges,
+        shell: &ShellStats,
+        tcp_open: usize,
+    ) -> String {
+        let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let absolute: [(&str, u64); 18] = [
+            ("connections_opened", c.connections_opened),
+            ("messages", c.messages),
+            ("messages_dropped", c.messages_dropped),
+            ("games_started", c.games_started),
+            ("games_finished", c.games_finished),
+            ("lobbies_created", c.lobbies_created),
+            ("ai_requests", c.ai_requests),
+            ("breaker_opened", c.breaker_opened),
+            ("sessions_expired", c.sessions_expired),
+            ("tcp_accepted", relaxed(&shell.tcp_accepted)),
+            ("tcp_refused", relaxed(&shell.tcp_refused)),
+            ("http_unavailable", relaxed(&shell.http_unavailable)),
+            ("handshake_timeouts", relaxed(&shell.handshake_timeouts)),
+            ("upgrades_refused", relaxed(&shell.upgrades_refused)),
+            ("slow_readers", relaxed(&shell.slow_readers)),
+            ("keepalive_timeouts", relaxed(&shell.keepalive_timeouts)),
+            ("core_inputs", relaxed(&shell.core_inputs)),
+            ("core_wakeups", relaxed(&shell.core_wakeups)),
+        ];
+        for (name, value) in absolute {
+            if let Some((_, counter)) = self.counters.iter().find(|(n, _)| *n == name) {
+                advance(counter, value);
+            }
+        }
+        let closes = c.closes.iter().map(|(code, n)| (code.to_string(), *n));
+        let by_name = |m: &std::collections::BTreeMap<&'static str, u64>| {
+            m.iter()
+                .map(|(k, n)| ((*k).to_owned(), *n))
+                .collect::<Vec<_>>()
+        };
+        let family_values: [(&str, Vec<(String, u64)>); 6] = [
+            ("connections_refused", by_name(&c.connections_refused)),
+            ("closes", closes.collect()),
+            ("errors", by_name(&c.errors)),
+            ("moves", by_name(&c.moves)),
+            ("fallbacks", by_name(&c.fallbacks)),
+            ("level_changes", by_name(&c.level_changes)),
+        ];
+        for (name, values) in family_values {
+            let label = FAMILIES
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, _, l)| *l);
+            let family = self.families.iter().find(|(n, _)| *n == name);
+            if let (Some(label), Some((_, family))) = (label, family) {
+                for (key, value) in values {
+                    advance(&family.get_or_create(&[(label, key)]), value);
+                }
+            }
+        }
+        let level = match g.level {
+            LoadLevel::Normal => 0,
+            LoadLevel::Busy => 1,
+            LoadLevel::Overloaded => 2,
+        };
+        let gauge_values: [(&str, u64); 13] = [
+            ("connections", g.connections),
+            ("player_connections", g.player_connections),
+            ("sessions", g.sessions),
+            ("lobbies", g.lobbies),
+            ("active_games", g.active_games),
+            ("accepting_games", u64::from(g.accepting_games)),
+            ("load_level", level),
+            ("ai_connections", g.ai_connections),
+            ("ai_pending", g.ai_pending),
+            ("ai_breaker_open", u64::from(g.breaker != "closed")),
+            ("ip_table_entries", g.ip_table_entries),
+            ("shutting_down", u64::from(g.shutting_down)),
+            ("tcp_open", tcp_open as u64),
+        ];
+        for (name, value) in gauge_values {
+            if let Some((_, gauge)) = self.gauges.iter().find(|(n, _)| *n == name) {
+                gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
+            }
+        }
+        let s = &g.last_sample;
+        let ratio_values: [(&str, f64); 4] = [
+            ("loop_lag_seconds_max", s.lag_us_max as f64 / 1e6),
+            ("loop_lag_seconds_p99", s.lag_us_p99 as f64 / 1e6),
+            ("cpu_share", s.cpu_share),
+            ("throttled_share", s.throttled_share),
+        ];
+        for (name, value) in ratio_values {
+            if let Some((_, gauge)) = self.ratios.iter().find(|(n, _)| *n == name) {
+                gauge.set(value);
+            }
+        }
+        let mut text = String::with_capacity(4096);
+        if encode(&mut text, &self.registry).is_err() {
+            // Writing to a String cannot fail; keep the exposition well-formed anyway.
+            text.clear();
+            let _ = writeln!(text, "# EOF");
+        }
+        text
+    }
+}
+
+/// Moves a counter up to an absolute value (counters never go down).
+fn advance(counter: &Counter, value: u64) {
+    let current = counter.get();
+    if value > current {
+        counter.inc_by(value - current);
+    }
+}

@@ -1,0 +1,9 @@
+//! wizard-server's integration tests: one binary, run against `run_on` on 127.0.0.1 with
+//! free ports; every test is bounded in time.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
+
+mod client;
+mod frames;
+mod limits;
+mod routes;

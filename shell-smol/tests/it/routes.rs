@@ -1,0 +1,162 @@
+//! HTTP routes and the upgrade policy over real sockets: health, metrics, 404, the 403s
+//! of `/internal/ai` and `/ws`, and the slowloris handshake timeout.
+
+use std::net::TcpStream;
+
+use async_io::Async;
+use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use wizard_core::wire::decode_health;
+
+use crate::client::{TestServer, bounded, http, ws};
+
+#[test]
+fn health_reports_the_protocol_fields() {
+    let server = TestServer::start(&[]);
+    let (status, body) = bounded(10, http(server.addr, "GET", "/health", &[]));
+    assert_eq!(status, 200);
+    let health = decode_health(&body).unwrap();
+    assert_eq!(health.status, "ok");
+    assert!(health.accepting_games);
+    assert_eq!(
+        (health.lobbies, health.active_games, health.connections),
+        (0, 0, 0)
+    );
+    let value: serde_json::Value = serde_json::from_str(&body).unwrap();
+    for field in [
+        "status",
+        "load",
+        "loop_lag",
+        "cpu",
+        "throttled",
+        "accepting_games",
+        "lobbies",
+        "active_games",
+        "sessions",
+        "connections",
+        "ai_available",
+        "ai",
+    ] {
+        assert!(value.get(field).is_some(), "missing {field} in {body}");
+    }
+}
+
+#[test]
+fn metrics_parse_as_prometheus_text() {
+    let server = TestServer::start(&[]);
+    let (status, body) = bounded(10, http(server.addr, "GET", "/metrics", &[]));
+    assert_eq!(status, 200);
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let mut samples = 0;
+    for line in body.lines().filter(|l| !l.starts_with('#')) {
+        let (name, value) = line.rsplit_once(' ').unwrap();
+        assert!(value.parse::<f64>().is_ok(), "bad value in {line:?}");
+        let bare = name.split('{').next().unwrap();
+        assert!(
+            bare.starts_with("wizard_")
+                && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "bad name in {line:?}"
+        );
+        samples += 1;
+    }
+    assert!(samples >= 20, "{body}");
+    for wanted in [
+        "wizard_connections ",
+        "wizard_active_games ",
+        "wizard_load_level ",
+        "wizard_cpu_share ",
+    ] {
+        assert!(body.contains(wanted), "no {wanted} in {body}");
+    }
+}
+
+#[test]
+fn unknown_routes_are_404_and_the_page_is_served() {
+    let server = TestServer::start(&[]);
+    bounded(10, async {
+        assert_eq!(http(server.addr, "GET", "/nope", &[]).await.0, 404);
+        assert_eq!(http(server.addr, "GET", "/a/b", &[]).await.0, 404);
+        assert_eq!(http(server.addr, "POST", "/health", &[]).await.0, 405);
+        let (status, body) = http(server.addr, "GET", "/", &[]).await;
+        assert_eq!(status, 200);
+        assert!(body.contains("Wizard"));
+    });
+}
+
+#[test]
+fn internal_ai_refuses_forwarded_requests_and_wrong_secrets() {
+    let server = TestServer::start(&[("AI_SHARED_SECRET", "s3cret")]);
+    let addr = server.addr;
+    bounded(10, async {
+        let right = ("Authorization", "Bearer s3cret");
+        assert_eq!(
+            ws(
+                addr,
+                "/internal/ai",
+                &[right, ("X-Forwarded-For", "1.2.3.4")]
+            )
+            .await
+            .err(),
+            Some(403)
+        );
+        assert_eq!(
+            ws(addr, "/internal/ai", &[right, ("Via", "1.1 proxy")])
+                .await
+                .err(),
+            Some(403)
+        );
+        assert_eq!(
+            ws(addr, "/internal/ai", &[("Authorization", "Bearer wrong")])
+                .await
+                .err(),
+            Some(403)
+        );
+        assert_eq!(ws(addr, "/internal/ai", &[]).await.err(), Some(403));
+        assert!(ws(addr, "/internal/ai", &[right]).await.is_ok());
+    });
+}
+
+#[test]
+fn origin_is_checked_when_origins_are_set() {
+    let server = TestServer::start(&[("ALLOWED_ORIGINS", "https://good.example")]);
+    let addr = server.addr;
+    bounded(10, async {
+        assert_eq!(
+            ws(addr, "/ws", &[("Origin", "https://evil.example")])
+                .await
+                .err(),
+            Some(403)
+        );
+        assert!(
+            ws(addr, "/ws", &[("Origin", "https://good.example")])
+                .await
+                .is_ok()
+        );
+    });
+}
+
+#[test]
+fn slowloris_is_closed_after_the_handshake_timeout() {
+    let server = TestServer::start(&[("HANDSHAKE_TIMEOUT", "0.3")]);
+    bounded(10, async {
+        let mut tcp = Async::<TcpStream>::connect(server.addr).await.unwrap();
+        tcp.write_all(b"GET /ws HTTP/1.1\r\nHost: loc")
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let mut rest = Vec::new();
+        let n = tcp.read_to_end(&mut rest).await.unwrap_or(0);
+        assert_eq!(n, 0, "no response expected");
+        assert!(started.elapsed() >= std::time::Duration::from_millis(250));
+    });
+}
+
+#[test]
+fn oversized_heads_are_refused() {
+    let server = TestServer::start(&[]);
+    let long = "x".repeat(9000);
+    let (status, _) = bounded(
+        10,
+        http(server.addr, "GET", "/health", &[("X-Junk", &long)]),
+    );
+    assert_eq!(status, 431);
+}
