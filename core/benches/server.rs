@@ -2,7 +2,8 @@
 //! the four personal states encoded), a message dropped by the flood limiter, and a
 //! `hello` creating a session.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)] // a benchmark may stop on a broken setup
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+// a benchmark may stop on a broken setup
 // A benchmark measures wall time around the pure core; the core itself never does.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 

@@ -52,9 +52,17 @@ pub enum Ask {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// A decision to validate (then report it with [`AiBridge::settle`]).
-    Decision { request_id: u64, pending: Pending, action: Action },
+    Decision {
+        request_id: u64,
+        pending: Pending,
+        action: Action,
+    },
     /// The request failed or was shed: the fallback moves for it.
-    Fallback { request_id: u64, pending: Pending, reason: FallbackReason },
+    Fallback {
+        request_id: u64,
+        pending: Pending,
+        reason: FallbackReason,
+    },
     /// A broken answer that names no request we wait for (counted as a failure), or a
     /// late answer to a request already given up on (ignored).
     Nothing,
@@ -75,7 +83,12 @@ pub struct AiBridge {
 }
 
 impl AiBridge {
-    pub fn new(breaker: BreakerConfig, rng: ChaCha12Rng, inflight_max: u32, timeout_us: u64) -> Self {
+    pub fn new(
+        breaker: BreakerConfig,
+        rng: ChaCha12Rng,
+        inflight_max: u32,
+        timeout_us: u64,
+    ) -> Self {
         AiBridge {
             conns: BTreeMap::new(),
             pending: BTreeMap::new(),

@@ -40,7 +40,10 @@ pub enum Input {
         ip: IpAddr,
     },
     /// A player's text frame, decoded by the shell with [`crate::wire::decode_client`].
-    Message { conn: ConnId, message: ClientMessage },
+    Message {
+        conn: ConnId,
+        message: ClientMessage,
+    },
     /// A player's text frame that did not decode.
     Undecodable { conn: ConnId, error: DecodeError },
     /// A frame the protocol does not allow.
@@ -180,9 +183,16 @@ pub enum Note {
         ip: IpAddr,
     },
     /// A message got an `error` reply.
-    Refused { conn: ConnId, code: ErrorCode },
+    Refused {
+        conn: ConnId,
+        code: ErrorCode,
+    },
     /// A move was applied to a game (by a human, the AI or the fallback).
-    MoveApplied { lobby: u64, seat: u8, by: MoveSource },
+    MoveApplied {
+        lobby: u64,
+        seat: u8,
+        by: MoveSource,
+    },
     /// An AI seat's or timed-out human's move was made by the fallback player.
     Fallback {
         lobby: u64,
@@ -190,13 +200,28 @@ pub enum Note {
         reason: FallbackReason,
     },
     /// The AI circuit breaker opened after this many consecutive failures.
-    BreakerOpened { failures: u32, cooldown_us: u64 },
+    BreakerOpened {
+        failures: u32,
+        cooldown_us: u64,
+    },
     BreakerClosed,
-    AiConnected { conn: ConnId },
-    AiDisconnected { conn: ConnId, pending: u32 },
-    GameStarted { lobby: u64, players: u8 },
-    GameFinished { lobby: u64 },
-    LobbyDeleted { lobby: u64 },
+    AiConnected {
+        conn: ConnId,
+    },
+    AiDisconnected {
+        conn: ConnId,
+        pending: u32,
+    },
+    GameStarted {
+        lobby: u64,
+        players: u8,
+    },
+    GameFinished {
+        lobby: u64,
+    },
+    LobbyDeleted {
+        lobby: u64,
+    },
     SessionExpired,
     ShutdownStarted,
 }

@@ -24,8 +24,18 @@ pub const CODE_CHARS: usize = 6;
 pub const NAME_CHARS_MAX: usize = 20;
 /// Names of AI seats, in the order they are used.
 pub const AI_NAMES: [&str; 12] = [
-    "Merlin", "Morgana", "Gandalf", "Circe", "Prospero", "Radagast", "Medea", "Elminster",
-    "Rincewind", "Ged", "Saruman", "Baba Yaga",
+    "Merlin",
+    "Morgana",
+    "Gandalf",
+    "Circe",
+    "Prospero",
+    "Radagast",
+    "Medea",
+    "Elminster",
+    "Rincewind",
+    "Ged",
+    "Saruman",
+    "Baba Yaga",
 ];
 
 /// Who sits in a seat.
@@ -138,7 +148,9 @@ pub fn clean_name(raw: &str) -> Result<String, LobbyError> {
         return Err(LobbyError::Invalid("Names are at most 20 characters."));
     }
     if name.chars().any(char::is_control) {
-        return Err(LobbyError::Invalid("Names may not contain control characters."));
+        return Err(LobbyError::Invalid(
+            "Names may not contain control characters.",
+        ));
     }
     Ok(name.to_string())
 }
@@ -205,11 +217,13 @@ impl LobbyManager {
         if self.lobbies.len() < self.lobbies_max {
             return true;
         }
-        current.and_then(|id| self.lobbies.get(&id)).is_some_and(|l| {
-            l.seats
-                .iter()
-                .all(|s| s.is_ai() || s.player_id == player_id)
-        })
+        current
+            .and_then(|id| self.lobbies.get(&id))
+            .is_some_and(|l| {
+                l.seats
+                    .iter()
+                    .all(|s| s.is_ai() || s.player_id == player_id)
+            })
     }
 
     /// A new waiting lobby with `session` as host in seat 0.
@@ -266,7 +280,10 @@ impl LobbyManager {
         player_id: &str,
         name: &str,
     ) -> Result<(Seat, bool), LobbyError> {
-        let lobby = self.lobbies.get_mut(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        let lobby = self
+            .lobbies
+            .get_mut(&id)
+            .ok_or(LobbyError::NotFound("No such lobby."))?;
         if let Some(seat) = lobby.seat_of(player_id) {
             if let Some(info) = lobby.seats.get_mut(usize::from(seat)) {
                 info.occupant = Occupant::Human(session);
@@ -333,7 +350,10 @@ impl LobbyManager {
         player_id: &str,
         status: LobbyStatus,
     ) -> Result<&mut Lobby, LobbyError> {
-        let lobby = self.lobbies.get_mut(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        let lobby = self
+            .lobbies
+            .get_mut(&id)
+            .ok_or(LobbyError::NotFound("No such lobby."))?;
         if lobby.host != player_id {
             return Err(LobbyError::NotAllowed("Only the host can do that."));
         }
@@ -377,9 +397,13 @@ impl LobbyManager {
     ) -> Result<Option<SessionId>, LobbyError> {
         let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
         if player_id == host {
-            return Err(LobbyError::NotAllowed("The host cannot remove themselves; leave instead."));
+            return Err(LobbyError::NotAllowed(
+                "The host cannot remove themselves; leave instead.",
+            ));
         }
-        let seat = lobby.seat_of(player_id).ok_or(LobbyError::NotFound("No such player."))?;
+        let seat = lobby
+            .seat_of(player_id)
+            .ok_or(LobbyError::NotFound("No such player."))?;
         let removed = lobby.seats.remove(usize::from(seat));
         Ok(match removed.occupant {
             Occupant::Human(s) => Some(s),
@@ -403,12 +427,17 @@ impl LobbyManager {
 
     /// Checks that `host` may start the game now (admission is the caller's check).
     pub fn can_start(&self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
-        let lobby = self.lobbies.get(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        let lobby = self
+            .lobbies
+            .get(&id)
+            .ok_or(LobbyError::NotFound("No such lobby."))?;
         if lobby.host != host {
             return Err(LobbyError::NotAllowed("Only the host can do that."));
         }
         if lobby.status != LobbyStatus::Waiting {
-            return Err(LobbyError::NotAllowed("That is only possible before the game starts."));
+            return Err(LobbyError::NotAllowed(
+                "That is only possible before the game starts.",
+            ));
         }
         let n = lobby.seats.len();
         if n < usize::from(PLAYERS_MIN) || n > usize::from(PLAYERS_MAX) {
@@ -426,7 +455,10 @@ impl LobbyManager {
         events: &mut Vec<Event>,
     ) -> Result<(), LobbyError> {
         self.can_start(id, host)?;
-        let lobby = self.lobbies.get_mut(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        let lobby = self
+            .lobbies
+            .get_mut(&id)
+            .ok_or(LobbyError::NotFound("No such lobby."))?;
         let players = u8::try_from(lobby.seats.len()).unwrap_or(0);
         let game = Game::new(players, lobby.options, seed, events)
             .map_err(|_| LobbyError::NotAllowed("A game needs 3 to 6 players."))?;
@@ -446,12 +478,21 @@ impl LobbyManager {
         action: Action,
         events: &mut Vec<Event>,
     ) -> Result<(), LobbyError> {
-        let lobby = self.lobbies.get_mut(&id).ok_or(LobbyError::NotFound("No such lobby."))?;
+        let lobby = self
+            .lobbies
+            .get_mut(&id)
+            .ok_or(LobbyError::NotFound("No such lobby."))?;
         if lobby.status != LobbyStatus::Playing {
-            return Err(LobbyError::NotAllowed("There is no game running in this lobby."));
+            return Err(LobbyError::NotAllowed(
+                "There is no game running in this lobby.",
+            ));
         }
-        let game = lobby.game.as_mut().ok_or(LobbyError::NotAllowed("No game."))?;
-        game.apply(seat, action, events).map_err(LobbyError::Illegal)?;
+        let game = lobby
+            .game
+            .as_mut()
+            .ok_or(LobbyError::NotAllowed("No game."))?;
+        game.apply(seat, action, events)
+            .map_err(LobbyError::Illegal)?;
         if game.phase() == Phase::Finished {
             lobby.status = LobbyStatus::Finished;
             self.playing -= 1;

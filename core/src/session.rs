@@ -158,4 +158,7 @@ impl SessionRegistry {
     }
 }
 
-const _: () = assert!(TOKEN_BYTES - LOCATOR_BYTES >= 16, "at least 128 secret bits");
+const _: () = assert!(
+    TOKEN_BYTES - LOCATOR_BYTES >= 16,
+    "at least 128 secret bits"
+);

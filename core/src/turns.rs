@@ -60,11 +60,16 @@ impl TurnBook {
     /// turns of seats no longer awaited are dropped, and a seat whose occupant changed
     /// kind (a human left and the AI took over) restarts as that kind.
     pub fn sync(&mut self, now: Time, awaited: &[(Seat, bool)]) {
-        self.turns.retain(|seat, _| awaited.iter().any(|(s, _)| s == seat));
+        self.turns
+            .retain(|seat, _| awaited.iter().any(|(s, _)| s == seat));
         for &(seat, is_ai) in awaited {
             let fresh = Turn {
                 started: now,
-                state: if is_ai { TurnState::AiToAsk } else { TurnState::Human },
+                state: if is_ai {
+                    TurnState::AiToAsk
+                } else {
+                    TurnState::Human
+                },
             };
             let entry = self.turns.entry(seat).or_insert(fresh);
             let was_ai = entry.state != TurnState::Human;
@@ -86,7 +91,9 @@ impl TurnBook {
 
     /// When a decided AI move may be applied.
     pub fn ready_at(&self, turn: &Turn, timing: &TurnTiming) -> Time {
-        turn.started.plus_us(timing.ai_move_delay_us).max(self.pause_until)
+        turn.started
+            .plus_us(timing.ai_move_delay_us)
+            .max(self.pause_until)
     }
 
     /// When a human's turn runs out, if `turn_seconds` is on.
@@ -131,7 +138,13 @@ impl TurnBook {
 
     /// Records a decision for `seat` if it still waits for `request_id` (or, with
     /// `None`, has not been asked). Returns false for a stale decision.
-    pub fn decide(&mut self, seat: Seat, request_id: Option<u64>, action: Action, by: Decider) -> bool {
+    pub fn decide(
+        &mut self,
+        seat: Seat,
+        request_id: Option<u64>,
+        action: Action,
+        by: Decider,
+    ) -> bool {
         let Some(turn) = self.turns.get_mut(&seat) else {
             return false;
         };
