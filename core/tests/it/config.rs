@@ -610,3 +610,21 @@ proptest! {
         prop_assert_eq!(config.shutdown_grace_us, us);
     }
 }
+
+/// docs/OPERATIONS.md lists every setting the binaries read, and nothing else that
+/// looks like one.
+#[test]
+fn operations_doc_lists_every_setting() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/OPERATIONS.md"
+    ))
+    .expect("docs/OPERATIONS.md");
+    for setting in wizard_core::config::SETTINGS {
+        assert!(
+            doc.contains(&format!("| `{}` |", setting.name)),
+            "docs/OPERATIONS.md has no row for {}",
+            setting.name
+        );
+    }
+}
