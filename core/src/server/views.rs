@@ -11,18 +11,29 @@ use crate::wire::{GameView, LobbyView, PlayerView};
 
 use super::Server;
 
-/// The encoded `state` message for one viewer.
-fn state_text(lobby_json: &str, game_json: &str, events_json: &str) -> String {
-    let mut text =
-        String::with_capacity(lobby_json.len() + game_json.len() + events_json.len() + 48);
-    text.push_str(r#"{"type":"state","lobby":"#);
-    text.push_str(lobby_json);
-    text.push_str(r#","game":"#);
-    text.push_str(game_json);
-    text.push_str(r#","events":"#);
-    text.push_str(events_json);
-    text.push('}');
-    text
+/// Typical size of an encoded `state`, to allocate once per message.
+const STATE_BYTES_TYPICAL: usize = 2048;
+
+/// The encoded `state` message for one viewer, written into one buffer: the lobby part
+/// and events come pre-encoded, the game part is encoded in place.
+fn state_text(lobby_json: &str, game: Option<&GameView>, events_json: &str) -> String {
+    let mut buf =
+        Vec::with_capacity(STATE_BYTES_TYPICAL.max(lobby_json.len() + events_json.len() + 64));
+    buf.extend_from_slice(br#"{"type":"state","lobby":"#);
+    buf.extend_from_slice(lobby_json.as_bytes());
+    buf.extend_from_slice(br#","game":"#);
+    let encoded = match game {
+        Some(view) => serde_json::to_writer(&mut buf, view).is_ok(),
+        None => false,
+    };
+    if !encoded {
+        buf.extend_from_slice(b"null");
+    }
+    buf.extend_from_slice(br#","events":"#);
+    buf.extend_from_slice(events_json.as_bytes());
+    buf.push(b'}');
+    // Every piece is UTF-8 JSON, so this never fails; an empty message would be a bug.
+    String::from_utf8(buf).unwrap_or_default()
 }
 
 /// The empty view: not seated anywhere.
@@ -56,21 +67,18 @@ impl Server {
         }
     }
 
-    /// The game part of `state` for `seat`, encoded ("null" without a game).
-    fn game_json(&self, now: Time, lobby: &Lobby, seat: Seat) -> String {
-        let Some(game) = &lobby.game else {
-            return "null".to_string();
-        };
+    /// The game part of `state` for `seat` (`None` without a game).
+    fn game_view(&self, now: Time, lobby: &Lobby, seat: Seat) -> Option<GameView> {
+        let game = lobby.game.as_ref()?;
         let mut observation = game.observation(seat);
         let timing = self.timing(lobby.id);
         observation.turn_deadline_ms = observation
             .to_act
             .and_then(|s| lobby.turns.human_ms_left(s, now, &timing));
-        serde_json::to_string(&GameView {
+        Some(GameView {
             you: seat,
             observation,
         })
-        .unwrap_or_else(|_| "null".to_string())
     }
 
     /// Sends every connected human of `lobby` (but `except`) their personal state.
@@ -97,10 +105,10 @@ impl Server {
             let Some(conn) = self.sessions.get(session).and_then(|s| s.conn) else {
                 continue;
             };
-            let game_json = self.game_json(now, lobby, seat);
+            let game = self.game_view(now, lobby, seat);
             out.push(Output::Send {
                 conn,
-                text: state_text(&lobby_json, &game_json, &events_json),
+                text: state_text(&lobby_json, game.as_ref(), &events_json),
                 state: true,
             });
         }
@@ -141,7 +149,7 @@ impl Server {
         let text = match seated {
             Some((lobby, seat)) => {
                 let lobby_json = serde_json::to_string(&self.lobby_view(lobby)).unwrap_or_default();
-                state_text(&lobby_json, &self.game_json(now, lobby, seat), "[]")
+                state_text(&lobby_json, self.game_view(now, lobby, seat).as_ref(), "[]")
             }
             None => EMPTY_STATE.to_string(),
         };

@@ -58,6 +58,20 @@ fn play_to_end(d: &mut Driver, humans: &[u64]) -> Vec<Value> {
     panic!("the game did not finish");
 }
 
+/// The server assembles `state` text from pre-encoded parts; it must be exactly what
+/// the wire types encode.
+fn check_states_match_the_wire_types(outputs: &[Output]) {
+    for o in outputs {
+        if let Output::Send {
+            text, state: true, ..
+        } = o
+        {
+            let message = wizard_core::wire::decode_server(text).unwrap();
+            assert_eq!(&wizard_core::wire::encode(&message), text);
+        }
+    }
+}
+
 fn setup(d: &mut Driver) -> (u64, u64) {
     d.open(1, "10.0.0.1");
     d.open(2, "10.0.0.2");
