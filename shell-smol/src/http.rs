@@ -54,7 +54,31 @@ const INDEX: Asset = Asset {
     body: include_bytes!("../web/index.html"),
 };
 
-const ASSETS: &[Asset] = &[INDEX];
+const JS: &str = "text/javascript; charset=utf-8";
+
+const ASSETS: &[Asset] = &[
+    INDEX,
+    Asset {
+        name: "style.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../web/style.css"),
+    },
+    Asset {
+        name: "app.js",
+        content_type: JS,
+        body: include_bytes!("../web/app.js"),
+    },
+    Asset {
+        name: "net.js",
+        content_type: JS,
+        body: include_bytes!("../web/net.js"),
+    },
+    Asset {
+        name: "cards.js",
+        content_type: JS,
+        body: include_bytes!("../web/cards.js"),
+    },
+];
 
 /// Why reading a request head stopped.
 #[derive(Debug)]
@@ -286,4 +310,25 @@ async fn write_all(tcp: &Async<TcpStream>, ctx: &Ctx, bytes: &[u8]) -> bool {
         false
     };
     write.or(timeout).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ASSETS;
+
+    /// A file added to `web/` but not to [`ASSETS`] would be a 404 in production.
+    #[test]
+    fn every_web_file_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(
+                ASSETS.iter().any(|a| a.name == name),
+                "web/{name} is not embedded in http.rs ASSETS"
+            );
+        }
+        for asset in ASSETS {
+            assert!(!asset.body.is_empty(), "{} is empty", asset.name);
+        }
+    }
 }

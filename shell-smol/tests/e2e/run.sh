@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Browser end-to-end test of the web client (see e2e.mjs): installs Debian's chromium
+# and playwright-core when missing, builds wizard-server, starts two servers on free
+# loopback ports, runs the test in headless Chromium and stops the servers.
+# Screenshots and server logs go to target/e2e/. Bounded in time throughout.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+out="$root/target/e2e"
+mkdir -p "$out"
+
+if [ ! -x /usr/bin/chromium ]; then
+  echo "e2e: installing chromium"
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 apt-get update
+  timeout 900 apt-get install -y chromium fonts-dejavu-core
+fi
+
+# npm ci when node_modules is missing or holds another version than the lock file.
+if ! (cd "$here" && node -e '
+  const want = require("./package-lock.json").packages["node_modules/playwright-core"].version;
+  const have = require("./node_modules/playwright-core/package.json").version;
+  process.exit(want === have ? 0 : 1);' 2>/dev/null); then
+  echo "e2e: installing playwright-core (npm ci)"
+  (cd "$here" && timeout 300 npm ci --no-audit --no-fund)
+fi
+
+(cd "$root" && timeout 1200 cargo build -p wizard-server --locked)
+server="$root/target/debug/wizard-server"
+
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  # SIGTERM lets a server close its websockets; after 10 s it is killed.
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+
+# start NAME PORT VAR=value...: one server, its log in target/e2e/NAME.log
+start() {
+  local name="$1" port="$2"
+  shift 2
+  env SHUTDOWN_GRACE=1 "$@" BIND="127.0.0.1:$port" EMBEDDED_AI=0 LOG_LEVEL=info "$server" >"$out/$name.log" 2>&1 &
+  pids+=("$!")
+  for _ in $(seq 1 100); do
+    if node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' \
+      "http://127.0.0.1:$port/health" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "e2e: server $name did not come up; its log:" >&2
+  cat "$out/$name.log" >&2
+  return 1
+}
+
+game_port="$(free_port)"
+busy_port="$(free_port)"
+while [ "$busy_port" = "$game_port" ]; do busy_port="$(free_port)"; done
+
+start game "$game_port" AI_MOVE_DELAY=0 TRICK_PAUSE=0.3 MAX_ACTIVE_GAMES=1
+start busy "$busy_port" LOAD_FORCE_LEVEL=overloaded MAX_CONNECTIONS_PER_IP=1
+
+cd "$here"
+BASE_URL="http://127.0.0.1:$game_port" BUSY_URL="http://127.0.0.1:$busy_port" OUT_DIR="$out" \
+  timeout 600 node e2e.mjs

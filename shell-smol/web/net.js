@@ -1,0 +1,120 @@
+// The websocket to /ws: hello with the session token kept in sessionStorage, automatic
+// reconnect with jittered exponential backoff, the 1013 "server full" retry schedule,
+// and no reconnect after 4000 (the session was opened in another window).
+
+const TOKEN_KEY = 'wizard.token';
+/** Retries after a 1013 close ("try again later"): 15 s, 30 s, then every 60 s. */
+export const FULL_RETRY_MS = [15000, 30000, 60000];
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_MAX_MS = 15000;
+
+export class Connection {
+  /**
+   * @param {object} handlers onMessage(msg), onStatus(status, detail) where status is
+   *   'connecting' | 'open' | 'reconnecting' | 'full' | 'replaced'
+   */
+  constructor(handlers) {
+    this.handlers = handlers;
+    this.ws = null;
+    this.attempt = 0;
+    this.fullAttempt = 0;
+    this.timer = null;
+    this.stopped = false;
+    this.welcomed = false;
+  }
+
+  get token() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY);
+    } catch {
+      return null;
+    }
+  }
+
+  set token(value) {
+    try {
+      sessionStorage.setItem(TOKEN_KEY, value);
+    } catch {
+      /* private mode: the session lasts as long as the connection */
+    }
+  }
+
+  url() {
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    return `${scheme}://${location.host}/ws`;
+  }
+
+  start() {
+    this.stopped = false;
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.open();
+  }
+
+  open() {
+    this.welcomed = false;
+    this.handlers.onStatus(this.attempt === 0 && this.fullAttempt === 0 ? 'connecting' : 'reconnecting');
+    let ws;
+    try {
+      ws = new WebSocket(this.url());
+    } catch {
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    ws.addEventListener('open', () => {
+      ws.send(JSON.stringify({ type: 'hello', token: this.token || null }));
+    });
+    ws.addEventListener('message', (ev) => {
+      let msg;
+      try {
+        msg = JSON.parse(ev.data);
+      } catch {
+        return;
+      }
+      if (msg.type === 'welcome') {
+        this.token = msg.token;
+        this.welcomed = true;
+        this.attempt = 0;
+        this.fullAttempt = 0;
+        this.handlers.onStatus('open');
+      }
+      this.handlers.onMessage(msg);
+    });
+    ws.addEventListener('close', (ev) => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      if (this.stopped) return;
+      if (ev.code === 4000) {
+        this.stopped = true;
+        this.handlers.onStatus('replaced');
+        return;
+      }
+      if (ev.code === 1013) {
+        const delay = FULL_RETRY_MS[Math.min(this.fullAttempt, FULL_RETRY_MS.length - 1)];
+        this.fullAttempt += 1;
+        this.handlers.onStatus('full', delay);
+        this.timer = setTimeout(() => this.open(), delay);
+        return;
+      }
+      this.scheduleReconnect();
+    });
+  }
+
+  scheduleReconnect() {
+    const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** this.attempt);
+    // "Equal jitter": half fixed, half random, so a restarted server is not hit by
+    // every client in the same instant.
+    const delay = ceiling / 2 + Math.random() * (ceiling / 2);
+    this.attempt += 1;
+    this.handlers.onStatus('reconnecting', delay);
+    this.timer = setTimeout(() => this.open(), delay);
+  }
+
+  /** Sends a message; false when not connected (the caller may tell the user). */
+  send(msg) {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcomed) return false;
+    this.ws.send(JSON.stringify(msg));
+    return true;
+  }
+}
