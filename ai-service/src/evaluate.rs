@@ -116,12 +116,52 @@ pub fn evaluate(config: &EvalConfig, mut progress: impl FnMut(&str)) -> Result<R
     let references: Vec<Box<dyn Agent>> = config.references.iter().map(AgentSpec::build).collect();
     let mut results = Vec::new();
     for &players in &config.players {
+        let table = Table {
+            config,
+            players,
+            candidate: candidate.as_ref(),
+            references: &references,
+        };
+        results.push(table.play_all(&mut progress)?);
+    }
+    Ok(Report {
+        candidate: config.candidate_name.clone(),
+        references: config.reference_names.clone(),
+        rules: config.rules.clone(),
+        seed: config.seed,
+        time_per_decision_ms: config.time_per_decision.map(|d| d.as_secs_f64() * 1000.0),
+        iterations_max: config.iterations_max,
+        results,
+    })
+}
+
+/// The agents at one player count.
+struct Table<'a> {
+    config: &'a EvalConfig,
+    players: u8,
+    candidate: &'a dyn Agent,
+    references: &'a [Box<dyn Agent>],
+}
+
+/// Sums over games, for the means of the report.
+#[derive(Default)]
+struct Totals {
+    candidate_score: f64,
+    table_mean: f64,
+    wins: f64,
+    rounds: u32,
+    bids_hit: u32,
+    games: u64,
+}
+
+impl Table<'_> {
+    fn play_all(&self, progress: &mut impl FnMut(&str)) -> Result<PlayersReport, EvalError> {
+        let (config, players) = (self.config, self.players);
         let started = Instant::now();
         let mut per_set_table = Vec::new();
         let mut per_set_others = Vec::new();
-        let mut acc = (0.0, 0.0, 0.0, 0u32, 0u32);
+        let mut totals = Totals::default();
         let mut times_us = Vec::new();
-        let mut games = 0u64;
         for set in 0..config.deal_sets {
             let deal_seed = config
                 .seed
@@ -129,23 +169,15 @@ pub fn evaluate(config: &EvalConfig, mut progress: impl FnMut(&str)) -> Result<R
                 .wrapping_add(u64::from(set));
             let (mut t, mut o) = (0.0, 0.0);
             for candidate_seat in 0..players {
-                let r = play_game(
-                    config,
-                    players,
-                    deal_seed,
-                    candidate_seat,
-                    candidate.as_ref(),
-                    &references,
-                    &mut times_us,
-                )?;
+                let r = self.play_game(deal_seed, candidate_seat, &mut times_us)?;
                 t += r.diff_table;
                 o += r.diff_others;
-                acc.0 += r.candidate_score;
-                acc.1 += r.table_mean;
-                acc.2 += r.win;
-                acc.3 += r.rounds;
-                acc.4 += r.bids_hit;
-                games += 1;
+                totals.candidate_score += r.candidate_score;
+                totals.table_mean += r.table_mean;
+                totals.wins += r.win;
+                totals.rounds += r.rounds;
+                totals.bids_hit += r.bids_hit;
+                totals.games += 1;
             }
             per_set_table.push(t / f64::from(players));
             per_set_others.push(o / f64::from(players));
@@ -163,35 +195,110 @@ pub fn evaluate(config: &EvalConfig, mut progress: impl FnMut(&str)) -> Result<R
         let (d_o, h_o) = selfplay::mean_ci95(&per_set_others);
         times_us.sort_unstable();
         #[allow(clippy::cast_precision_loss)]
-        let g = games.max(1) as f64;
-        results.push(PlayersReport {
+        let g = totals.games.max(1) as f64;
+        Ok(PlayersReport {
             players,
             deal_sets: config.deal_sets,
-            games,
+            games: totals.games,
             diff_vs_table_mean: dt,
             diff_vs_table_ci95: ht,
             diff_vs_others_mean: d_o,
             diff_vs_others_ci95: h_o,
-            candidate_score_mean: acc.0 / g,
-            table_score_mean: acc.1 / g,
-            win_rate: acc.2 / g,
-            bid_hit_rate: f64::from(acc.4) / f64::from(acc.3.max(1)),
+            candidate_score_mean: totals.candidate_score / g,
+            table_score_mean: totals.table_mean / g,
+            win_rate: totals.wins / g,
+            bid_hit_rate: f64::from(totals.bids_hit) / f64::from(totals.rounds.max(1)),
             decisions: times_us.len() as u64,
             decision_us_p50: percentile(&times_us, 50),
             decision_us_p99: percentile(&times_us, 99),
             decision_us_max: times_us.last().copied().unwrap_or(0),
             seconds: started.elapsed().as_secs_f64(),
-        });
+        })
     }
-    Ok(Report {
-        candidate: config.candidate_name.clone(),
-        references: config.reference_names.clone(),
-        rules: config.rules.clone(),
-        seed: config.seed,
-        time_per_decision_ms: config.time_per_decision.map(|d| d.as_secs_f64() * 1000.0),
-        iterations_max: config.iterations_max,
-        results,
-    })
+
+    fn play_game(
+        &self,
+        deal_seed: u64,
+        candidate_seat: Seat,
+        times_us: &mut Vec<u64>,
+    ) -> Result<GameResult, EvalError> {
+        let (config, players, candidate, references) =
+            (self.config, self.players, self.candidate, self.references);
+        let mut events = Vec::new();
+        let mut game =
+            Game::new(players, config.options, deal_seed, &mut events).map_err(EvalError::Setup)?;
+        let agent_seed = deal_seed ^ (u64::from(candidate_seat) << 48);
+        let mut decision_index = vec![0u64; usize::from(players)];
+        while let Some(seat) = game.next_to_act() {
+            let agent: &dyn Agent = if seat == candidate_seat {
+                candidate
+            } else {
+                // Seats after the candidate's cycle through the references.
+                let k = usize::from((seat + players - candidate_seat - 1) % players);
+                match references.get(k % references.len().max(1)) {
+                    Some(a) => a.as_ref(),
+                    None => return Err(EvalError::NoReferences),
+                }
+            };
+            let obs = game.observation(seat);
+            let index = decision_index.get(usize::from(seat)).copied().unwrap_or(0);
+            let mut rng = decision_rng(agent_seed, seat, index);
+            if let Some(i) = decision_index.get_mut(usize::from(seat)) {
+                *i += 1;
+            }
+            let started = Instant::now();
+            let budget = Budget {
+                deadline: config.time_per_decision.map(|d| started + d),
+                iterations_max: config.iterations_max,
+            };
+            let action = agent
+                .decide(&obs, &budget, &mut rng)
+                .map_err(|e| EvalError::Agent {
+                    agent: agent.name().to_owned(),
+                    detail: e.to_string(),
+                })?;
+            if seat == candidate_seat {
+                times_us.push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
+            }
+            game.apply(seat, action, &mut events)
+                .map_err(|e| EvalError::Agent {
+                    agent: agent.name().to_owned(),
+                    detail: format!("illegal {action:?}: {e}"),
+                })?;
+        }
+        let c = usize::from(candidate_seat);
+        let mut rounds = 0;
+        let mut bids_hit = 0;
+        for e in &events {
+            if let Event::RoundFinished { bids, tricks, .. } = e {
+                rounds += 1;
+                if bids.get(c).is_some() && bids.get(c) == tricks.get(c) {
+                    bids_hit += 1;
+                }
+            }
+        }
+        let scores = game.scores();
+        let mine = f64::from(scores.get(c).copied().unwrap_or(0));
+        let total: f64 = scores.iter().map(|&s| f64::from(s)).sum();
+        let n = f64::from(players);
+        let best = scores.iter().copied().max().unwrap_or(0);
+        let sharing = scores.iter().filter(|&&s| s == best).count();
+        #[allow(clippy::cast_precision_loss)]
+        let win = if mine == f64::from(best) {
+            1.0 / sharing as f64
+        } else {
+            0.0
+        };
+        Ok(GameResult {
+            diff_table: mine - total / n,
+            diff_others: mine - (total - mine) / (n - 1.0),
+            candidate_score: mine,
+            table_mean: total / n,
+            win,
+            rounds,
+            bids_hit,
+        })
+    }
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -201,91 +308,6 @@ fn percentile(sorted: &[u64], pct: usize) -> u64 {
     }
     let rank = (sorted.len() * pct).div_ceil(100).max(1);
     sorted.get(rank - 1).copied().unwrap_or(0)
-}
-
-fn play_game(
-    config: &EvalConfig,
-    players: u8,
-    deal_seed: u64,
-    candidate_seat: Seat,
-    candidate: &dyn Agent,
-    references: &[Box<dyn Agent>],
-    times_us: &mut Vec<u64>,
-) -> Result<GameResult, EvalError> {
-    let mut events = Vec::new();
-    let mut game =
-        Game::new(players, config.options, deal_seed, &mut events).map_err(EvalError::Setup)?;
-    let agent_seed = deal_seed ^ (u64::from(candidate_seat) << 48);
-    let mut decision_index = vec![0u64; usize::from(players)];
-    while let Some(seat) = game.next_to_act() {
-        let agent: &dyn Agent = if seat == candidate_seat {
-            candidate
-        } else {
-            // Seats after the candidate's cycle through the references.
-            let k = usize::from((seat + players - candidate_seat - 1) % players);
-            match references.get(k % references.len().max(1)) {
-                Some(a) => a.as_ref(),
-                None => return Err(EvalError::NoReferences),
-            }
-        };
-        let obs = game.observation(seat);
-        let index = decision_index.get(usize::from(seat)).copied().unwrap_or(0);
-        let mut rng = decision_rng(agent_seed, seat, index);
-        if let Some(i) = decision_index.get_mut(usize::from(seat)) {
-            *i += 1;
-        }
-        let started = Instant::now();
-        let budget = Budget {
-            deadline: config.time_per_decision.map(|d| started + d),
-            iterations_max: config.iterations_max,
-        };
-        let action = agent
-            .decide(&obs, &budget, &mut rng)
-            .map_err(|e| EvalError::Agent {
-                agent: agent.name().to_owned(),
-                detail: e.to_string(),
-            })?;
-        if seat == candidate_seat {
-            times_us.push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
-        }
-        game.apply(seat, action, &mut events)
-            .map_err(|e| EvalError::Agent {
-                agent: agent.name().to_owned(),
-                detail: format!("illegal {action:?}: {e}"),
-            })?;
-    }
-    let c = usize::from(candidate_seat);
-    let mut rounds = 0;
-    let mut bids_hit = 0;
-    for e in &events {
-        if let Event::RoundFinished { bids, tricks, .. } = e {
-            rounds += 1;
-            if bids.get(c).is_some() && bids.get(c) == tricks.get(c) {
-                bids_hit += 1;
-            }
-        }
-    }
-    let scores = game.scores();
-    let mine = f64::from(scores.get(c).copied().unwrap_or(0));
-    let total: f64 = scores.iter().map(|&s| f64::from(s)).sum();
-    let n = f64::from(players);
-    let best = scores.iter().copied().max().unwrap_or(0);
-    let sharing = scores.iter().filter(|&&s| s == best).count();
-    #[allow(clippy::cast_precision_loss)]
-    let win = if mine == f64::from(best) {
-        1.0 / sharing as f64
-    } else {
-        0.0
-    };
-    Ok(GameResult {
-        diff_table: mine - total / n,
-        diff_others: mine - (total - mine) / (n - 1.0),
-        candidate_score: mine,
-        table_mean: total / n,
-        win,
-        rounds,
-        bids_hit,
-    })
 }
 
 /// The report as a table for people.

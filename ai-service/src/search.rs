@@ -3,7 +3,7 @@
 //!
 //! For one decision it repeatedly
 //! 1. samples a world: the other seats' hands drawn from the unseen cards, consistent
-//!    with every suit a seat has shown out of (see [`sample`](self) for what is known
+//!    with every suit a seat has shown out of (the `sample` submodule documents what is known
 //!    and what is lost), hidden bids filled in by the heuristic, and weighted by how
 //!    well the sampled hands explain the opponents' public bids;
 //! 2. plays every candidate action in that same world (common random numbers: all
@@ -51,7 +51,7 @@ impl Default for SearchConfig {
         SearchConfig {
             worlds_default: 200,
             bid_window: 2.0,
-            bid_sigma: 0.5,
+            bid_sigma: 1.0,
             opponent_weight: 0.0,
         }
     }

@@ -5,9 +5,10 @@
 //!
 //! It is deliberately not a second rules engine for the server: it covers one round only
 //! (no deal, no later rounds) and is checked against `Game` (built with
-//! `Game::from_world`) by the integration tests: same legal moves, same trick winners,
-//! same round scores. The heuristic copy breaks ties by the lowest card index where the
-//! core's heuristic asks its RNG; everything else is the same decision.
+//! `Game::from_world`) by the integration tests: every rollout move is legal in the
+//! engine, is the core heuristic's decision in the engine's view, and the round ends
+//! with the same score changes. The heuristic copy breaks ties (cards of equal power)
+//! by the lowest card index where the core's heuristic asks its RNG.
 
 use wizard_core::game::bot::Params;
 use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit, trick};

@@ -10,7 +10,17 @@ use wizard_ai::agent::{Budget, decision_rng};
 use wizard_ai::search::{
     self, SearchConfig, inferred_voids, respects_voids, rollout, sample_world,
 };
-use wizard_core::game::{BidRestriction, Card, Game, Options, Phase, Seat};
+use wizard_core::game::{Action, BidRestriction, Card, Game, Options, Phase, Seat, Suit, bot};
+
+/// The heuristic's ranking of cards (Wizards, trumps, plain by rank, Jesters).
+fn power(card: Card, trump: Option<Suit>) -> u8 {
+    match card {
+        Card::Wizard(_) => 100,
+        Card::Jester(_) => 0,
+        Card::Suited { suit, rank } if Some(suit) == trump => 40 + rank,
+        Card::Suited { rank, .. } => rank,
+    }
+}
 
 pub fn options(i: u8) -> Options {
     Options {
@@ -77,7 +87,19 @@ proptest! {
         let r = rollout(&obs, &hidden, first).unwrap();
         let mut replay = world;
         let round = replay.round();
-        for &(s, a) in &r.actions {
+        for (i, &(s, a)) in r.actions.iter().enumerate() {
+            if i > 0 {
+                // After the root action every seat plays the core's heuristic; the copy
+                // may break a tie differently, but only between cards of equal power.
+                let obs_s = replay.observation(s);
+                let bot_action = bot::decide(&obs_s, &mut ChaCha12Rng::seed_from_u64(0)).unwrap();
+                match (a, bot_action) {
+                    (Action::Play { card }, Action::Play { card: b }) => {
+                        prop_assert_eq!(power(card, obs_s.trump_suit), power(b, obs_s.trump_suit));
+                    }
+                    _ => prop_assert_eq!(a, bot_action),
+                }
+            }
             prop_assert!(replay.apply(s, a, &mut Vec::new()).is_ok(), "illegal {:?} by {}", a, s);
         }
         // The round ended exactly where the rollout stopped, with the same score change.

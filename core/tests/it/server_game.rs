@@ -42,6 +42,7 @@ fn play_to_end(d: &mut Driver, humans: &[u64]) -> Vec<Value> {
                     .send_json(conn, json!({"type": "action", "action": action}))
                     .to_vec();
                 check_no_hand_leaks(&outputs);
+                check_states_match_the_wire_types(&outputs);
                 assert!(d.last_errors(conn).is_empty(), "{:?}", d.last_errors(conn));
             }
             // Nothing for the humans to do: the AI seat's move is due at a deadline.
