@@ -1,6 +1,6 @@
-//! The `wizard-ai` binary: one subcommand per job. Today `evaluate` (a duplicate-format
-//! tournament between agents); the websocket client (`serve`) joins the dispatch table
-//! in `main` as another subcommand.
+//! The `wizard-ai` binary: one subcommand per job. `serve` runs the AI service (the
+//! websocket client of the server's `/internal/ai`, settings from the environment);
+//! `evaluate` runs a duplicate-format tournament between agents.
 
 use std::fmt;
 use std::io::Write as _;
@@ -9,9 +9,14 @@ use std::time::Duration;
 
 use wizard_ai::agent::AgentSpecError;
 use wizard_ai::evaluate::{self, EvalConfig, EvalError};
+use wizard_ai::service::{self, ServiceOptions};
+use wizard_core::config::{AiServiceConfig, LogFormat};
 use wizard_core::game::{BidRestriction, Options};
 
 const USAGE: &str = "usage:
+  wizard-ai serve
+    connects to AI_SERVER_URL with AI_SHARED_SECRET and answers decide requests with
+    AI_WORKERS threads (AI_AGENT, AI_MAX_QUEUE, AI_DEGRADE_QUEUE, LOG_LEVEL, LOG_FORMAT)
   wizard-ai evaluate [options]
     --players LIST      player counts, e.g. 4 or 3,4,5,6 (default 4)
     --deal-sets N       deal sets per player count; each is played once per seat (default 100)
@@ -48,6 +53,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("evaluate") => run_evaluate(args.get(1..).unwrap_or_default()),
+        Some("serve") => return run_serve(),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(())
@@ -62,6 +68,57 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Exit status for a bad setting.
+const EXIT_CONFIG: u8 = 2;
+
+/// Runs the AI service until the process is stopped. It holds no state worth saving:
+/// the server treats a lost connection as failed requests and plays the fallback.
+fn run_serve() -> ExitCode {
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let config =
+        match AiServiceConfig::from_pairs(env.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+            Ok(config) => config,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "wizard-ai: bad setting {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        };
+    if let Err(message) = init_logging(&config) {
+        let _ = writeln!(std::io::stderr(), "wizard-ai: {message}");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let mut seed = [0u8; 8];
+    if let Err(e) = getrandom::fill(&mut seed) {
+        let _ = writeln!(std::io::stderr(), "wizard-ai: no OS entropy: {e}");
+        return ExitCode::FAILURE;
+    }
+    tracing::info!(
+        url = %config.server_url,
+        workers = config.workers,
+        agent = config.agent.name(),
+        "Starting the AI service"
+    );
+    let options = ServiceOptions {
+        worker_nice: 0,
+        seed: u64::from_le_bytes(seed),
+    };
+    smol::block_on(service::run(config, options, std::future::pending::<()>()));
+    ExitCode::SUCCESS
+}
+
+fn init_logging(config: &AiServiceConfig) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
+        .map_err(|e| format!("bad setting LOG_LEVEL: {:?} {e}", config.log_level))?;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let result = match config.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    result.map_err(|e| format!("cannot start logging: {e}"))
 }
 
 fn value<'a>(args: &'a [String], i: usize, name: &str) -> Result<&'a str, CliError> {

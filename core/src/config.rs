@@ -102,6 +102,8 @@ pub const SETTINGS: &[Setting] = &[
     ai("AI_MAX_QUEUE", "64", "requests in progress before refusing with overloaded"),
     ai("AI_DEGRADE_QUEUE", "8", "other waiting requests from which the heuristic decides instead"),
     ai("AI_AGENT", "search", "primary agent: search, heuristic or random"),
+    ai("LOG_LEVEL", "info", "log filter, e.g. info or debug"),
+    ai("LOG_FORMAT", "text", "log line format: text or json"),
 ];
 
 /// A value that does not parse or is out of range, naming its variable.
@@ -371,6 +373,8 @@ pub struct AiServiceConfig {
     /// From this many other waiting requests, the heuristic decides.
     pub degrade_queue_min: usize,
     pub agent: AiAgent,
+    pub log_level: String,
+    pub log_format: LogFormat,
 }
 
 impl Default for AiServiceConfig {
@@ -382,6 +386,8 @@ impl Default for AiServiceConfig {
             queue_max: 64,
             degrade_queue_min: 8,
             agent: AiAgent::Search,
+            log_level: "info".to_owned(),
+            log_format: LogFormat::Text,
         }
     }
 }
@@ -403,6 +409,8 @@ impl AiServiceConfig {
                 "AI_MAX_QUEUE" => c.queue_max = v.count(1)?,
                 "AI_DEGRADE_QUEUE" => c.degrade_queue_min = v.count(0)?,
                 "AI_AGENT" => c.agent = v.parsed("is not search, heuristic or random")?,
+                "LOG_LEVEL" => c.log_level = v.text.to_owned(),
+                "LOG_FORMAT" => c.log_format = v.parsed("is not text or json")?,
                 _ => {}
             }
         }

@@ -1,5 +1,50 @@
 //! wizard-sim: the deterministic discrete-event simulator that drives the same
-//! wizard-core `Server` the production shell drives.
-//!
-//! The simulator arrives with its own issue; until then this crate only fixes its place
-//! in the workspace (`wizard-sim -> wizard-ai, wizard-core`).
+//! `wizard_core::Server` the production shell drives, with the world around it
+//! simulated: a server thread with a cost model and a CPU quota, the load probe,
+//! bounded queues, network latency, players, abusers and an AI service with faults.
+//! docs/SIMULATION.md describes the model, the scenario format and the report.
+
+pub mod ai;
+pub mod attack;
+pub mod check;
+pub mod client;
+pub mod client_recv;
+pub mod cost;
+pub mod cpu;
+pub mod dist;
+pub mod feed;
+pub mod host;
+pub mod net;
+pub mod outbox;
+pub mod peek;
+pub mod phase;
+pub mod play;
+pub mod probe;
+pub mod queue;
+pub mod report;
+pub mod scenario;
+pub mod sim;
+pub mod swarm;
+pub mod world;
+pub mod writer;
+
+use std::path::Path;
+
+pub use report::Report;
+pub use scenario::Scenario;
+
+/// Runs `scenario` with `seed` (options left open are drawn from the seed).
+pub fn run(scenario: Scenario, seed: u64) -> Result<Report, scenario::ScenarioError> {
+    let resolved = scenario.resolve(seed);
+    Ok(sim::Sim::new(resolved, seed)?.run())
+}
+
+/// Loads and runs a scenario file.
+pub fn run_file(path: &Path, seed: u64) -> Result<Report, scenario::ScenarioError> {
+    run(Scenario::load(path)?, seed)
+}
+
+/// The one-line command that reproduces a run.
+pub fn repro(scenario: &str, seed: u64) -> String {
+    format!("cargo run --release -p wizard-sim -- run {scenario} --seed {seed}")
+}

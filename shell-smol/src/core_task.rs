@@ -15,7 +15,7 @@ use async_channel::{Receiver, Sender};
 use async_io::Timer;
 use futures_lite::FutureExt;
 use tracing::{debug, info, warn};
-use wizard_core::io::{ConnId, ConnKind, Input, MoveSource, Note, Output};
+use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output};
 use wizard_core::overload::LoadLevel;
 use wizard_core::wire::encode_health;
 use wizard_core::{Server, Time};
@@ -293,6 +293,19 @@ pub fn log_note(note: &Note) {
             cooldown_us / 1_000_000
         ),
         Note::BreakerClosed => info!("AI requests resumed"),
+        // Without any AI service every AI move is a fallback: that is the setup, not an
+        // event, and a line per move would cost more CPU than the move.
+        Note::Fallback {
+            lobby,
+            seat,
+            reason: reason @ FallbackReason::NoService,
+        } => debug!(
+            lobby,
+            seat,
+            reason = reason.name(),
+            "Playing fallback move for seat {seat}: {}",
+            reason.name()
+        ),
         Note::Fallback {
             lobby,
             seat,

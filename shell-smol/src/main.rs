@@ -1,5 +1,6 @@
 //! The `wizard-server` binary: settings from the environment, logging, OS-entropy seed,
-//! SIGTERM/SIGINT as graceful shutdown, then [`wizard_server::run_on`].
+//! SIGTERM/SIGINT as graceful shutdown, the embedded AI service (`EMBEDDED_AI=1`), then
+//! [`wizard_server::run_on`].
 
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -8,8 +9,9 @@ use async_signal::{Signal, Signals};
 use futures_lite::StreamExt;
 use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
-use wizard_core::config::{Config, LogFormat};
+use wizard_core::config::{AiServiceConfig, Config, LogFormat};
 use wizard_core::rng::Seed;
+use wizard_server::embedded;
 
 /// Exit status for a bad setting.
 const EXIT_CONFIG: u8 = 2;
@@ -21,8 +23,13 @@ fn main() -> ExitCode {
     let env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
-    let config = match Config::from_pairs(env.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+    let pairs = || env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let mut config = match Config::from_pairs(pairs()) {
         Ok(config) => config,
+        Err(e) => return fail_early(&format!("bad setting {e}")),
+    };
+    let ai_config = match AiServiceConfig::from_pairs(pairs()) {
+        Ok(ai) => ai,
         Err(e) => return fail_early(&format!("bad setting {e}")),
     };
     if let Err(message) = init_logging(&config) {
@@ -55,7 +62,18 @@ fn main() -> ExitCode {
             info!(?signal, "Signal received");
         }
     };
-    info!(bind = %config.bind, "Listening");
+    // Kept alive while the server runs; dropping it stops the embedded AI service.
+    let mut _embedded = None;
+    if config.embedded_ai {
+        match embedded::start(&mut config, ai_config, &listener) {
+            Ok(handle) => _embedded = Some(handle),
+            Err(e) => {
+                error!(error = %e, "cannot start the embedded AI service");
+                return ExitCode::from(EXIT_START);
+            }
+        }
+    }
+    info!(bind = %config.bind, embedded_ai = config.embedded_ai, "Listening");
     match wizard_server::run_on(config, listener, seed, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -178,8 +178,9 @@ pub async fn run(inbox: Sender<CoreMsg>, interval: Duration, cgroup: Option<Cgro
         let sleep_ms = SLEEP_MS_MIN + (step.wrapping_mul(7) % (SLEEP_MS_MAX - SLEEP_MS_MIN + 1));
         let sleep = Duration::from_millis(sleep_ms);
         let intended = Instant::now() + sleep;
-        let woke = Timer::at(intended).await;
-        let lag = woke.saturating_duration_since(intended);
+        // `Timer` resolves to its deadline, not to when it fired: read the clock.
+        Timer::at(intended).await;
+        let lag = Instant::now().saturating_duration_since(intended);
         if lags_us.len() < LAGS_MAX {
             lags_us.push(u64::try_from(lag.as_micros()).unwrap_or(u64::MAX));
         }
@@ -257,6 +258,23 @@ mod tests {
         assert_eq!(threads_for(Some(0.15)), 1);
         assert_eq!(threads_for(Some(1.0)), 1);
         assert!(threads_for(None) >= 1);
+    }
+
+    #[test]
+    fn a_blocked_executor_shows_as_lag() {
+        let (tx, rx) = async_channel::bounded(4);
+        let ex = smol::LocalExecutor::new();
+        let sample = smol::block_on(ex.run(async {
+            ex.spawn(run(tx, Duration::from_millis(150), None)).detach();
+            // Let the probe start sleeping, then hold the only thread for 80 ms.
+            Timer::after(Duration::from_millis(5)).await;
+            std::thread::sleep(Duration::from_millis(80));
+            rx.recv().await
+        }));
+        let Ok(CoreMsg::Input(Input::LoadSample(sample))) = sample else {
+            panic!("no sample: {sample:?}");
+        };
+        assert!(sample.lag_us_max >= 50_000, "{sample:?}");
     }
 
     #[test]

@@ -228,8 +228,8 @@ fn every_setting_is_read_and_changes_its_struct() {
     assert_eq!(listed, other, "SETTINGS and this test's table differ");
     assert_eq!(
         SETTINGS.len(),
-        listed.len() + 1,
-        "only AI_SHARED_SECRET is listed twice"
+        listed.len() + 3,
+        "only AI_SHARED_SECRET, LOG_LEVEL and LOG_FORMAT are listed twice"
     );
     for (name, value) in OTHER {
         if names(Component::Server).contains(name) {
@@ -367,7 +367,10 @@ fn every_field_is_covered() {
         queue_max,
         degrade_queue_min,
         agent,
+        log_level,
+        log_format,
     } = ai(OTHER).unwrap();
+    assert_eq!((log_level.as_str(), log_format), ("debug", LogFormat::Json));
     assert_eq!(
         (server_url.as_str(), shared_secret.as_str()),
         ("wss://game.example/internal/ai", "s3cret")

@@ -12,7 +12,11 @@ use async_tungstenite::tungstenite::http::HeaderValue;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use futures_lite::{FutureExt, StreamExt};
 use wizard_core::config::Config;
+use wizard_core::game::{Action, Event};
 use wizard_core::rng::Seed;
+use wizard_core::wire::{
+    ClientMessage, ErrorCode, GameView, LobbyView, ServerMessage, decode_server, encode_client,
+};
 use wizard_server::ShutdownHandle;
 
 /// A server running on its own thread; shut down when dropped.
@@ -25,10 +29,15 @@ pub struct TestServer {
 impl TestServer {
     /// Starts a server with `pairs` on top of test defaults (no grace period).
     pub fn start(pairs: &[(&str, &str)]) -> TestServer {
+        TestServer::start_on("127.0.0.1:0".parse().unwrap(), pairs)
+    }
+
+    /// Starts a server on `addr` (e.g. the address of one that was stopped).
+    pub fn start_on(addr: SocketAddr, pairs: &[(&str, &str)]) -> TestServer {
         let mut all = vec![("SHUTDOWN_GRACE", "0"), ("BIND", "127.0.0.1:0")];
         all.extend_from_slice(pairs);
         let config = Config::from_pairs(all).unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = TcpListener::bind(addr).unwrap();
         let addr = listener.local_addr().unwrap();
         let (handle, signal) = ShutdownHandle::new();
         let (finished, done) = async_channel::bounded(1);
@@ -143,4 +152,210 @@ pub async fn next_text(ws: &mut Client) -> String {
             other => panic!("expected a text frame, got {other:?}"),
         }
     }
+}
+
+/// Opens a TCP connection to `addr` from the local address `from` (any 127.0.0.x works
+/// on Linux without configuration), so that tests can act as several client IPs.
+pub fn tcp_from(addr: SocketAddr, from: std::net::IpAddr) -> Async<TcpStream> {
+    use rustix::net::{AddressFamily, SocketType, bind, connect, socket};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    bind(&fd, &SocketAddr::new(from, 0)).unwrap();
+    // A blocking connect to loopback completes at once (the listener's backlog is free).
+    connect(&fd, &addr).unwrap();
+    Async::new(TcpStream::from(fd)).unwrap()
+}
+
+/// Opens a player websocket from the local address `from`.
+pub async fn ws_from(addr: SocketAddr, from: std::net::IpAddr) -> Client {
+    let request = format!("ws://{addr}/ws").into_client_request().unwrap();
+    let (ws, _) = async_tungstenite::client_async(request, tcp_from(addr, from))
+        .await
+        .unwrap();
+    ws
+}
+
+/// `127.0.0.n`.
+pub fn local(n: u8) -> std::net::IpAddr {
+    std::net::IpAddr::from([127, 0, 0, n])
+}
+
+/// The next message, decoded; panics on a close or a frame that is not a message.
+pub async fn next_message(ws: &mut Client) -> ServerMessage {
+    let text = next_text(ws).await;
+    decode_server(&text).unwrap_or_else(|e| panic!("undecodable {text:?}: {e}"))
+}
+
+/// Sends one client message.
+pub async fn send(ws: &mut Client, message: &ClientMessage) {
+    ws.send(Message::text(encode_client(message)))
+        .await
+        .unwrap();
+}
+
+/// A player's `state`, the fields tests look at.
+#[derive(Clone, Debug)]
+pub struct View {
+    pub lobby: Option<LobbyView>,
+    pub game: Option<GameView>,
+    pub events: Vec<Event>,
+}
+
+/// A player connection that said hello.
+pub struct Player {
+    pub ws: Client,
+    pub id: String,
+    pub token: String,
+}
+
+impl Player {
+    /// Connects from 127.0.0.1 and says hello (with `token` to resume); returns the
+    /// player and the `state` that follows `welcome` and `server_status`.
+    pub async fn hello(addr: SocketAddr, token: Option<&str>) -> (Player, View) {
+        let ws = ws(addr, "/ws", &[]).await.unwrap();
+        Player::hello_on(ws, token).await
+    }
+
+    /// Says hello on an open websocket.
+    pub async fn hello_on(mut ws: Client, token: Option<&str>) -> (Player, View) {
+        let hello = ClientMessage::Hello {
+            token: token.map(str::to_owned),
+        };
+        send(&mut ws, &hello).await;
+        let ServerMessage::Welcome {
+            player_id, token, ..
+        } = next_message(&mut ws).await
+        else {
+            panic!("no welcome");
+        };
+        let mut player = Player {
+            ws,
+            id: player_id,
+            token,
+        };
+        let status = player.next().await;
+        assert!(
+            matches!(status, ServerMessage::ServerStatus { .. }),
+            "{status:?}"
+        );
+        let view = player.next_state().await;
+        (player, view)
+    }
+
+    pub async fn send(&mut self, message: ClientMessage) {
+        send(&mut self.ws, &message).await;
+    }
+
+    pub async fn next(&mut self) -> ServerMessage {
+        next_message(&mut self.ws).await
+    }
+
+    /// Skips other messages up to the next `state`.
+    pub async fn next_state(&mut self) -> View {
+        loop {
+            if let ServerMessage::State {
+                lobby,
+                game,
+                events,
+            } = self.next().await
+            {
+                return View {
+                    lobby,
+                    game,
+                    events,
+                };
+            }
+        }
+    }
+
+    /// Reads states until one satisfies `f`.
+    pub async fn state_where(&mut self, mut f: impl FnMut(&View) -> bool) -> View {
+        loop {
+            let view = self.next_state().await;
+            if f(&view) {
+                return view;
+            }
+        }
+    }
+
+    /// Reads until an `error` and returns its code; panics on a `state` when `strict`.
+    pub async fn next_error(&mut self) -> ErrorCode {
+        loop {
+            if let ServerMessage::Error { code, .. } = self.next().await {
+                return code;
+            }
+        }
+    }
+
+    /// Creates a lobby and returns its code.
+    pub async fn create_lobby(&mut self, name: &str) -> String {
+        let view = self.create_lobby_view(name).await;
+        view.lobby.map(|l| l.code).unwrap_or_default()
+    }
+
+    /// Creates a lobby and returns the first state showing it.
+    pub async fn create_lobby_view(&mut self, name: &str) -> View {
+        self.send(ClientMessage::CreateLobby { name: name.into() })
+            .await;
+        self.state_where(|v| v.lobby.is_some()).await
+    }
+
+    /// Joins the lobby `code` and returns the state showing the seat.
+    pub async fn join_lobby(&mut self, code: &str, name: &str) -> View {
+        self.send(ClientMessage::JoinLobby {
+            code: code.into(),
+            name: name.into(),
+        })
+        .await;
+        let id = self.id.clone();
+        self.state_where(|v| {
+            v.lobby
+                .as_ref()
+                .is_some_and(|l| l.players.iter().any(|p| p.id == id))
+        })
+        .await
+    }
+
+    /// Adds an AI seat (host) and waits for the state showing `seats` seats.
+    pub async fn add_ai(&mut self, seats: usize) {
+        self.send(ClientMessage::AddAi).await;
+        self.state_where(|v| v.lobby.as_ref().is_some_and(|l| l.players.len() == seats))
+            .await;
+    }
+
+    /// Starts the game (host) and returns the first state with a game.
+    pub async fn start_game(&mut self) -> View {
+        self.send(ClientMessage::StartGame).await;
+        self.state_where(|v| v.game.is_some()).await
+    }
+}
+
+/// When `view` awaits this player's action, the first legal one.
+pub fn my_move(view: &View) -> Option<Action> {
+    let game = view.game.as_ref()?;
+    let obs = &game.observation;
+    if obs.to_act != Some(game.you) {
+        return None;
+    }
+    obs.legal_actions.first().copied()
+}
+
+/// The value of the first `/metrics` sample whose line starts with `prefix` (name and
+/// labels), 0 when absent.
+pub async fn metric(addr: SocketAddr, prefix: &str) -> f64 {
+    let (_, body) = http(addr, "GET", "/metrics", &[]).await;
+    body.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit_once(' '))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The test process's resident memory in KiB (the server runs in it).
+pub fn vm_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }

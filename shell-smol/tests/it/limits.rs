@@ -1,9 +1,15 @@
 //! Connection limits, floods and shutdown over real sockets.
 
-use async_tungstenite::tungstenite::Message;
-use wizard_core::wire::{ErrorCode, ServerMessage, decode_server};
+use std::time::{Duration, Instant};
 
-use crate::client::{TestServer, bounded, close_code, next_text, ws};
+use async_tungstenite::tungstenite::Message;
+use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
+
+use crate::client::{
+    Player, TestServer, bounded, close_code, http, local, my_move, next_text, tcp_from, vm_rss_kib,
+    ws, ws_from,
+};
 
 fn error_code(text: &str) -> Option<ErrorCode> {
     match decode_server(text) {
@@ -16,8 +22,10 @@ fn error_code(text: &str) -> Option<ErrorCode> {
 fn the_connection_past_the_per_ip_limit_gets_busy_then_1013() {
     let server = TestServer::start(&[("MAX_CONNECTIONS_PER_IP", "2")]);
     bounded(10, async {
-        let _a = ws(server.addr, "/ws", &[]).await.unwrap();
-        let _b = ws(server.addr, "/ws", &[]).await.unwrap();
+        // Admitted connections say hello first: a finished handshake does not mean the
+        // core has counted the connection yet, and admission is in the core's order.
+        let _a = Player::hello(server.addr, None).await;
+        let _b = Player::hello(server.addr, None).await;
         let mut c = ws(server.addr, "/ws", &[]).await.unwrap();
         assert_eq!(error_code(&next_text(&mut c).await), Some(ErrorCode::Busy));
         assert_eq!(close_code(&mut c).await, 1013);
@@ -69,4 +77,206 @@ fn shutdown_closes_everyone_with_1001() {
         assert_eq!(close_code(&mut client).await, 1001);
     });
     assert!(server.join(5), "run_on did not return after shutdown");
+}
+
+#[test]
+fn per_ip_limits_count_each_address_separately() {
+    let server = TestServer::start(&[("MAX_CONNECTIONS_PER_IP", "2")]);
+    let addr = server.addr;
+    bounded(10, async {
+        let _a = Player::hello_on(ws_from(addr, local(2)).await, None).await;
+        let _b = Player::hello_on(ws_from(addr, local(2)).await, None).await;
+        let mut c = ws_from(addr, local(2)).await;
+        assert_eq!(error_code(&next_text(&mut c).await), Some(ErrorCode::Busy));
+        assert_eq!(close_code(&mut c).await, 1013);
+        // Other addresses are not affected.
+        for n in [3, 4] {
+            let ws = ws_from(addr, local(n)).await;
+            let (player, _) = Player::hello_on(ws, None).await;
+            assert_eq!(player.id.len(), 12);
+        }
+        let ws = ws_from(addr, local(3)).await;
+        Player::hello_on(ws, None).await;
+    });
+}
+
+#[test]
+fn lobby_creation_is_rate_limited_per_ip() {
+    let server = TestServer::start(&[("LOBBY_CREATE_RATE", "2")]);
+    let addr = server.addr;
+    bounded(10, async {
+        let (mut a, _) = Player::hello_on(ws_from(addr, local(2)).await, None).await;
+        a.create_lobby("Ann").await;
+        a.create_lobby("Ann").await;
+        a.send(ClientMessage::CreateLobby { name: "Ann".into() })
+            .await;
+        let ServerMessage::Error {
+            code,
+            retry_after_ms,
+            ..
+        } = a.next().await
+        else {
+            panic!("no error");
+        };
+        assert_eq!(code, ErrorCode::RateLimited);
+        assert!(retry_after_ms.is_some_and(|ms| ms > 0));
+        // Another connection from the same address shares the limit...
+        let (mut b, _) = Player::hello_on(ws_from(addr, local(2)).await, None).await;
+        b.send(ClientMessage::CreateLobby { name: "Bob".into() })
+            .await;
+        assert_eq!(b.next_error().await, ErrorCode::RateLimited);
+        // ...another address does not.
+        let (mut c, _) = Player::hello_on(ws_from(addr, local(3)).await, None).await;
+        c.create_lobby("Cy").await;
+    });
+}
+
+#[test]
+fn forced_overload_refuses_new_lobbies_but_not_joining_or_resuming() {
+    let server = TestServer::start(&[("LOAD_FORCE_LEVEL", "overloaded")]);
+    let addr = server.addr;
+    bounded(10, async {
+        let mut ws = ws(addr, "/ws", &[]).await.unwrap();
+        let hello = r#"{"type":"hello","token":null}"#;
+        ws.send(Message::text(hello)).await.unwrap();
+        next_text(&mut ws).await; // welcome
+        let status = decode_server(&next_text(&mut ws).await).unwrap();
+        assert!(
+            matches!(
+                status,
+                ServerMessage::ServerStatus {
+                    accepting_games: false,
+                    ..
+                }
+            ),
+            "{status:?}"
+        );
+        drop(ws);
+        let (mut a, _) = Player::hello(addr, None).await;
+        a.send(ClientMessage::CreateLobby { name: "Ann".into() })
+            .await;
+        assert_eq!(a.next_error().await, ErrorCode::Busy);
+        // Joining is never refused for load: an unknown code is just not found.
+        a.send(ClientMessage::JoinLobby {
+            code: "ABCDEF".into(),
+            name: "Ann".into(),
+        })
+        .await;
+        assert_eq!(a.next_error().await, ErrorCode::NotFound);
+        // Resuming a session works.
+        let (again, _) = Player::hello(addr, Some(&a.token)).await;
+        assert_eq!(again.id, a.id);
+        let (_, health) = http(addr, "GET", "/health", &[]).await;
+        assert!(health.contains(r#""load":"overloaded""#), "{health}");
+        assert!(health.contains(r#""status":"ok""#), "{health}");
+    });
+}
+
+#[test]
+fn past_max_active_games_a_start_is_busy_while_running_games_and_joins_go_on() {
+    let server = TestServer::start(&[
+        ("MAX_ACTIVE_GAMES", "1"),
+        ("AI_MOVE_DELAY", "0"),
+        ("TRICK_PAUSE", "0"),
+    ]);
+    let addr = server.addr;
+    bounded(10, async {
+        let (mut a, _) = Player::hello(addr, None).await;
+        let (mut b, _) = Player::hello(addr, None).await;
+        let (mut c, _) = Player::hello(addr, None).await;
+        a.create_lobby("Ann").await;
+        let code_b = b.create_lobby("Bob").await;
+        for host in [&mut a, &mut b] {
+            host.add_ai(2).await;
+            host.add_ai(3).await;
+        }
+        let mut view = a.start_game().await;
+        b.send(ClientMessage::StartGame).await;
+        assert_eq!(b.next_error().await, ErrorCode::Busy);
+        // `b`'s lobby still takes players: joining is never refused for load.
+        c.join_lobby(&code_b, "Cy").await;
+        // The running game's moves work: `a` plays a few of its turns.
+        let mut moves = 0;
+        while moves < 5 {
+            if let Some(action) = my_move(&view) {
+                a.send(ClientMessage::Action { action }).await;
+                moves += 1;
+            }
+            view = a.next_state().await;
+        }
+        let obs = &view.game.unwrap().observation;
+        assert!(obs.round >= 2, "the game moved on: {obs:?}");
+    });
+}
+
+#[test]
+fn a_client_that_stops_reading_is_cut_and_costs_no_memory() {
+    let server = TestServer::start(&[
+        ("WRITE_TIMEOUT", "1"),
+        ("MESSAGE_RATE", "1000000"),
+        ("MESSAGE_BURST", "1000000"),
+        ("MAX_RATE_VIOLATIONS", "1000000"),
+    ]);
+    let addr = server.addr;
+    bounded(60, async {
+        // The reader says hello over a raw socket, then only writes: every message it
+        // sends makes the server answer with a `state` of its lobby (~400 bytes) and an
+        // error, none of which it reads.
+        let mut tcp = tcp_from(addr, local(5));
+        let request = "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+                       Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                       Sec-WebSocket-Version: 13\r\n\r\n";
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut head = [0u8; 129];
+        tcp.read_exact(&mut head).await.unwrap();
+        assert!(head.starts_with(b"HTTP/1.1 101"));
+        let frame = |text: &str| {
+            // A masked client text frame (mask 0: the payload goes as is).
+            let mut f = vec![0x81u8];
+            let len = text.len();
+            if len < 126 {
+                f.push(0x80 | len as u8);
+            } else {
+                f.push(0x80 | 126);
+                f.extend_from_slice(&(len as u16).to_be_bytes());
+            }
+            f.extend_from_slice(&[0, 0, 0, 0]);
+            f.extend_from_slice(text.as_bytes());
+            f
+        };
+        tcp.write_all(&frame(r#"{"type":"hello","token":null}"#))
+            .await
+            .unwrap();
+        tcp.write_all(&frame(r#"{"type":"create_lobby","name":"Slow"}"#))
+            .await
+            .unwrap();
+        let toggles: Vec<u8> = (0..1000)
+            .flat_map(|i| {
+                let text = format!(r#"{{"type":"set_options","hidden_bids":{}}}"#, i % 2 == 0);
+                let mut bytes = frame(&text);
+                bytes.extend(frame(r#"{"type":"start_game"}"#));
+                bytes
+            })
+            .collect();
+        let before = vm_rss_kib();
+        let started = Instant::now();
+        let mut sent = 0usize;
+        // Write until the server cuts the connection.
+        while tcp.write_all(&toggles).await.is_ok() {
+            sent += 2000;
+            assert!(started.elapsed() < Duration::from_secs(40), "never cut");
+        }
+        let grown = vm_rss_kib().saturating_sub(before);
+        // Each pair of messages asked for about 500 bytes of answers.
+        let asked_kib = sent * 250 / 1024;
+        assert!(asked_kib > 50 * 1024, "only {asked_kib} KiB asked for");
+        assert!(
+            grown < 16 * 1024,
+            "RSS grew {grown} KiB while {asked_kib} KiB were asked for"
+        );
+        let (_, health) = http(addr, "GET", "/health", &[]).await;
+        assert!(health.contains(r#""connections":0"#), "{health}");
+        let slow = crate::client::metric(addr, "wizard_slow_readers_total").await;
+        assert_eq!(slow, 1.0);
+    });
 }

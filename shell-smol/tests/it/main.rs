@@ -3,7 +3,11 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 
+mod ai;
+mod ai_service;
 mod client;
 mod frames;
+mod game;
 mod limits;
+mod proxy;
 mod routes;

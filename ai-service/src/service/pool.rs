@@ -1,0 +1,260 @@
+//! The worker pool of one AI connection: `AI_WORKERS` threads that take jobs from the
+//! admission machine, compute them with the primary agent or the heuristic, and hand
+//! the replies to the connection's writer.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+use wizard_core::Time;
+use wizard_core::game::Observation;
+use wizard_core::wire::{AiErrorCode, AiReply};
+
+use crate::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
+use crate::agent::{self, Agent, Budget, HeuristicAgent};
+
+/// The most a primary decision may take, whatever the server's timeout.
+pub const THINK_TIME_MAX: Duration = Duration::from_millis(100);
+/// Sampled worlds per decision at most (the search agent's iteration budget).
+pub const SEARCH_WORLDS_MAX: u32 = 200;
+
+struct State {
+    admission: Admission,
+    /// Observations of the requests in progress, by request id (bounded by the
+    /// admission machine's queue).
+    jobs: BTreeMap<u64, Observation>,
+    stopped: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+    start: Instant,
+    primary: Box<dyn Agent>,
+    heuristic: HeuristicAgent,
+    replies: async_channel::Sender<AiReply>,
+    seed: u64,
+    degrade_queue_min: usize,
+}
+
+impl Shared {
+    fn now(&self) -> Time {
+        Time(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A worker that panicked leaves the state consistent (every step is one call
+        // into the admission machine), so a poisoned lock is still usable.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The pool; dropping it without [`Pool::stop`] also stops the workers.
+pub struct Pool {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("workers", &self.workers.len())
+            .finish()
+    }
+}
+
+impl Pool {
+    /// Starts `config.workers` threads, each `nice` steps below normal priority.
+    pub fn start(
+        config: AdmissionConfig,
+        primary: Box<dyn Agent>,
+        replies: async_channel::Sender<AiReply>,
+        nice: i32,
+        seed: u64,
+    ) -> Pool {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                admission: Admission::new(config),
+                jobs: BTreeMap::new(),
+                stopped: false,
+            }),
+            wake: Condvar::new(),
+            start: Instant::now(),
+            primary,
+            heuristic: HeuristicAgent::default(),
+            replies,
+            seed,
+            degrade_queue_min: config.degrade_queue_min,
+        });
+        let workers = (0..config.workers.max(1))
+            .filter_map(|i| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("wizard-ai-{i}"))
+                    .spawn(move || {
+                        lower_priority(nice);
+                        work(&shared);
+                    })
+                    .map_err(|e| warn!(error = %e, "cannot start an AI worker thread"))
+                    .ok()
+            })
+            .collect();
+        Pool { shared, workers }
+    }
+
+    /// Admits a request whose answer the server awaits for `timeout_s` seconds.
+    pub fn submit(&self, request_id: u64, observation: Observation, timeout_s: f64) -> Submit {
+        let now = self.shared.now();
+        let timeout_us = if timeout_s.is_finite() && timeout_s > 0.0 {
+            (timeout_s * 1e6) as u64
+        } else {
+            0
+        };
+        let mut state = self.shared.lock();
+        let submitted = state
+            .admission
+            .submit(now, request_id, now.plus_us(timeout_us));
+        if submitted == Submit::Queued {
+            state.jobs.insert(request_id, observation);
+            self.shared.wake.notify_one();
+        }
+        submitted
+    }
+
+    /// Requests waiting or computing.
+    pub fn in_progress(&self) -> usize {
+        self.shared.lock().admission.in_progress()
+    }
+
+    /// Stops the workers after their current job and waits for them.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.shared.lock().stopped = true;
+        self.shared.wake.notify_all();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Runs this thread `nice` steps below normal priority (Linux applies it per thread).
+fn lower_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), nice) {
+        warn!(error = %e, nice, "cannot lower the AI worker's priority");
+    }
+}
+
+/// One worker: take the next job, compute it, report, repeat until stopped.
+fn work(shared: &Shared) {
+    loop {
+        let (next, observation, waiting) = {
+            let mut state = shared.lock();
+            loop {
+                if state.stopped {
+                    return;
+                }
+                let now = shared.now();
+                if let Some(next) = state.admission.next_job(now) {
+                    let id = match next {
+                        Next::Job(job) => job.request_id,
+                        Next::Expired(id) => id,
+                    };
+                    let observation = state.jobs.remove(&id);
+                    break (next, observation, state.admission.waiting());
+                }
+                state = shared
+                    .wake
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        };
+        let reply = match (next, observation) {
+            (Next::Expired(request_id), _) => {
+                info!(request_id, "Dropping expired request");
+                AiReply::Error {
+                    request_id,
+                    code: AiErrorCode::Expired,
+                    message: "the deadline passed before a worker was free".into(),
+                }
+            }
+            (Next::Job(job), Some(obs)) => compute(shared, job, &obs, waiting),
+            (Next::Job(job), None) => {
+                finish(shared, job.request_id, job.agent, 0);
+                AiReply::Error {
+                    request_id: job.request_id,
+                    code: AiErrorCode::Internal,
+                    message: "lost the request's observation".into(),
+                }
+            }
+        };
+        if shared.replies.send_blocking(reply).is_err() {
+            return;
+        }
+    }
+}
+
+fn compute(
+    shared: &Shared,
+    job: crate::admission::Job,
+    obs: &Observation,
+    waiting: usize,
+) -> AiReply {
+    let started = Instant::now();
+    let left = Duration::from_micros(job.deadline.since_us(shared.now()));
+    let agent: &dyn Agent = match job.agent {
+        JobAgent::Primary => shared.primary.as_ref(),
+        JobAgent::Heuristic => {
+            if waiting >= shared.degrade_queue_min {
+                info!(waiting, "Busy ({waiting} waiting): using heuristic agent");
+            } else {
+                info!("Primary agent too slow for the time left: using heuristic agent");
+            }
+            &shared.heuristic
+        }
+    };
+    let budget = Budget {
+        deadline: Some(started + (left / 2).min(THINK_TIME_MAX)),
+        iterations_max: Some(SEARCH_WORLDS_MAX),
+    };
+    let seat = obs.to_act.unwrap_or(0);
+    let mut rng = agent::decision_rng(shared.seed, seat, job.request_id);
+    let reply = agent::answer(
+        job.request_id,
+        obs,
+        agent,
+        &shared.heuristic,
+        &budget,
+        &mut rng,
+    );
+    let took_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    finish(shared, job.request_id, job.agent, took_us);
+    reply
+}
+
+fn finish(shared: &Shared, request_id: u64, agent: JobAgent, took_us: u64) {
+    let mut state = shared.lock();
+    let now = shared.now();
+    if let Err(e) = state.admission.finished(now, request_id, agent, took_us) {
+        warn!(error = %e, "admission report refused");
+    }
+    drop(state);
+    // A worker slot is free: another worker may take a waiting job.
+    shared.wake.notify_one();
+}

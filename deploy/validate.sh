@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Validates the compose deployment without a Docker engine (CI runs this: .ci/run).
+#
+#  1. deploy/compose.yaml against the Compose JSON schema (../shared/compose-spec.json,
+#     beside the checkout) with the jsonschema library, then the semantic checks of
+#     deploy/validate_compose.py (caps, health checks, environment vs. config.rs SETTINGS,
+#     networks, .env.example, Dockerfiles) and their self-test.
+#  2. The AI image's shell scripts: syntax, worker sizing from the CPU cap, health check.
+#  3. deploy/Caddyfile: `caddy fmt` and `caddy validate` (Debian's caddy, installed when
+#     missing) for the default, a domain and the plain-HTTP test address.
+#  4. The native test: Caddy with deploy/Caddyfile in front of the real wizard-server on
+#     loopback (shell-smol/tests/it/proxy.rs).
+#
+# Python packages go to a venv under target/ (created when missing). Exit status is
+# non-zero when any check fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SCHEMA="$ROOT/../shared/compose-spec.json"
+VENV="$ROOT/target/deploy-venv"
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+say() { printf '\n--- %s\n' "$1"; }
+fail() {
+	printf 'FAIL: %s\n' "$1" >&2
+	exit 1
+}
+
+# ------------------------------------------------------------ 1. compose.yaml
+
+say "compose.yaml: schema and semantic checks"
+[ -f "$SCHEMA" ] || fail "no Compose schema at $SCHEMA (shared/ beside the checkout)"
+if ! "$VENV/bin/python" -c 'import jsonschema, yaml' 2>/dev/null; then
+	echo "installing jsonschema and PyYAML into $VENV"
+	rm -rf "$VENV"
+	python3 -m venv "$VENV"
+	"$VENV/bin/pip" install --quiet --disable-pip-version-check \
+		'jsonschema==4.26.0' 'PyYAML==6.0.2'
+fi
+"$VENV/bin/python" deploy/validate_compose.py "$ROOT" "$SCHEMA"
+
+# ------------------------------------------------------------ 2. AI image scripts
+
+say "AI image scripts: syntax, AI_WORKERS from the CPU cap, health check"
+for script in deploy/ai-entrypoint.sh deploy/ai-health.sh; do
+	sh -n "$script"
+	if command -v dash >/dev/null; then dash -n "$script"; fi
+	[ -x "$script" ] || fail "$script is not executable"
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+workers() { # <cgroup files as name=content ...> -> the AI_WORKERS the entrypoint sets
+	local dir="$tmp/cg$RANDOM"
+	mkdir -p "$dir"
+	for pair in "$@"; do
+		mkdir -p "$(dirname "$dir/${pair%%=*}")"
+		printf '%s\n' "${pair#*=}" >"$dir/${pair%%=*}"
+	done
+	AI_WORKERS="" WIZARD_CGROUP_ROOT="$dir" sh deploy/ai-entrypoint.sh sh -c 'printf %s "$AI_WORKERS"' 2>/dev/null
+}
+expect_workers() { # <expected> <cgroup files ...>
+	local want=$1 got
+	shift
+	got=$(workers "$@")
+	[ "$got" = "$want" ] || fail "ai-entrypoint.sh: $* gave AI_WORKERS=$got, expected $want"
+}
+expect_workers 1 "cpu.max=100000 100000"            # AI_CPUS=1.0 (the default)
+expect_workers 2 "cpu.max=150000 100000"            # 1.5 rounds to 2
+expect_workers 1 "cpu.max=25000 100000"             # below one CPU: still one worker
+expect_workers 4 "cpu.max=400000 100000"            # AI_CPUS=4
+expect_workers "$(nproc)" "cpu.max=max 100000"      # no cap: the CPUs it may use
+expect_workers 3 "cpu/cpu.cfs_quota_us=300000" "cpu/cpu.cfs_period_us=100000" # cgroup v1
+kept=$(AI_WORKERS=7 WIZARD_CGROUP_ROOT="$tmp/none" sh deploy/ai-entrypoint.sh sh -c 'printf %s "$AI_WORKERS"')
+[ "$kept" = 7 ] || fail "ai-entrypoint.sh overrode AI_WORKERS=7 with $kept"
+echo "ai-entrypoint.sh: AI_WORKERS from cpu.max (v2) and cfs quota (v1), rounded, at least 1; explicit value kept"
+
+fakeproc() { # <dir> <comm> <tcp line> : a fake /proc with one process and one socket
+	mkdir -p "$1/1" "$1/net"
+	printf '%s\n' "$2" >"$1/1/comm"
+	printf '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n' >"$1/net/tcp"
+	[ -z "$3" ] || printf '%s\n' "$3" >>"$1/net/tcp"
+	: >"$1/net/tcp6"
+}
+health() { WIZARD_PROC_ROOT="$1" AI_SERVER_URL="ws://wizard_server:8000/internal/ai" sh deploy/ai-health.sh >/dev/null; }
+connected='   0: 0300110A:A1B2 0200110A:1F40 01 00000000:00000000 00:00000000 00000000 10001 0 1 1 0'
+listening='   0: 0300110A:A1B2 0200110A:1F40 0A 00000000:00000000 00:00000000 00000000 10001 0 1 1 0'
+other_port='   0: 0300110A:A1B2 0200110A:1F41 01 00000000:00000000 00:00000000 00000000 10001 0 1 1 0'
+fakeproc "$tmp/p1" wizard-ai "$connected"
+health "$tmp/p1" || fail "ai-health.sh: connected wizard-ai reported unhealthy"
+fakeproc "$tmp/p2" wizard-ai ""
+! health "$tmp/p2" || fail "ai-health.sh: wizard-ai without a connection reported healthy"
+fakeproc "$tmp/p3" sleep "$connected"
+! health "$tmp/p3" || fail "ai-health.sh: no wizard-ai process reported healthy"
+fakeproc "$tmp/p4" wizard-ai "$listening"
+! health "$tmp/p4" || fail "ai-health.sh: a socket not ESTABLISHED counted as connected"
+fakeproc "$tmp/p5" wizard-ai "$other_port"
+! health "$tmp/p5" || fail "ai-health.sh: a connection to another port counted"
+echo "ai-health.sh: healthy only with a wizard-ai process connected to the server's port"
+
+# ------------------------------------------------------------ 3. Caddyfile
+
+say "Caddyfile: caddy fmt and caddy validate"
+if ! command -v caddy >/dev/null; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "installing Debian's caddy"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get install -y -qq caddy >/dev/null 2>&1 ||
+			{ apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq caddy >/dev/null 2>&1; } || true
+	fi
+fi
+if ! command -v caddy >/dev/null; then
+	echo "SKIPPED: caddy could not be installed (apt-get install caddy): the Caddyfile checks"
+	echo "SKIPPED: and the native proxy test did not run"
+	exit 0
+fi
+caddy version
+caddy_home="$tmp/caddy"
+mkdir -p "$caddy_home"
+caddy_env=(env -u SITE_ADDRESS HOME="$caddy_home" XDG_DATA_HOME="$caddy_home/data" XDG_CONFIG_HOME="$caddy_home/config")
+"${caddy_env[@]}" caddy fmt deploy/Caddyfile >"$tmp/Caddyfile.fmt"
+diff -u deploy/Caddyfile "$tmp/Caddyfile.fmt" || fail "deploy/Caddyfile is not formatted as caddy fmt writes it"
+for site in "" "game.example.com" "http://:18080"; do
+	site_env=() # unset: the Caddyfile's default (an empty value would be no address at all)
+	[ -z "$site" ] || site_env=(SITE_ADDRESS="$site")
+	if ! out=$("${caddy_env[@]}" "${site_env[@]}" CADDY_ADMIN=off \
+		caddy validate --config deploy/Caddyfile --adapter caddyfile 2>&1); then
+		printf '%s\n' "$out"
+		fail "caddy validate (SITE_ADDRESS=${site:-default})"
+	fi
+	if printf '%s\n' "$out" | grep -q '"level":"warn"'; then
+		printf '%s\n' "$out" | grep '"level":"warn"'
+		fail "caddy validate warns (SITE_ADDRESS=${site:-default})"
+	fi
+	echo "caddy validate: valid, no warnings (SITE_ADDRESS=${site:-default: localhost})"
+done
+
+# ------------------------------------------------------------ 4. native proxy test
+
+say "Caddy in front of the real wizard-server on loopback"
+WIZARD_REQUIRE_CADDY=1 cargo test --locked -p wizard-server --test it proxy:: -- --test-threads=1
+
+say "deploy: all checks passed"

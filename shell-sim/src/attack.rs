@@ -1,0 +1,170 @@
+//! Abusers as one state machine per attack group: flooders (messages far above the
+//! per-connection rate, reconnecting when cut off), lobby spammers (`create_lobby` as
+//! fast as they like) and connection storms (new connections from one or many
+//! addresses, held open, never saying hello).
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use wizard_core::Time;
+use wizard_core::io::{ConnId, ConnKind};
+use wizard_core::wire::{self, ClientMessage};
+
+use crate::net::{Arrive, Ev, Owner};
+use crate::scenario::{Attack, AttackKind};
+use crate::world::Ctx;
+
+/// One attack group and its open connections.
+#[derive(Debug)]
+pub struct Attacker {
+    pub index: usize,
+    pub spec: Attack,
+    /// (connection, the client's address, when it may send).
+    pub conns: Vec<(ConnId, IpAddr, Time)>,
+    opened: u64,
+    pub stopped: bool,
+}
+
+/// The `n`th address of an attack group (10.200+group.x.y).
+pub fn attack_ip(group: usize, n: u64, ips: u32) -> IpAddr {
+    let k = if ips == 0 { n } else { n % u64::from(ips) };
+    let g = u8::try_from(200 + group % 50).unwrap_or(250);
+    IpAddr::V4(Ipv4Addr::new(
+        10,
+        g,
+        u8::try_from((k >> 8) & 0xff).unwrap_or(0),
+        u8::try_from(k & 0xff).unwrap_or(0),
+    ))
+}
+
+/// The `n`th wrong message of a junk sender.
+fn junk(n: u64) -> Arrive {
+    let texts = [
+        "not json at all",
+        "[1,2,3]",
+        "{\"type\":\"no_such_type\"}",
+        "{\"type\":\"join_lobby\",\"code\":\"ZZZZZZ\",\"name\":\"j\"}",
+        "{\"type\":\"join_lobby\",\"code\":7}",
+        "{\"type\":\"start_game\"}",
+        "{\"type\":\"add_ai\"}",
+        "{\"type\":\"set_options\",\"turn_seconds\":5}",
+        "{\"type\":\"remove_player\",\"player_id\":\"abc\"}",
+        "{\"type\":\"return_to_lobby\"}",
+        "{\"type\":\"action\",\"action\":{\"kind\":\"bid\",\"bid\":3}}",
+        "{\"type\":\"action\",\"action\":{\"kind\":\"play\",\"card\":\"x99\"}}",
+        "{\"type\":\"hello\",\"token\":\"forged-token\"}",
+        "{\"type\":\"create_lobby\",\"name\":\"\"}",
+        "{\"type\":\"create_lobby\",\"name\":\"junk\"}",
+        "{\"type\":\"leave_lobby\"}",
+    ];
+    let i = (n % (texts.len() as u64 + 1)) as usize;
+    match texts.get(i) {
+        Some(t) => Arrive::Text((*t).to_string()),
+        None => Arrive::Binary,
+    }
+}
+
+impl Attacker {
+    pub fn new(index: usize, spec: Attack) -> Attacker {
+        Attacker {
+            index,
+            spec,
+            conns: Vec::new(),
+            opened: 0,
+            stopped: false,
+        }
+    }
+
+    fn interval_us(&self) -> u64 {
+        let rate = self.spec.rate_per_s.max(0.1);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let us = (1e6 / rate) as u64;
+        us.max(1)
+    }
+
+    fn open(&mut self, cx: &mut Ctx<'_>, now: Time, owner: Owner) {
+        let ip = attack_ip(self.index, self.opened, self.spec.ips);
+        self.opened += 1;
+        let conn = cx.net.open(cx.q, now, owner, ip, ConnKind::Player);
+        let ready = now.plus_us(3 * cx.net.latency_us(conn) + 1);
+        if self.spec.kind != AttackKind::Storm {
+            let hello = wire::encode_client(&ClientMessage::Hello { token: None });
+            cx.q.push(
+                ready,
+                Ev::ServerArrive {
+                    conn,
+                    what: Arrive::Text(hello),
+                },
+            );
+        }
+        self.conns.push((conn, ip, ready.plus_us(1)));
+        if self.spec.kind == AttackKind::Storm {
+            let hold = crate::dist::ms_to_us(self.spec.hold_ms.max(1.0));
+            cx.q.push(now.plus_us(hold), Ev::StormRelease { conn });
+        }
+    }
+
+    /// The group's next step; reschedules itself until `to_s` or [`Attacker::stop`].
+    pub fn tick(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        let to = Time(crate::dist::secs_to_us(self.spec.to_s));
+        if self.stopped || now >= to {
+            self.stop(cx, now);
+            return;
+        }
+        match self.spec.kind {
+            AttackKind::Storm => self.open(cx, now, Owner::Attacker(self.index)),
+            AttackKind::Junk => {
+                while self.conns.len() < self.spec.count.max(1) as usize {
+                    self.open(cx, now, Owner::Attacker(self.index));
+                }
+                let pick = self.opened.wrapping_mul(7).wrapping_add(now.0 / 1000);
+                for (i, &(conn, _, ready)) in self.conns.iter().enumerate() {
+                    if now >= ready {
+                        let what = junk(pick.wrapping_add(i as u64));
+                        cx.net.to_server(cx.q, now, conn, what);
+                    }
+                }
+            }
+            AttackKind::Flood | AttackKind::LobbySpam => {
+                while self.conns.len() < self.spec.count.max(1) as usize {
+                    self.open(cx, now, Owner::Attacker(self.index));
+                }
+                let text = if self.spec.kind == AttackKind::Flood {
+                    wire::encode_client(&ClientMessage::LeaveLobby)
+                } else {
+                    wire::encode_client(&ClientMessage::CreateLobby {
+                        name: "spam".into(),
+                    })
+                };
+                for &(conn, _, ready) in &self.conns {
+                    if now >= ready {
+                        cx.net
+                            .to_server(cx.q, now, conn, Arrive::Text(text.clone()));
+                    }
+                }
+            }
+        }
+        let next = now.plus_us(self.interval_us());
+        cx.q.push(next, Ev::Source { index: self.index });
+    }
+
+    /// The server closed one of ours: flooders and spammers come back at once.
+    pub fn closed(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId) {
+        cx.net.to_server(cx.q, now, conn, Arrive::Close);
+        self.conns.retain(|(c, _, _)| *c != conn);
+    }
+
+    /// Ends the attack: every connection is closed.
+    pub fn stop(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        self.stopped = true;
+        for (conn, _, _) in self.conns.drain(..) {
+            cx.net.to_server(cx.q, now, conn, Arrive::Close);
+        }
+    }
+
+    /// A storm connection's hold time is over.
+    pub fn release(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId) {
+        if self.conns.iter().any(|(c, _, _)| *c == conn) {
+            self.closed(cx, now, conn);
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The cost model: how much CPU time the server thread spends on each piece of work.
+//!
+//! Core figures are calibrated from the core's criterion benchmarks on the development
+//! machine (`cargo bench -p wizard-core --bench server`/`--bench game`): a move in a
+//! game of four humans with its four personal states encoded took 17.5 us, a message
+//! dropped by the flood limiter 57 ns, a `hello` 0.87 us, one observation built and
+//! encoded about 2.5 us. Shell figures (frame parsing, syscalls, wake-ups, upgrades)
+//! are estimates for a smol shell under a quota and are the first thing to calibrate
+//! against the shell's own cgroup measurements. `speed_factor` scales everything: 2.0
+//! models a machine twice as slow.
+
+use serde::{Deserialize, Serialize};
+
+/// CPU microseconds per unit of work, at `speed_factor` 1.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CostModel {
+    pub speed_factor: f64,
+    /// One wake-up of the event loop (epoll, timers, executor).
+    pub wake_us: f64,
+    /// Accepting a connection and its HTTP upgrade.
+    pub open_us: f64,
+    /// Tearing a connection down.
+    pub close_us: f64,
+    /// Reading one frame: websocket parsing and JSON decoding in the reader task.
+    pub read_us: f64,
+    /// Writing one frame: websocket framing and the share of a write syscall.
+    pub write_us: f64,
+    /// Core: a player message that the token bucket dropped.
+    pub dropped_us: f64,
+    /// Core: `hello` (a new session, without its outputs).
+    pub hello_us: f64,
+    /// Core: a move's rules work, without its outputs.
+    pub action_us: f64,
+    /// Core: any other player message, without its outputs.
+    pub message_us: f64,
+    /// Core: an AI reply, a close, a timeout, a load sample.
+    pub other_us: f64,
+    /// Core: building and encoding one `state` (or AI request) output.
+    pub state_us: f64,
+    /// Core: encoding one small output (`error`, `server_status`, `welcome`).
+    pub small_us: f64,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel {
+            speed_factor: 1.0,
+            wake_us: 4.0,
+            open_us: 40.0,
+            close_us: 8.0,
+            read_us: 3.0,
+            write_us: 3.0,
+            dropped_us: 0.06,
+            hello_us: 0.3,
+            action_us: 3.5,
+            message_us: 1.0,
+            other_us: 0.5,
+            state_us: 3.5,
+            small_us: 0.2,
+        }
+    }
+}
+
+/// The kind of a handled input, for its base cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkKind {
+    Open,
+    Close,
+    Dropped,
+    Hello,
+    Action,
+    Message,
+    Other,
+}
+
+impl CostModel {
+    /// CPU time of one handled input that produced `states` state-sized and `smalls`
+    /// small outputs (the reader's and writers' shell costs are added separately).
+    pub fn core_us(&self, kind: WorkKind, states: usize, smalls: usize) -> f64 {
+        let base = match kind {
+            WorkKind::Open => self.open_us,
+            WorkKind::Close => self.close_us,
+            WorkKind::Dropped => self.dropped_us,
+            WorkKind::Hello => self.hello_us,
+            WorkKind::Action => self.action_us,
+            WorkKind::Message => self.message_us,
+            WorkKind::Other => self.other_us,
+        };
+        base + self.state_us * states as f64 + self.small_us * smalls as f64
+    }
+
+    /// Scales modelled microseconds by the speed factor into whole microseconds.
+    pub fn scaled_us(&self, us: f64) -> u64 {
+        let v = us * self.speed_factor.max(0.0);
+        if v.is_finite() && v > 0.0 {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let r = v.round() as u64;
+            r
+        } else {
+            0
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! The simulated shell around the real `wizard_core::Server`: the core task's loop
+//! (wake, drain up to `BATCH_INPUTS_MAX` inputs at one `now`, route every output), the
+//! bounded inbox whose full state makes readers wait, the per-connection outboxes, the
+//! load probe, and one server thread whose CPU time comes from the cost model and is
+//! metered by the CFS quota. Lag is not injected anywhere: the probe wakes late exactly
+//! when the thread was busy or throttled.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use wizard_core::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::wire::{self, ClientMessage};
+use wizard_core::{Server, Time};
+
+use crate::cost::{CostModel, WorkKind};
+use crate::cpu::Cpu;
+use crate::net::{Arrive, Ev, Net};
+use crate::outbox::Outbox;
+use crate::probe::Probe;
+use crate::queue::EventQueue;
+
+/// As in shell-smol/src/core_task.rs: inputs per wake-up before routing.
+pub const BATCH_INPUTS_MAX: usize = 1024;
+/// As in shell-smol/src/core_task.rs: the inbox's capacity; readers wait when full.
+pub const INBOX_CAPACITY: usize = 4096;
+
+/// What one handled input was, for the checkers and the report.
+#[derive(Clone, Copy, Debug)]
+pub struct Handled {
+    pub now: Time,
+    pub conn: Option<ConnId>,
+    pub kind: WorkKind,
+    /// For player messages: the message type; for AI messages: whether it decoded.
+    pub message: Option<&'static str>,
+    pub ai_decoded: Option<bool>,
+    pub ai_request_id: Option<u64>,
+    pub is_sample: bool,
+    pub is_timeout: bool,
+    /// The token bucket dropped it.
+    pub dropped: bool,
+    /// Messages the core accepted past the token bucket with this input.
+    pub messages_accepted: u64,
+    pub lobbies_created: u64,
+}
+
+/// Sees every handled input with its outputs, before they are routed.
+pub trait Observer {
+    fn handled(&mut self, h: &Handled, input: &Input, out: &[Output], server: &Server);
+}
+
+/// The simulated shell.
+#[derive(Debug)]
+pub struct Host {
+    pub server: Server,
+    pub cpu: Cpu,
+    pub cost: CostModel,
+    inbox: VecDeque<Input>,
+    /// Inputs whose readers wait for room in the inbox.
+    blocked: VecDeque<Input>,
+    pub inbox_len_max: usize,
+    pub outboxes: BTreeMap<ConnId, Outbox>,
+    kinds: BTreeMap<ConnId, ConnKind>,
+    pub thread_free_at: Time,
+    loop_scheduled: Option<Time>,
+    timer_scheduled: Option<Time>,
+    probe: Probe,
+    pub probe_intended: Time,
+    out: Vec<Output>,
+    messages_max: usize,
+    bytes_max: usize,
+    window_bytes: usize,
+    /// Handled inputs (for the report's speed figures).
+    pub inputs_handled: u64,
+    /// Connections dropped because their outbox overflowed (slow readers).
+    pub overflows: u64,
+}
+
+impl Host {
+    pub fn new(server: Server, cpu: Cpu, cost: CostModel, window_bytes: usize) -> Host {
+        let interval = server.config().load_sample_interval_us;
+        let messages_max = server.config().outbound_queue_messages_max;
+        let bytes_max = server.config().outbound_queue_bytes_max;
+        let mut probe = Probe::new(interval, Time::ZERO, cpu.stat());
+        let first = probe.next_sleep_us();
+        Host {
+            server,
+            cpu,
+            cost,
+            inbox: VecDeque::new(),
+            blocked: VecDeque::new(),
+            inbox_len_max: 0,
+            outboxes: BTreeMap::new(),
+            kinds: BTreeMap::new(),
+            thread_free_at: Time::ZERO,
+            loop_scheduled: None,
+            timer_scheduled: None,
+            probe,
+            probe_intended: Time(first),
+            out: Vec::with_capacity(256),
+            messages_max,
+            bytes_max,
+            window_bytes,
+            inputs_handled: 0,
+            overflows: 0,
+        }
+    }
+
+    /// Schedules the first probe wake-up and core deadline.
+    pub fn start(&mut self, q: &mut EventQueue<Ev>) {
+        q.push(self.probe_intended, Ev::ProbeWake);
+        self.schedule_timer(q, Time::ZERO);
+    }
+
+    pub fn inbox_len(&self) -> usize {
+        self.inbox.len()
+    }
+
+    pub fn blocked_len(&self) -> usize {
+        self.blocked.len()
+    }
+
+    /// A frame reached the server: the reader task decodes it into the inbox.
+    pub fn arrive(&mut self, q: &mut EventQueue<Ev>, now: Time, conn: ConnId, what: Arrive) {
+        let input = match what {
+            Arrive::Open { ip, kind } => {
+                self.kinds.insert(conn, kind);
+                self.outboxes.insert(
+                    conn,
+                    Outbox::new(self.messages_max, self.bytes_max, self.window_bytes),
+                );
+                Input::Opened { conn, kind, ip }
+            }
+            Arrive::Close => Input::Closed { conn },
+            Arrive::Binary => Input::BadFrame {
+                conn,
+                frame: wizard_core::io::BadFrame::Binary,
+            },
+            Arrive::Text(text) => match self.kinds.get(&conn) {
+                Some(ConnKind::Ai) => {
+                    let reply = wire::decode_ai_reply(&text);
+                    let request_id = match &reply {
+                        Ok(_) => None,
+                        Err(_) => wire::peek_request_id(&text),
+                    };
+                    Input::AiMessage {
+                        conn,
+                        reply,
+                        request_id,
+                    }
+                }
+                Some(ConnKind::Player) => match wire::decode_client(&text) {
+                    Ok(message) => Input::Message { conn, message },
+                    Err(error) => Input::Undecodable { conn, error },
+                },
+                // The reader is gone already.
+                None => return,
+            },
+        };
+        self.enqueue(input);
+        self.wake(q, now);
+    }
+
+    pub(crate) fn enqueue(&mut self, input: Input) {
+        if self.inbox.len() < INBOX_CAPACITY && self.blocked.is_empty() {
+            self.inbox.push_back(input);
+        } else {
+            self.blocked.push_back(input);
+        }
+        self.inbox_len_max = self.inbox_len_max.max(self.inbox.len());
+    }
+
+    /// Makes sure a loop iteration runs as soon as the thread is free.
+    pub fn wake(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        let at = now.max(self.thread_free_at);
+        if self.loop_scheduled.is_some_and(|t| t <= at) {
+            return;
+        }
+        self.loop_scheduled = Some(at);
+        q.push(at, Ev::LoopRun);
+    }
+
+    fn schedule_timer(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        if let Some((deadline, _)) = self.server.poll_timeout() {
+            let at = deadline.max(now);
+            if self.timer_scheduled != Some(at) {
+                self.timer_scheduled = Some(at);
+                q.push(at, Ev::CoreTimer);
+            }
+        }
+    }
+
+    /// The core's deadline event.
+    pub fn core_timer(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        if self.timer_scheduled == Some(now) {
+            self.timer_scheduled = None;
+        }
+        if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
+            self.wake(q, now);
+        } else {
+            self.schedule_timer(q, now);
+        }
+    }
+
+    /// The thread is blocked without using CPU (a stall).
+    pub fn stall(&mut self, now: Time, us: u64) {
+        self.thread_free_at = self.thread_free_at.max(now).plus_us(us);
+    }
+
+    /// Other work on the thread that uses `us` of CPU.
+    pub fn burn(&mut self, now: Time, us: u64) {
+        let start = self.thread_free_at.max(now);
+        self.thread_free_at = self.cpu.run(start, us);
+    }
+
+    /// The probe's timer fired (or the thread became free after it did).
+    pub fn probe_wake(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        if now < self.probe_intended {
+            return;
+        }
+        if self.thread_free_at > now {
+            q.push(self.thread_free_at, Ev::ProbeWake);
+            return;
+        }
+        let quota = self.cpu.quota_cores();
+        if let Some(sample) = self
+            .probe
+            .woke(self.probe_intended, now, self.cpu.stat(), quota)
+        {
+            self.enqueue(Input::LoadSample(sample));
+            self.wake(q, now);
+        }
+        self.probe_intended = now.plus_us(self.probe.next_sleep_us());
+        q.push(self.probe_intended, Ev::ProbeWake);
+    }
+
+    /// One iteration of the core task's loop at `now`.
+    pub fn run_loop(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        net: &Net,
+        now: Time,
+        observer: &mut dyn Observer,
+    ) {
+        if self.loop_scheduled == Some(now) {
+            self.loop_scheduled = None;
+        }
+        if self.thread_free_at > now {
+            self.wake(q, now);
+            return;
+        }
+        // A probe whose timer fired while the thread was busy runs first.
+        if self.probe_intended <= now {
+            self.probe_wake(q, now);
+        }
+        let mut cpu_us = self.cost.wake_us;
+        let mut routed: Vec<Output> = Vec::new();
+        for _ in 0..BATCH_INPUTS_MAX {
+            let Some(input) = self.inbox.pop_front() else {
+                break;
+            };
+            cpu_us += self.handle(now, input, &mut routed, observer);
+        }
+        if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
+            cpu_us += self.handle(now, Input::Timeout, &mut routed, observer);
+        }
+        while self.inbox.len() < INBOX_CAPACITY {
+            let Some(input) = self.blocked.pop_front() else {
+                break;
+            };
+            self.inbox.push_back(input);
+        }
+        self.inbox_len_max = self.inbox_len_max.max(self.inbox.len());
+        let end = self.cpu.run(now, self.cost.scaled_us(cpu_us));
+        self.thread_free_at = end;
+        self.route(q, net, end, routed);
+        if !self.inbox.is_empty() {
+            self.wake(q, end);
+        }
+        self.schedule_timer(q, end);
+    }
+
+    /// Handles one input; returns its modelled CPU microseconds.
+    fn handle(
+        &mut self,
+        now: Time,
+        input: Input,
+        routed: &mut Vec<Output>,
+        observer: &mut dyn Observer,
+    ) -> f64 {
+        let before = self.server.counters();
+        let (dropped0, messages0, lobbies0) = (
+            before.messages_dropped,
+            before.messages,
+            before.lobbies_created,
+        );
+        let mut h = Handled {
+            now,
+            conn: None,
+            kind: WorkKind::Other,
+            message: None,
+            ai_decoded: None,
+            ai_request_id: None,
+            is_sample: false,
+            is_timeout: false,
+            dropped: false,
+            messages_accepted: 0,
+            lobbies_created: 0,
+        };
+        let mut read = 0.0;
+        match &input {
+            Input::Opened { conn, .. } => (h.conn, h.kind) = (Some(*conn), WorkKind::Open),
+            Input::Closed { conn } => (h.conn, h.kind) = (Some(*conn), WorkKind::Close),
+            Input::Message { conn, message } => {
+                h.conn = Some(*conn);
+                h.message = Some(message.type_name());
+                h.kind = match message {
+                    ClientMessage::Hello { .. } => WorkKind::Hello,
+                    ClientMessage::Action { .. } => WorkKind::Action,
+                    _ => WorkKind::Message,
+                };
+                read = self.cost.read_us;
+            }
+            Input::Undecodable { conn, .. } | Input::BadFrame { conn, .. } => {
+                (h.conn, h.kind, read) = (Some(*conn), WorkKind::Message, self.cost.read_us);
+            }
+            Input::AiMessage {
+                conn,
+                reply,
+                request_id,
+            } => {
+                h.conn = Some(*conn);
+                h.ai_decoded = Some(reply.is_ok());
+                h.ai_request_id = match reply {
+                    Ok(r) => Some(r.request_id()),
+                    Err(_) => *request_id,
+                };
+                read = self.cost.read_us;
+            }
+            Input::LoadSample(_) => h.is_sample = true,
+            Input::Timeout => h.is_timeout = true,
+            Input::Shutdown => {}
+        }
+        let closed = match &input {
+            Input::Closed { conn } => Some(*conn),
+            _ => None,
+        };
+        self.out.clear();
+        self.server.handle(now, input.clone(), &mut self.out);
+        self.inputs_handled += 1;
+        let after = self.server.counters();
+        h.dropped = after.messages_dropped > dropped0;
+        h.messages_accepted = after.messages.saturating_sub(messages0);
+        h.lobbies_created = after.lobbies_created.saturating_sub(lobbies0);
+        if h.dropped {
+            h.kind = WorkKind::Dropped;
+        }
+        observer.handled(&h, &input, &self.out, &self.server);
+        let (mut states, mut smalls, mut frames) = (0usize, 0usize, 0usize);
+        for o in &self.out {
+            if let Output::Send { conn, text, state } = o {
+                frames += 1;
+                let ai = self.kinds.get(conn) == Some(&ConnKind::Ai);
+                if *state || ai || text.len() > 512 {
+                    states += 1;
+                } else {
+                    smalls += 1;
+                }
+            }
+        }
+        if let Some(conn) = closed {
+            self.kinds.remove(&conn);
+            self.outboxes.remove(&conn);
+        }
+        routed.append(&mut self.out);
+        read + self.cost.core_us(h.kind, states, smalls) + self.cost.write_us * frames as f64
+    }
+}

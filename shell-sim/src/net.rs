@@ -1,0 +1,163 @@
+//! The network: connection ids, who owns each connection, and one-way latency per
+//! connection. Latency is fixed per connection, so frames on one connection keep their
+//! order (as TCP does) while connections differ from each other.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use rand_chacha::ChaCha12Rng;
+use wizard_core::Time;
+use wizard_core::io::{ConnId, ConnKind};
+use wizard_core::wire::CloseCode;
+
+use crate::dist::Dist;
+use crate::queue::EventQueue;
+
+/// Who holds the client end of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// A simulated client (index into the clients).
+    Client(usize),
+    /// The AI service.
+    Ai,
+    /// A flooder, lobby spammer or storm connection of attack group `n`.
+    Attacker(usize),
+}
+
+/// What reaches the server's side of a connection.
+#[derive(Clone, Debug)]
+pub enum Arrive {
+    Open {
+        ip: IpAddr,
+        kind: ConnKind,
+    },
+    Text(String),
+    /// A binary frame (the protocol allows none).
+    Binary,
+    /// The peer closed (or answered our close).
+    Close,
+}
+
+/// Everything that happens in the simulation.
+#[derive(Clone, Debug)]
+pub enum Ev {
+    /// A frame reaches the server.
+    ServerArrive { conn: ConnId, what: Arrive },
+    /// The server thread may run a loop iteration.
+    LoopRun,
+    /// The core's deadline.
+    CoreTimer,
+    /// The load probe's sleep ends.
+    ProbeWake,
+    /// The server thread blocks for `us` (a stall).
+    Stall { us: u64 },
+    /// A chunk of other work on the server thread.
+    Background { index: usize },
+    /// Frames reach a client's socket.
+    Deliver { conn: ConnId, frames: Vec<String> },
+    /// A slow reader finished reading `bytes` of one frame.
+    SlowRead { conn: ConnId, bytes: usize },
+    /// The server closed the connection (with a close frame, or dropped it).
+    ClientClosed {
+        conn: ConnId,
+        code: Option<CloseCode>,
+    },
+    /// A client's timer.
+    ClientTimer { client: usize, generation: u64 },
+    /// An attack or arrival source's next step.
+    Source { index: usize },
+    /// A storm connection is let go.
+    StormRelease { conn: ConnId },
+    /// The AI service: a worker finished.
+    AiDone {
+        request_id: u64,
+        agent: wizard_ai::admission::JobAgent,
+        took_us: u64,
+        conn: ConnId,
+    },
+    /// The AI service: a fault starts or ends, or a flap.
+    AiFault { index: usize, start: bool },
+    /// The AI service reconnects.
+    AiConnect,
+    /// A timeline second ends.
+    Tick,
+    /// The fault phase ends; the liveness phase begins.
+    Heal,
+    /// A reconnecting player drops its connection and comes back.
+    Reconnect { client: usize },
+    /// The end of the run.
+    End,
+}
+
+/// Connections and their latencies.
+#[derive(Debug)]
+pub struct Net {
+    next_conn: ConnId,
+    latency_us: BTreeMap<ConnId, u64>,
+    pub owner: BTreeMap<ConnId, Owner>,
+    pub ip: BTreeMap<ConnId, IpAddr>,
+    dist: Dist,
+    rng: ChaCha12Rng,
+}
+
+impl Net {
+    pub fn new(dist: Dist, rng: ChaCha12Rng) -> Net {
+        Net {
+            next_conn: 1,
+            latency_us: BTreeMap::new(),
+            owner: BTreeMap::new(),
+            ip: BTreeMap::new(),
+            dist,
+            rng,
+        }
+    }
+
+    /// Opens a connection: the server sees it after one latency.
+    pub fn open(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        now: Time,
+        owner: Owner,
+        ip: IpAddr,
+        kind: ConnKind,
+    ) -> ConnId {
+        let conn = self.next_conn;
+        self.next_conn += 1;
+        let lat = self.dist.sample_us(&mut self.rng).max(1);
+        self.latency_us.insert(conn, lat);
+        self.owner.insert(conn, owner);
+        self.ip.insert(conn, ip);
+        // The TCP and websocket handshakes take about two round trips.
+        q.push(
+            now.plus_us(3 * lat),
+            Ev::ServerArrive {
+                conn,
+                what: Arrive::Open { ip, kind },
+            },
+        );
+        conn
+    }
+
+    pub fn latency_us(&self, conn: ConnId) -> u64 {
+        self.latency_us.get(&conn).copied().unwrap_or(1000)
+    }
+
+    /// A frame from the client end to the server.
+    pub fn to_server(&self, q: &mut EventQueue<Ev>, now: Time, conn: ConnId, what: Arrive) {
+        q.push(
+            now.plus_us(self.latency_us(conn)),
+            Ev::ServerArrive { conn, what },
+        );
+    }
+
+    /// Forgets a connection both ends are done with.
+    pub fn forget(&mut self, conn: ConnId) {
+        self.latency_us.remove(&conn);
+        self.owner.remove(&conn);
+        self.ip.remove(&conn);
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.owner.len()
+    }
+}

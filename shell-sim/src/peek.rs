@@ -1,0 +1,39 @@
+//! Cheap looks into the server's JSON frames, so that a simulated client decodes a full
+//! `state` with `wire::decode_server` only when it has something to do with it (its
+//! turn, its lobby, a move to confirm). A browser renders only the newest state too.
+
+/// The `type` of a server frame.
+pub fn frame_type(text: &str) -> &str {
+    let rest = text.strip_prefix("{\"type\":\"").unwrap_or("");
+    rest.split('"').next().unwrap_or("")
+}
+
+/// For a `state` frame of a running game: (the viewer's seat, the seat to act).
+pub fn turn(text: &str) -> Option<(u8, Option<u8>)> {
+    let at = text.find("\"game\":{\"you\":")?;
+    let rest = text.get(at + 14..)?;
+    let you = leading_number(rest)?;
+    let at = rest.find("\"to_act\":")?;
+    let rest = rest.get(at + 9..)?;
+    Some((you, leading_number(rest)))
+}
+
+fn leading_number(s: &str) -> Option<u8> {
+    let digits: &str = &s[..s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len())];
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peeks() {
+        let s = r#"{"type":"state","lobby":null,"game":{"you":2,"observation":{"players":4,"to_act":3,"x":1}}}"#;
+        assert_eq!(frame_type(s), "state");
+        assert_eq!(turn(s), Some((2, Some(3))));
+        let s = r#"{"type":"state","game":{"you":0,"observation":{"to_act":null}}}"#;
+        assert_eq!(turn(s), Some((0, None)));
+        assert_eq!(turn(r#"{"type":"state","game":null}"#), None);
+    }
+}

@@ -1,0 +1,258 @@
+//! The run's phases: the per-second timeline, healing at the end of the fault phase
+//! (attacks, AI faults, stalls and background work stop; scripted full-speed players
+//! slow to human pace; a prober asks for a new lobby), and the final checks.
+
+use wizard_core::Time;
+use wizard_core::overload::LoadLevel;
+
+use crate::client::Role;
+use crate::dist::Dist;
+use crate::net::Ev;
+use crate::report::Second;
+use crate::scenario::{Pace, Retry};
+use crate::sim::Sim;
+use crate::world::Ctx;
+
+/// Whether an abuser's connection started `lobby`'s game.
+fn started_by_abuser(check: &crate::check::Checker, net: &crate::net::Net, lobby: u64) -> bool {
+    check
+        .started_by
+        .get(&lobby)
+        .and_then(|c| net.owner.get(c))
+        .is_some_and(|o| matches!(o, crate::net::Owner::Attacker(_)))
+}
+
+fn delta(now: u64, before: u64) -> u64 {
+    now.saturating_sub(before)
+}
+
+fn sum_map<K: Ord>(m: &std::collections::BTreeMap<K, u64>) -> u64 {
+    m.values().sum()
+}
+
+impl Sim {
+    /// A timeline second ends.
+    pub fn tick(&mut self, now: Time) {
+        let server = &self.host.server;
+        let c = server.counters().clone();
+        let p = &self.prev_counters;
+        let g = server.gauges();
+        let get = |m: &std::collections::BTreeMap<&'static str, u64>, k: &str| {
+            m.get(k).copied().unwrap_or(0)
+        };
+        let getc =
+            |m: &std::collections::BTreeMap<u16, u64>, k: u16| m.get(&k).copied().unwrap_or(0);
+        let second = Second {
+            t_s: now.0 / 1_000_000,
+            level: server.level().name(),
+            lag_max_ms: g.last_sample.lag_us_max as f64 / 1e3,
+            lag_p99_ms: g.last_sample.lag_us_p99 as f64 / 1e3,
+            cpu: g.last_sample.cpu_share,
+            throttled: g.last_sample.throttled_share,
+            active_games: g.active_games,
+            moves: delta(sum_map(&c.moves), sum_map(&p.moves)),
+            busy: delta(get(&c.errors, "busy"), get(&p.errors, "busy")),
+            rate_limited: delta(
+                get(&c.errors, "rate_limited"),
+                get(&p.errors, "rate_limited"),
+            ),
+            conn_refused: delta(
+                sum_map(&c.connections_refused),
+                sum_map(&p.connections_refused),
+            ),
+            closed_1008: delta(getc(&c.closes, 1008), getc(&p.closes, 1008)),
+            closed_1013: delta(getc(&c.closes, 1013), getc(&p.closes, 1013)),
+            lobbies_created: delta(c.lobbies_created, p.lobbies_created),
+            connections: g.connections,
+            ai_fallbacks: delta(sum_map(&c.fallbacks), sum_map(&p.fallbacks)),
+            breaker: g.breaker,
+        };
+        self.report.timeline.push(second);
+        self.prev_counters = c;
+        for (conn, o) in &self.host.outboxes {
+            if !o.within_caps() {
+                self.report
+                    .violation(now, format!("outbox of conn {conn} over its caps"));
+            }
+        }
+        if let Some(ai) = &self.ai {
+            let (n, cap) = ai.in_progress();
+            if n > cap {
+                self.report
+                    .violation(now, format!("AI admission holds {n} > {cap}"));
+            }
+        }
+    }
+
+    /// The fault phase ends.
+    pub fn heal(&mut self, now: Time) {
+        self.healed = true;
+        let mut cx = Ctx {
+            q: &mut self.q,
+            net: &mut self.net,
+            report: &mut self.report,
+            tables: &mut self.tables,
+        };
+        for a in &mut self.attackers {
+            a.stop(&mut cx, now);
+        }
+        if let Some(ai) = &mut self.ai {
+            ai.heal(&mut cx, now);
+        }
+        for c in &mut self.clients {
+            if c.pace == Pace::Full {
+                c.pace = Pace::Human;
+                c.think = Dist::Lognormal([800.0, 0.4]);
+            }
+            c.slow_read_bytes_per_s = None;
+        }
+        // Frames a slow reader still held are read at once now.
+        let held: Vec<(u64, Vec<String>)> = self
+            .slow
+            .iter_mut()
+            .map(|(conn, s)| (*conn, s.frames.drain(..).collect()))
+            .collect();
+        self.slow.clear();
+        for (conn, frames) in held {
+            if !frames.is_empty() {
+                self.q.push(now, Ev::Deliver { conn, frames });
+            }
+        }
+        self.heal_snapshot = self.check.moves_per_lobby.clone();
+        self.heal_snapshot
+            .retain(|lobby, _| self.check.running.contains_key(lobby));
+        let id = self.clients.len();
+        let rng = crate::dist::fork(self.seed, 999);
+        let ip = std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 250, 0, 1));
+        let mut prober = crate::client::Client::new(id, Role::Prober, ip, rng, now);
+        prober.retry = Retry::Backoff;
+        self.clients.push(prober);
+        self.q.push(
+            now.plus_us(1_000_000),
+            Ev::ClientTimer {
+                client: id,
+                generation: 0,
+            },
+        );
+    }
+
+    /// The final checks and figures.
+    pub fn finish(&mut self, now: Time) {
+        let counters = self.host.server.counters().clone();
+        let r = &mut self.report;
+        for (k, v) in &counters.errors {
+            r.counters.insert(format!("error_{k}"), *v);
+        }
+        for (k, v) in &counters.closes {
+            r.counters.insert(format!("close_{k}"), *v);
+        }
+        for (k, v) in &counters.moves {
+            r.counters.insert(format!("moves_{k}"), *v);
+        }
+        for (k, v) in &counters.fallbacks {
+            r.counters.insert(format!("fallback_{k}"), *v);
+        }
+        for (k, v) in &counters.connections_refused {
+            r.counters.insert(format!("conn_refused_{k}"), *v);
+        }
+        r.counters
+            .insert("games_started".into(), counters.games_started);
+        r.counters
+            .insert("games_finished".into(), counters.games_finished);
+        r.counters
+            .insert("lobbies_created".into(), counters.lobbies_created);
+        r.counters
+            .insert("breaker_opened".into(), counters.breaker_opened);
+        r.counters
+            .insert("ai_requests".into(), counters.ai_requests);
+        r.counters
+            .insert("inbox_len_max".into(), self.host.inbox_len_max as u64);
+        r.counters
+            .insert("outbox_overflows".into(), self.host.overflows);
+        if self.host.overflows > 0 {
+            r.cover("outbox_overflow");
+        }
+        if let Some(ai) = &self.ai {
+            r.counters
+                .insert("ai_degraded_queue".into(), ai.degraded_queue);
+            r.counters
+                .insert("ai_degraded_slow".into(), ai.degraded_slow);
+            if ai.degraded_queue > 0 {
+                r.cover("degraded_queue");
+            }
+            if ai.degraded_slow > 0 {
+                r.cover("degraded_slow");
+            }
+        }
+        for c in &self.clients {
+            if let (Some((m, at)), Some(_)) = (c.accepted, c.conn)
+                && now.since_us(at) > 5_000_000
+            {
+                r.violation(
+                    now,
+                    format!("client {}: accepted move {:?} never shown", c.id, m.action),
+                );
+            }
+        }
+        // Honest players of a running game never leave it (they only lose connections),
+        // so its lobby must not disappear; an abuser may walk out of its own game.
+        for (at, lobby) in &self.check.deleted_running {
+            if !started_by_abuser(&self.check, &self.net, *lobby) {
+                r.violation(*at, format!("lobby {lobby} deleted with its game running"));
+            }
+        }
+        if self.scenario.liveness_s <= 0.0 {
+            return;
+        }
+        let heal = self.scenario.duration_s;
+        let within = self.scenario.heal_within_s;
+        let due = heal + within;
+        let normal_due = heal + self.scenario.normal_within_s;
+        let level_at_due = r
+            .timeline
+            .iter()
+            .find(|s| s.t_s as f64 >= normal_due)
+            .map(|s| s.level);
+        if level_at_due.is_some_and(|l| l != LoadLevel::Normal.name()) {
+            r.violation(
+                now,
+                format!(
+                    "liveness: level {level_at_due:?} {} s after healing",
+                    self.scenario.normal_within_s
+                ),
+            );
+        }
+        // A full game table (MAX_ACTIVE_GAMES running when the lobby was due) refuses
+        // new lobbies by design.
+        let cap = self.host.server.config().active_games_max as u64;
+        let full = r
+            .timeline
+            .iter()
+            .filter(|s| s.t_s as f64 >= heal && s.t_s as f64 <= due + 1.0)
+            .any(|s| s.active_games >= cap);
+        match r.prober_success_s {
+            Some(t) if t <= due => {}
+            _ if full => r.cover("liveness_game_cap_full"),
+            other => r.violation(
+                now,
+                format!("liveness: no new lobby within {within} s (got {other:?})"),
+            ),
+        }
+        let mut stalled = 0;
+        for (lobby, moves) in &self.heal_snapshot {
+            let after = self.check.moves_per_lobby.get(lobby).copied().unwrap_or(0);
+            // A game an abuser started waits for its abuser, who is gone.
+            let abuser = started_by_abuser(&self.check, &self.net, *lobby);
+            if self.check.running.contains_key(lobby) && after <= *moves && !abuser {
+                stalled += 1;
+            }
+        }
+        r.games_stalled = stalled;
+        if stalled > 0 {
+            r.violation(
+                now,
+                format!("liveness: {stalled} running games made no move"),
+            );
+        }
+    }
+}

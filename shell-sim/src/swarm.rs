@@ -1,0 +1,255 @@
+//! Swarm testing: random scenarios drawn from a seed (which actors exist, how many,
+//! which faults, CPU quota, latency), short runs, and the coverage of "sometimes"
+//! facts across the batch: each level reached, each refusal, 1008 and 1013 sent, the
+//! breaker's full cycle, AI degradation for both reasons.
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+
+use crate::dist::{Dist, fork};
+use crate::scenario::{
+    AiFault, AiFaultKind, AiSpec, Arrivals, Attack, AttackKind, Pace, Retry, Scenario, Tables,
+};
+
+/// The coverage facts a swarm batch must reach.
+pub const COVERAGE_REQUIRED: &[&str] = &[
+    "level_busy",
+    "level_overloaded",
+    "level_normal",
+    "refused_busy",
+    "refused_rate_limited",
+    "conn_refused_per_ip",
+    "close_sent_1008",
+    "close_sent_1013",
+    "breaker_opened",
+    "breaker_half_open",
+    "breaker_closed",
+    "degraded_queue",
+    "degraded_slow",
+    "outbox_overflow",
+];
+
+/// A random scenario for `seed`.
+pub fn scenario(seed: u64) -> Scenario {
+    let mut r = fork(seed, 0x5A5A);
+    let mut s = Scenario {
+        name: format!("swarm-{seed}"),
+        duration_s: r.random_range(5.0..12.0),
+        liveness_s: 16.0,
+        cpu_quota_cores: None,
+        latency_ms: None,
+        ..Scenario::default()
+    };
+    s.env.insert("MAX_CONNECTIONS_PER_IP".into(), "40".into());
+    s.cost.speed_factor = [0.5, 1.0, 1.0, 2.0, 4.0][r.random_range(0..5)];
+    if r.random_bool(0.3) {
+        // Small outboxes, so that slow readers overflow theirs within a short run.
+        s.env.insert("OUTBOUND_QUEUE_MESSAGES".into(), "16".into());
+        s.window_bytes = 8 * 1024;
+    }
+    if r.random_bool(0.5) {
+        s.env.insert("AI_MOVE_DELAY".into(), "0".into());
+        s.env.insert("TRICK_PAUSE".into(), "0".into());
+    }
+    if r.random_bool(0.5) {
+        s.env.insert("AI_BREAKER_COOLDOWN".into(), "3".into());
+        s.env.insert("AI_DECISION_TIMEOUT".into(), "1".into());
+    }
+    let pace = if r.random_bool(0.4) {
+        Pace::Full
+    } else {
+        Pace::Human
+    };
+    if pace == Pace::Full {
+        s.env.insert("MESSAGE_RATE".into(), "1000".into());
+        s.env.insert("MESSAGE_BURST".into(), "1000".into());
+    }
+    s.tables.push(Tables {
+        count: r.random_range(1..10),
+        humans: r.random_range(1..5),
+        ai_seats: r.random_range(0..3),
+        pace,
+        think_ms: None,
+        spread_s: 1.0,
+        replay: r.random_bool(0.5),
+        retry: if r.random_bool(0.5) {
+            Retry::Backoff
+        } else {
+            Retry::Naive
+        },
+        ips: r.random_range(0..3),
+        slow_readers: r.random_range(0..2),
+        slow_read_bytes_per_s: 300.0,
+        reconnectors: r.random_range(0..2),
+        reconnect_every_s: 4.0,
+        ..Tables::default()
+    });
+    if let Some(t) = s.tables.first_mut()
+        && t.humans + t.ai_seats < 3
+    {
+        t.ai_seats = 3 - t.humans;
+    }
+    let end = s.duration_s;
+    if r.random_bool(0.4) {
+        s.arrivals.push(Arrivals {
+            rate_per_s: r.random_range(1.0..8.0),
+            from_s: 0.5,
+            to_s: end,
+            ai_seats: 3,
+            pace: Pace::Full,
+            retry: if r.random_bool(0.5) {
+                Retry::Backoff
+            } else {
+                Retry::Naive
+            },
+            attempts_max: 5,
+            patience_s: 20.0,
+            ips: 0,
+        });
+    }
+    for kind in [
+        AttackKind::Flood,
+        AttackKind::LobbySpam,
+        AttackKind::Storm,
+        AttackKind::Junk,
+    ] {
+        if r.random_bool(0.35) {
+            s.attacks.push(Attack {
+                kind,
+                count: r.random_range(1..6),
+                rate_per_s: r.random_range(5.0..100.0),
+                from_s: r.random_range(0.0..end / 2.0),
+                to_s: end,
+                ips: r.random_range(1..4),
+                hold_ms: 2000.0,
+            });
+        }
+    }
+    if r.random_bool(0.7) {
+        let mut ai = AiSpec {
+            workers: r.random_range(1..3),
+            queue_max: r.random_range(2..64),
+            degrade_queue_min: r.random_range(0..6),
+            ..AiSpec::default()
+        };
+        if r.random_bool(0.3) {
+            ai.primary_ms = Some(Dist::Lognormal([r.random_range(100.0..900.0), 0.3]));
+        }
+        let kinds = [
+            AiFaultKind::BlackHole,
+            AiFaultKind::Crash,
+            AiFaultKind::Garbage,
+            AiFaultKind::Illegal,
+            AiFaultKind::Slow,
+            AiFaultKind::Overloaded,
+            AiFaultKind::Internal,
+            AiFaultKind::Flapping,
+        ];
+        if r.random_bool(0.7) {
+            let kind = kinds[r.random_range(0..kinds.len())];
+            let from = r.random_range(0.0..end / 2.0);
+            ai.faults.push(AiFault {
+                kind,
+                from_s: from,
+                to_s: r.random_range(from + 1.0..end.max(from + 2.0)),
+                factor: if kind == AiFaultKind::Slow { 10.0 } else { 1.5 },
+            });
+        }
+        s.ai = Some(ai);
+        for t in &mut s.tables {
+            t.ai_seats = t.ai_seats.max(1);
+        }
+    }
+    if r.random_bool(0.2) {
+        s.stalls.push(crate::scenario::Stall {
+            at_s: r.random_range(1.0..end),
+            ms: r.random_range(100.0..1500.0),
+        });
+    }
+    s
+}
+
+/// A failed seed.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub seed: u64,
+    pub violations: Vec<String>,
+}
+
+/// The result of a batch.
+#[derive(Clone, Debug, Default)]
+pub struct SwarmResult {
+    pub runs: u64,
+    pub failures: Vec<Failure>,
+    pub coverage: BTreeMap<String, u64>,
+    pub wall_ms: f64,
+    pub simulated_s: f64,
+}
+
+impl SwarmResult {
+    /// Required coverage facts that no run reached.
+    pub fn missing(&self) -> Vec<&'static str> {
+        COVERAGE_REQUIRED
+            .iter()
+            .copied()
+            .filter(|k| !self.coverage.contains_key(*k))
+            .collect()
+    }
+
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "swarm: {} runs, {} failed, {:.0} s simulated in {:.0} ms\n",
+            self.runs,
+            self.failures.len(),
+            self.simulated_s,
+            self.wall_ms
+        );
+        s.push_str("coverage (runs reaching each fact):\n");
+        for (k, v) in &self.coverage {
+            s.push_str(&format!("  {k}: {v}\n"));
+        }
+        s.push_str(&format!(
+            "missing required coverage: {:?}\n",
+            self.missing()
+        ));
+        for f in &self.failures {
+            s.push_str(&format!(
+                "seed {} failed: {:?}\n  reproduce: cargo run --release -p wizard-sim -- run swarm:{} --seed {}\n",
+                f.seed, f.violations, f.seed, f.seed
+            ));
+        }
+        s
+    }
+}
+
+/// Runs `count` swarm seeds from `from`.
+pub fn run(from: u64, count: u64) -> SwarmResult {
+    let mut result = SwarmResult::default();
+    for seed in from..from.saturating_add(count) {
+        let sc = scenario(seed);
+        result.simulated_s += sc.duration_s + sc.liveness_s;
+        let report = match crate::run(sc, seed) {
+            Ok(r) => r,
+            Err(e) => {
+                result.failures.push(Failure {
+                    seed,
+                    violations: vec![e.to_string()],
+                });
+                continue;
+            }
+        };
+        result.runs += 1;
+        result.wall_ms += report.wall_ms;
+        for k in report.coverage.keys() {
+            *result.coverage.entry(k.clone()).or_insert(0) += 1;
+        }
+        if !report.passed() {
+            result.failures.push(Failure {
+                seed,
+                violations: report.violations.clone(),
+            });
+        }
+    }
+    result
+}

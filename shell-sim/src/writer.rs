@@ -1,0 +1,101 @@
+//! The writer side of the simulated shell ([`Host`]): outputs routed into the
+//! connections' outboxes, writers sending what the peer's window allows, closes after
+//! the queued frames, and a reader too slow for its outbox being dropped.
+
+use wizard_core::Time;
+use wizard_core::io::{ConnId, Input, Output};
+
+use crate::host::Host;
+use crate::net::{Arrive, Ev, Net};
+use crate::queue::EventQueue;
+
+impl Host {
+    /// Routes outputs into the outboxes and lets writers send what fits.
+    pub(crate) fn route(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        net: &Net,
+        at: Time,
+        routed: Vec<Output>,
+    ) {
+        let mut touched: Vec<ConnId> = Vec::new();
+        for output in routed {
+            match output {
+                Output::Send { conn, text, state } => {
+                    if let Some(o) = self.outboxes.get_mut(&conn) {
+                        o.push(text, state);
+                        touched.push(conn);
+                    }
+                }
+                Output::Close { conn, code } => {
+                    if let Some(o) = self.outboxes.get_mut(&conn) {
+                        o.close(code);
+                        touched.push(conn);
+                    }
+                }
+                Output::Note(_) => {}
+            }
+        }
+        touched.dedup();
+        for conn in touched {
+            self.pump(q, net, at, conn);
+        }
+    }
+
+    /// The writer of `conn`: sends what the window allows, then a close if asked.
+    pub fn pump(&mut self, q: &mut EventQueue<Ev>, net: &Net, at: Time, conn: ConnId) {
+        let Some(o) = self.outboxes.get_mut(&conn) else {
+            return;
+        };
+        let lat = net.latency_us(conn);
+        if o.overflowed {
+            // The writer gives up on a reader this slow: the connection is dropped.
+            self.outboxes.remove(&conn);
+            self.overflows += 1;
+            q.push(at.plus_us(lat), Ev::ClientClosed { conn, code: None });
+            self.enqueue(Input::Closed { conn });
+            self.wake(q, at);
+            return;
+        }
+        let frames = o.take_writable();
+        if !frames.is_empty() {
+            q.push(at.plus_us(lat), Ev::Deliver { conn, frames });
+        }
+        if o.is_empty()
+            && let Some(code) = o.close.take()
+        {
+            q.push(
+                at.plus_us(lat),
+                Ev::ClientClosed {
+                    conn,
+                    code: Some(code),
+                },
+            );
+            // The peer answers the close frame; then the reader reports the end.
+            q.push(
+                at.plus_us(2 * lat),
+                Ev::ServerArrive {
+                    conn,
+                    what: Arrive::Close,
+                },
+            );
+        }
+    }
+
+    /// The peer read `bytes`: the window opens again.
+    pub fn consumed(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        net: &Net,
+        now: Time,
+        conn: ConnId,
+        bytes: usize,
+    ) {
+        if let Some(o) = self.outboxes.get_mut(&conn) {
+            o.consumed(bytes);
+            if !o.is_empty() || o.close.is_some() {
+                self.pump(q, net, now, conn);
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! The simulator's integration tests: the six required scenarios of the overload
+//! design (each with its assertions), determinism, and a swarm batch with coverage.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
+
+mod ai_faults;
+mod attack;
+mod common;
+mod determinism;
+mod limits;
+mod metastability;
+mod seed_overload;
+mod stalls;
+mod swarm;
