@@ -70,8 +70,9 @@ pub enum Input {
 /// What the world should do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
-    /// Send a text frame. `state` marks a full `state` snapshot, which a slow reader's
-    /// queue may replace by a newer one (only the newest matters).
+    /// Send a text frame. `state` marks a full `state` snapshot without events, which a
+    /// slow reader's queue may replace by a newer one (only the newest view matters; a
+    /// state that carries events is never replaced, or its events would be lost).
     Send {
         conn: ConnId,
         text: String,

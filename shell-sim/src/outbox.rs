@@ -9,6 +9,8 @@
 
 use std::collections::VecDeque;
 
+use wizard_core::Time;
+
 use wizard_core::wire::CloseCode;
 
 /// How a `state` without events ends (the core writes `events` last), as in the shell.
@@ -28,6 +30,10 @@ pub struct Outbox {
     pub window_bytes: usize,
     /// Frames ever queued beyond the limits (for the report).
     pub frames_max_seen: usize,
+    /// When the newest queued frames were routed: the loop computes a batch's outputs
+    /// at the start of its CPU time and routes them when that time is spent, so nothing
+    /// in the queue may reach the socket before this instant.
+    pub ready_at: Time,
 }
 
 impl Outbox {
@@ -42,6 +48,7 @@ impl Outbox {
             in_flight_bytes: 0,
             window_bytes: window_bytes.max(1),
             frames_max_seen: 0,
+            ready_at: Time::ZERO,
         }
     }
 

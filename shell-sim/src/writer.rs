@@ -23,12 +23,14 @@ impl Host {
             match output {
                 Output::Send { conn, text, state } => {
                     if let Some(o) = self.outboxes.get_mut(&conn) {
+                        o.ready_at = o.ready_at.max(at);
                         o.push(text, state);
                         touched.push(conn);
                     }
                 }
                 Output::Close { conn, code } => {
                     if let Some(o) = self.outboxes.get_mut(&conn) {
+                        o.ready_at = o.ready_at.max(at);
                         o.close(code);
                         touched.push(conn);
                     }
@@ -48,6 +50,8 @@ impl Host {
             return;
         };
         let lat = net.latency_us(conn);
+        // A window opening early must not send frames before they were routed.
+        let at = at.max(o.ready_at);
         if o.overflowed {
             // The writer gives up on a reader this slow: the connection is dropped.
             self.outboxes.remove(&conn);

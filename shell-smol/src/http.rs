@@ -122,21 +122,44 @@ async fn read_head(tcp: &Async<TcpStream>, limit: Duration) -> Result<(Vec<u8>, 
     read.or(timeout).await
 }
 
-/// Serves one accepted connection.
+/// A checked websocket upgrade, ready for its 101 response.
+struct Upgrade {
+    kind: wizard_core::io::ConnKind,
+    ip: std::net::IpAddr,
+    response: String,
+    leftover: Vec<u8>,
+}
+
+/// Serves one accepted connection. The request is parsed in [`answer_request`], whose
+/// buffers (head, header array) are gone before a websocket's long life begins, so an
+/// idle connection does not carry them.
 pub async fn serve(tcp: Async<TcpStream>, peer: SocketAddr, admission: Admission, ctx: Arc<Ctx>) {
+    if let Some(upgrade) = answer_request(&tcp, peer, admission, &ctx).await {
+        websocket(tcp, upgrade, ctx).await;
+    }
+}
+
+/// Reads and answers a request; returns the upgrade when it is a websocket the policy
+/// admits (its 101 is written later, after the core knows the connection).
+async fn answer_request(
+    tcp: &Async<TcpStream>,
+    peer: SocketAddr,
+    admission: Admission,
+    ctx: &Ctx,
+) -> Option<Upgrade> {
     let handshake = Duration::from_micros(ctx.config.handshake_timeout_us);
-    let (buf, head_len) = match read_head(&tcp, handshake).await {
+    let (buf, head_len) = match read_head(tcp, handshake).await {
         Ok(head) => head,
         Err(HeadError::Timeout) => {
             ShellStats::bump(&ctx.stats.handshake_timeouts);
             debug!(%peer, "handshake timeout");
-            return;
+            return None;
         }
         Err(HeadError::TooLarge) => {
-            respond(&tcp, &ctx, 431, "text/plain", b"request head too large\n").await;
-            return;
+            respond(tcp, ctx, 431, "text/plain", b"request head too large\n").await;
+            return None;
         }
-        Err(HeadError::Gone) => return,
+        Err(HeadError::Gone) => return None,
     };
     let mut headers = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut request = httparse::Request::new(&mut headers);
@@ -145,32 +168,32 @@ pub async fn serve(tcp: Async<TcpStream>, peer: SocketAddr, admission: Admission
             (request.method.unwrap_or(""), request.path.unwrap_or(""))
         }
         Err(httparse::Error::TooManyHeaders) => {
-            respond(&tcp, &ctx, 431, "text/plain", b"too many headers\n").await;
-            return;
+            respond(tcp, ctx, 431, "text/plain", b"too many headers\n").await;
+            return None;
         }
         _ => {
-            respond(&tcp, &ctx, 400, "text/plain", b"bad request\n").await;
-            return;
+            respond(tcp, ctx, 400, "text/plain", b"bad request\n").await;
+            return None;
         }
     };
     let target = route(method, path);
     if admission == Admission::Reserve && !matches!(target, Route::Health | Route::Metrics) {
         ShellStats::bump(&ctx.stats.http_unavailable);
         respond(
-            &tcp,
-            &ctx,
+            tcp,
+            ctx,
             503,
             "text/plain",
             b"server full, try again later\n",
         )
         .await;
-        return;
+        return None;
     }
     match target {
-        Route::Index => send_asset(&tcp, &ctx, "index.html").await,
-        Route::Asset(name) => send_asset(&tcp, &ctx, name).await,
-        Route::Health => answer_query(&tcp, &ctx, Query::Health, "application/json").await,
-        Route::Metrics => answer_query(&tcp, &ctx, Query::Metrics, metrics::CONTENT_TYPE).await,
+        Route::Index => send_asset(tcp, ctx, "index.html").await,
+        Route::Asset(name) => send_asset(tcp, ctx, name).await,
+        Route::Health => answer_query(tcp, ctx, Query::Health, "application/json").await,
+        Route::Metrics => answer_query(tcp, ctx, Query::Metrics, metrics::CONTENT_TYPE).await,
         Route::PlayerWs | Route::AiWs => {
             let pairs = request.headers.iter().map(|h| (h.name, h.value));
             let upgrade = UpgradeRequest::from_headers(path, peer.ip(), pairs);
@@ -179,38 +202,40 @@ pub async fn serve(tcp: Async<TcpStream>, peer: SocketAddr, admission: Admission
                     let key = upgrade.websocket_key.unwrap_or("");
                     let accept = derive_accept_key(key.as_bytes());
                     let leftover = buf.get(head_len..).unwrap_or(&[]).to_vec();
-                    drop(buf);
                     let response = format!(
                         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
                          Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
                     );
-                    if !write_all(&tcp, &ctx, response.as_bytes()).await {
-                        return;
-                    }
-                    websocket(tcp, leftover, kind, ip, ctx).await;
+                    return Some(Upgrade {
+                        kind,
+                        ip,
+                        response,
+                        leftover,
+                    });
                 }
                 Err(Reject { status, reason }) => {
                     ShellStats::bump(&ctx.stats.upgrades_refused);
                     debug!(%peer, path, status, reason, "upgrade refused");
                     let body = format!("{reason}\n");
-                    respond(&tcp, &ctx, status, "text/plain", body.as_bytes()).await;
+                    respond(tcp, ctx, status, "text/plain", body.as_bytes()).await;
                 }
             }
         }
         Route::MethodNotAllowed => {
-            respond(&tcp, &ctx, 405, "text/plain", b"method not allowed\n").await
+            respond(tcp, ctx, 405, "text/plain", b"method not allowed\n").await
         }
-        Route::NotFound => respond(&tcp, &ctx, 404, "text/plain", b"not found\n").await,
+        Route::NotFound => respond(tcp, ctx, 404, "text/plain", b"not found\n").await,
     }
+    None
 }
 
-async fn websocket(
-    tcp: Async<TcpStream>,
-    leftover: Vec<u8>,
-    kind: wizard_core::io::ConnKind,
-    ip: std::net::IpAddr,
-    ctx: Arc<Ctx>,
-) {
+async fn websocket(tcp: Async<TcpStream>, upgrade: Upgrade, ctx: Arc<Ctx>) {
+    let Upgrade {
+        kind,
+        ip,
+        response,
+        leftover,
+    } = upgrade;
     let conn = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
     let config = &ctx.config;
     let (outbox, woken) = Outbox::new(
@@ -223,7 +248,16 @@ async fn websocket(
         ip,
         outbox: Arc::clone(&outbox),
     };
+    // The core learns of the connection before the client sees the 101, so admission
+    // (connection limits) follows the order of completed handshakes.
     if ctx.inbox.send(opened).await.is_err() {
+        return;
+    }
+    if !write_all(&tcp, &ctx, response.as_bytes()).await {
+        let _ = ctx
+            .inbox
+            .send(CoreMsg::Input(wizard_core::io::Input::Closed { conn }))
+            .await;
         return;
     }
     let params = ConnParams::new(config, conn, kind);

@@ -17,23 +17,18 @@ use async_channel::Sender;
 use async_io::Timer;
 use rustix::time::{ClockId, clock_gettime};
 use tracing::{debug, info};
+use wizard_core::Time;
 use wizard_core::io::Input;
 use wizard_core::overload::cgroup::{
     CgroupLocation, CgroupVersion, CpuStat, cpu_cgroup_dir, parse_cfs_quota, parse_cpu_max,
     parse_cpu_stat,
 };
-use wizard_core::overload::level::LoadSample;
+use wizard_core::overload::probe::{CpuReading, Probe};
 
 use crate::core_task::CoreMsg;
 
-/// The probe's sleeps vary between these bounds so that it does not beat in step with
-/// periodic work.
-pub const SLEEP_MS_MIN: u64 = 10;
-pub const SLEEP_MS_MAX: u64 = 20;
 /// Samples between re-reads of the CPU quota.
 pub const QUOTA_REREAD_SAMPLES: u32 = 10;
-/// Lag measurements kept per interval at most (one per 10 ms for 10 s).
-pub const LAGS_MAX: usize = 1000;
 
 /// Where the process's CPU cgroup files are, if anywhere.
 #[derive(Clone, Debug)]
@@ -122,44 +117,18 @@ pub fn threads_for(quota_cores: Option<f64>) -> usize {
     }
 }
 
-/// Max and 99th percentile of `lags_us` (sorted in place); zeros when empty.
-pub fn summarize(lags_us: &mut [u64]) -> (u64, u64) {
-    if lags_us.is_empty() {
-        return (0, 0);
+/// A reading of the process CPU and the cgroup's throttling counters.
+fn reading(cgroup: Option<&Cgroup>) -> CpuReading {
+    CpuReading {
+        cpu_us: u64::try_from(process_cpu().as_micros()).unwrap_or(u64::MAX),
+        periods: cgroup
+            .and_then(Cgroup::stat)
+            .map(|s| (s.nr_periods, s.nr_throttled)),
     }
-    lags_us.sort_unstable();
-    let last = lags_us.len() - 1;
-    // Nearest rank: the smallest value at or above 99 % of the measurements.
-    let p99_index = (lags_us.len() * 99).div_ceil(100).saturating_sub(1);
-    let max = lags_us.get(last).copied().unwrap_or(0);
-    let p99 = lags_us.get(p99_index).copied().unwrap_or(max);
-    (max, p99)
 }
 
-/// CPU used over `wall` as a share of `quota_cores` capped at one core.
-pub fn cpu_share(cpu: Duration, wall: Duration, quota_cores: Option<f64>) -> f64 {
-    let cores = quota_cores.unwrap_or(1.0).clamp(0.001, 1.0);
-    let wall_secs = wall.as_secs_f64();
-    if wall_secs <= 0.0 {
-        return 0.0;
-    }
-    (cpu.as_secs_f64() / (wall_secs * cores)).max(0.0)
-}
-
-/// Share of CFS periods throttled between two `cpu.stat` readings.
-pub fn throttled_share(before: Option<CpuStat>, after: Option<CpuStat>) -> f64 {
-    let (Some(b), Some(a)) = (before, after) else {
-        return 0.0;
-    };
-    let periods = a.nr_periods.saturating_sub(b.nr_periods);
-    if periods == 0 {
-        return 0.0;
-    }
-    let throttled = a.nr_throttled.saturating_sub(b.nr_throttled);
-    (throttled as f64 / periods as f64).clamp(0.0, 1.0)
-}
-
-/// Runs the probe until the core task is gone.
+/// Runs the probe until the core task is gone. The arithmetic (lags, schedule, CPU and
+/// throttled shares) is the core's [`Probe`], shared with the simulator.
 pub async fn run(inbox: Sender<CoreMsg>, interval: Duration, cgroup: Option<Cgroup>) {
     let mut quota = cgroup.as_ref().and_then(Cgroup::quota_cores);
     info!(
@@ -167,39 +136,21 @@ pub async fn run(inbox: Sender<CoreMsg>, interval: Duration, cgroup: Option<Cgro
         cgroup = cgroup.as_ref().map(|c| c.dir().display().to_string()),
         "Load probe started"
     );
-    let mut lags_us: Vec<u64> = Vec::with_capacity(128);
-    let mut step: u64 = 0;
+    let origin = Instant::now();
+    let since =
+        |t: Instant| Time(u64::try_from(t.duration_since(origin).as_micros()).unwrap_or(u64::MAX));
+    let interval_us = u64::try_from(interval.as_micros()).unwrap_or(u64::MAX);
+    let mut probe = Probe::new(interval_us, Time::ZERO, reading(cgroup.as_ref()));
     let mut samples: u32 = 0;
-    let mut start = Instant::now();
-    let mut cpu_start = process_cpu();
-    let mut stat_start = cgroup.as_ref().and_then(Cgroup::stat);
     loop {
-        step = step.wrapping_add(1);
-        let sleep_ms = SLEEP_MS_MIN + (step.wrapping_mul(7) % (SLEEP_MS_MAX - SLEEP_MS_MIN + 1));
-        let sleep = Duration::from_millis(sleep_ms);
-        let intended = Instant::now() + sleep;
+        let intended = Instant::now() + Duration::from_micros(probe.next_sleep_us());
         // `Timer` resolves to its deadline, not to when it fired: read the clock.
         Timer::at(intended).await;
-        let lag = Instant::now().saturating_duration_since(intended);
-        if lags_us.len() < LAGS_MAX {
-            lags_us.push(u64::try_from(lag.as_micros()).unwrap_or(u64::MAX));
-        }
-        let now = Instant::now();
-        let wall = now.saturating_duration_since(start);
-        if wall < interval {
+        let woke = Instant::now();
+        if !probe.woke(since(intended), since(woke)) {
             continue;
         }
-        let cpu_now = process_cpu();
-        let stat_now = cgroup.as_ref().and_then(Cgroup::stat);
-        let (lag_us_max, lag_us_p99) = summarize(&mut lags_us);
-        let sample = LoadSample {
-            lag_us_max,
-            lag_us_p99,
-            cpu_share: cpu_share(cpu_now.saturating_sub(cpu_start), wall, quota),
-            throttled_share: throttled_share(stat_start, stat_now),
-        };
-        lags_us.clear();
-        (start, cpu_start, stat_start) = (now, cpu_now, stat_now);
+        let sample = probe.sample(since(woke), reading(cgroup.as_ref()), quota);
         if inbox
             .send(CoreMsg::Input(Input::LoadSample(sample)))
             .await
@@ -221,37 +172,6 @@ pub async fn run(inbox: Sender<CoreMsg>, interval: Duration, cgroup: Option<Cgro
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles() {
-        assert_eq!(summarize(&mut []), (0, 0));
-        assert_eq!(summarize(&mut [5]), (5, 5));
-        let mut lags: Vec<u64> = (1..=100).rev().collect();
-        assert_eq!(summarize(&mut lags), (100, 99));
-        let mut lags: Vec<u64> = (1..=1000).collect();
-        assert_eq!(summarize(&mut lags), (1000, 990));
-    }
-
-    #[test]
-    fn cpu_against_quota() {
-        let s = Duration::from_secs(1);
-        assert!((cpu_share(s / 2, s, None) - 0.5).abs() < 1e-9);
-        assert!((cpu_share(s / 2, s, Some(4.0)) - 0.5).abs() < 1e-9); // at most one core
-        assert!((cpu_share(s / 10, s, Some(0.15)) - 0.1 / 0.15).abs() < 1e-9);
-        assert_eq!(cpu_share(s, Duration::ZERO, None), 0.0);
-    }
-
-    #[test]
-    fn throttling_between_readings() {
-        let stat = |nr_periods, nr_throttled| CpuStat {
-            nr_periods,
-            nr_throttled,
-            ..CpuStat::default()
-        };
-        assert_eq!(throttled_share(None, Some(stat(10, 5))), 0.0);
-        assert_eq!(throttled_share(Some(stat(10, 5)), Some(stat(10, 5))), 0.0);
-        assert_eq!(throttled_share(Some(stat(10, 5)), Some(stat(20, 10))), 0.5);
-    }
 
     #[test]
     fn threads_from_quota() {

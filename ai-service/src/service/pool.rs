@@ -3,6 +3,7 @@
 //! the replies to the connection's writer.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -37,6 +38,10 @@ struct Shared {
     replies: async_channel::Sender<AiReply>,
     seed: u64,
     degrade_queue_min: usize,
+    /// When a degradation line was last logged (µs since `start`), and how many
+    /// degradations happened since: under load the line is written once a second.
+    degrade_logged_us: AtomicU64,
+    degraded_unlogged: AtomicU64,
 }
 
 impl Shared {
@@ -89,6 +94,8 @@ impl Pool {
             replies,
             seed,
             degrade_queue_min: config.degrade_queue_min,
+            degrade_logged_us: AtomicU64::new(0),
+            degraded_unlogged: AtomicU64::new(0),
         });
         let workers = (0..config.workers.max(1))
             .filter_map(|i| {
@@ -221,11 +228,7 @@ fn compute(
     let agent: &dyn Agent = match job.agent {
         JobAgent::Primary => shared.primary.as_ref(),
         JobAgent::Heuristic => {
-            if waiting >= shared.degrade_queue_min {
-                info!(waiting, "Busy ({waiting} waiting): using heuristic agent");
-            } else {
-                info!("Primary agent too slow for the time left: using heuristic agent");
-            }
+            log_degraded(shared, waiting);
             &shared.heuristic
         }
     };
@@ -246,6 +249,33 @@ fn compute(
     let took_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     finish(shared, job.request_id, job.agent, took_us);
     reply
+}
+
+/// Logs a degradation, at most once a second, with how many happened since the last
+/// line (a busy service degrades every request; one line each would flood the log).
+fn log_degraded(shared: &Shared, waiting: usize) {
+    const LOG_EVERY_US: u64 = 1_000_000;
+    let count = shared.degraded_unlogged.fetch_add(1, Ordering::Relaxed) + 1;
+    let now_us = shared.now().as_micros();
+    let last = shared.degrade_logged_us.load(Ordering::Relaxed);
+    if last != 0 && now_us.saturating_sub(last) < LOG_EVERY_US {
+        return;
+    }
+    shared
+        .degrade_logged_us
+        .store(now_us.max(1), Ordering::Relaxed);
+    shared.degraded_unlogged.store(0, Ordering::Relaxed);
+    if waiting >= shared.degrade_queue_min {
+        info!(
+            waiting,
+            count, "Busy ({waiting} waiting): using heuristic agent"
+        );
+    } else {
+        info!(
+            count,
+            "Primary agent too slow for the time left: using heuristic agent"
+        );
+    }
 }
 
 fn finish(shared: &Shared, request_id: u64, agent: JobAgent, took_us: u64) {

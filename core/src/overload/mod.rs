@@ -8,6 +8,7 @@ pub mod cgroup;
 pub mod connections;
 pub mod level;
 pub mod limiter;
+pub mod probe;
 
 use std::fmt;
 use std::str::FromStr;

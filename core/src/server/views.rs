@@ -109,7 +109,9 @@ impl Server {
             out.push(Output::Send {
                 conn,
                 text: state_text(&lobby_json, game.as_ref(), &events_json),
-                state: true,
+                // Only a state without events may be replaced by a newer one: events
+                // are not repeated, so dropping them would lose them.
+                state: events.is_empty(),
             });
         }
     }

@@ -231,14 +231,9 @@ pub fn hand_of(state: &Value) -> Vec<String> {
 pub fn check_no_hand_leaks(outputs: &[Output]) {
     let mut group: Vec<(ConnId, Value)> = Vec::new();
     for o in outputs {
-        if let Output::Send {
-            conn,
-            text,
-            state: true,
-        } = o
-        {
+        if let Output::Send { conn, text, .. } = o {
             let v: Value = serde_json::from_str(text).expect("JSON");
-            if v["game"].is_null() {
+            if v["type"] != "state" || v["game"].is_null() {
                 continue;
             }
             if group.iter().any(|(c, _)| c == conn) {

@@ -10,6 +10,7 @@ mod driver;
 mod game_props;
 mod golden;
 mod limits;
+mod probe;
 mod rules;
 mod server_game;
 mod server_props;

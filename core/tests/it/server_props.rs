@@ -331,7 +331,7 @@ fn check_move_reached_everyone(d: &Driver, mover: u64) -> Result<(), TestCaseErr
             let got = d
                 .last
                 .iter()
-                .any(|o| matches!(o, Output::Send { conn: c, state: true, .. } if *c == conn));
+                .any(|o| matches!(o, Output::Send { conn: c, text, .. } if *c == conn && text.starts_with(r#"{"type":"state""#)));
             prop_assert!(got, "player {} got no state after the move", id);
         }
     }

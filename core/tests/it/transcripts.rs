@@ -206,10 +206,16 @@ fn matches(expected: &Value, actual: &Value, vars: &mut Vars, path: &str) -> Res
 
 /// An output as the transcript sees it: `{"conn","state","msg"}` for a frame (the
 /// text parsed as JSON) or `{"conn","close"}` for a close. Notes are dropped.
+///
+/// Every frame is also checked here: it is flagged replaceable (`state`) exactly when it
+/// is a `state` without events, since events must never be dropped by coalescing.
 fn output_value(output: &Output) -> Option<Value> {
     match output {
         Output::Send { conn, text, state } => {
             let msg = serde_json::from_str::<Value>(text).unwrap_or(Value::String(text.clone()));
+            let replaceable =
+                msg["type"] == "state" && msg["events"].as_array().is_some_and(Vec::is_empty);
+            assert_eq!(*state, replaceable, "replaceable flag of {text}");
             Some(serde_json::json!({"conn": conn, "state": state, "msg": msg}))
         }
         Output::Close { conn, code } => {

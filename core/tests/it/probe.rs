@@ -1,0 +1,73 @@
+//! The load probe's arithmetic: lag percentiles, CPU against the quota, throttling, and
+//! samples on a fixed schedule however late the wake-ups are.
+
+use wizard_core::Time;
+use wizard_core::overload::probe::{CpuReading, Probe, cpu_share, summarize};
+
+#[test]
+fn percentiles_are_nearest_rank() {
+    assert_eq!(summarize(&mut []), (0, 0));
+    assert_eq!(summarize(&mut [5]), (5, 5));
+    let mut lags: Vec<u64> = (1..=100).rev().collect();
+    assert_eq!(summarize(&mut lags), (100, 99));
+    let mut lags: Vec<u64> = (1..=1000).collect();
+    assert_eq!(summarize(&mut lags), (1000, 990));
+}
+
+#[test]
+fn cpu_is_measured_against_the_quota_capped_at_one_core() {
+    assert!((cpu_share(500_000, 1_000_000, None) - 0.5).abs() < 1e-9);
+    assert!((cpu_share(500_000, 1_000_000, Some(4.0)) - 0.5).abs() < 1e-9);
+    assert!((cpu_share(150_000, 1_000_000, Some(0.15)) - 1.0).abs() < 1e-9);
+    assert_eq!(cpu_share(5, 0, None), 0.0);
+}
+
+#[test]
+fn a_sample_reports_lag_cpu_and_throttling() {
+    let start = CpuReading {
+        cpu_us: 0,
+        periods: Some((0, 0)),
+    };
+    let mut p = Probe::new(1_000_000, Time(0), start);
+    assert!(!p.woke(Time(10_000), Time(12_000)));
+    assert!(p.woke(Time(1_000_000), Time(1_000_000)));
+    let end = CpuReading {
+        cpu_us: 150_000,
+        periods: Some((10, 10)),
+    };
+    let s = p.sample(Time(1_000_000), end, Some(0.15));
+    assert_eq!(s.lag_us_max, 2000);
+    assert!((s.cpu_share - 1.0).abs() < 1e-9);
+    assert!((s.throttled_share - 1.0).abs() < 1e-9);
+    // Without cgroup counters there is no throttling to report.
+    let mut p = Probe::new(1_000_000, Time(0), CpuReading::default());
+    p.woke(Time(1_000_000), Time(1_000_000));
+    assert_eq!(
+        p.sample(Time(1_000_000), CpuReading::default(), None)
+            .throttled_share,
+        0.0
+    );
+}
+
+/// Every wake-up is 90 ms late (a throttled CFS period): samples stay due at whole
+/// seconds instead of drifting by the lateness each time.
+#[test]
+fn samples_stay_on_their_schedule_when_wake_ups_are_late() {
+    let mut p = Probe::new(1_000_000, Time(0), CpuReading::default());
+    let mut now = Time(0);
+    let mut samples_at = Vec::new();
+    while samples_at.len() < 5 {
+        let intended = now.plus_us(p.next_sleep_us());
+        now = intended.plus_us(90_000);
+        if p.woke(intended, now) {
+            p.sample(now, CpuReading::default(), None);
+            samples_at.push(now.as_micros());
+        }
+    }
+    for (k, at) in (1u64..).zip(&samples_at) {
+        assert!(
+            *at >= k * 1_000_000 && *at < k * 1_000_000 + 120_000,
+            "sample {k} at {at} us"
+        );
+    }
+}
