@@ -1,0 +1,172 @@
+//! `wizard-bench`: an open-loop load generator for wizard-server (see `src/bench/`).
+//!
+//! ```text
+//! wizard-bench [run] --url ws://127.0.0.1:8000/ws [--server-pid PID]
+//!     [--games N] [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS]
+//!     [--duration S] [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S]
+//!     [--attack storm|flood|lobby-spam] [--attack-conns N] [--attack-count N]
+//!     [--attack-ips N] [--idle N] [--history FILE|none] [--label TEXT]
+//! wizard-bench compare [--history FILE] [--last N]
+//! wizard-bench table [--history FILE] [--last N]
+//! ```
+//!
+//! It starts no server. Each run appends one JSON line to the history
+//! (`bench/history.jsonl` by default).
+
+#[path = "../bench/mod.rs"]
+mod bench;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const DEFAULT_HISTORY: &str = "bench/history.jsonl";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match real_main(args) {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("wizard-bench: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn real_main(mut args: Vec<String>) -> Result<String, String> {
+    let command = match args.first().map(String::as_str) {
+        Some("compare" | "table" | "run") => args.remove(0),
+        Some("--help" | "-h") => return Ok(usage()),
+        _ => "run".into(),
+    };
+    let pairs = pairs(&args)?;
+    let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    match command.as_str() {
+        "compare" | "table" => {
+            let path = PathBuf::from(get("--history").unwrap_or(DEFAULT_HISTORY));
+            let last = num(get("--last"), "--last", 10usize)?;
+            for (k, _) in &pairs {
+                if k != "--history" && k != "--last" {
+                    return Err(format!("unknown argument {k} for {command}"));
+                }
+            }
+            if command == "compare" {
+                bench::compare(&path, last)
+            } else {
+                bench::table(&path, last)
+            }
+        }
+        _ => {
+            let url = get("--url").unwrap_or("ws://127.0.0.1:8000/ws");
+            let (addr, path) = bench::Settings::parse_url(url)?;
+            let mut s = bench::Settings::new(addr);
+            s.path = path;
+            s.history = Some(PathBuf::from(DEFAULT_HISTORY));
+            for (k, v) in &pairs {
+                let v = v.as_str();
+                match k.as_str() {
+                    "--url" => {}
+                    "--server-pid" => s.server_pid = Some(num(Some(v), k, 0u32)?),
+                    "--games" => s.games = num(Some(v), k, 0)?,
+                    "--humans" => s.humans = num(Some(v), k, 0)?,
+                    "--seats" => s.seats = num(Some(v), k, 0)?,
+                    "--pacing" => {
+                        s.pacing = match v {
+                            "realistic" => bench::Pacing::Realistic,
+                            "full" => bench::Pacing::Full,
+                            _ => return Err(format!("--pacing: realistic or full, not {v:?}")),
+                        };
+                        s.think = match s.pacing {
+                            bench::Pacing::Realistic => Duration::from_millis(1500),
+                            bench::Pacing::Full => Duration::ZERO,
+                        };
+                    }
+                    "--think-ms" | "--duration" | "--ramp" | "--warmup" | "--per-ip"
+                    | "--arrival-rate" | "--attack" | "--attack-conns" | "--attack-count"
+                    | "--attack-ips" | "--idle" | "--history" | "--label" => {}
+                    other => return Err(format!("unknown argument {other}\n{}", usage())),
+                }
+            }
+            // Second pass: options that override what --pacing set.
+            for (k, v) in &pairs {
+                let v = v.as_str();
+                match k.as_str() {
+                    "--think-ms" => s.think = Duration::from_millis(num(Some(v), k, 0)?),
+                    "--duration" => s.duration = secs(v, k)?,
+                    "--ramp" => s.ramp = secs(v, k)?,
+                    "--warmup" => s.warmup = secs(v, k)?,
+                    "--per-ip" => s.per_ip = num(Some(v), k, 0)?,
+                    "--arrival-rate" => s.arrival_rate = num(Some(v), k, 0.0)?,
+                    "--attack" => {
+                        s.attack = Some(bench::Attack::parse(v).ok_or_else(|| {
+                            format!("--attack: storm, flood or lobby-spam, not {v:?}")
+                        })?);
+                    }
+                    "--attack-conns" => s.attack_conns = num(Some(v), k, 0)?,
+                    "--attack-count" => s.attack_count = num(Some(v), k, 0)?,
+                    "--attack-ips" => s.attack_ips = num(Some(v), k, 0)?,
+                    "--idle" => s.idle = num(Some(v), k, 0)?,
+                    "--history" => {
+                        s.history = (v != "none").then(|| PathBuf::from(v));
+                    }
+                    "--label" => s.label = v.to_owned(),
+                    _ => {}
+                }
+            }
+            if s.arrival_rate > 0.0 && get("--games").is_none() {
+                // Arrivals go on for the whole duration unless capped with --games.
+                s.games = 0;
+            }
+            let report = bench::run(s)?;
+            let mut out = bench::summary(&report.line);
+            if let Some(h) = report.line["history"].as_str() {
+                out.push_str(&format!("appended to {h}\n"));
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn pairs(args: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(k) = it.next() {
+        if !k.starts_with("--") {
+            return Err(format!("unexpected argument {k:?}\n{}", usage()));
+        }
+        let v = it.next().ok_or_else(|| format!("{k} needs a value"))?;
+        out.push((k.clone(), v.clone()));
+    }
+    Ok(out)
+}
+
+fn num<T: std::str::FromStr>(v: Option<&str>, name: &str, default: T) -> Result<T, String> {
+    match v {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| format!("{name}: {v:?} is not a number")),
+    }
+}
+
+fn secs(v: &str, name: &str) -> Result<Duration, String> {
+    let x: f64 = num(Some(v), name, 0.0)?;
+    if !(0.0..=86_400.0).contains(&x) {
+        return Err(format!("{name}: {v} is out of range"));
+    }
+    Ok(Duration::from_secs_f64(x))
+}
+
+fn usage() -> String {
+    "usage: wizard-bench [run] --url ws://127.0.0.1:PORT/ws [--server-pid PID] [--games N] \
+     [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS] [--duration S] \
+     [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S] \
+     [--attack storm|flood|lobby-spam] [--attack-conns N] [--attack-count N] [--attack-ips N] \
+     [--idle N] [--history FILE|none] [--label TEXT]\n       \
+     wizard-bench compare [--history FILE] [--last N]\n       \
+     wizard-bench table [--history FILE] [--last N]\n"
+        .into()
+}
