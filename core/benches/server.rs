@@ -99,16 +99,18 @@ impl Table {
 
     fn absorb(&mut self) {
         for o in &self.out {
-            if let Output::Send {
-                conn,
-                text,
-                state: true,
-            } = o
+            if let Output::Send { conn, text, .. } = o
+                && text.starts_with(r#"{"type":"state""#)
             {
-                let v: Value = serde_json::from_str(text).unwrap();
-                let legal = &v["game"]["observation"]["legal_actions"];
-                self.legal[*conn as usize] =
-                    serde_json::from_value(legal.clone()).unwrap_or_default();
+                // Only the legal actions matter here; parse just that array.
+                let legal = text.find("\"legal_actions\":").and_then(|i| {
+                    let rest = &text[i + "\"legal_actions\":".len()..];
+                    serde_json::Deserializer::from_str(rest)
+                        .into_iter::<Vec<Action>>()
+                        .next()?
+                        .ok()
+                });
+                self.legal[*conn as usize] = legal.unwrap_or_default();
             }
         }
     }
@@ -116,13 +118,14 @@ impl Table {
     /// The next move: the acting connection and its first legal action. Restarts the
     /// game when it is over.
     fn next_move(&mut self) -> (u64, Action) {
-        loop {
+        for _ in 0..3 {
             if let Some(conn) = (1..=4).find(|&c| !self.legal[c].is_empty()) {
                 return (conn as u64, self.legal[conn][0]);
             }
             self.input(message(1, ClientMessage::ReturnToLobby));
             self.input(message(1, ClientMessage::StartGame));
         }
+        panic!("no seat can move and the game cannot be restarted");
     }
 }
 
