@@ -94,6 +94,11 @@ pub async fn http(
     tcp.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
     tcp.read_to_string(&mut response).await.unwrap();
+    parse_response(&response)
+}
+
+/// The status and body of a raw HTTP response (0 and "" for junk).
+pub fn parse_response(response: &str) -> (u16, String) {
     let status = response
         .split(' ')
         .nth(1)
@@ -263,6 +268,29 @@ impl Player {
                     game,
                     events,
                 };
+            }
+        }
+    }
+
+    /// The next `state`; an `error` on the way fails the test (a refused move).
+    pub async fn next_state_no_error(&mut self) -> View {
+        loop {
+            match self.next().await {
+                ServerMessage::State {
+                    lobby,
+                    game,
+                    events,
+                } => {
+                    return View {
+                        lobby,
+                        game,
+                        events,
+                    };
+                }
+                ServerMessage::Error { code, message, .. } => {
+                    panic!("refused: {code:?} {message}")
+                }
+                _ => {}
             }
         }
     }

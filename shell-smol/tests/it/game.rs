@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use futures_lite::future::zip;
 use wizard_core::game::{Event, Phase};
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
+use wizard_core::wire::{ClientMessage, ErrorCode};
 
 use crate::client::{Player, TestServer, View, bounded, close_code, metric, my_move};
 
@@ -47,25 +47,7 @@ async fn play_out(player: &mut Player, first: View) -> (Vec<Event>, View) {
         if let Some(action) = my_move(&view) {
             player.send(ClientMessage::Action { action }).await;
         }
-        view = loop {
-            match player.next().await {
-                ServerMessage::State {
-                    lobby,
-                    game,
-                    events,
-                } => {
-                    break View {
-                        lobby,
-                        game,
-                        events,
-                    };
-                }
-                ServerMessage::Error { code, message, .. } => {
-                    panic!("move refused: {code:?} {message}")
-                }
-                _ => {}
-            }
-        };
+        view = player.next_state_no_error().await;
         events.extend(view.events.iter().cloned());
     }
 }

@@ -19,7 +19,8 @@ use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use crate::client::{
-    Client, Player, View, bounded, close_code, local, my_move, next_text, tcp_from, ws,
+    Client, Player, View, bounded, close_code, local, my_move, next_text, parse_response, tcp_from,
+    ws,
 };
 
 /// The `caddy` binary, or `None` (and a message) when the tests must be skipped.
@@ -83,17 +84,7 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String) {
         tcp.read_to_string(&mut response)?;
         Ok(response)
     };
-    let response = attempt().unwrap_or_default();
-    let status = response
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    parse_response(&attempt().unwrap_or_default())
 }
 
 /// Polls `addr`'s `path` until it answers 200, for at most `secs` seconds.
@@ -278,25 +269,7 @@ fn a_game_is_played_through_caddy() {
                 host.send(ClientMessage::Action { action }).await;
                 moves += 1;
             }
-            view = loop {
-                match host.next().await {
-                    ServerMessage::State {
-                        lobby,
-                        game,
-                        events,
-                    } => {
-                        break View {
-                            lobby,
-                            game,
-                            events,
-                        };
-                    }
-                    ServerMessage::Error { code, message, .. } => {
-                        panic!("move refused through the proxy: {code:?} {message}")
-                    }
-                    _ => {}
-                }
-            };
+            view = host.next_state_no_error().await;
         }
         let game = view.game.expect("the game goes on");
         assert!(game.observation.round >= 1);
