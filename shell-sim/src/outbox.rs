@@ -1,6 +1,7 @@
 //! A connection's bounded outbound queue, as the shell's writer task keeps it
-//! (shell-smol/src/conn.rs `Outbox`): a newer `state` replaces a queued older one that
-//! carries no events (dropping events would lose what happened), and
+//! (shell-smol/src/conn.rs `Outbox`): a frame the core marked replaceable (a `state`
+//! without events) replaces the queued one before it (dropping events would lose what
+//! happened, so the core never marks those), and
 //! a queue over its message or byte limit marks the connection as overflowed, which
 //! ends it (the reader is too slow).
 //!
@@ -12,9 +13,6 @@ use std::collections::VecDeque;
 use wizard_core::Time;
 
 use wizard_core::wire::CloseCode;
-
-/// How a `state` without events ends (the core writes `events` last), as in the shell.
-pub const NO_EVENTS_SUFFIX: &str = r#","events":[]}"#;
 
 /// The queue and the socket window of one connection.
 #[derive(Clone, Debug)]
@@ -58,10 +56,7 @@ impl Outbox {
             return;
         }
         if state
-            && let Some(old) = self
-                .frames
-                .iter()
-                .position(|(t, s)| *s && t.ends_with(NO_EVENTS_SUFFIX))
+            && let Some(old) = self.frames.iter().position(|(_, replaceable)| *replaceable)
             && let Some((old_text, _)) = self.frames.remove(old)
         {
             self.bytes = self.bytes.saturating_sub(old_text.len());
@@ -135,7 +130,7 @@ mod tests {
         let mut o = Outbox::new(4, 1000, 60);
         o.push(s1, true);
         o.push("e1".into(), false);
-        o.push(with_events.clone(), true);
+        o.push(with_events.clone(), false); // the core never marks a state with events
         o.push(s2.clone(), true);
         // s1 was replaced; the state with events stays.
         assert_eq!(o.len().0, 3);

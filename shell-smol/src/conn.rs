@@ -41,12 +41,12 @@ pub const READ_BUFFER_BYTES: usize = 1024;
 /// Frames are collected up to this size before tungstenite writes them out; `flush`
 /// writes everything regardless.
 pub const WRITE_BUFFER_BYTES: usize = 8 * 1024;
+/// Frames a reader handles before yielding to the executor.
+pub const READ_FRAMES_PER_YIELD: u32 = 16;
+/// Input a closing connection reads and discards at most while it lingers.
+pub const LINGER_BYTES_MAX: usize = 64 * 1024;
 /// How long a closing connection waits for the peer's close or end of stream.
 pub const LINGER: Duration = Duration::from_secs(1);
-/// How a `state` without events ends (the core writes `events` last): only such a
-/// snapshot may be replaced by a newer one, because dropping events loses what happened.
-pub const NO_EVENTS_SUFFIX: &str = r#","events":[]}"#;
-
 /// The websocket settings for a server connection under `config`.
 pub fn ws_config(config: &Config) -> WebSocketConfig {
     let max = config.message_bytes_max;
@@ -171,10 +171,11 @@ impl Outbox {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues a frame. A `state` snapshot replaces an older queued one that carries no
-    /// events (only the newest view matters, but events are what happened and must
-    /// arrive); a queue that still exceeds its limits marks the connection for
-    /// disconnection (the reader is too slow) and drops what it holds.
+    /// Queues a frame. A frame the core marked replaceable (a `state` without events)
+    /// replaces the one queued before it, if any: only the newest view matters. States
+    /// that carry events are never marked, so no event is lost. A queue that still
+    /// exceeds its limits marks the connection for disconnection (the reader is too
+    /// slow) and drops what it holds.
     pub fn push(&self, text: String, state: bool) {
         let waker = {
             let mut q = self.lock();
@@ -182,10 +183,7 @@ impl Outbox {
                 return;
             }
             if state
-                && let Some(old) = q
-                    .frames
-                    .iter()
-                    .position(|(t, s)| *s && t.ends_with(NO_EVENTS_SUFFIX))
+                && let Some(old) = q.frames.iter().position(|(_, replaceable)| *replaceable)
                 && let Some((old_text, _)) = q.frames.remove(old)
             {
                 q.bytes = q.bytes.saturating_sub(old_text.len());
@@ -372,22 +370,29 @@ pub async fn run(
     end
 }
 
-/// Half-closes and reads until the peer closes too (or [`LINGER`] passes), so that a
-/// close frame is not destroyed by a reset caused by unread input.
+/// Half-closes and reads until the peer closes too (or [`LINGER`] passes, or
+/// [`LINGER_BYTES_MAX`] were read), so that a close frame is not destroyed by a reset
+/// caused by unread input. The bounds are checked in the loop itself: a client that
+/// keeps sending keeps every read ready, so a timer raced against the loop would never
+/// get its turn, and the task would hold its executor thread for as long as the client
+/// floods.
 async fn linger(tcp: &Async<TcpStream>) {
     let _ = tcp.get_ref().shutdown(Shutdown::Write);
+    let until = Instant::now() + LINGER;
     let drain = async {
         // On the heap: a closing connection needs it, an idle one should not carry it.
         let mut sink = vec![0u8; 512];
         let mut reader = tcp;
+        let mut read_total = 0usize;
         while let Ok(n) = reader.read(&mut sink).await {
-            if n == 0 {
+            read_total += n;
+            if n == 0 || read_total >= LINGER_BYTES_MAX || Instant::now() >= until {
                 break;
             }
         }
     };
     let timeout = async {
-        Timer::after(LINGER).await;
+        Timer::at(until).await;
     };
     drain.or(timeout).await;
 }
@@ -419,7 +424,16 @@ async fn read_loop(
     kind: ConnKind,
     t: Timing,
 ) -> End {
+    let mut frames_since_yield = 0u32;
     loop {
+        // A client that keeps sending would keep this loop ready forever: yield now and
+        // then, so the connection's own writer (and every other task on this executor
+        // thread) still runs while it floods.
+        frames_since_yield += 1;
+        if frames_since_yield >= READ_FRAMES_PER_YIELD {
+            frames_since_yield = 0;
+            futures_lite::future::yield_now().await;
+        }
         let frame = match rx.next().await {
             None => return End::Peer,
             Some(Ok(message)) => {
@@ -606,12 +620,13 @@ mod tests {
     fn states_coalesce_and_other_frames_keep_their_order() {
         let (outbox, _woken) = Outbox::new(10, 1000);
         let s = |n: u8| format!(r#"{{"type":"state","lobby":{n},"game":null,"events":[]}}"#);
+        // The core marks a state with events as not replaceable.
         let with_events = r#"{"type":"state","lobby":null,"game":null,"events":[{}]}"#;
         outbox.push(s(1), true);
         outbox.push("e1".into(), false);
         outbox.push(s(2), true);
         outbox.push("e2".into(), false);
-        outbox.push(with_events.into(), true);
+        outbox.push(with_events.into(), false);
         outbox.push(s(3), true);
         let batch = outbox.take();
         assert_eq!(

@@ -267,11 +267,15 @@ fn a_client_that_stops_reading_is_cut_and_costs_no_memory() {
             assert!(started.elapsed() < Duration::from_secs(40), "never cut");
         }
         let grown = vm_rss_kib().saturating_sub(before);
-        // Each pair of messages asked for about 500 bytes of answers.
+        // Each pair of messages asked for about 500 bytes of answers. The server cuts
+        // the reader once its queue overflows or a write blocks past WRITE_TIMEOUT, so
+        // how much was asked before that depends on the kernel's socket buffers; what
+        // must hold is that memory did not follow what was asked.
         let asked_kib = sent * 250 / 1024;
-        assert!(asked_kib > 50 * 1024, "only {asked_kib} KiB asked for");
+        println!("asked {asked_kib} KiB before the cut, RSS grew {grown} KiB");
+        assert!(asked_kib > 8 * 1024, "only {asked_kib} KiB asked for");
         assert!(
-            grown < 16 * 1024,
+            grown < 16 * 1024 && grown < asked_kib as u64 / 2,
             "RSS grew {grown} KiB while {asked_kib} KiB were asked for"
         );
         let (_, health) = http(addr, "GET", "/health", &[]).await;
