@@ -1,0 +1,391 @@
+//! The games of a run: hosts and guests playing open-loop, counting moves, latencies
+//! and refusals.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use async_io::Timer;
+use async_tungstenite::tungstenite::Message;
+use futures_lite::{FutureExt, StreamExt};
+use wizard_core::game::{Action, Event, Phase};
+use wizard_core::wire::{
+    ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client,
+};
+
+use super::net::{Ws, connect, source_ip};
+use super::*;
+
+/// Where a player stands in its script.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Waiting for the state after hello.
+    Hello,
+    /// Host: `create_lobby` sent.
+    Creating,
+    /// Host: waiting for every seat; guests: `join_lobby` sent.
+    Filling,
+    /// Host: `start_game` sent.
+    Starting,
+    Playing,
+    /// Host: `return_to_lobby` sent after a finished game.
+    Returned,
+}
+
+/// One game: the host and its guests, each on its own connection.
+pub(super) async fn game(ex: Exec, ctx: Rc<Ctx>, g: usize, at: Instant, one_game: bool) {
+    Timer::at(at).await;
+    let (code_tx, code_rx) = async_channel::bounded::<String>(8);
+    let guests: Vec<_> = (1..ctx.settings.humans)
+        .map(|h| {
+            let ctx = ctx.clone();
+            let code_rx = code_rx.clone();
+            ex.spawn(async move {
+                if let Ok(code) = code_rx.recv().await {
+                    player(ctx, g, h, at, one_game, Some(code), None).await;
+                }
+            })
+        })
+        .collect();
+    drop(code_rx);
+    player(ctx.clone(), g, 0, at, one_game, None, Some(code_tx)).await;
+    for guest in guests {
+        guest.await;
+    }
+}
+
+/// A pending move: when to send it, what, and when it was meant to be sent (later
+/// than that only when a rate-limited send is repeated).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pending {
+    at: Instant,
+    intended: Instant,
+    action: Action,
+}
+
+pub(super) enum Wake {
+    Message(Option<Result<Message, async_tungstenite::tungstenite::Error>>),
+    Timer,
+}
+
+/// One bot human. The host (`code_tx` set) creates the lobby, adds the AI seats and
+/// starts games; guests join with `code`.
+pub(super) async fn player(
+    ctx: Rc<Ctx>,
+    g: usize,
+    h: usize,
+    arrival: Instant,
+    one_game: bool,
+    code: Option<String>,
+    code_tx: Option<async_channel::Sender<String>>,
+) {
+    let s = &ctx.settings;
+    let index = g * s.humans + h;
+    let from = source_ip(0, index / s.per_ip);
+    let Some(mut ws) = open(&ctx, from, false).await else {
+        return;
+    };
+    let host = code_tx.is_some();
+    let mut step = Step::Hello;
+    let mut accepting = true;
+    let mut pending: Option<Pending> = None;
+    let mut awaiting: Option<Pending> = None;
+    let mut retry_at: Option<Instant> = None;
+    let mut you: Option<u8> = None;
+    let mut ai_needed = s.seats - s.humans;
+    let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
+    loop {
+        let mut wake = ctx.deadline;
+        if let Some(p) = pending {
+            wake = wake.min(p.at);
+        }
+        if let Some(r) = retry_at {
+            wake = wake.min(r);
+        }
+        let event = async { Wake::Message(ws.next().await) }
+            .or(async {
+                Timer::at(wake).await;
+                Wake::Timer
+            })
+            .await;
+        let now = Instant::now();
+        match event {
+            Wake::Timer => {
+                if now >= ctx.deadline {
+                    break;
+                }
+                if let Some(p) = pending.filter(|p| p.at <= now) {
+                    pending = None;
+                    awaiting = Some(p);
+                    if !send(&mut ws, &ClientMessage::Action { action: p.action }).await {
+                        break;
+                    }
+                }
+                if retry_at.is_some_and(|r| r <= now) {
+                    retry_at = None;
+                    let message = match step {
+                        Step::Creating => ClientMessage::CreateLobby {
+                            name: format!("Bench {g}"),
+                        },
+                        _ => ClientMessage::StartGame,
+                    };
+                    if !send(&mut ws, &message).await {
+                        break;
+                    }
+                }
+            }
+            Wake::Message(None) | Wake::Message(Some(Err(_))) => break,
+            Wake::Message(Some(Ok(Message::Close(frame)))) => {
+                let code = frame.map_or(0, |f| u16::from(f.code));
+                let mut st = ctx.stats.borrow_mut();
+                match code {
+                    1013 => st.refusals.close_1013 += 1,
+                    1008 => st.refusals.close_1008 += 1,
+                    _ => {}
+                }
+                break;
+            }
+            Wake::Message(Some(Ok(Message::Text(text)))) => {
+                let Ok(message) = decode_server(text.as_str()) else {
+                    count_error(&ctx, "undecodable");
+                    continue;
+                };
+                match message {
+                    ServerMessage::Welcome { .. } => ctx.stats.borrow_mut().welcomed += 1,
+                    ServerMessage::ServerStatus {
+                        accepting_games, ..
+                    } => accepting = accepting_games,
+                    ServerMessage::Error {
+                        code: err,
+                        retry_after_ms,
+                        ..
+                    } => {
+                        if err == ErrorCode::RateLimited
+                            && let Some(p) = awaiting.take()
+                        {
+                            // The move was dropped: send it again when allowed; its
+                            // latency still counts from the first intended time.
+                            let wait = Duration::from_millis(retry_after_ms.unwrap_or(100).max(1));
+                            pending = Some(Pending {
+                                at: now + wait,
+                                ..p
+                            });
+                        }
+                        let give_up = {
+                            let mut st = ctx.stats.borrow_mut();
+                            match (err, step) {
+                                (ErrorCode::Busy, Step::Creating) => st.refusals.busy_create += 1,
+                                (ErrorCode::Busy, Step::Starting) => st.refusals.busy_start += 1,
+                                (ErrorCode::Busy, _) => st.refusals.busy_connection += 1,
+                                (ErrorCode::RateLimited, _) => st.refusals.rate_limited += 1,
+                                (other, _) => {
+                                    *st.errors.entry(format!("{other:?}")).or_default() += 1
+                                }
+                            }
+                            err == ErrorCode::Busy
+                                && matches!(step, Step::Creating | Step::Starting)
+                        };
+                        if give_up {
+                            if one_game {
+                                // Open-loop arrivals take a refusal as the answer.
+                                break;
+                            }
+                            retry_at = Some(now + Duration::from_secs(1));
+                        }
+                    }
+                    ServerMessage::State {
+                        lobby,
+                        game,
+                        events,
+                    } => {
+                        if let Some(seat) = game.as_ref().map(|g| g.you) {
+                            you = Some(seat);
+                        }
+                        // Moves applied: counted once per game, from the host's view.
+                        if host && ctx.measuring(now) {
+                            ctx.stats.borrow_mut().moves += moves_in(&events);
+                        }
+                        if let (Some(Pending { intended, .. }), Some(seat)) = (awaiting, you)
+                            && events.iter().any(|e| is_move_of(e, seat))
+                        {
+                            awaiting = None;
+                            if ctx.measuring(intended) {
+                                let mut st = ctx.stats.borrow_mut();
+                                st.human_moves += 1;
+                                let us = now.saturating_duration_since(intended).as_micros();
+                                st.move_latency.saturating_record(us as u64);
+                            }
+                        }
+                        let Some(lobby) = lobby else {
+                            if step == Step::Hello {
+                                if let Some(code) = &code {
+                                    step = Step::Filling;
+                                    let join = ClientMessage::JoinLobby {
+                                        code: code.clone(),
+                                        name: format!("G{h}"),
+                                    };
+                                    if !send(&mut ws, &join).await {
+                                        break;
+                                    }
+                                } else if host {
+                                    step = Step::Creating;
+                                    let create = ClientMessage::CreateLobby {
+                                        name: format!("Bench {g}"),
+                                    };
+                                    if !accepting && one_game {
+                                        ctx.stats.borrow_mut().refusals.busy_create += 1;
+                                        break;
+                                    }
+                                    if !send(&mut ws, &create).await {
+                                        break;
+                                    }
+                                }
+                            }
+                            continue;
+                        };
+                        if host && step == Step::Creating {
+                            step = Step::Filling;
+                            ctx.stats.borrow_mut().lobbies += 1;
+                            if let Some(tx) = &code_tx {
+                                for _ in 1..s.humans {
+                                    let _ = tx.try_send(lobby.code.clone());
+                                }
+                            }
+                        }
+                        if host && step == Step::Filling && ai_needed > 0 {
+                            while ai_needed > 0 {
+                                ai_needed -= 1;
+                                if !send(&mut ws, &ClientMessage::AddAi).await {
+                                    break;
+                                }
+                            }
+                        }
+                        let ready = lobby.players.len() >= s.seats;
+                        match lobby.status {
+                            LobbyStatus::Waiting
+                                if host
+                                    && ready
+                                    && matches!(step, Step::Filling | Step::Returned)
+                                    && retry_at.is_none() =>
+                            {
+                                step = Step::Starting;
+                                if !send(&mut ws, &ClientMessage::StartGame).await {
+                                    break;
+                                }
+                            }
+                            LobbyStatus::Playing if step != Step::Playing => {
+                                if host {
+                                    let mut st = ctx.stats.borrow_mut();
+                                    st.games_started += 1;
+                                    if one_game {
+                                        let us = now.saturating_duration_since(arrival).as_micros();
+                                        st.start_latency.saturating_record(us as u64);
+                                    }
+                                }
+                                step = Step::Playing;
+                            }
+                            LobbyStatus::Finished if step == Step::Playing => {
+                                if host {
+                                    ctx.stats.borrow_mut().games_finished += 1;
+                                }
+                                pending = None;
+                                awaiting = None;
+                                if one_game {
+                                    break;
+                                }
+                                if host {
+                                    step = Step::Returned;
+                                    if !send(&mut ws, &ClientMessage::ReturnToLobby).await {
+                                        break;
+                                    }
+                                } else {
+                                    step = Step::Filling;
+                                }
+                            }
+                            _ => {}
+                        }
+                        // Our turn per the latest state: schedule the move (once per turn).
+                        if let Some(game) = game
+                            && lobby.status == LobbyStatus::Playing
+                            && pending.is_none()
+                            && awaiting.is_none()
+                        {
+                            let obs = &game.observation;
+                            if obs.to_act == Some(game.you)
+                                && obs.phase != Phase::Finished
+                                && let Some(action) = obs.legal_actions.first()
+                            {
+                                pending = Some(Pending {
+                                    at: now + s.think,
+                                    intended: now + s.think,
+                                    action: *action,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            Wake::Message(Some(Ok(_))) => {}
+        }
+    }
+    let _ = ws.close(None).await;
+    ctx.stats.borrow_mut().closed();
+}
+
+pub(super) fn moves_in(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::BidMade { .. } | Event::CardPlayed { .. } | Event::TrumpChosen { .. }
+            )
+        })
+        .count() as u64
+}
+
+pub(super) fn is_move_of(event: &Event, seat: u8) -> bool {
+    match event {
+        Event::BidMade { player, .. }
+        | Event::CardPlayed { player, .. }
+        | Event::TrumpChosen { player, .. } => *player == seat,
+        _ => false,
+    }
+}
+
+pub(super) fn count_error(ctx: &Ctx, what: &str) {
+    *ctx.stats
+        .borrow_mut()
+        .errors
+        .entry(what.to_owned())
+        .or_default() += 1;
+}
+
+pub(super) async fn send(ws: &mut Ws, message: &ClientMessage) -> bool {
+    ws.send(Message::text(encode_client(message))).await.is_ok()
+}
+
+/// Opens a websocket from `from`, counting a door refusal (503) or a failure into the
+/// games' or the attack's refusals.
+pub(super) async fn open(ctx: &Ctx, from: std::net::IpAddr, attack: bool) -> Option<Ws> {
+    let result = connect(ctx.settings.addr, &ctx.settings.path, from).await;
+    let mut st = ctx.stats.borrow_mut();
+    let refusals = if attack {
+        &mut st.attack.refusals
+    } else {
+        &mut st.refusals
+    };
+    match result {
+        Ok(ws) => {
+            st.opened();
+            Some(ws)
+        }
+        Err(Some(503)) => {
+            refusals.http_503 += 1;
+            None
+        }
+        Err(_) => {
+            refusals.connect_failed += 1;
+            None
+        }
+    }
+}
