@@ -5,6 +5,7 @@ pub mod bot;
 mod bot_table;
 pub mod card;
 pub mod observation;
+pub mod observation_json;
 pub mod rules;
 pub mod selfplay;
 pub mod trick;
@@ -13,6 +14,7 @@ pub mod world;
 
 pub use card::{Card, CardParseError, Suit, SuitParseError};
 pub use observation::Observation;
+pub use observation_json::ObservationJson;
 pub use rules::{Game, ranking, round_score, rounds_for};
 pub use types::{
     Action, ActionError, BidRestriction, CompletedTrick, Event, Options, OptionsError, Phase,

@@ -52,18 +52,12 @@ impl Game {
     /// The view of `seat`. A seat outside the table gets a spectator's view: public
     /// information only, with an empty hand and no legal actions.
     pub fn observation(&self, seat: Seat) -> Observation {
-        let hidden = self.options.hidden_bids
-            && self.phase == Phase::Bidding
-            && self.bids.iter().any(Option::is_none);
+        let hidden = self.bids_hidden();
         let bids = (0u8..)
             .zip(&self.bids)
             .map(|(s, &b)| if hidden && s != seat { None } else { b })
             .collect();
-        let to_act = match self.to_act() {
-            Some(s) => Some(s),
-            None if self.phase == Phase::Bidding && self.awaits(seat) => Some(seat),
-            None => None,
-        };
+        let to_act = self.to_act_for(seat);
         let mut hand = self.hand(seat).to_vec();
         hand.sort_unstable();
         Observation {
@@ -89,6 +83,23 @@ impl Game {
             options: self.options,
             legal_actions: self.legal_actions(seat),
             ranking: self.ranking.clone(),
+        }
+    }
+
+    /// Whether bids are hidden from other seats now (hidden bids, bidding not over).
+    pub(super) fn bids_hidden(&self) -> bool {
+        self.options.hidden_bids
+            && self.phase == Phase::Bidding
+            && self.bids.iter().any(Option::is_none)
+    }
+
+    /// The seat to act as `seat` sees it: under hidden bids every seat that has not
+    /// bid sees itself.
+    pub(super) fn to_act_for(&self, seat: Seat) -> Option<Seat> {
+        match self.to_act() {
+            Some(s) => Some(s),
+            None if self.phase == Phase::Bidding && self.awaits(seat) => Some(seat),
+            None => None,
         }
     }
 }

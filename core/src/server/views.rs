@@ -2,32 +2,54 @@
 //! view. The lobby part and the events are encoded once per change; only the game part
 //! is encoded per seat.
 
-use crate::game::{Event, Seat};
+use std::io::Write;
+
+use crate::game::{Event, Game, ObservationJson, Seat};
 use crate::io::Output;
 use crate::lobby::{Lobby, Occupant};
 use crate::session::{LobbyId, SessionId};
 use crate::time::Time;
-use crate::wire::{GameView, LobbyView, PlayerView};
+use crate::wire::{LobbyView, PlayerView};
 
 use super::Server;
 
 /// Typical size of an encoded `state`, to allocate once per message.
 const STATE_BYTES_TYPICAL: usize = 2048;
 
-/// The encoded `state` message for one viewer, written into one buffer: the lobby part
-/// and events come pre-encoded, the game part is encoded in place.
-fn state_text(lobby_json: &str, game: Option<&GameView>, events_json: &str) -> String {
-    let mut buf =
-        Vec::with_capacity(STATE_BYTES_TYPICAL.max(lobby_json.len() + events_json.len() + 64));
+/// One seat's game as the `game` part of `state`: the lobby's game, its pre-encoded
+/// public parts and the seat.
+struct SeatGame<'a> {
+    game: &'a Game,
+    public: &'a ObservationJson,
+    seat: Seat,
+}
+
+/// The encoded `state` message for one viewer, written into one buffer: the lobby part,
+/// the events and the public parts of the observation come pre-encoded, only the
+/// viewer's own fields are encoded here.
+fn state_text(
+    lobby_json: &str,
+    game: Option<SeatGame<'_>>,
+    deadline_ms: impl FnOnce(Option<Seat>) -> Option<u64>,
+    events_json: &str,
+) -> String {
+    let public_len = game.as_ref().map_or(0, |g| g.public.len());
+    let mut buf = Vec::with_capacity(
+        STATE_BYTES_TYPICAL.max(lobby_json.len() + events_json.len() + public_len + 256),
+    );
     buf.extend_from_slice(br#"{"type":"state","lobby":"#);
     buf.extend_from_slice(lobby_json.as_bytes());
     buf.extend_from_slice(br#","game":"#);
-    let encoded = match game {
-        Some(view) => serde_json::to_writer(&mut buf, view).is_ok(),
-        None => false,
-    };
-    if !encoded {
-        buf.extend_from_slice(b"null");
+    match game {
+        Some(g) => {
+            buf.extend_from_slice(br#"{"you":"#);
+            // Writing into a Vec cannot fail.
+            let _ = write!(buf, "{}", g.seat);
+            buf.extend_from_slice(br#","observation":"#);
+            g.public.write_seat(g.game, g.seat, deadline_ms, &mut buf);
+            buf.push(b'}');
+        }
+        None => buf.extend_from_slice(b"null"),
     }
     buf.extend_from_slice(br#","events":"#);
     buf.extend_from_slice(events_json.as_bytes());
@@ -67,18 +89,10 @@ impl Server {
         }
     }
 
-    /// The game part of `state` for `seat` (`None` without a game).
-    fn game_view(&self, now: Time, lobby: &Lobby, seat: Seat) -> Option<GameView> {
-        let game = lobby.game.as_ref()?;
-        let mut observation = game.observation(seat);
+    /// Milliseconds left for `to_act` in `lobby` when that seat is a timed human.
+    fn deadline_ms(&self, now: Time, lobby: &Lobby, to_act: Option<Seat>) -> Option<u64> {
         let timing = self.timing(lobby.id);
-        observation.turn_deadline_ms = observation
-            .to_act
-            .and_then(|s| lobby.turns.human_ms_left(s, now, &timing));
-        Some(GameView {
-            you: seat,
-            observation,
-        })
+        to_act.and_then(|s| lobby.turns.human_ms_left(s, now, &timing))
     }
 
     /// Sends every connected human of `lobby` (but `except`) their personal state.
@@ -95,6 +109,7 @@ impl Server {
         };
         let lobby_json = serde_json::to_string(&self.lobby_view(lobby)).unwrap_or_default();
         let events_json = serde_json::to_string(events).unwrap_or_else(|_| "[]".to_string());
+        let public = lobby.game.as_ref().map(Game::observation_json);
         for (seat, info) in (0u8..).zip(&lobby.seats) {
             let Occupant::Human(session) = info.occupant else {
                 continue;
@@ -105,10 +120,15 @@ impl Server {
             let Some(conn) = self.sessions.get(session).and_then(|s| s.conn) else {
                 continue;
             };
-            let game = self.game_view(now, lobby, seat);
+            let game = lobby
+                .game
+                .as_ref()
+                .zip(public.as_ref())
+                .map(|(game, public)| SeatGame { game, public, seat });
+            let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
             out.push(Output::Send {
                 conn,
-                text: state_text(&lobby_json, game.as_ref(), &events_json),
+                text: state_text(&lobby_json, game, deadline, &events_json),
                 // Only a state without events may be replaced by a newer one: events
                 // are not repeated, so dropping them would lose them.
                 state: events.is_empty(),
@@ -151,7 +171,14 @@ impl Server {
         let text = match seated {
             Some((lobby, seat)) => {
                 let lobby_json = serde_json::to_string(&self.lobby_view(lobby)).unwrap_or_default();
-                state_text(&lobby_json, self.game_view(now, lobby, seat).as_ref(), "[]")
+                let public = lobby.game.as_ref().map(Game::observation_json);
+                let game = lobby
+                    .game
+                    .as_ref()
+                    .zip(public.as_ref())
+                    .map(|(game, public)| SeatGame { game, public, seat });
+                let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
+                state_text(&lobby_json, game, deadline, "[]")
             }
             None => EMPTY_STATE.to_string(),
         };

@@ -82,7 +82,27 @@ fn check_views(game: &Game) -> Result<(), TestCaseError> {
         let mut own: Vec<Card> = game.hand(seat).to_vec();
         own.sort();
         prop_assert_eq!(&obs.hand, &own);
-        prop_assert_eq!(obs.legal_actions, game.legal_actions(seat));
+        prop_assert_eq!(&obs.legal_actions, &game.legal_actions(seat));
+    }
+    check_spliced_views(game)
+}
+
+/// The pre-encoded public parts with each seat's own fields spliced in are byte for
+/// byte the encoding of that seat's observation (what the server sends).
+fn check_spliced_views(game: &Game) -> Result<(), TestCaseError> {
+    let public = game.observation_json();
+    let deadline = |to_act: Option<u8>| to_act.map(|s| 1_000 + u64::from(s));
+    for seat in 0..game.players() + 1 {
+        let mut obs = game.observation(seat);
+        obs.turn_deadline_ms = deadline(obs.to_act);
+        let mut spliced = Vec::new();
+        public.write_seat(game, seat, deadline, &mut spliced);
+        prop_assert_eq!(
+            String::from_utf8(spliced).unwrap(),
+            serde_json::to_string(&obs).unwrap(),
+            "seat {}",
+            seat
+        );
     }
     Ok(())
 }
