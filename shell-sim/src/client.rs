@@ -43,6 +43,16 @@ pub struct Request {
     pub intended: Time,
 }
 
+/// Where a connection's frame stream stands, as the client saw it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stream {
+    pub conn: Option<ConnId>,
+    /// The newest frame's `seq`.
+    pub seq: u64,
+    /// The newest irreplaceable frame's `seq`.
+    pub kept: u64,
+}
+
 /// One simulated player.
 #[derive(Debug)]
 pub struct Client {
@@ -66,7 +76,10 @@ pub struct Client {
     pub welcomed: bool,
     pub accepting: bool,
     pub lobby: Option<wire::LobbyView>,
+    /// The lobby part of the last decoded `state`, as sent.
+    pub(crate) lobby_raw: String,
     pub obs: Option<Observation>,
+    pub(crate) stream: Stream,
     pub(crate) latest_state: Option<String>,
     pub inflight: Option<Request>,
     pub(crate) add_ai_sent: bool,
@@ -109,7 +122,9 @@ impl Client {
             welcomed: false,
             accepting: true,
             lobby: None,
+            lobby_raw: String::new(),
             obs: None,
+            stream: Stream::default(),
             latest_state: None,
             inflight: None,
             add_ai_sent: false,

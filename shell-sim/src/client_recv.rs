@@ -6,10 +6,13 @@
 use rand::Rng;
 use wizard_core::Time;
 use wizard_core::io::ConnId;
-use wizard_core::wire::{self, CloseCode, ErrorCode, LobbyStatus, ServerMessage};
+use wizard_core::wire::{
+    self, CloseCode, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage,
+};
 
-use crate::client::{Client, Role};
+use crate::client::{Client, Role, Stream};
 use crate::net::{Arrive, Ev};
+use crate::outbox::Frame;
 use crate::peek;
 use crate::play;
 use crate::scenario::{Pace, Retry};
@@ -17,11 +20,18 @@ use crate::world::Ctx;
 
 impl Client {
     /// Frames arrived on `conn`.
-    pub fn deliver(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId, frames: Vec<String>) {
+    pub fn deliver(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId, frames: Vec<Frame>) {
         if self.conn != Some(conn) {
             return;
         }
-        for text in frames {
+        for Frame {
+            text,
+            seq,
+            kept_before,
+            replaceable,
+        } in frames
+        {
+            self.check_stream(cx, now, conn, seq, kept_before, replaceable);
             if peek::frame_type(&text) == "state" {
                 self.latest_state = Some(text);
                 continue;
@@ -52,6 +62,49 @@ impl Client {
             self.on_state(cx, now, &text);
         }
         self.step(cx, now);
+    }
+
+    /// Frames on one connection arrive in the order the core sent them, each once, and
+    /// every frame the core did not mark replaceable arrives (a `state` with events
+    /// carries moves: losing or reordering one would lose or reorder a move).
+    fn check_stream(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        now: Time,
+        conn: ConnId,
+        seq: u64,
+        kept_before: u64,
+        replaceable: bool,
+    ) {
+        if self.stream.conn != Some(conn) {
+            self.stream = Stream {
+                conn: Some(conn),
+                ..Stream::default()
+            };
+        }
+        let s = &mut self.stream;
+        if seq <= s.seq {
+            cx.report.violation(
+                now,
+                format!(
+                    "client {}: frame {seq} after frame {} on conn {conn}",
+                    self.id, s.seq
+                ),
+            );
+        } else if kept_before != s.kept {
+            cx.report.violation(
+                now,
+                format!(
+                    "client {}: frame {seq} follows frame {kept_before}, but the last \
+                     irreplaceable frame seen on conn {conn} is {}",
+                    self.id, s.kept
+                ),
+            );
+        }
+        s.seq = s.seq.max(seq);
+        if !replaceable {
+            s.kept = seq;
+        }
     }
 
     fn on_error(&mut self, cx: &mut Ctx<'_>, now: Time, code: ErrorCode, retry_ms: Option<u64>) {
@@ -133,11 +186,32 @@ impl Client {
         if !must_decode {
             return;
         }
-        let Ok(ServerMessage::State { lobby, game, .. }) = wire::decode_server(text) else {
+        let Some(parts) = peek::state_parts(text) else {
             cx.report
                 .violation(now, format!("client {}: undecodable state", self.id));
             return;
         };
+        // The lobby part changes rarely (joins, status); decode it only then.
+        let lobby_raw = parts.lobby.get();
+        // (`self.lobby` may have been forgotten since, when the connection ended.)
+        if self.lobby_raw != lobby_raw || (self.lobby.is_none() && lobby_raw != "null") {
+            match serde_json::from_str::<Option<LobbyView>>(lobby_raw) {
+                Ok(l) => self.lobby = l,
+                Err(_) => {
+                    cx.report
+                        .violation(now, format!("client {}: undecodable lobby", self.id));
+                    return;
+                }
+            }
+            self.lobby_raw.clear();
+            self.lobby_raw.push_str(lobby_raw);
+        }
+        let Ok(game) = serde_json::from_str::<Option<GameView>>(parts.game.get()) else {
+            cx.report
+                .violation(now, format!("client {}: undecodable game", self.id));
+            return;
+        };
+        let lobby = self.lobby.take();
         self.in_game = lobby
             .as_ref()
             .is_some_and(|l| l.status == LobbyStatus::Playing);

@@ -7,11 +7,12 @@ use wizard_core::Time;
 use crate::client::Role;
 use crate::dist::{Dist, secs_to_us};
 use crate::net::{Ev, Owner};
+use crate::outbox::Frame;
 use crate::sim::{Sim, client_ip, read_us};
 use crate::world::Ctx;
 
 impl Sim {
-    pub(crate) fn deliver(&mut self, now: Time, conn: u64, frames: Vec<String>) {
+    pub(crate) fn deliver(&mut self, now: Time, conn: u64, frames: Vec<Frame>) {
         let owner = self.net.owner.get(&conn).copied();
         let slow = match owner {
             Some(Owner::Client(i)) => self.clients.get(i).and_then(|c| c.slow_read_bytes_per_s),
@@ -24,7 +25,7 @@ impl Sim {
                 && let Some(f) = sock.frames.front()
             {
                 sock.reading = true;
-                let bytes = f.len();
+                let bytes = f.text.len();
                 self.q.push(
                     now.plus_us(read_us(bytes, rate)),
                     Ev::SlowRead { conn, bytes },
@@ -32,7 +33,7 @@ impl Sim {
             }
             return;
         }
-        let bytes: usize = frames.iter().map(String::len).sum();
+        let bytes: usize = frames.iter().map(|f| f.text.len()).sum();
         self.host.consumed(&mut self.q, &self.net, now, conn, bytes);
         let mut cx = Ctx {
             q: &mut self.q,
@@ -48,7 +49,8 @@ impl Sim {
             }
             Some(Owner::Ai) => {
                 if let Some(ai) = &mut self.ai {
-                    ai.deliver(&mut cx, now, conn, frames);
+                    let texts = frames.into_iter().map(|f| f.text).collect();
+                    ai.deliver(&mut cx, now, conn, texts);
                 }
             }
             _ => {}
@@ -61,7 +63,7 @@ impl Sim {
         };
         let frame = sock.frames.pop_front();
         sock.reading = false;
-        let next = sock.frames.front().map(String::len);
+        let next = sock.frames.front().map(|f| f.text.len());
         self.host.consumed(&mut self.q, &self.net, now, conn, bytes);
         let rate = match self.net.owner.get(&conn) {
             Some(Owner::Client(i)) => self.clients.get(*i).and_then(|c| c.slow_read_bytes_per_s),

@@ -11,6 +11,7 @@ use wizard_core::io::{ConnId, ConnKind};
 use wizard_core::wire::CloseCode;
 
 use crate::dist::Dist;
+use crate::outbox::Frame;
 use crate::queue::EventQueue;
 
 /// Who holds the client end of a connection.
@@ -54,7 +55,7 @@ pub enum Ev {
     /// A chunk of other work on the server thread.
     Background { index: usize },
     /// Frames reach a client's socket.
-    Deliver { conn: ConnId, frames: Vec<String> },
+    Deliver { conn: ConnId, frames: Vec<Frame> },
     /// A slow reader finished reading `bytes` of one frame.
     SlowRead { conn: ConnId, bytes: usize },
     /// The server closed the connection (with a close frame, or dropped it).

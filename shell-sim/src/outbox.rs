@@ -14,10 +14,28 @@ use wizard_core::Time;
 
 use wizard_core::wire::CloseCode;
 
+/// A frame on its way to the peer, with its place in the connection's stream, so the
+/// peer can check that frames arrive in order, once, and that none the core did not
+/// mark replaceable went missing (a lost `state` with events would be a lost move).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub text: String,
+    /// Position among the frames routed to this connection, from 1.
+    pub seq: u64,
+    /// `seq` of the last frame before this one that was not replaceable (0: none).
+    pub kept_before: u64,
+    /// The core marked it replaceable (a `state` without events).
+    pub replaceable: bool,
+}
+
 /// The queue and the socket window of one connection.
 #[derive(Clone, Debug)]
 pub struct Outbox {
-    frames: VecDeque<(String, bool)>,
+    frames: VecDeque<Frame>,
+    /// `seq` of the newest frame routed here.
+    routed_seq: u64,
+    /// `seq` of the newest routed frame that was not replaceable.
+    kept_seq: u64,
     bytes: usize,
     messages_max: usize,
     bytes_max: usize,
@@ -38,6 +56,8 @@ impl Outbox {
     pub fn new(messages_max: usize, bytes_max: usize, window_bytes: usize) -> Outbox {
         Outbox {
             frames: VecDeque::new(),
+            routed_seq: 0,
+            kept_seq: 0,
             bytes: 0,
             messages_max: messages_max.max(1),
             bytes_max: bytes_max.max(1),
@@ -56,13 +76,23 @@ impl Outbox {
             return;
         }
         if state
-            && let Some(old) = self.frames.iter().position(|(_, replaceable)| *replaceable)
-            && let Some((old_text, _)) = self.frames.remove(old)
+            && let Some(old) = self.frames.iter().position(|f| f.replaceable)
+            && let Some(old) = self.frames.remove(old)
         {
-            self.bytes = self.bytes.saturating_sub(old_text.len());
+            self.bytes = self.bytes.saturating_sub(old.text.len());
         }
         self.bytes = self.bytes.saturating_add(text.len());
-        self.frames.push_back((text, state));
+        self.routed_seq += 1;
+        let frame = Frame {
+            text,
+            seq: self.routed_seq,
+            kept_before: self.kept_seq,
+            replaceable: state,
+        };
+        if !state {
+            self.kept_seq = self.routed_seq;
+        }
+        self.frames.push_back(frame);
         self.frames_max_seen = self.frames_max_seen.max(self.frames.len());
         if self.frames.len() > self.messages_max || self.bytes > self.bytes_max {
             self.overflowed = true;
@@ -81,18 +111,18 @@ impl Outbox {
     /// Takes the frames that fit into the socket window now (all of them for a reader
     /// that keeps up). A frame larger than the whole window still goes when the window
     /// is empty.
-    pub fn take_writable(&mut self) -> Vec<String> {
+    pub fn take_writable(&mut self) -> Vec<Frame> {
         let mut taken = Vec::new();
-        while let Some((text, _)) = self.frames.front() {
-            let fits =
-                self.in_flight_bytes == 0 || self.in_flight_bytes + text.len() <= self.window_bytes;
+        while let Some(f) = self.frames.front() {
+            let len = f.text.len();
+            let fits = self.in_flight_bytes == 0 || self.in_flight_bytes + len <= self.window_bytes;
             if !fits {
                 break;
             }
-            self.in_flight_bytes += text.len();
-            self.bytes = self.bytes.saturating_sub(text.len());
-            if let Some((text, _)) = self.frames.pop_front() {
-                taken.push(text);
+            self.in_flight_bytes += len;
+            self.bytes = self.bytes.saturating_sub(len);
+            if let Some(f) = self.frames.pop_front() {
+                taken.push(f);
             }
         }
         taken
@@ -134,7 +164,12 @@ mod tests {
         o.push(s2.clone(), true);
         // s1 was replaced; the state with events stays.
         assert_eq!(o.len().0, 3);
-        assert_eq!(o.take_writable(), vec!["e1".to_string(), with_events, s2]);
+        let taken = o.take_writable();
+        let texts: Vec<&str> = taken.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(texts, ["e1", with_events.as_str(), s2.as_str()]);
+        // Each frame names the last irreplaceable one before it; s1 (seq 1) is gone.
+        let places: Vec<(u64, u64)> = taken.iter().map(|f| (f.seq, f.kept_before)).collect();
+        assert_eq!(places, [(2, 0), (3, 2), (4, 3)]);
         for i in 0..5 {
             o.push(format!("e{i}"), false);
         }

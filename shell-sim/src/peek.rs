@@ -2,6 +2,27 @@
 //! `state` with `wire::decode_server` only when it has something to do with it (its
 //! turn, its lobby, a move to confirm). A browser renders only the newest state too.
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// A `state` frame split into its parts, still encoded: checking the JSON once and
+/// decoding only the parts a client needs (the lobby when it changed, the game when
+/// it acts or confirms a move).
+#[derive(Debug, Deserialize)]
+pub struct StateParts<'a> {
+    #[serde(borrow)]
+    pub lobby: &'a RawValue,
+    #[serde(borrow)]
+    pub game: &'a RawValue,
+    #[serde(borrow)]
+    pub events: &'a RawValue,
+}
+
+/// Splits a `state` frame (`None`: not one).
+pub fn state_parts(text: &str) -> Option<StateParts<'_>> {
+    serde_json::from_str(text).ok()
+}
+
 /// The `type` of a server frame.
 pub fn frame_type(text: &str) -> &str {
     let rest = text.strip_prefix("{\"type\":\"").unwrap_or("");
@@ -35,5 +56,12 @@ mod tests {
         let s = r#"{"type":"state","game":{"you":0,"observation":{"to_act":null}}}"#;
         assert_eq!(turn(s), Some((0, None)));
         assert_eq!(turn(r#"{"type":"state","game":null}"#), None);
+        let p = state_parts(r#"{"type":"state","lobby":{"a":[1]},"game":null,"events":[]}"#);
+        let p = p.unwrap();
+        assert_eq!(
+            (p.lobby.get(), p.game.get(), p.events.get()),
+            (r#"{"a":[1]}"#, "null", "[]")
+        );
+        assert!(state_parts(r#"{"type":"state","lobby":null}"#).is_none());
     }
 }

@@ -107,7 +107,7 @@ impl Sim {
             c.slow_read_bytes_per_s = None;
         }
         // Frames a slow reader still held are read at once now.
-        let held: Vec<(u64, Vec<String>)> = self
+        let held: Vec<(u64, Vec<crate::outbox::Frame>)> = self
             .slow
             .iter_mut()
             .map(|(conn, s)| (*conn, s.frames.drain(..).collect()))

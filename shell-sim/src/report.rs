@@ -71,19 +71,34 @@ pub struct Report {
 
 pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// One step of the trace hash over `bytes`: FNV-1a's constants, eight bytes at a time
-/// (the trace is hashed over every output, so byte-at-a-time was the simulator's
-/// hottest loop).
-pub fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
+/// One step of the trace hash over `bytes`: FNV-1a's prime on eight-byte words, in
+/// four independent lanes so the multiplications overlap (the trace is hashed over
+/// every output, so this was once the simulator's hottest loop).
+pub fn fnv(h: u64, bytes: &[u8]) -> u64 {
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let mut lanes = [h, h ^ 0x9e37_79b9_7f4a_7c15, h.rotate_left(17), !h];
+    let word = |c: &[u8]| {
         let mut w = [0u8; 8];
         w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0100_0000_01b3);
+        u64::from_le_bytes(w)
+    };
+    let mut blocks = bytes.chunks_exact(32);
+    for b in &mut blocks {
+        for (lane, c) in lanes.iter_mut().zip(b.chunks_exact(8)) {
+            *lane = (*lane ^ word(c)).wrapping_mul(PRIME);
+            *lane ^= *lane >> 29;
+        }
+    }
+    let mut h = lanes
+        .iter()
+        .fold(0u64, |acc, l| (acc ^ l).wrapping_mul(PRIME).rotate_left(23));
+    let mut words = blocks.remainder().chunks_exact(8);
+    for c in &mut words {
+        h = (h ^ word(c)).wrapping_mul(PRIME);
         h ^= h >> 29;
     }
-    for b in chunks.remainder() {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    for b in words.remainder() {
+        h = (h ^ u64::from(*b)).wrapping_mul(PRIME);
     }
     h ^ bytes.len() as u64
 }

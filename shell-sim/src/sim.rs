@@ -27,7 +27,7 @@ use crate::world::{Ctx, TableInfo};
 /// A slow reader's socket: frames waiting to be read.
 #[derive(Debug, Default)]
 pub struct SlowSock {
-    pub frames: VecDeque<String>,
+    pub frames: VecDeque<crate::outbox::Frame>,
     pub reading: bool,
 }
 
