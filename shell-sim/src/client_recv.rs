@@ -192,7 +192,7 @@ impl Client {
             return;
         };
         // The lobby part changes rarely (joins, status); decode it only then.
-        let lobby_raw = parts.lobby.get();
+        let lobby_raw = parts.lobby;
         // (`self.lobby` may have been forgotten since, when the connection ended.)
         if self.lobby_raw != lobby_raw || (self.lobby.is_none() && lobby_raw != "null") {
             match serde_json::from_str::<Option<LobbyView>>(lobby_raw) {
@@ -206,7 +206,7 @@ impl Client {
             self.lobby_raw.clear();
             self.lobby_raw.push_str(lobby_raw);
         }
-        let Ok(game) = serde_json::from_str::<Option<GameView>>(parts.game.get()) else {
+        let Ok(game) = serde_json::from_str::<Option<GameView>>(parts.game) else {
             cx.report
                 .violation(now, format!("client {}: undecodable game", self.id));
             return;
