@@ -5,6 +5,7 @@
 
 use rand::Rng;
 use wizard_core::Time;
+use wizard_core::game::Event;
 use wizard_core::io::ConnId;
 use wizard_core::wire::{
     self, CloseCode, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage,
@@ -33,6 +34,9 @@ impl Client {
         {
             self.check_stream(cx, now, conn, seq, kept_before, replaceable);
             if peek::frame_type(&text) == "state" {
+                if self.accepted.is_some() {
+                    self.confirm_from_events(cx, now, &text);
+                }
                 self.latest_state = Some(text);
                 continue;
             }
@@ -174,9 +178,32 @@ impl Client {
         self.welcomed = false;
     }
 
+    /// A move the server applied shows up as its event in the next `state` with events
+    /// (every seat gets those; none is ever replaced or dropped).
+    fn confirm_from_events(&mut self, cx: &mut Ctx<'_>, now: Time, text: &str) {
+        let (Some((m, _)), Some(seat)) = (self.accepted, self.seat()) else {
+            return;
+        };
+        let Some(parts) = peek::state_parts(text).filter(|p| p.events != "[]") else {
+            return;
+        };
+        match serde_json::from_str::<Vec<Event>>(parts.events) {
+            Ok(events) if events.iter().any(|e| play::shows(e, seat, &m)) => {
+                self.accepted = None;
+                if self.sent == Some(m) {
+                    self.sent = None;
+                }
+                cx.report.move_latency(now.0.saturating_sub(m.sent_us));
+            }
+            Ok(_) => {}
+            Err(_) => cx
+                .report
+                .violation(now, format!("client {}: undecodable events", self.id)),
+        }
+    }
+
     fn on_state(&mut self, cx: &mut Ctx<'_>, now: Time, text: &str) {
         let must_decode = self.lobby.is_none()
-            || self.accepted.is_some()
             || self.inflight.is_some()
             || !self.in_game
             || match peek::turn(text) {
@@ -184,6 +211,9 @@ impl Client {
                 _ => true,
             };
         if !must_decode {
+            // A newer view exists in which this seat has nothing to do: the one held is
+            // outdated and must not be acted on.
+            self.obs = None;
             return;
         }
         let Some(parts) = peek::state_parts(text) else {
