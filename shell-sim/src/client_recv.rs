@@ -184,7 +184,8 @@ impl Client {
         let (Some((m, _)), Some(seat)) = (self.accepted, self.seat()) else {
             return;
         };
-        let Some(parts) = peek::state_parts(text).filter(|p| p.events != "[]") else {
+        let Some(parts) = peek::state_parts(text, &self.lobby_raw).filter(|p| p.events != "[]")
+        else {
             return;
         };
         match serde_json::from_str::<Vec<Event>>(parts.events) {
@@ -203,10 +204,15 @@ impl Client {
     }
 
     fn on_state(&mut self, cx: &mut Ctx<'_>, now: Time, text: &str) {
+        let Some(parts) = peek::state_parts(text, &self.lobby_raw) else {
+            cx.report
+                .violation(now, format!("client {}: undecodable state", self.id));
+            return;
+        };
         let must_decode = self.lobby.is_none()
             || self.inflight.is_some()
             || !self.in_game
-            || match peek::turn(text) {
+            || match peek::turn(parts.game) {
                 Some((you, Some(to_act))) => to_act == you,
                 _ => true,
             };
@@ -216,11 +222,6 @@ impl Client {
             self.obs = None;
             return;
         }
-        let Some(parts) = peek::state_parts(text) else {
-            cx.report
-                .violation(now, format!("client {}: undecodable state", self.id));
-            return;
-        };
         // The lobby part changes rarely (joins, status); decode it only then.
         let lobby_raw = parts.lobby;
         // (`self.lobby` may have been forgotten since, when the connection ended.)

@@ -1,6 +1,6 @@
-//! Cheap looks into the server's JSON frames, so that a simulated client decodes a full
-//! `state` with `wire::decode_server` only when it has something to do with it (its
-//! turn, its lobby, a move to confirm). A browser renders only the newest state too.
+//! Cheap looks into the server's JSON frames, so that a simulated client decodes the
+//! parts of a `state` only when it has something to do with them (its turn, its lobby,
+//! a move to confirm). A browser renders only the newest state too.
 
 /// A `state` frame split into its parts, still encoded, so that a client decodes only
 /// the parts it needs (the lobby when it changed, the game when it acts or confirms a
@@ -14,15 +14,26 @@ pub struct StateParts<'a> {
 
 /// Splits a `state` frame as the core lays it out (`None`: not one). Inside a JSON
 /// string every `"` is escaped, and no nested object has a `game` or `events` key, so
-/// the markers below can only be the top-level keys.
-pub fn state_parts(text: &str) -> Option<StateParts<'_>> {
+/// the markers below can only be the top-level keys. `known_lobby`, the lobby part of
+/// an earlier frame, spares the search when the lobby did not change.
+pub fn state_parts<'a>(text: &'a str, known_lobby: &str) -> Option<StateParts<'a>> {
+    const GAME: &str = ",\"game\":";
     let rest = text.strip_prefix("{\"type\":\"state\",\"lobby\":")?;
     let rest = rest.strip_suffix('}')?;
-    let game_at = rest.find(",\"game\":")?;
+    let game_at = match rest.get(known_lobby.len()..) {
+        Some(after)
+            if !known_lobby.is_empty()
+                && after.starts_with(GAME)
+                && rest.starts_with(known_lobby) =>
+        {
+            known_lobby.len()
+        }
+        _ => rest.find(GAME)?,
+    };
     let events_at = rest.rfind(",\"events\":")?;
     Some(StateParts {
         lobby: rest.get(..game_at)?,
-        game: rest.get(game_at + 8..events_at)?,
+        game: rest.get(game_at + GAME.len()..events_at)?,
         events: rest.get(events_at + 10..)?,
     })
 }
@@ -33,10 +44,10 @@ pub fn frame_type(text: &str) -> &str {
     rest.split('"').next().unwrap_or("")
 }
 
-/// For a `state` frame of a running game: (the viewer's seat, the seat to act).
-pub fn turn(text: &str) -> Option<(u8, Option<u8>)> {
-    let at = text.find("\"game\":{\"you\":")?;
-    let rest = text.get(at + 14..)?;
+/// For the game part of a `state` of a running game: (the viewer's seat, the seat to
+/// act).
+pub fn turn(game: &str) -> Option<(u8, Option<u8>)> {
+    let rest = game.strip_prefix("{\"you\":")?;
     let you = leading_number(rest)?;
     let at = rest.find("\"to_act\":")?;
     let rest = rest.get(at + 9..)?;
@@ -54,15 +65,25 @@ mod tests {
 
     #[test]
     fn peeks() {
-        let s = r#"{"type":"state","lobby":null,"game":{"you":2,"observation":{"players":4,"to_act":3,"x":1}}}"#;
+        let s = r#"{"type":"state","lobby":{"a":[1]},"game":{"you":2,"observation":{"players":4,"to_act":3,"x":1}},"events":[]}"#;
         assert_eq!(frame_type(s), "state");
-        assert_eq!(turn(s), Some((2, Some(3))));
-        let s = r#"{"type":"state","game":{"you":0,"observation":{"to_act":null}}}"#;
-        assert_eq!(turn(s), Some((0, None)));
-        assert_eq!(turn(r#"{"type":"state","game":null}"#), None);
-        let p = state_parts(r#"{"type":"state","lobby":{"a":[1]},"game":null,"events":[]}"#);
-        let p = p.unwrap();
-        assert_eq!((p.lobby, p.game, p.events), (r#"{"a":[1]}"#, "null", "[]"));
-        assert!(state_parts(r#"{"type":"state","lobby":null}"#).is_none());
+        let p = state_parts(s, "").unwrap();
+        assert_eq!((p.lobby, p.events), (r#"{"a":[1]}"#, "[]"));
+        assert_eq!(turn(p.game), Some((2, Some(3))));
+        // A known lobby gives the same split; a wrong one is not trusted.
+        assert_eq!(state_parts(s, r#"{"a":[1]}"#), Some(p));
+        assert_eq!(state_parts(s, r#"{"a":[2]}"#), Some(p));
+        assert_eq!(state_parts(s, r#"{"a":"#), Some(p));
+        assert_eq!(
+            turn(r#"{"you":0,"observation":{"to_act":null}}"#),
+            Some((0, None))
+        );
+        assert_eq!(turn("null"), None);
+        let p = state_parts(
+            r#"{"type":"state","lobby":null,"game":null,"events":[]}"#,
+            "",
+        );
+        assert_eq!(p.map(|p| (p.lobby, p.game)), Some(("null", "null")));
+        assert!(state_parts(r#"{"type":"state","lobby":null}"#, "").is_none());
     }
 }
