@@ -209,7 +209,10 @@ impl Client {
                 .violation(now, format!("client {}: undecodable state", self.id));
             return;
         };
+        // (A move still unconfirmed here missed its event, e.g. across a reconnect: the
+        // view must show it instead.)
         let must_decode = self.lobby.is_none()
+            || self.accepted.is_some()
             || self.inflight.is_some()
             || !self.in_game
             || match peek::turn(parts.game) {
