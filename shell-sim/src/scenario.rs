@@ -77,7 +77,8 @@ pub struct Arrivals {
     pub retry: Retry,
     /// Give up on a refused game after this many attempts.
     pub attempts_max: u32,
-    /// Or after this many seconds of trying (0: no limit).
+    /// Or when its game has not started this many seconds after it arrived, refused
+    /// again or still waiting for `accepting_games` (0: no limit).
     pub patience_s: f64,
     pub ips: u32,
 }
