@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use wizard_core::ai_bridge::AI_CONNECTIONS_MAX;
 use wizard_core::config::Config;
 use wizard_core::io::{ConnId, ConnKind, Input, MoveSource, Note, Output};
+use wizard_core::overload::connections::TcpCaps;
 use wizard_core::overload::level::{LevelState, LoadThresholds, classify, next_level};
 use wizard_core::wire::{self, AiErrorCode, AiReply, ErrorCode};
 use wizard_core::{Server, Time};
@@ -297,10 +298,22 @@ impl Checker {
             r.violation(now, format!("{} half-open probes", g.ai_probes_pending));
         }
         let caps = [
+            // Every connection the core holds came through the shell's socket cap,
+            // refused players waiting for their 1013 included.
             (
                 "connections",
                 g.connections,
-                (c.conns_max + AI_CONNECTIONS_MAX) as u64,
+                TcpCaps::for_conns_max(c.conns_max).cap as u64,
+            ),
+            (
+                "player connections",
+                g.player_connections,
+                c.conns_max as u64,
+            ),
+            (
+                "ai connections",
+                g.ai_connections,
+                AI_CONNECTIONS_MAX as u64,
             ),
             ("sessions", g.sessions, c.sessions_max as u64),
             ("lobbies", g.lobbies, c.lobbies_max as u64),

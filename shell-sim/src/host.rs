@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use wizard_core::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::overload::connections::TcpCaps;
 use wizard_core::wire::{self, ClientMessage};
 use wizard_core::{Server, Time};
 
@@ -72,6 +73,13 @@ pub struct Host {
     pub inputs_handled: u64,
     /// Connections dropped because their outbox overflowed (slow readers).
     pub overflows: u64,
+    /// The shell's socket caps (`TcpCaps`), and the sockets it holds.
+    pub tcp: TcpCaps,
+    pub tcp_open: usize,
+    /// Upgrades answered HTTP 503 (socket cap reached) and sockets closed at once
+    /// (past the reserve).
+    pub http_503: u64,
+    pub tcp_dropped: u64,
 }
 
 impl Host {
@@ -79,6 +87,7 @@ impl Host {
         let interval = server.config().load_sample_interval_us;
         let messages_max = server.config().outbound_queue_messages_max;
         let bytes_max = server.config().outbound_queue_bytes_max;
+        let tcp = TcpCaps::for_conns_max(server.config().conns_max);
         let mut probe = Probe::new(interval, Time::ZERO, cpu.stat());
         let first = probe.next_sleep_us();
         Host {
@@ -101,6 +110,10 @@ impl Host {
             window_bytes,
             inputs_handled: 0,
             overflows: 0,
+            tcp,
+            tcp_open: 0,
+            http_503: 0,
+            tcp_dropped: 0,
         }
     }
 
@@ -119,9 +132,33 @@ impl Host {
     }
 
     /// A frame reached the server: the reader task decodes it into the inbox.
-    pub fn arrive(&mut self, q: &mut EventQueue<Ev>, now: Time, conn: ConnId, what: Arrive) {
+    pub fn arrive(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        net: &Net,
+        now: Time,
+        conn: ConnId,
+        what: Arrive,
+    ) {
         let input = match what {
             Arrive::Open { ip, kind } => {
+                if self.tcp_open >= self.tcp.cap {
+                    // The shell's socket cap: HTTP 503 from the reserve, or closed at
+                    // once past it. Either way the upgrade fails and the core never
+                    // hears of the connection.
+                    if self.tcp_open < self.tcp.hard_cap {
+                        self.http_503 += 1;
+                    } else {
+                        self.tcp_dropped += 1;
+                    }
+                    self.burn(now, self.cost.scaled_us(self.cost.close_us));
+                    q.push(
+                        now.plus_us(net.latency_us(conn)),
+                        Ev::ClientClosed { conn, code: None },
+                    );
+                    return;
+                }
+                self.tcp_open += 1;
                 self.kinds.insert(conn, kind);
                 self.outboxes.insert(
                     conn,
@@ -129,6 +166,8 @@ impl Host {
                 );
                 Input::Opened { conn, kind, ip }
             }
+            // A socket the shell never took, or whose reader is gone already.
+            Arrive::Close if !self.kinds.contains_key(&conn) => return,
             Arrive::Close => Input::Closed { conn },
             Arrive::Binary => Input::BadFrame {
                 conn,
@@ -366,9 +405,11 @@ impl Host {
                 }
             }
         }
-        if let Some(conn) = closed {
-            self.kinds.remove(&conn);
+        if let Some(conn) = closed
+            && self.kinds.remove(&conn).is_some()
+        {
             self.outboxes.remove(&conn);
+            self.tcp_open = self.tcp_open.saturating_sub(1);
         }
         routed.append(&mut self.out);
         read + self.cost.core_us(h.kind, states, smalls) + self.cost.write_us * frames as f64

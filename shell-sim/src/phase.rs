@@ -1,9 +1,11 @@
-//! The run's phases: the per-second timeline, healing at the end of the fault phase
-//! (attacks, AI faults, stalls and background work stop; scripted full-speed players
-//! slow to human pace; a prober asks for a new lobby), and the final checks.
+//! The run's phases: the per-second timeline (and arrivals running out of patience),
+//! healing at the end of the fault phase (attacks, AI faults, stalls and background
+//! work stop; scripted full-speed players slow to human pace; a prober asks for a new
+//! lobby), and the final checks.
 
 use wizard_core::Time;
 use wizard_core::overload::LoadLevel;
+use wizard_core::wire::LobbyStatus;
 
 use crate::client::Role;
 use crate::dist::Dist;
@@ -69,6 +71,7 @@ impl Sim {
         };
         self.report.timeline.push(second);
         self.prev_counters = c;
+        self.lose_patience(now);
         for (conn, o) in &self.host.outboxes {
             if !o.within_caps() {
                 self.report
@@ -80,6 +83,32 @@ impl Sim {
             if n > cap {
                 self.report
                     .violation(now, format!("AI admission holds {n} > {cap}"));
+            }
+        }
+    }
+
+    /// An open-loop arrival whose game has not started `patience_s` after it arrived
+    /// walks away, also when it was waiting silently: the shipped client sends nothing
+    /// while `accepting_games` is false, so no refusal comes to end its wait.
+    fn lose_patience(&mut self, now: Time) {
+        let mut cx = Ctx {
+            q: &mut self.q,
+            net: &mut self.net,
+            report: &mut self.report,
+            tables: &mut self.tables,
+        };
+        for c in &mut self.clients {
+            let waiting = c.role == Role::Solo
+                && !c.done
+                && !c.gone
+                && !c.in_game
+                && c.inflight.is_none()
+                && c.lobby
+                    .as_ref()
+                    .is_none_or(|l| l.status == LobbyStatus::Waiting);
+            if waiting && c.patience_us.is_some_and(|p| now.since_us(c.born) > p) {
+                c.done = true;
+                c.leave(&mut cx, now);
             }
         }
     }
@@ -171,6 +200,12 @@ impl Sim {
             .insert("outbox_overflows".into(), self.host.overflows);
         if self.host.overflows > 0 {
             r.cover("outbox_overflow");
+        }
+        if self.host.http_503 + self.host.tcp_dropped > 0 {
+            r.counters.insert("http_503".into(), self.host.http_503);
+            r.counters
+                .insert("sockets_closed_at_once".into(), self.host.tcp_dropped);
+            r.cover("socket_cap");
         }
         if let Some(ai) = &self.ai {
             r.counters

@@ -9,7 +9,7 @@ use wizard_core::Time;
 use wizard_core::wire::ErrorCode;
 
 /// One second of the timeline.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Second {
     pub t_s: u64,
     pub level: &'static str,

@@ -236,7 +236,7 @@ impl Sim {
             tables: &mut self.tables,
         };
         match ev {
-            Ev::ServerArrive { conn, what } => self.host.arrive(cx.q, now, conn, what),
+            Ev::ServerArrive { conn, what } => self.host.arrive(cx.q, cx.net, now, conn, what),
             Ev::LoopRun => {
                 let mut obs = Observers {
                     check: &mut self.check,

@@ -10,8 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Slots kept for `/health` and `/metrics` above the normal cap.
-pub const RESERVE_SLOTS: usize = 16;
+use wizard_core::overload::connections::TcpCaps;
 
 /// How a newly accepted connection may be served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,21 +27,18 @@ pub struct TcpLimit {
     open: AtomicUsize,
     /// Connections served fully.
     cap: usize,
-    /// `cap` plus [`RESERVE_SLOTS`].
+    /// `cap` plus [`wizard_core::overload::connections::TCP_RESERVE_SLOTS`].
     hard_cap: usize,
 }
 
 impl TcpLimit {
-    /// A cap of `conns_max` plus headroom for handshakes in flight, AI connections and
-    /// the player connections the core itself refuses with 1013 (they must be able to
-    /// reach it to be told `busy`).
+    /// The caps of [`TcpCaps::for_conns_max`] (shared with the simulator).
     pub fn new(conns_max: usize) -> TcpLimit {
-        let headroom = (conns_max / 4).max(16);
-        let cap = conns_max.saturating_add(headroom);
+        let caps = TcpCaps::for_conns_max(conns_max);
         TcpLimit {
             open: AtomicUsize::new(0),
-            cap,
-            hard_cap: cap.saturating_add(RESERVE_SLOTS),
+            cap: caps.cap,
+            hard_cap: caps.hard_cap,
         }
     }
 
@@ -104,7 +100,7 @@ mod tests {
             assert_eq!(admission, Admission::Full);
             held.push(slot);
         }
-        for _ in 0..RESERVE_SLOTS {
+        for _ in 0..wizard_core::overload::connections::TCP_RESERVE_SLOTS {
             let (admission, slot) = limit.try_acquire().unwrap();
             assert_eq!(admission, Admission::Reserve);
             held.push(slot);

@@ -34,6 +34,32 @@ impl fmt::Display for ConnRefusal {
     }
 }
 
+/// Slots kept for `/health` and `/metrics` above the socket cap.
+pub const TCP_RESERVE_SLOTS: usize = 16;
+
+/// The shell's cap on open sockets, before any HTTP or websocket work: `cap` sockets
+/// are served fully (`conns_max` players plus headroom for handshakes in flight, AI
+/// connections and the players the core itself refuses with 1013, who must reach it to
+/// be told `busy`); up to `hard_cap` only `/health` and `/metrics` answer and anything
+/// else gets HTTP 503; past it a socket is closed at once. The simulator applies the
+/// same caps, so the core never sees more connections than `cap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpCaps {
+    pub cap: usize,
+    pub hard_cap: usize,
+}
+
+impl TcpCaps {
+    pub fn for_conns_max(conns_max: usize) -> TcpCaps {
+        let headroom = (conns_max / 4).max(16);
+        let cap = conns_max.saturating_add(headroom);
+        TcpCaps {
+            cap,
+            hard_cap: cap.saturating_add(TCP_RESERVE_SLOTS),
+        }
+    }
+}
+
 /// Counts open connections in total and per [`IpKey`].
 #[derive(Clone, Debug)]
 pub struct ConnectionLimiter {
