@@ -1,13 +1,18 @@
 //! The cost model: how much CPU time the server thread spends on each piece of work.
 //!
-//! Core figures are calibrated from the core's criterion benchmarks on the development
-//! machine (`cargo bench -p wizard-core --bench server`/`--bench game`): a move in a
-//! game of four humans with its four personal states encoded took 17.5 us, a message
-//! dropped by the flood limiter 57 ns, a `hello` 0.87 us, one observation built and
-//! encoded about 2.5 us. Shell figures (frame parsing, syscalls, wake-ups, upgrades)
-//! are estimates for a smol shell under a quota and are the first thing to calibrate
-//! against the shell's own cgroup measurements. `speed_factor` scales everything: 2.0
-//! models a machine twice as slow.
+//! Core figures come from the core's criterion benchmarks on the development machine
+//! (`cargo bench -p wizard-core --bench server`/`--bench game`): a move in a game of
+//! four humans with its four personal states took 4.8 us, of which about 1.8 us is the
+//! move and 0.75 us each state (the share of `broadcast_filtered` in a profile of the
+//! same run); a message dropped by the flood limiter 34 ns; a `hello` 0.48 us with its
+//! outputs; an observation built (0.33 us) and encoded (1.0 us) for the AI service.
+//! Shell figures (frame parsing and framing, syscalls, wake-ups, upgrades) are
+//! calibrated against the real server: at full speed with four humans per game it
+//! spends 46 us of CPU per move in all (docs/BENCHMARKS.md), so a frame read and each
+//! of the four frames written cost about 8 us. The model under-counts wake-ups at low
+//! load (the real server's CPU per move is 60 us at 1000 paced games, mostly per
+//! wake-up), which matters little for overload, where the loop is busy and batches.
+//! `speed_factor` scales everything: 2.0 models a machine twice as slow.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,8 +41,10 @@ pub struct CostModel {
     pub message_us: f64,
     /// Core: an AI reply, a close, a timeout, a load sample.
     pub other_us: f64,
-    /// Core: building and encoding one `state` (or AI request) output.
+    /// Core: building and encoding one `state` output.
     pub state_us: f64,
+    /// Core: building and encoding one `decide` request for the AI service.
+    pub ai_request_us: f64,
     /// Core: encoding one small output (`error`, `server_status`, `welcome`).
     pub small_us: f64,
 }
@@ -49,14 +56,15 @@ impl Default for CostModel {
             wake_us: 4.0,
             open_us: 40.0,
             close_us: 8.0,
-            read_us: 3.0,
-            write_us: 3.0,
-            dropped_us: 0.06,
+            read_us: 8.0,
+            write_us: 8.0,
+            dropped_us: 0.04,
             hello_us: 0.3,
-            action_us: 3.5,
+            action_us: 1.8,
             message_us: 1.0,
             other_us: 0.5,
-            state_us: 3.5,
+            state_us: 0.75,
+            ai_request_us: 1.5,
             small_us: 0.2,
         }
     }
@@ -74,10 +82,19 @@ pub enum WorkKind {
     Other,
 }
 
+/// The frames one handled input sent, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub frames: usize,
+    pub states: usize,
+    pub ai_requests: usize,
+    pub smalls: usize,
+}
+
 impl CostModel {
-    /// CPU time of one handled input that produced `states` state-sized and `smalls`
-    /// small outputs (the reader's and writers' shell costs are added separately).
-    pub fn core_us(&self, kind: WorkKind, states: usize, smalls: usize) -> f64 {
+    /// CPU time of one handled input that sent `sent` (the reader's and writers' shell
+    /// costs are added separately).
+    pub fn core_us(&self, kind: WorkKind, sent: Sent) -> f64 {
         let base = match kind {
             WorkKind::Open => self.open_us,
             WorkKind::Close => self.close_us,
@@ -87,7 +104,9 @@ impl CostModel {
             WorkKind::Message => self.message_us,
             WorkKind::Other => self.other_us,
         };
-        base + self.state_us * states as f64 + self.small_us * smalls as f64
+        base + self.state_us * sent.states as f64
+            + self.ai_request_us * sent.ai_requests as f64
+            + self.small_us * sent.smalls as f64
     }
 
     /// Scales modelled microseconds by the speed factor into whole microseconds.

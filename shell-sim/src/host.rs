@@ -12,7 +12,7 @@ use wizard_core::overload::connections::TcpCaps;
 use wizard_core::wire::{self, ClientMessage};
 use wizard_core::{Server, Time};
 
-use crate::cost::{CostModel, WorkKind};
+use crate::cost::{CostModel, Sent, WorkKind};
 use crate::cpu::Cpu;
 use crate::net::{Arrive, Ev, Net};
 use crate::outbox::Outbox;
@@ -393,15 +393,16 @@ impl Host {
             h.kind = WorkKind::Dropped;
         }
         observer.handled(&h, &input, &self.out, &self.server);
-        let (mut states, mut smalls, mut frames) = (0usize, 0usize, 0usize);
+        let mut sent = Sent::default();
         for o in &self.out {
             if let Output::Send { conn, text, state } = o {
-                frames += 1;
-                let ai = self.kinds.get(conn) == Some(&ConnKind::Ai);
-                if *state || ai || text.len() > 512 {
-                    states += 1;
+                sent.frames += 1;
+                if self.kinds.get(conn) == Some(&ConnKind::Ai) {
+                    sent.ai_requests += 1;
+                } else if *state || text.len() > 512 {
+                    sent.states += 1;
                 } else {
-                    smalls += 1;
+                    sent.smalls += 1;
                 }
             }
         }
@@ -412,6 +413,6 @@ impl Host {
             self.tcp_open = self.tcp_open.saturating_sub(1);
         }
         routed.append(&mut self.out);
-        read + self.cost.core_us(h.kind, states, smalls) + self.cost.write_us * frames as f64
+        read + self.cost.core_us(h.kind, sent) + self.cost.write_us * sent.frames as f64
     }
 }
