@@ -165,7 +165,7 @@ impl Checker {
         if h.dropped || h.messages_accepted == 0 {
             return;
         }
-        let (mut errors, mut answers) = (0, 0);
+        let (mut errors, mut answers, mut states) = (0, 0, 0);
         let mut busy = false;
         for o in out {
             match o {
@@ -174,17 +174,20 @@ impl Checker {
                     if text.starts_with("{\"type\":\"error\"") {
                         errors += 1;
                         busy |= text.contains("\"code\":\"busy\"");
+                    } else if text.starts_with("{\"type\":\"state\"") {
+                        states += 1;
                     }
                 }
                 Output::Close { conn: c2, .. } if *c2 == conn => answers += 1,
                 _ => {}
             }
         }
-        if errors > 1 || answers == 0 {
+        // Exactly one outcome: an `error` (and no new view), or what the message did.
+        if errors > 1 || answers == 0 || (errors == 1 && states > 0) {
             r.violation(
                 now,
                 format!(
-                    "conn {conn}: {:?} got {answers} answers, {errors} errors",
+                    "conn {conn}: {:?} got {answers} answers, {errors} errors, {states} states",
                     h.message
                 ),
             );
