@@ -20,6 +20,10 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "refused_busy",
     "refused_rate_limited",
     "conn_refused_per_ip",
+    "conn_refused_total",
+    "conn_refused_ai_connections",
+    "socket_cap",
+    "fallback_inflight_cap",
     "close_sent_1008",
     "close_sent_1013",
     "breaker_opened",
@@ -166,6 +170,44 @@ pub fn scenario(seed: u64) -> Scenario {
             at_s: r.random_range(1.0..end),
             ms: r.random_range(100.0..1500.0),
         });
+    }
+    // Tight caps, drawn last so the draws above stay as they were: a storm against a
+    // small `MAX_CONNECTIONS` (refused in the core, then at the shell's socket cap), a
+    // small `MAX_SESSIONS`, too many AI connections, a one-request AI in-flight cap.
+    // Without arrivals (they would fill the table with honest players) and without
+    // reconnecting players: a full table locks those out of their running games, a
+    // known gap (fixtures/scenarios/gaps/reconnect_lockout.json).
+    if r.random_bool(0.25) {
+        s.arrivals.clear();
+        for t in &mut s.tables {
+            t.reconnectors = 0;
+        }
+        let players: u32 = s.tables.iter().map(|t| u32::from(t.humans) * t.count).sum();
+        let room = players + r.random_range(8..24u32);
+        s.env.insert("MAX_CONNECTIONS".into(), room.to_string());
+        s.env
+            .insert("MAX_CONNECTIONS_PER_IP".into(), room.to_string());
+        s.env.insert(
+            "MAX_SESSIONS".into(),
+            (room + r.random_range(0..8)).to_string(),
+        );
+        s.attacks.push(Attack {
+            kind: AttackKind::Storm,
+            count: 1,
+            rate_per_s: r.random_range(30.0..120.0),
+            from_s: r.random_range(0.0..end / 2.0),
+            to_s: end,
+            ips: r.random_range(1..40),
+            hold_ms: 2000.0,
+        });
+    }
+    if let Some(ai) = &mut s.ai
+        && r.random_bool(0.15)
+    {
+        ai.connections = r.random_range(17..20);
+    }
+    if s.ai.is_some() && r.random_bool(0.2) {
+        s.env.insert("AI_MAX_INFLIGHT".into(), "1".into());
     }
     s
 }
