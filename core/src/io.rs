@@ -179,6 +179,17 @@ pub enum Note {
         ip: IpAddr,
         reason: RefuseReason,
     },
+    /// Opened with `MAX_CONNECTIONS` reached: held, uncounted, until its `hello`.
+    ConnectionHeld {
+        conn: ConnId,
+        ip: IpAddr,
+    },
+    /// A held connection's `hello` resumed a player of a running game: admitted past
+    /// `MAX_CONNECTIONS`.
+    ResumedPastCap {
+        conn: ConnId,
+        ip: IpAddr,
+    },
     FloodClosed {
         conn: ConnId,
         ip: IpAddr,
@@ -251,6 +262,8 @@ pub enum WakeReason {
     Sweep,
     /// The shutdown grace period ends.
     Shutdown,
+    /// A connection held over `MAX_CONNECTIONS` did not say `hello` in time.
+    HelloGrace,
 }
 
 /// A closing helper: the `error` code sent just before a close, if any.

@@ -30,7 +30,7 @@ use crate::session::{LobbyId, SessionId, SessionRegistry};
 use crate::stats::{Counters, Gauges, bump};
 use crate::time::Time;
 use crate::timers::Timers;
-use crate::wire::{self, AiHealth, CloseCode, ErrorCode, Health, ServerMessage};
+use crate::wire::{self, AiHealth, CloseCode, ErrorCode, Health, LobbyStatus, ServerMessage};
 
 /// How often idle per-IP buckets are swept.
 const SWEEP_INTERVAL_US: u64 = 30_000_000;
@@ -50,7 +50,14 @@ struct Conn {
     closing: bool,
     /// Whether it holds a slot of the connection limiter.
     counted: bool,
+    /// Opened with `MAX_CONNECTIONS` reached: held, uncounted, until its `hello` shows
+    /// a player of a running game coming back (admitted past the cap) or anything else
+    /// (refused with `busy` and 1013), for at most [`HELLO_GRACE_US`].
+    waiting: bool,
 }
+
+/// How long a connection over `MAX_CONNECTIONS` may take to say `hello`.
+pub const HELLO_GRACE_US: u64 = 5_000_000;
 
 /// A named deadline.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -61,6 +68,7 @@ enum TimerKey {
     Breaker,
     Sweep,
     Shutdown,
+    HelloGrace(ConnId),
 }
 
 impl TimerKey {
@@ -72,6 +80,7 @@ impl TimerKey {
             TimerKey::Breaker => WakeReason::Breaker,
             TimerKey::Sweep => WakeReason::Sweep,
             TimerKey::Shutdown => WakeReason::Shutdown,
+            TimerKey::HelloGrace(_) => WakeReason::HelloGrace,
         }
     }
 }
@@ -303,6 +312,7 @@ impl Server {
             status_sent: None,
             closing: false,
             counted: false,
+            waiting: false,
         };
         let refusal = match kind {
             ConnKind::Player => match self.limiter.try_open(conn, IpKey::new(ip)) {
@@ -310,13 +320,26 @@ impl Server {
                     entry.counted = true;
                     None
                 }
-                Err(ConnRefusal::Total) => Some(RefuseReason::Total),
                 Err(ConnRefusal::PerIp) => Some(RefuseReason::PerIp),
+                Err(ConnRefusal::Total) if self.limiter.ip_full(IpKey::new(ip)) => {
+                    Some(RefuseReason::PerIp)
+                }
+                // It may be a player of a running game coming back: its `hello` tells.
+                Err(ConnRefusal::Total) => {
+                    entry.waiting = true;
+                    None
+                }
             },
             ConnKind::Ai => (!self.bridge.connect(conn)).then_some(RefuseReason::AiConnections),
         };
+        let waiting = entry.waiting;
         self.conns.insert(conn, entry);
         match refusal {
+            None if waiting => {
+                self.timers
+                    .set(TimerKey::HelloGrace(conn), now.plus_us(HELLO_GRACE_US));
+                out.push(Output::Note(Note::ConnectionHeld { conn, ip }));
+            }
             None => {
                 self.counters.connections_opened += 1;
                 if kind == ConnKind::Ai {
@@ -350,6 +373,57 @@ impl Server {
             );
         }
         self.close(conn, CloseCode::ConnectionLimit, out);
+    }
+
+    /// Refuses a connection held over `MAX_CONNECTIONS` (`busy`, then 1013).
+    fn refuse_waiting(&mut self, conn: ConnId, out: &mut Vec<Output>) {
+        let Some(c) = self.conns.get_mut(&conn).filter(|c| c.waiting) else {
+            return;
+        };
+        c.waiting = false;
+        let ip = c.ip;
+        self.timers.cancel(&TimerKey::HelloGrace(conn));
+        self.refuse_connection(conn, ip, RefuseReason::Total, out);
+    }
+
+    /// A connection held over `MAX_CONNECTIONS` said `hello`: a player of a running game
+    /// coming back is admitted past the cap (its game must go on); anyone else is
+    /// refused. Returns whether it was admitted.
+    fn admit_waiting(&mut self, conn: ConnId, token: Option<&str>, out: &mut Vec<Output>) -> bool {
+        let Some(ip) = self.conns.get(&conn).map(|c| c.ip) else {
+            return false;
+        };
+        let in_running_game = token
+            .and_then(|t| self.sessions.find_by_token(t))
+            .and_then(|id| self.sessions.get(id))
+            .and_then(|s| s.lobby)
+            .and_then(|id| self.lobbies.get(id))
+            .is_some_and(|l| l.status == LobbyStatus::Playing);
+        if !in_running_game {
+            self.refuse_waiting(conn, out);
+            return false;
+        }
+        match self.limiter.try_open_past_total(conn, IpKey::new(ip)) {
+            Ok(()) => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.waiting = false;
+                    c.counted = true;
+                }
+                self.timers.cancel(&TimerKey::HelloGrace(conn));
+                self.counters.connections_opened += 1;
+                self.counters.resumed_past_cap += 1;
+                out.push(Output::Note(Note::ResumedPastCap { conn, ip }));
+                true
+            }
+            Err(_) => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.waiting = false;
+                }
+                self.timers.cancel(&TimerKey::HelloGrace(conn));
+                self.refuse_connection(conn, ip, RefuseReason::PerIp, out);
+                false
+            }
+        }
     }
 
     /// The per-connection token bucket: true when the frame may be handled.
@@ -433,6 +507,7 @@ impl Server {
                         .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
                 }
                 TimerKey::Shutdown => self.finish_shutdown(out),
+                TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, out),
             }
         }
     }
@@ -549,6 +624,9 @@ impl Server {
         };
         if c.counted {
             self.limiter.close(conn);
+        }
+        if c.waiting {
+            self.timers.cancel(&TimerKey::HelloGrace(conn));
         }
         match c.kind {
             ConnKind::Ai => {

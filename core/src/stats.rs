@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 pub struct Counters {
     /// Player and AI connections accepted (after the connection limits).
     pub connections_opened: u64,
+    /// Players of running games admitted past `MAX_CONNECTIONS` when they came back.
+    pub resumed_past_cap: u64,
     /// Connections refused at the door, by reason (`total`, `per_ip`, `sessions`, ...).
     pub connections_refused: BTreeMap<&'static str, u64>,
     /// Close frames the core asked for, by close code.

@@ -22,6 +22,7 @@ use crate::report::Report;
 pub struct Checker {
     thresholds: Option<LoadThresholds>,
     forced: bool,
+    conns_per_ip_max: usize,
     level: LevelState,
     conn_ip: BTreeMap<ConnId, (IpAddr, bool)>,
     open_per_ip: BTreeMap<IpAddr, usize>,
@@ -75,9 +76,11 @@ impl Checker {
             return;
         };
         let now = h.now;
-        let refused = out.iter().any(
-            |o| matches!(o, Output::Note(Note::ConnectionRefused { conn: c2, .. }) if *c2 == conn),
-        );
+        let refused = out.iter().any(|o| {
+            matches!(o, Output::Note(Note::ConnectionRefused { conn: c2, .. }
+                | Note::ConnectionHeld { conn: c2, .. }) if *c2 == conn)
+        });
+        // (A held connection counts once its hello resumes a running game's player.)
         let counted = !refused && kind == ConnKind::Player;
         self.conn_ip.insert(conn, (ip, counted));
         self.conn_msgs.insert(conn, (now, 0));
@@ -308,10 +311,11 @@ impl Checker {
                 g.connections,
                 TcpCaps::for_conns_max(c.conns_max).cap as u64,
             ),
+            // Players of running games coming back may pass `MAX_CONNECTIONS`.
             (
                 "player connections",
                 g.player_connections,
-                c.conns_max as u64,
+                c.conns_max as u64 + server.counters().resumed_past_cap,
             ),
             (
                 "ai connections",
@@ -352,6 +356,14 @@ impl Checker {
                     r.cover(&format!("conn_refused_{}", reason.name()))
                 }
                 Note::FloodClosed { .. } => r.cover("close_1008"),
+                Note::ResumedPastCap { conn, ip } => {
+                    self.conn_ip.insert(*conn, (*ip, true));
+                    let n = self.open_per_ip.entry(*ip).or_insert(0);
+                    *n += 1;
+                    if *n > self.conns_per_ip_max {
+                        r.violation(now, format!("{n} connections open from {ip}"));
+                    }
+                }
                 Note::Refused { code, .. } => r.cover(&format!("refused_{}", code.name())),
                 Note::BreakerOpened { .. } => r.cover("breaker_opened"),
                 Note::BreakerClosed => r.cover("breaker_closed"),
@@ -398,6 +410,7 @@ impl Observer for Observers<'_> {
         if k.thresholds.is_none() {
             k.thresholds = Some(Checker::config_thresholds(c));
             k.forced = c.load_force_level.is_some();
+            k.conns_per_ip_max = c.conns_per_ip_max;
             k.breaker_prev = "closed";
         }
         match input {

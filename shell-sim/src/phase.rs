@@ -201,6 +201,11 @@ impl Sim {
         if self.host.overflows > 0 {
             r.cover("outbox_overflow");
         }
+        if counters.resumed_past_cap > 0 {
+            r.counters
+                .insert("resumed_past_cap".into(), counters.resumed_past_cap);
+            r.cover("resumed_past_cap");
+        }
         if self.host.http_503 + self.host.tcp_dropped > 0 {
             r.counters.insert("http_503".into(), self.host.http_503);
             r.counters

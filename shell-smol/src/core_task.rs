@@ -282,6 +282,14 @@ pub fn log_note(note: &Note) {
             reason = reason.name(),
             "Refusing connection from {ip}: connection limit reached"
         ),
+        Note::ConnectionHeld { conn, ip } => debug!(
+            conn,
+            "Holding connection from {ip} over the connection limit until its hello"
+        ),
+        Note::ResumedPastCap { conn, ip } => info!(
+            conn,
+            "Admitting a player of a running game from {ip} past the connection limit"
+        ),
         Note::FloodClosed { conn, ip } => {
             warn!(conn, "Closing connection from {ip}: message flood")
         }

@@ -66,6 +66,10 @@ const COUNTERS: &[(&str, &str)] = &[
         "connections_opened",
         "Websocket connections accepted by the core",
     ),
+    (
+        "resumed_past_cap",
+        "Players of running games admitted past MAX_CONNECTIONS when they came back",
+    ),
     ("messages", "Client messages handled"),
     (
         "messages_dropped",
@@ -224,8 +228,9 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 18] = [
+        let absolute: [(&str, u64); 19] = [
             ("connections_opened", c.connections_opened),
+            ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
             ("messages_dropped", c.messages_dropped),
             ("games_started", c.games_started),

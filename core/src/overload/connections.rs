@@ -88,10 +88,26 @@ impl ConnectionLimiter {
     /// An id that is already open keeps its slot (and its original IP) and is not
     /// counted twice; the call returns `Ok(())`.
     pub fn try_open(&mut self, conn_id: u64, ip: IpKey) -> Result<(), ConnRefusal> {
+        self.open_checked(conn_id, ip, true)
+    }
+
+    /// Counts `conn_id` past the total cap: a player of a running game coming back may
+    /// always have its seat's connection (the shell's socket cap still bounds how many
+    /// connections exist). Only the per-IP cap applies.
+    pub fn try_open_past_total(&mut self, conn_id: u64, ip: IpKey) -> Result<(), ConnRefusal> {
+        self.open_checked(conn_id, ip, false)
+    }
+
+    /// Whether `ip` holds `conns_per_ip_max` connections.
+    pub fn ip_full(&self, ip: IpKey) -> bool {
+        self.per_ip.get(&ip).copied().unwrap_or(0) >= self.conns_per_ip_max
+    }
+
+    fn open_checked(&mut self, conn_id: u64, ip: IpKey, total: bool) -> Result<(), ConnRefusal> {
         if self.open.contains_key(&conn_id) {
             return Ok(());
         }
-        if self.open.len() >= self.conns_max {
+        if total && self.open.len() >= self.conns_max {
             return Err(ConnRefusal::Total);
         }
         let for_ip = self.per_ip.entry(ip).or_insert(0);

@@ -20,6 +20,18 @@ impl Server {
         message: ClientMessage,
         out: &mut Vec<Output>,
     ) {
+        if self.conns.get(&conn).is_some_and(|c| c.waiting) {
+            let admitted = match &message {
+                ClientMessage::Hello { token } => self.admit_waiting(conn, token.as_deref(), out),
+                _ => {
+                    self.refuse_waiting(conn, out);
+                    false
+                }
+            };
+            if !admitted {
+                return;
+            }
+        }
         let session = self.conns.get(&conn).and_then(|c| c.session);
         let Some(session) = session else {
             if let ClientMessage::Hello { token } = message {

@@ -389,6 +389,13 @@ fn connection_limiter_table() {
     assert_eq!(limiter.try_open(4, b), Ok(()));
     assert_eq!(limiter.try_open(5, b), Err(ConnRefusal::Total));
     assert_eq!(limiter.open(), 3);
+    // Past the total (a player of a running game coming back) only the per-IP cap holds.
+    assert!(limiter.ip_full(a) && !limiter.ip_full(b));
+    assert_eq!(limiter.try_open_past_total(6, a), Err(ConnRefusal::PerIp));
+    assert_eq!(limiter.try_open_past_total(6, b), Ok(()));
+    assert_eq!(limiter.open(), 4);
+    assert!(limiter.ip_full(b));
+    assert!(limiter.close(6));
     assert!(limiter.close(1));
     assert!(!limiter.close(1), "double close is a no-op");
     assert!(!limiter.close(99), "unknown id is a no-op");

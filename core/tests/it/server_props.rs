@@ -72,6 +72,8 @@ struct World {
     /// Decide requests not yet answered: (request id, AI conn, legal actions).
     decides: Vec<(u64, u64, Vec<Value>)>,
     level: LevelState,
+    /// Players of running games admitted past `CONNS_MAX` when they came back.
+    past_cap: u64,
     /// The last lobby status each connection saw, by lobby code.
     statuses: BTreeMap<(u64, String), String>,
 }
@@ -86,12 +88,28 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
         Op::Connect { ip } => {
             w.next_conn += 1;
             let conn = w.next_conn;
+            let before = d.server.gauges().player_connections;
             d.open(conn, &format!("10.0.0.{ip}"));
-            let refused =
-                d.seen.get(&conn).and_then(|s| s.closed) == Some(CloseCode::ConnectionLimit);
-            if refused {
+            let refused = |d: &Driver| {
+                d.seen.get(&conn).and_then(|s| s.closed) == Some(CloseCode::ConnectionLimit)
+            };
+            if refused(d) {
                 prop_assert_eq!(d.last_errors(conn), vec!["busy".to_string()]);
                 d.close(conn);
+            } else if d.server.gauges().player_connections == before {
+                // Held over MAX_CONNECTIONS until its hello: a player of a running game
+                // coming back is admitted past the cap, anyone else refused.
+                let token = pick(&w.tokens, ip);
+                d.hello(conn, token.as_deref());
+                if refused(d) {
+                    prop_assert_eq!(d.last_errors(conn), vec!["busy".to_string()]);
+                    d.close(conn);
+                } else {
+                    let status = d.state(conn).map(|v| v["lobby"]["status"].clone());
+                    prop_assert_eq!(status, Some(json!("playing")), "admitted past the cap");
+                    w.past_cap += 1;
+                    w.players.push((conn, ip));
+                }
             } else {
                 w.players.push((conn, ip));
             }
@@ -341,7 +359,7 @@ fn check_move_reached_everyone(d: &Driver, mover: u64) -> Result<(), TestCaseErr
 /// Promises that hold after every step.
 fn check_invariants(d: &Driver, w: &mut World) -> Result<(), TestCaseError> {
     let g = d.server.gauges();
-    prop_assert!(g.player_connections <= CONNS_MAX);
+    prop_assert!(g.player_connections <= CONNS_MAX + w.past_cap);
     prop_assert!(g.ip_table_entries <= IP_TABLE_MAX);
     prop_assert!(g.ai_probes_pending <= 1, "at most one half-open probe");
     let mut per_ip: BTreeMap<u8, usize> = BTreeMap::new();

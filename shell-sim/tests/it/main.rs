@@ -1,5 +1,6 @@
 //! The simulator's integration tests: the six required scenarios of the overload
-//! design (each with its assertions), determinism, and a swarm batch with coverage.
+//! design (each with its assertions), players coming back through a full server,
+//! determinism, and a swarm batch with coverage.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 
@@ -9,6 +10,7 @@ mod common;
 mod determinism;
 mod limits;
 mod metastability;
+mod reconnect;
 mod seed_overload;
 mod stalls;
 mod swarm;
