@@ -235,6 +235,9 @@ pub enum Note {
         lobby: u64,
     },
     SessionExpired,
+    /// At `MAX_SESSIONS`, the longest-disconnected session outside a running game was
+    /// forgotten to make room for a new one.
+    SessionEvicted,
     ShutdownStarted,
 }
 

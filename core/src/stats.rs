@@ -34,6 +34,9 @@ pub struct Counters {
     /// Load level changes, by the level entered.
     pub level_changes: BTreeMap<&'static str, u64>,
     pub sessions_expired: u64,
+    /// Disconnected sessions outside running games forgotten at `MAX_SESSIONS` to make
+    /// room for a new player.
+    pub sessions_evicted: u64,
 }
 
 /// Adds one to `map[key]`.

@@ -37,6 +37,11 @@ impl<K: Ord + Clone> Timers<K> {
         }
     }
 
+    /// Every deadline in time order, earliest first.
+    pub fn iter(&self) -> impl Iterator<Item = (Time, &K)> {
+        self.by_time.iter().map(|(t, k)| (*t, k))
+    }
+
     /// The earliest deadline and its key.
     pub fn next(&self) -> Option<(Time, &K)> {
         self.by_time.first().map(|(t, k)| (*t, k))

@@ -201,6 +201,11 @@ impl Sim {
         if self.host.overflows > 0 {
             r.cover("outbox_overflow");
         }
+        if counters.sessions_evicted > 0 {
+            r.counters
+                .insert("sessions_evicted".into(), counters.sessions_evicted);
+            r.cover("session_evicted");
+        }
         if counters.resumed_past_cap > 0 {
             r.counters
                 .insert("resumed_past_cap".into(), counters.resumed_past_cap);

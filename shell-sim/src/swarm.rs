@@ -175,13 +175,10 @@ pub fn scenario(seed: u64) -> Scenario {
     // Tight caps, drawn last so the draws above stay as they were: a storm against a
     // small `MAX_CONNECTIONS` (refused in the core, then at the shell's socket cap), a
     // small `MAX_SESSIONS`, too many AI connections, a one-request AI in-flight cap.
-    // Without arrivals (they would fill the table with honest players, whom the
-    // liveness prober could not pass) and without junk senders, whose abandoned
-    // lobbies hold sessions for `SESSION_TTL`: a known gap
-    // (fixtures/scenarios/gaps/abandoned_lobbies.json).
+    // Without arrivals: they would fill the table with honest players, whom the
+    // liveness prober could not pass.
     if r.random_bool(0.25) {
         s.arrivals.clear();
-        s.attacks.retain(|a| a.kind != AttackKind::Junk);
         let players: u32 = s.tables.iter().map(|t| u32::from(t.humans) * t.count).sum();
         let room = players + r.random_range(8..24u32);
         s.env.insert("MAX_CONNECTIONS".into(), room.to_string());

@@ -81,6 +81,10 @@ const COUNTERS: &[(&str, &str)] = &[
     ("ai_requests", "Decision requests sent to the AI service"),
     ("breaker_opened", "Times the AI circuit breaker opened"),
     ("sessions_expired", "Sessions expired"),
+    (
+        "sessions_evicted",
+        "Disconnected sessions outside running games forgotten at MAX_SESSIONS",
+    ),
     ("tcp_accepted", "TCP connections accepted"),
     (
         "tcp_refused",
@@ -228,7 +232,7 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 19] = [
+        let absolute: [(&str, u64); 20] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -239,6 +243,7 @@ impl Metrics {
             ("ai_requests", c.ai_requests),
             ("breaker_opened", c.breaker_opened),
             ("sessions_expired", c.sessions_expired),
+            ("sessions_evicted", c.sessions_evicted),
             ("tcp_accepted", relaxed(&shell.tcp_accepted)),
             ("tcp_refused", relaxed(&shell.tcp_refused)),
             ("http_unavailable", relaxed(&shell.http_unavailable)),

@@ -6,11 +6,15 @@ use crate::lobby::{LobbyError, clean_name};
 use crate::overload::limiter::IpKey;
 use crate::session::{LobbyId, SessionId};
 use crate::time::Time;
-use crate::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
+use crate::wire::{ClientMessage, CloseCode, ErrorCode, LobbyStatus, ServerMessage};
 
 use super::{Server, TimerKey};
 
 const BUSY_MESSAGE: &str = "The server is busy. Try again in a moment.";
+
+/// How many disconnected sessions (oldest first) a `hello` at `MAX_SESSIONS` looks at
+/// for one to give up its seat, so that a flood of hellos costs bounded work each.
+const EVICT_SCAN_MAX: usize = 64;
 
 impl Server {
     pub(super) fn on_message(
@@ -103,7 +107,15 @@ impl Server {
                 self.resume(now, id, conn, out);
                 id
             }
-            None => match self.sessions.create() {
+            None => match self.sessions.create().or_else(|full| {
+                // At MAX_SESSIONS a player who left a lobby that is not playing makes
+                // room (abandoned lobbies must not lock new players out for the TTL).
+                if self.evict_idle_session(now, out) {
+                    self.sessions.create()
+                } else {
+                    Err(full)
+                }
+            }) {
                 Ok(id) => id,
                 Err(_) => {
                     let ip = self.conns.get(&conn).map(|c| c.ip);
@@ -384,6 +396,37 @@ impl Server {
                 self.sessions.remove(session);
             }
         }
+    }
+
+    /// Forgets the session that has been disconnected longest among those not seated in
+    /// a running game (their seat is given up as if they had left), looking at no more
+    /// than [`EVICT_SCAN_MAX`] of the disconnected sessions. Returns whether one went.
+    fn evict_idle_session(&mut self, now: Time, out: &mut Vec<Output>) -> bool {
+        let victim = self
+            .timers
+            .iter()
+            .filter_map(|(_, key)| match key {
+                TimerKey::Session(id) => Some(*id),
+                _ => None,
+            })
+            .take(EVICT_SCAN_MAX)
+            .find(|&id| {
+                self.sessions.get(id).is_some_and(|s| {
+                    s.conn.is_none()
+                        && s.lobby
+                            .and_then(|l| self.lobbies.get(l))
+                            .is_none_or(|l| l.status != LobbyStatus::Playing)
+                })
+            });
+        let Some(id) = victim else {
+            return false;
+        };
+        self.timers.cancel(&TimerKey::Session(id));
+        self.leave_lobby(now, id, out);
+        self.sessions.remove(id);
+        self.counters.sessions_evicted += 1;
+        out.push(Output::Note(Note::SessionEvicted));
+        true
     }
 
     pub(super) fn expire_session(&mut self, now: Time, session: SessionId, out: &mut Vec<Output>) {

@@ -1,6 +1,6 @@
 //! The simulator's integration tests: the six required scenarios of the overload
-//! design (each with its assertions), players coming back through a full server,
-//! determinism, and a swarm batch with coverage.
+//! design (each with its assertions), honest players on a full server (coming back to
+//! running games, abandoned lobbies), determinism, and a swarm batch with coverage.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 

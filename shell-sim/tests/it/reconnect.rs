@@ -1,6 +1,6 @@
-//! Players of running games come back through a full server: a storm from many
-//! addresses fills `MAX_CONNECTIONS` and the socket cap, and reconnecting players are
-//! admitted past the cap instead of being locked out of their games.
+//! Full servers and honest players: players of running games come back through a storm
+//! that fills `MAX_CONNECTIONS` and the socket cap (admitted past the cap), and new
+//! players are not locked out by sessions of abandoned lobbies.
 
 use crate::common::{assert_clean, run, scenario};
 
@@ -21,4 +21,17 @@ fn players_of_running_games_get_back_in_through_a_storm() {
             "the storm never reached the socket cap"
         );
     }
+}
+
+/// Abandoned lobbies do not lock new players out: at `MAX_SESSIONS` the player gone
+/// longest from a lobby that is not playing makes room (the swarm's seed 154).
+#[test]
+fn abandoned_lobbies_make_room_for_new_players() {
+    let r = run(scenario("abandoned_lobbies"), 154);
+    println!("{}", r.render());
+    assert_clean(&r, &[]);
+    assert!(
+        r.coverage.get("session_evicted").copied().unwrap_or(0) > 0,
+        "no session made room"
+    );
 }
