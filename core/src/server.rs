@@ -190,6 +190,10 @@ impl Server {
                     self.on_message(now, conn, message, out);
                 }
             }
+            Input::Undecodable { conn, .. } if self.conns.get(&conn).is_some_and(|c| c.waiting) => {
+                // Held over MAX_CONNECTIONS: only a `hello` may follow.
+                self.refuse_waiting(conn, out);
+            }
             Input::Undecodable { conn, error } => {
                 if self.admit_frame(now, conn, out) {
                     self.send_error(conn, ErrorCode::Invalid, &error.to_string(), None, out);
