@@ -14,7 +14,7 @@ use crate::game::{Action, ActionError, Event, Game, Options, Phase, Seat};
 use crate::rng;
 use crate::session::{LobbyId, SessionId};
 use crate::turns::TurnBook;
-use crate::wire::{ErrorCode, LobbyStatus};
+use crate::wire::{ErrorCode, LobbyStatus, LobbyView};
 
 /// Characters of lobby codes (no 0/O/1/I).
 pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
@@ -75,6 +75,9 @@ pub struct Lobby {
     pub game_no: u64,
     /// Whose turn is running since when, and what the AI has decided.
     pub turns: TurnBook,
+    /// The lobby part of `state` as last sent and its JSON, reused while the lobby
+    /// looks the same (every move would otherwise encode it again).
+    pub view_cache: Option<(LobbyView, String)>,
 }
 
 impl Lobby {
@@ -266,6 +269,7 @@ impl LobbyManager {
                 game: None,
                 game_no: 0,
                 turns: TurnBook::default(),
+                view_cache: None,
             },
         );
         Ok(id)

@@ -5,11 +5,13 @@
 //! A move in a game of four humans sends four personal views; encoding the public
 //! three quarters of each view once is what makes that cheap (docs/BENCHMARKS.md).
 
+use std::io::Write;
+
 use serde::Serialize;
 
 use super::card::{Card, DECK_SIZE};
 use super::rules::Game;
-use super::types::Seat;
+use super::types::{Action, CompletedTrick, PlayedCard, Seat};
 
 #[cfg(doc)]
 use super::observation::Observation;
@@ -42,6 +44,82 @@ fn value<T: Serialize + ?Sized>(buf: &mut Vec<u8>, v: &T) {
     }
 }
 
+fn number(buf: &mut Vec<u8>, n: impl std::fmt::Display) {
+    // Writing into a Vec cannot fail.
+    let _ = write!(buf, "{n}");
+}
+
+/// Cards are the most frequent values in a view; their codes need no escaping, so
+/// they are written directly instead of through serde's string escaper.
+fn card(buf: &mut Vec<u8>, c: Card) {
+    buf.push(b'"');
+    buf.extend_from_slice(c.code().as_bytes());
+    buf.push(b'"');
+}
+
+fn cards(buf: &mut Vec<u8>, cs: &[Card]) {
+    buf.push(b'[');
+    for (i, c) in cs.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        card(buf, *c);
+    }
+    buf.push(b']');
+}
+
+fn played(buf: &mut Vec<u8>, ps: &[PlayedCard]) {
+    buf.push(b'[');
+    for (i, p) in ps.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(b"{\"player\":");
+        number(buf, p.player);
+        buf.extend_from_slice(b",\"card\":");
+        card(buf, p.card);
+        buf.push(b'}');
+    }
+    buf.push(b']');
+}
+
+fn last_trick(buf: &mut Vec<u8>, t: Option<&CompletedTrick>) {
+    let Some(t) = t else {
+        buf.extend_from_slice(b"null");
+        return;
+    };
+    buf.extend_from_slice(b"{\"cards\":");
+    played(buf, &t.cards);
+    buf.extend_from_slice(b",\"winner\":");
+    number(buf, t.winner);
+    buf.push(b'}');
+}
+
+fn actions(buf: &mut Vec<u8>, actions: &[Action]) {
+    buf.push(b'[');
+    for (i, a) in actions.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        match a {
+            Action::Bid { bid } => {
+                buf.extend_from_slice(b"{\"kind\":\"bid\",\"bid\":");
+                number(buf, bid);
+            }
+            Action::Play { card: c } => {
+                buf.extend_from_slice(b"{\"kind\":\"play\",\"card\":");
+                card(buf, *c);
+            }
+            Action::ChooseTrump { suit } => {
+                buf.extend_from_slice(b"{\"kind\":\"choose_trump\",\"suit\":");
+                value(buf, suit);
+            }
+        }
+        buf.push(b'}');
+    }
+    buf.push(b']');
+}
+
 impl Game {
     /// The public parts of every seat's observation in the current state.
     pub fn observation_json(&self) -> ObservationJson {
@@ -60,7 +138,10 @@ impl Game {
 
         let mut trump = Vec::with_capacity(64);
         key(&mut trump, "trump_card");
-        value(&mut trump, &self.trump_card);
+        match self.trump_card {
+            Some(c) => card(&mut trump, c),
+            None => trump.extend_from_slice(b"null"),
+        }
         key(&mut trump, "trump_suit");
         value(&mut trump, &self.trump_suit);
         key(&mut trump, "hand");
@@ -78,13 +159,13 @@ impl Game {
         key(&mut public, "tricks_won");
         value(&mut public, &self.tricks_won);
         key(&mut public, "trick");
-        value(&mut public, &self.trick);
+        played(&mut public, &self.trick);
         key(&mut public, "leader");
         value(&mut public, &self.leader);
         key(&mut public, "last_trick");
-        value(&mut public, &self.last_trick);
+        last_trick(&mut public, self.last_trick.as_ref());
         key(&mut public, "played");
-        value(&mut public, &self.played);
+        cards(&mut public, &self.played);
         key(&mut public, "scores");
         value(&mut public, &self.scores);
         key(&mut public, "round_scores");
@@ -128,7 +209,7 @@ impl ObservationJson {
         let n = own.len().min(hand.len());
         hand[..n].copy_from_slice(&own[..n]);
         hand[..n].sort_unstable();
-        value(buf, &hand[..n]);
+        cards(buf, &hand[..n]);
         key(buf, "bids");
         let hidden = game.bids_hidden();
         buf.push(b'[');
@@ -143,7 +224,7 @@ impl ObservationJson {
         }
         buf.push(b']');
         buf.extend_from_slice(&self.public);
-        value(buf, &game.legal_actions(seat));
+        actions(buf, &game.legal_actions(seat));
         buf.extend_from_slice(&self.tail);
     }
 

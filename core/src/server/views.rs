@@ -89,6 +89,50 @@ impl Server {
         }
     }
 
+    /// Whether `view` is what [`Server::lobby_view`] would build for `lobby` now,
+    /// compared field by field without building it.
+    fn lobby_view_is(&self, view: &LobbyView, lobby: &Lobby) -> bool {
+        view.code == lobby.code
+            && view.status == lobby.status
+            && view.host_id == lobby.host
+            && view.options == lobby.options
+            && view.ai_available == self.bridge.available()
+            && view.players.len() == lobby.seats.len()
+            && view.players.iter().zip(&lobby.seats).all(|(p, s)| {
+                p.id == s.player_id
+                    && p.name == s.name
+                    && p.is_ai == s.is_ai()
+                    && p.connected
+                        == match s.occupant {
+                            Occupant::Ai => true,
+                            Occupant::Human(id) => {
+                                self.sessions.get(id).is_some_and(|x| x.conn.is_some())
+                            }
+                        }
+            })
+    }
+
+    /// Brings the lobby part's cached JSON up to date; false without such a lobby.
+    fn refresh_lobby_json(&mut self, lobby_id: LobbyId) -> bool {
+        let Some(lobby) = self.lobbies.get(lobby_id) else {
+            return false;
+        };
+        let fresh = match &lobby.view_cache {
+            Some((view, _)) if self.lobby_view_is(view, lobby) => {
+                debug_assert_eq!(*view, self.lobby_view(lobby), "stale lobby view");
+                None
+            }
+            _ => Some(self.lobby_view(lobby)),
+        };
+        if let Some(view) = fresh {
+            let json = serde_json::to_string(&view).unwrap_or_default();
+            if let Some(l) = self.lobbies.get_mut(lobby_id) {
+                l.view_cache = Some((view, json));
+            }
+        }
+        true
+    }
+
     /// Milliseconds left for `to_act` in `lobby` when that seat is a timed human.
     fn deadline_ms(&self, now: Time, lobby: &Lobby, to_act: Option<Seat>) -> Option<u64> {
         let timing = self.timing(lobby.id);
@@ -104,10 +148,16 @@ impl Server {
         except: Option<SessionId>,
         out: &mut Vec<Output>,
     ) {
+        if !self.refresh_lobby_json(lobby_id) {
+            return;
+        }
         let Some(lobby) = self.lobbies.get(lobby_id) else {
             return;
         };
-        let lobby_json = serde_json::to_string(&self.lobby_view(lobby)).unwrap_or_default();
+        let lobby_json = lobby
+            .view_cache
+            .as_ref()
+            .map_or("null", |(_, j)| j.as_str());
         let events_json = serde_json::to_string(events).unwrap_or_else(|_| "[]".to_string());
         let public = lobby.game.as_ref().map(Game::observation_json);
         for (seat, info) in (0u8..).zip(&lobby.seats) {
@@ -128,7 +178,7 @@ impl Server {
             let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
             out.push(Output::Send {
                 conn,
-                text: state_text(&lobby_json, game, deadline, &events_json),
+                text: state_text(lobby_json, game, deadline, &events_json),
                 // Only a state without events may be replaced by a newer one: events
                 // are not repeated, so dropping them would lose them.
                 state: events.is_empty(),
