@@ -6,10 +6,12 @@
 //! move and 0.75 us each state (the share of `broadcast_filtered` in a profile of the
 //! same run); a message dropped by the flood limiter 34 ns; a `hello` 0.48 us with its
 //! outputs; an observation built (0.33 us) and encoded (1.0 us) for the AI service.
-//! Shell figures (frame parsing and framing, syscalls, wake-ups, upgrades) are
-//! calibrated against the real server: at full speed with four humans per game it
-//! spends 46 us of CPU per move in all (docs/BENCHMARKS.md), so a frame read and each
-//! of the four frames written cost about 8 us. The model under-counts wake-ups at low
+//! (The core has since got to 3.2 us per move; the model keeps the figures it was
+//! calibrated with.) Shell figures (frame parsing and framing, syscalls, wake-ups,
+//! upgrades) are calibrated against the real server: at full speed with four humans per
+//! game it spent 46 us of CPU per move in all in the calibration run, 53 to 62 us in
+//! later ones (docs/BENCHMARKS.md), so a frame read and each of the four frames written
+//! cost about 8 us, at the cheap end. The model under-counts wake-ups at low
 //! load (the real server's CPU per move is 60 us at 1000 paced games, mostly per
 //! wake-up), which matters little for overload, where the loop is busy and batches.
 //! `speed_factor` scales everything: 2.0 models a machine twice as slow.
