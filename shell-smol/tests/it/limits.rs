@@ -7,8 +7,8 @@ use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use crate::client::{
-    Player, TestServer, bounded, close_code, http, local, my_move, next_text, tcp_from, vm_rss_kib,
-    ws, ws_from,
+    Player, TestServer, bounded, close_code, http, local, metric, my_move, next_text, send,
+    tcp_from, vm_rss_kib, ws, ws_from,
 };
 
 fn error_code(text: &str) -> Option<ErrorCode> {
@@ -282,5 +282,60 @@ fn a_client_that_stops_reading_is_cut_and_costs_no_memory() {
         assert!(health.contains(r#""connections":0"#), "{health}");
         let slow = crate::client::metric(addr, "wizard_slow_readers_total").await;
         assert_eq!(slow, 1.0);
+    });
+}
+
+/// Says hello as a new player from `from` until the server has room (a refusal is
+/// `busy` and 1013 at the hello while `MAX_CONNECTIONS` is taken).
+async fn hello_when_room(addr: std::net::SocketAddr, from: std::net::IpAddr) -> Player {
+    loop {
+        let mut ws = ws_from(addr, from).await;
+        send(&mut ws, &ClientMessage::Hello { token: None }).await;
+        let first = next_text(&mut ws).await;
+        if error_code(&first) == Some(ErrorCode::Busy) {
+            assert_eq!(close_code(&mut ws).await, 1013);
+            continue;
+        }
+        let Ok(ServerMessage::Welcome {
+            player_id, token, ..
+        }) = decode_server(&first)
+        else {
+            panic!("neither welcome nor busy: {first}");
+        };
+        return Player {
+            ws,
+            id: player_id,
+            token,
+        };
+    }
+}
+
+#[test]
+fn a_player_of_a_running_game_gets_back_in_when_the_server_is_full() {
+    let server = TestServer::start(&[("MAX_CONNECTIONS", "1"), ("AI_MOVE_DELAY", "60")]);
+    let addr = server.addr;
+    bounded(20, async {
+        let (mut ann, _) = Player::hello_on(ws_from(addr, local(2)).await, None).await;
+        ann.create_lobby("Ann").await;
+        ann.add_ai(2).await;
+        ann.add_ai(3).await;
+        ann.start_game().await;
+        let Player { ws, id, token } = ann;
+        drop(ws);
+        // Bob takes the only slot once Ann's connection is gone.
+        let _bob = hello_when_room(addr, local(3)).await;
+        // A new player is refused at its hello...
+        let mut cat = ws_from(addr, local(4)).await;
+        send(&mut cat, &ClientMessage::Hello { token: None }).await;
+        assert_eq!(
+            error_code(&next_text(&mut cat).await),
+            Some(ErrorCode::Busy)
+        );
+        assert_eq!(close_code(&mut cat).await, 1013);
+        // ...but Ann, whose game is running, comes back past the limit.
+        let (ann, view) = Player::hello_on(ws_from(addr, local(2)).await, Some(&token)).await;
+        assert_eq!(ann.id, id, "same player");
+        assert!(view.game.is_some(), "the game view is restored");
+        assert_eq!(metric(addr, "wizard_resumed_past_cap_total").await, 1.0);
     });
 }
