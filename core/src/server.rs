@@ -192,7 +192,7 @@ impl Server {
             }
             Input::Undecodable { conn, .. } if self.conns.get(&conn).is_some_and(|c| c.waiting) => {
                 // Held over MAX_CONNECTIONS: only a `hello` may follow.
-                self.refuse_waiting(conn, out);
+                self.refuse_waiting(conn, RefuseReason::Total, out);
             }
             Input::Undecodable { conn, error } => {
                 if self.admit_frame(now, conn, out) {
@@ -380,14 +380,14 @@ impl Server {
     }
 
     /// Refuses a connection held over `MAX_CONNECTIONS` (`busy`, then 1013).
-    fn refuse_waiting(&mut self, conn: ConnId, out: &mut Vec<Output>) {
+    fn refuse_waiting(&mut self, conn: ConnId, reason: RefuseReason, out: &mut Vec<Output>) {
         let Some(c) = self.conns.get_mut(&conn).filter(|c| c.waiting) else {
             return;
         };
         c.waiting = false;
         let ip = c.ip;
         self.timers.cancel(&TimerKey::HelloGrace(conn));
-        self.refuse_connection(conn, ip, RefuseReason::Total, out);
+        self.refuse_connection(conn, ip, reason, out);
     }
 
     /// A connection held over `MAX_CONNECTIONS` said `hello`: a player of a running game
@@ -404,7 +404,7 @@ impl Server {
             .and_then(|id| self.lobbies.get(id))
             .is_some_and(|l| l.status == LobbyStatus::Playing);
         if !in_running_game {
-            self.refuse_waiting(conn, out);
+            self.refuse_waiting(conn, RefuseReason::Total, out);
             return false;
         }
         match self.limiter.try_open_past_total(conn, IpKey::new(ip)) {
@@ -420,11 +420,7 @@ impl Server {
                 true
             }
             Err(_) => {
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.waiting = false;
-                }
-                self.timers.cancel(&TimerKey::HelloGrace(conn));
-                self.refuse_connection(conn, ip, RefuseReason::PerIp, out);
+                self.refuse_waiting(conn, RefuseReason::PerIp, out);
                 false
             }
         }
@@ -511,7 +507,7 @@ impl Server {
                         .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
                 }
                 TimerKey::Shutdown => self.finish_shutdown(out),
-                TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, out),
+                TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, RefuseReason::Total, out),
             }
         }
     }

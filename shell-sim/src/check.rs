@@ -71,7 +71,7 @@ impl Checker {
         }
     }
 
-    fn on_open(&mut self, r: &mut Report, h: &Handled, c: &Config, input: &Input, out: &[Output]) {
+    fn on_open(&mut self, r: &mut Report, h: &Handled, input: &Input, out: &[Output]) {
         let Input::Opened { conn, kind, ip } = *input else {
             return;
         };
@@ -85,14 +85,19 @@ impl Checker {
         self.conn_ip.insert(conn, (ip, counted));
         self.conn_msgs.insert(conn, (now, 0));
         if counted {
-            let n = self.open_per_ip.entry(ip).or_insert(0);
-            *n += 1;
-            if *n > c.conns_per_ip_max {
-                r.violation(now, format!("{n} connections open from {ip}"));
-            }
+            self.count_open(r, now, ip);
         }
         if !refused && kind == ConnKind::Ai {
             self.ai_conns.insert(conn);
+        }
+    }
+
+    /// One more counted connection from `ip`, within `MAX_CONNECTIONS_PER_IP`.
+    fn count_open(&mut self, r: &mut Report, now: Time, ip: IpAddr) {
+        let n = self.open_per_ip.entry(ip).or_insert(0);
+        *n += 1;
+        if *n > self.conns_per_ip_max {
+            r.violation(now, format!("{n} connections open from {ip}"));
         }
     }
 
@@ -358,11 +363,7 @@ impl Checker {
                 Note::FloodClosed { .. } => r.cover("close_1008"),
                 Note::ResumedPastCap { conn, ip } => {
                     self.conn_ip.insert(*conn, (*ip, true));
-                    let n = self.open_per_ip.entry(*ip).or_insert(0);
-                    *n += 1;
-                    if *n > self.conns_per_ip_max {
-                        r.violation(now, format!("{n} connections open from {ip}"));
-                    }
+                    self.count_open(r, now, *ip);
                 }
                 Note::Refused { code, .. } => r.cover(&format!("refused_{}", code.name())),
                 Note::BreakerOpened { .. } => r.cover("breaker_opened"),
@@ -414,7 +415,7 @@ impl Observer for Observers<'_> {
             k.breaker_prev = "closed";
         }
         match input {
-            Input::Opened { .. } => k.on_open(r, h, c, input, out),
+            Input::Opened { .. } => k.on_open(r, h, input, out),
             Input::Closed { conn } => k.on_close(h.now, *conn),
             Input::Message { conn, .. } | Input::Undecodable { conn, .. } => {
                 k.on_message(r, h, c, *conn, out)

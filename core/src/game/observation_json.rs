@@ -57,30 +57,30 @@ fn card(buf: &mut Vec<u8>, c: Card) {
     buf.push(b'"');
 }
 
-fn cards(buf: &mut Vec<u8>, cs: &[Card]) {
+/// A JSON array of `items`, each written by `write`.
+fn list<T: Copy>(buf: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>, T)) {
     buf.push(b'[');
-    for (i, c) in cs.iter().enumerate() {
+    for (i, item) in items.iter().enumerate() {
         if i > 0 {
             buf.push(b',');
         }
-        card(buf, *c);
+        write(buf, *item);
     }
     buf.push(b']');
 }
 
+fn cards(buf: &mut Vec<u8>, cs: &[Card]) {
+    list(buf, cs, card);
+}
+
 fn played(buf: &mut Vec<u8>, ps: &[PlayedCard]) {
-    buf.push(b'[');
-    for (i, p) in ps.iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
-        }
+    list(buf, ps, |buf, p| {
         buf.extend_from_slice(b"{\"player\":");
         number(buf, p.player);
         buf.extend_from_slice(b",\"card\":");
         card(buf, p.card);
         buf.push(b'}');
-    }
-    buf.push(b']');
+    });
 }
 
 fn last_trick(buf: &mut Vec<u8>, t: Option<&CompletedTrick>) {
@@ -96,11 +96,7 @@ fn last_trick(buf: &mut Vec<u8>, t: Option<&CompletedTrick>) {
 }
 
 fn actions(buf: &mut Vec<u8>, actions: &[Action]) {
-    buf.push(b'[');
-    for (i, a) in actions.iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
-        }
+    list(buf, actions, |buf, a| {
         match a {
             Action::Bid { bid } => {
                 buf.extend_from_slice(b"{\"kind\":\"bid\",\"bid\":");
@@ -108,16 +104,15 @@ fn actions(buf: &mut Vec<u8>, actions: &[Action]) {
             }
             Action::Play { card: c } => {
                 buf.extend_from_slice(b"{\"kind\":\"play\",\"card\":");
-                card(buf, *c);
+                card(buf, c);
             }
             Action::ChooseTrump { suit } => {
                 buf.extend_from_slice(b"{\"kind\":\"choose_trump\",\"suit\":");
-                value(buf, suit);
+                value(buf, &suit);
             }
         }
         buf.push(b'}');
-    }
-    buf.push(b']');
+    });
 }
 
 impl Game {
@@ -148,14 +143,9 @@ impl Game {
 
         let mut public = Vec::with_capacity(512);
         key(&mut public, "has_bid");
-        public.push(b'[');
-        for (i, b) in self.bids.iter().enumerate() {
-            if i > 0 {
-                public.push(b',');
-            }
-            public.extend_from_slice(if b.is_some() { b"true" } else { b"false" });
-        }
-        public.push(b']');
+        list(&mut public, &self.bids, |buf, b| {
+            buf.extend_from_slice(if b.is_some() { b"true" } else { b"false" });
+        });
         key(&mut public, "tricks_won");
         value(&mut public, &self.tricks_won);
         key(&mut public, "trick");

@@ -28,7 +28,7 @@ impl Server {
             let admitted = match &message {
                 ClientMessage::Hello { token } => self.admit_waiting(conn, token.as_deref(), out),
                 _ => {
-                    self.refuse_waiting(conn, out);
+                    self.refuse_waiting(conn, RefuseReason::Total, out);
                     false
                 }
             };
