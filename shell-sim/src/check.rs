@@ -14,6 +14,7 @@ use wizard_core::overload::level::{LevelState, LoadThresholds, classify, next_le
 use wizard_core::wire::{self, AiErrorCode, AiReply, ErrorCode};
 use wizard_core::{Server, Time};
 
+use crate::conn_map::ConnMap;
 use crate::host::{Handled, Observer};
 use crate::report::Report;
 
@@ -24,10 +25,10 @@ pub struct Checker {
     forced: bool,
     conns_per_ip_max: usize,
     level: LevelState,
-    conn_ip: BTreeMap<ConnId, (IpAddr, bool)>,
+    conn_ip: ConnMap<(IpAddr, bool)>,
     open_per_ip: BTreeMap<IpAddr, usize>,
     /// (opened at, messages accepted)
-    conn_msgs: BTreeMap<ConnId, (Time, u64)>,
+    conn_msgs: ConnMap<(Time, u64)>,
     /// (first create attempt, lobbies created)
     lobby_per_ip: BTreeMap<IpAddr, (Time, u64)>,
     ai_conns: BTreeSet<ConnId>,

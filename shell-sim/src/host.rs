@@ -5,13 +5,14 @@
 //! metered by the CFS quota. Lag is not injected anywhere: the probe wakes late exactly
 //! when the thread was busy or throttled.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use wizard_core::io::{ConnId, ConnKind, Input, Output};
 use wizard_core::overload::connections::TcpCaps;
 use wizard_core::wire::{self, ClientMessage};
 use wizard_core::{Server, Time};
 
+use crate::conn_map::ConnMap;
 use crate::cost::{CostModel, Sent, WorkKind};
 use crate::cpu::Cpu;
 use crate::net::{Arrive, Ev, Net};
@@ -58,8 +59,8 @@ pub struct Host {
     /// Inputs whose readers wait for room in the inbox.
     blocked: VecDeque<Input>,
     pub inbox_len_max: usize,
-    pub outboxes: BTreeMap<ConnId, Outbox>,
-    kinds: BTreeMap<ConnId, ConnKind>,
+    pub outboxes: ConnMap<Outbox>,
+    kinds: ConnMap<ConnKind>,
     pub thread_free_at: Time,
     loop_scheduled: Option<Time>,
     timer_scheduled: Option<Time>,
@@ -97,8 +98,8 @@ impl Host {
             inbox: VecDeque::new(),
             blocked: VecDeque::new(),
             inbox_len_max: 0,
-            outboxes: BTreeMap::new(),
-            kinds: BTreeMap::new(),
+            outboxes: ConnMap::default(),
+            kinds: ConnMap::default(),
             thread_free_at: Time::ZERO,
             loop_scheduled: None,
             timer_scheduled: None,

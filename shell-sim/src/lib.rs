@@ -9,6 +9,7 @@ pub mod attack;
 pub mod check;
 pub mod client;
 pub mod client_recv;
+pub mod conn_map;
 pub mod cost;
 pub mod cpu;
 pub mod dist;

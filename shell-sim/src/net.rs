@@ -2,7 +2,6 @@
 //! connection. Latency is fixed per connection, so frames on one connection keep their
 //! order (as TCP does) while connections differ from each other.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use rand_chacha::ChaCha12Rng;
@@ -10,6 +9,7 @@ use wizard_core::Time;
 use wizard_core::io::{ConnId, ConnKind};
 use wizard_core::wire::CloseCode;
 
+use crate::conn_map::ConnMap;
 use crate::dist::Dist;
 use crate::outbox::Frame;
 use crate::queue::EventQueue;
@@ -94,9 +94,9 @@ pub enum Ev {
 #[derive(Debug)]
 pub struct Net {
     next_conn: ConnId,
-    latency_us: BTreeMap<ConnId, u64>,
-    pub owner: BTreeMap<ConnId, Owner>,
-    pub ip: BTreeMap<ConnId, IpAddr>,
+    latency_us: ConnMap<u64>,
+    pub owner: ConnMap<Owner>,
+    pub ip: ConnMap<IpAddr>,
     dist: Dist,
     rng: ChaCha12Rng,
 }
@@ -105,9 +105,9 @@ impl Net {
     pub fn new(dist: Dist, rng: ChaCha12Rng) -> Net {
         Net {
             next_conn: 1,
-            latency_us: BTreeMap::new(),
-            owner: BTreeMap::new(),
-            ip: BTreeMap::new(),
+            latency_us: ConnMap::default(),
+            owner: ConnMap::default(),
+            ip: ConnMap::default(),
             dist,
             rng,
         }

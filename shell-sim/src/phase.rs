@@ -72,7 +72,7 @@ impl Sim {
         self.report.timeline.push(second);
         self.prev_counters = c;
         self.lose_patience(now);
-        for (conn, o) in &self.host.outboxes {
+        for (conn, o) in self.host.outboxes.iter() {
             if !o.within_caps() {
                 self.report
                     .violation(now, format!("outbox of conn {conn} over its caps"));

@@ -1,22 +1,53 @@
 //! The event queue: events ordered by (time, sequence number), so two events at the
 //! same instant run in the order they were scheduled and every run is reproducible.
 
-use std::collections::BTreeMap;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 
 use wizard_core::Time;
 
-/// A priority queue of events keyed by (time, insertion sequence).
+/// A priority queue of events keyed by (time, insertion sequence). A binary heap: the
+/// keys are unique, so the order is total and the same in every run, and a push or pop
+/// moves a few entries instead of rebalancing tree nodes.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    events: BTreeMap<(Time, u64), E>,
+    events: BinaryHeap<Reverse<Entry<E>>>,
     seq: u64,
     len_max: usize,
+}
+
+/// One scheduled event; ordered by its key alone.
+#[derive(Debug)]
+struct Entry<E> {
+    at: Time,
+    seq: u64,
+    event: E,
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl<E> Eq for Entry<E> {}
+
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<E> Ord for Entry<E> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            events: BTreeMap::new(),
+            events: BinaryHeap::new(),
             seq: 0,
             len_max: 0,
         }
@@ -27,17 +58,21 @@ impl<E> EventQueue<E> {
     /// Schedules `event` at `at`.
     pub fn push(&mut self, at: Time, event: E) {
         self.seq += 1;
-        self.events.insert((at, self.seq), event);
+        self.events.push(Reverse(Entry {
+            at,
+            seq: self.seq,
+            event,
+        }));
         self.len_max = self.len_max.max(self.events.len());
     }
 
     /// The earliest event, removed.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        self.events.pop_first().map(|((t, _), e)| (t, e))
+        self.events.pop().map(|Reverse(e)| (e.at, e.event))
     }
 
     pub fn peek_time(&self) -> Option<Time> {
-        self.events.keys().next().map(|(t, _)| *t)
+        self.events.peek().map(|Reverse(e)| e.at)
     }
 
     pub fn len(&self) -> usize {
