@@ -25,7 +25,6 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
-use futures_lite::FutureExt;
 use smol::Executor;
 use tracing::{info, warn};
 use wizard_core::Server;
@@ -163,8 +162,11 @@ async fn serve(
         stats,
         tcp: Arc::clone(&tcp),
     };
-    let accept = accept_loop(ex, listener, tcp, ctx);
-    core.run().or(accept).await;
+    // Its own task: raced against the core task in one future, every wake-up of the
+    // core polled the listener too (an `accept4` that fails with EAGAIN each time).
+    let accept = ex.spawn(accept_loop(Arc::clone(&ex), listener, tcp, ctx));
+    core.run().await;
+    accept.cancel().await;
     info!("Stopped");
     Ok(())
 }
