@@ -113,6 +113,11 @@ impl CoreTask {
         };
         let mut hard_stop: Option<Instant> = None;
         let mut shutdown_open = true;
+        // One timer for the whole loop, moved only when the deadline moves: registering
+        // a timer wakes async-io's reactor (an eventfd write, read and re-arm), which a
+        // new timer per wake-up paid every time.
+        let mut timer = Timer::never();
+        let mut timer_at: Option<Instant> = None;
         loop {
             let deadline = self
                 .server
@@ -122,7 +127,18 @@ impl CoreTask {
                 (Some(d), Some(h)) => Some(d.min(h)),
                 (d, h) => d.or(h),
             };
-            let wake = self.wait(deadline, shutdown_open).await;
+            if deadline != timer_at {
+                timer_at = deadline;
+                match deadline {
+                    Some(at) => timer.set_at(at),
+                    None => timer = Timer::never(),
+                }
+            }
+            let wake = self.wait(&mut timer, shutdown_open).await;
+            if matches!(wake, Wake::Deadline) {
+                // A fired timer does not fire again: arm it anew next time round.
+                timer_at = None;
+            }
             ShellStats::bump(&self.stats.core_wakeups);
             let now = self.clock.now();
             match wake {
@@ -156,7 +172,9 @@ impl CoreTask {
         self.drain_closes(&mut st).await;
     }
 
-    async fn wait(&self, deadline: Option<Instant>, shutdown_open: bool) -> Wake {
+    /// The next reason to run: a message, `timer` (pending forever when never set), or
+    /// the shutdown signal.
+    async fn wait(&self, timer: &mut Timer, shutdown_open: bool) -> Wake {
         let msg = async {
             match self.inbox.recv().await {
                 Ok(msg) => Wake::Msg(msg),
@@ -164,13 +182,8 @@ impl CoreTask {
             }
         };
         let timer = async {
-            match deadline {
-                Some(at) => {
-                    Timer::at(at).await;
-                    Wake::Deadline
-                }
-                None => std::future::pending().await,
-            }
+            timer.await;
+            Wake::Deadline
         };
         let shutdown = async {
             if !shutdown_open {
