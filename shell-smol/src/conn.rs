@@ -246,16 +246,44 @@ impl Outbox {
 
 /// A TCP stream the websocket reads and writes while the task keeps a second handle to
 /// shut it down and drain it at the end.
-#[derive(Debug, Clone)]
-pub struct SharedTcp(pub Arc<Async<TcpStream>>);
+#[derive(Debug)]
+pub struct SharedTcp {
+    tcp: Arc<Async<TcpStream>>,
+    /// The last read found nothing: the next one waits for the reactor to report the
+    /// socket readable. The reader and the writer share one task, so every batch of
+    /// frames the writer sends also polls the reader; without this, each such poll cost
+    /// a `recvfrom` that failed with EAGAIN (async-io reads first and asks after).
+    drained: bool,
+}
+
+impl SharedTcp {
+    pub fn new(tcp: Arc<Async<TcpStream>>) -> SharedTcp {
+        SharedTcp {
+            tcp,
+            drained: false,
+        }
+    }
+}
 
 impl AsyncRead for SharedTcp {
     fn poll_read(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut &*self.0).poll_read(cx, buf)
+        loop {
+            if self.drained {
+                match self.tcp.poll_readable(cx) {
+                    Poll::Ready(Ok(())) => self.drained = false,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            match std::io::Read::read(&mut self.tcp.get_ref(), buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.drained = true,
+                result => return Poll::Ready(result),
+            }
+        }
     }
 }
 
@@ -265,15 +293,15 @@ impl AsyncWrite for SharedTcp {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut &*self.0).poll_write(cx, buf)
+        Pin::new(&mut &*self.tcp).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut &*self.0).poll_flush(cx)
+        Pin::new(&mut &*self.tcp).poll_flush(cx)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut &*self.0).poll_close(cx)
+        Pin::new(&mut &*self.tcp).poll_close(cx)
     }
 }
 
@@ -343,7 +371,7 @@ pub async fn run(
     stats: Arc<ShellStats>,
     p: ConnParams,
 ) -> End {
-    let stream = SharedTcp(Arc::clone(&tcp));
+    let stream = SharedTcp::new(Arc::clone(&tcp));
     let ws: Ws = if leftover.is_empty() {
         WebSocketStream::from_raw_socket(stream, Role::Server, Some(p.ws)).await
     } else {
@@ -513,20 +541,31 @@ async fn write_loop(
     t: Timing,
 ) -> End {
     let mut next_ping = Instant::now() + t.keepalive_interval;
+    // One timer, moved only when the deadline moves (at pings, or when the peer has
+    // been silent for long): registering a timer wakes async-io's reactor, which a new
+    // timer per batch of frames paid every time.
+    let mut timer = Timer::never();
+    let mut timer_at: Option<Instant> = None;
     loop {
         let silent_until = last_heard.get() + t.keepalive_timeout;
         let deadline = next_ping.min(silent_until);
+        if timer_at != Some(deadline) {
+            timer_at = Some(deadline);
+            timer.set_at(deadline);
+        }
         let wake = async {
             woken.wait().await;
             Wake::Work
         }
         .or(async {
-            Timer::at(deadline).await;
+            (&mut timer).await;
             Wake::Timer
         })
         .await;
         match wake {
             Wake::Timer => {
+                // A fired timer does not fire again: arm it anew next time round.
+                timer_at = None;
                 let now = Instant::now();
                 if now >= last_heard.get() + t.keepalive_timeout {
                     return End::KeepaliveTimeout;
