@@ -1,5 +1,5 @@
 //! A connection's bounded outbound queue, as the shell's writer task keeps it
-//! (shell-smol/src/conn.rs `Outbox`): a frame the core marked replaceable (a `state`
+//! (shell-smol/src/outbox.rs `Outbox`): a frame the core marked replaceable (a `state`
 //! without events) replaces the queued one before it (dropping events would lose what
 //! happened, so the core never marks those), and
 //! a queue over its message or byte limit marks the connection as overflowed, which

@@ -20,9 +20,9 @@ use wizard_core::overload::LoadLevel;
 use wizard_core::wire::encode_health;
 use wizard_core::{Server, Time};
 
-use crate::conn::Outbox;
 use crate::limits::TcpLimit;
 use crate::metrics::{Metrics, ShellStats};
+use crate::outbox::Outbox;
 
 /// Inputs handled per wake-up at most before outputs are routed, so that a flood of
 /// inputs cannot delay every send indefinitely.

@@ -20,10 +20,11 @@ use tracing::debug;
 use wizard_core::config::Config;
 use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, route};
 
-use crate::conn::{self, ConnParams, Outbox};
+use crate::conn::{self, ConnParams};
 use crate::core_task::{CoreMsg, Query};
 use crate::limits::Admission;
 use crate::metrics::{self, ShellStats};
+use crate::outbox::Outbox;
 
 /// Largest request head accepted (request line and headers).
 pub const HEAD_BYTES_MAX: usize = 8 * 1024;

@@ -17,6 +17,7 @@ pub mod embedded;
 pub mod http;
 pub mod limits;
 pub mod metrics;
+pub mod outbox;
 pub mod probe;
 
 use std::net::TcpListener;

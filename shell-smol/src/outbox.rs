@@ -1,0 +1,217 @@
+//! A connection's bounded outbound queue: the core task pushes frames and close
+//! requests, the connection's writer takes everything queued at once. A newer `state`
+//! replaces a queued one the core marked replaceable; a queue over its message or byte
+//! limit marks the connection overflowed (its reader is too slow), which ends it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Poll, Waker};
+
+use wizard_core::wire::CloseCode;
+
+#[derive(Debug, Default)]
+struct Queue {
+    /// Text frames and whether each is a full `state` snapshot.
+    frames: VecDeque<(String, bool)>,
+    bytes: usize,
+    close: Option<CloseCode>,
+    overflowed: bool,
+    /// Something changed since the writer last looked: one wake-up stands for any
+    /// number of pushes.
+    pending: bool,
+    /// The writer waiting for `pending` (a waker slot instead of a channel: no
+    /// allocation per connection).
+    waker: Option<Waker>,
+}
+
+/// A connection's bounded outbound queue, filled by the core task, drained by the
+/// connection's writer.
+#[derive(Debug)]
+pub struct Outbox {
+    queue: Mutex<Queue>,
+    messages_max: usize,
+    bytes_max: usize,
+}
+
+/// The writer's end of an [`Outbox`]: waits until something was queued.
+#[derive(Debug)]
+pub struct Woken(Arc<Outbox>);
+
+impl Woken {
+    /// Resolves once something was queued (or a close asked for) since the last call.
+    pub fn wait(&self) -> impl Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            let mut q = self.0.lock();
+            if std::mem::take(&mut q.pending) {
+                return Poll::Ready(());
+            }
+            if !q.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                q.waker = Some(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+    }
+
+    /// Whether a wake-up is pending (for tests).
+    pub fn is_pending(&self) -> bool {
+        self.0.lock().pending
+    }
+}
+
+/// What the writer took from the queue.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub frames: Vec<String>,
+    pub close: Option<CloseCode>,
+    pub overflowed: bool,
+}
+
+impl Outbox {
+    /// A new queue and the handle its writer waits on.
+    pub fn new(messages_max: usize, bytes_max: usize) -> (Arc<Outbox>, Woken) {
+        let outbox = Arc::new(Outbox {
+            queue: Mutex::new(Queue::default()),
+            messages_max: messages_max.max(1),
+            bytes_max: bytes_max.max(1),
+        });
+        (Arc::clone(&outbox), Woken(outbox))
+    }
+
+    /// Marks the queue changed and takes the waiting writer's waker (woken by the
+    /// caller after the lock is released).
+    fn mark(q: &mut Queue) -> Option<Waker> {
+        q.pending = true;
+        q.waker.take()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        // A panic while holding this lock leaves a consistent queue: keep going.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues a frame. A frame the core marked replaceable (a `state` without events)
+    /// replaces the one queued before it, if any: only the newest view matters. States
+    /// that carry events are never marked, so no event is lost. A queue that still
+    /// exceeds its limits marks the connection for disconnection (the reader is too
+    /// slow) and drops what it holds.
+    pub fn push(&self, text: String, state: bool) {
+        let waker = {
+            let mut q = self.lock();
+            if q.close.is_some() || q.overflowed {
+                return;
+            }
+            if state
+                && let Some(old) = q.frames.iter().position(|(_, replaceable)| *replaceable)
+                && let Some((old_text, _)) = q.frames.remove(old)
+            {
+                q.bytes = q.bytes.saturating_sub(old_text.len());
+            }
+            q.bytes = q.bytes.saturating_add(text.len());
+            q.frames.push_back((text, state));
+            if q.frames.len() > self.messages_max || q.bytes > self.bytes_max {
+                q.overflowed = true;
+                q.frames = VecDeque::new();
+                q.bytes = 0;
+            }
+            Outbox::mark(&mut q)
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Asks the writer to send a close frame after the frames already queued.
+    pub fn close(&self, code: CloseCode) {
+        let waker = {
+            let mut q = self.lock();
+            if q.close.is_none() {
+                q.close = Some(code);
+            }
+            Outbox::mark(&mut q)
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Takes everything queued.
+    pub fn take(&self) -> Batch {
+        let mut q = self.lock();
+        q.bytes = 0;
+        // Taking the deque (not draining it) leaves an idle connection no allocation.
+        let frames = std::mem::take(&mut q.frames);
+        Batch {
+            frames: frames.into_iter().map(|(text, _)| text).collect(),
+            close: q.close,
+            overflowed: q.overflowed,
+        }
+    }
+
+    /// Frames and bytes queued now.
+    pub fn len(&self) -> (usize, usize) {
+        let q = self.lock();
+        (q.frames.len(), q.bytes)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len().0 == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_coalesce_and_other_frames_keep_their_order() {
+        let (outbox, _woken) = Outbox::new(10, 1000);
+        let s = |n: u8| format!(r#"{{"type":"state","lobby":{n},"game":null,"events":[]}}"#);
+        // The core marks a state with events as not replaceable.
+        let with_events = r#"{"type":"state","lobby":null,"game":null,"events":[{}]}"#;
+        outbox.push(s(1), true);
+        outbox.push("e1".into(), false);
+        outbox.push(s(2), true);
+        outbox.push("e2".into(), false);
+        outbox.push(with_events.into(), false);
+        outbox.push(s(3), true);
+        let batch = outbox.take();
+        assert_eq!(
+            batch.frames,
+            ["e1".into(), "e2".into(), with_events.into(), s(3)]
+        );
+        assert!(!batch.overflowed && batch.close.is_none());
+        assert!(outbox.is_empty());
+    }
+
+    #[test]
+    fn overflow_in_messages_or_bytes_marks_the_connection() {
+        let (outbox, _woken) = Outbox::new(2, 1000);
+        for i in 0..3 {
+            outbox.push(format!("e{i}"), false);
+        }
+        assert!(outbox.take().overflowed);
+        let (outbox, _woken) = Outbox::new(100, 20);
+        let state = r#"0,"events":[]}"#; // 15 bytes
+        outbox.push(state.into(), true);
+        outbox.push(state.into(), true); // replaces: still within bytes
+        assert!(!outbox.take().overflowed);
+        outbox.push("0123456789".into(), false);
+        outbox.push("0123456789".into(), false);
+        outbox.push("x".into(), false);
+        let batch = outbox.take();
+        assert!(batch.overflowed && batch.frames.is_empty());
+    }
+
+    #[test]
+    fn nothing_is_queued_after_close() {
+        let (outbox, woken) = Outbox::new(10, 1000);
+        outbox.push("a".into(), false);
+        outbox.close(CloseCode::ShuttingDown);
+        outbox.push("b".into(), false);
+        outbox.close(CloseCode::MessageFlood);
+        let batch = outbox.take();
+        assert_eq!(batch.frames, ["a"]);
+        assert_eq!(batch.close, Some(CloseCode::ShuttingDown));
+        assert!(woken.is_pending());
+    }
+}
