@@ -32,6 +32,7 @@ use wizard_core::io::{BadFrame, ConnId, ConnKind, Input};
 use wizard_core::wire::{CloseCode, decode_ai_reply, decode_client, peek_request_id};
 
 use crate::core_task::CoreMsg;
+use crate::deadline::Deadline;
 use crate::metrics::ShellStats;
 use crate::outbox::{Outbox, Woken};
 
@@ -389,30 +390,22 @@ async fn write_loop(
 ) -> End {
     let mut next_ping = Instant::now() + t.keepalive_interval;
     // One timer, moved only when the deadline moves (at pings, or when the peer has
-    // been silent for long): registering a timer wakes async-io's reactor, which a new
-    // timer per batch of frames paid every time.
-    let mut timer = Timer::never();
-    let mut timer_at: Option<Instant> = None;
+    // been silent for long), not one per batch of frames.
+    let mut timer = Deadline::default();
     loop {
         let silent_until = last_heard.get() + t.keepalive_timeout;
-        let deadline = next_ping.min(silent_until);
-        if timer_at != Some(deadline) {
-            timer_at = Some(deadline);
-            timer.set_at(deadline);
-        }
+        timer.set(Some(next_ping.min(silent_until)));
         let wake = async {
             woken.wait().await;
             Wake::Work
         }
         .or(async {
-            (&mut timer).await;
+            timer.passed().await;
             Wake::Timer
         })
         .await;
         match wake {
             Wake::Timer => {
-                // A fired timer does not fire again: arm it anew next time round.
-                timer_at = None;
                 let now = Instant::now();
                 if now >= last_heard.get() + t.keepalive_timeout {
                     return End::KeepaliveTimeout;

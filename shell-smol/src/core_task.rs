@@ -20,6 +20,7 @@ use wizard_core::overload::LoadLevel;
 use wizard_core::wire::encode_health;
 use wizard_core::{Server, Time};
 
+use crate::deadline::Deadline;
 use crate::limits::TcpLimit;
 use crate::metrics::{Metrics, ShellStats};
 use crate::outbox::Outbox;
@@ -113,11 +114,7 @@ impl CoreTask {
         };
         let mut hard_stop: Option<Instant> = None;
         let mut shutdown_open = true;
-        // One timer for the whole loop, moved only when the deadline moves: registering
-        // a timer wakes async-io's reactor (an eventfd write, read and re-arm), which a
-        // new timer per wake-up paid every time.
-        let mut timer = Timer::never();
-        let mut timer_at: Option<Instant> = None;
+        let mut timer = Deadline::default();
         loop {
             let deadline = self
                 .server
@@ -127,18 +124,8 @@ impl CoreTask {
                 (Some(d), Some(h)) => Some(d.min(h)),
                 (d, h) => d.or(h),
             };
-            if deadline != timer_at {
-                timer_at = deadline;
-                match deadline {
-                    Some(at) => timer.set_at(at),
-                    None => timer = Timer::never(),
-                }
-            }
+            timer.set(deadline);
             let wake = self.wait(&mut timer, shutdown_open).await;
-            if matches!(wake, Wake::Deadline) {
-                // A fired timer does not fire again: arm it anew next time round.
-                timer_at = None;
-            }
             ShellStats::bump(&self.stats.core_wakeups);
             let now = self.clock.now();
             match wake {
@@ -172,9 +159,9 @@ impl CoreTask {
         self.drain_closes(&mut st).await;
     }
 
-    /// The next reason to run: a message, `timer` (pending forever when never set), or
-    /// the shutdown signal.
-    async fn wait(&self, timer: &mut Timer, shutdown_open: bool) -> Wake {
+    /// The next reason to run: a message, `timer` (pending forever while unset), or the
+    /// shutdown signal.
+    async fn wait(&self, timer: &mut Deadline, shutdown_open: bool) -> Wake {
         let msg = async {
             match self.inbox.recv().await {
                 Ok(msg) => Wake::Msg(msg),
@@ -182,7 +169,7 @@ impl CoreTask {
             }
         };
         let timer = async {
-            timer.await;
+            timer.passed().await;
             Wake::Deadline
         };
         let shutdown = async {

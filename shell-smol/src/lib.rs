@@ -13,6 +13,7 @@
 
 pub mod conn;
 pub mod core_task;
+pub mod deadline;
 pub mod embedded;
 pub mod http;
 pub mod limits;
