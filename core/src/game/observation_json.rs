@@ -5,8 +5,6 @@
 //! A move in a game of four humans sends four personal views; encoding the public
 //! three quarters of each view once is what makes that cheap (docs/BENCHMARKS.md).
 
-use std::io::Write;
-
 use serde::Serialize;
 
 use super::card::{Card, DECK_SIZE};
@@ -17,157 +15,172 @@ use super::types::{Action, CompletedTrick, PlayedCard, Seat};
 use super::observation::Observation;
 
 /// The public parts of the observations of one game state, pre-encoded: the text
-/// between the personal fields of an encoded [`Observation`].
+/// between the personal fields of an encoded [`Observation`]. Everything is written
+/// into `String`s, so a finished view needs no UTF-8 check.
 #[derive(Clone, Debug)]
 pub struct ObservationJson {
     /// `{"players":…,"dealer":…,"to_act":`
-    head: Vec<u8>,
+    head: String,
     /// `,"trump_card":…,"trump_suit":…,"hand":`
-    trump: Vec<u8>,
+    trump: String,
     /// `,"has_bid":…,"options":…,"legal_actions":`
-    public: Vec<u8>,
+    public: String,
     /// `,"ranking":…}`
-    tail: Vec<u8>,
+    tail: String,
 }
 
-fn key(buf: &mut Vec<u8>, name: &str) {
-    buf.push(b',');
-    buf.push(b'"');
-    buf.extend_from_slice(name.as_bytes());
-    buf.extend_from_slice(b"\":");
+fn key(buf: &mut String, name: &str) {
+    buf.push_str(",\"");
+    buf.push_str(name);
+    buf.push_str("\":");
 }
 
-fn value<T: Serialize + ?Sized>(buf: &mut Vec<u8>, v: &T) {
-    // Writing our own plain types into a Vec cannot fail.
-    if serde_json::to_writer(&mut *buf, v).is_err() {
-        buf.extend_from_slice(b"null");
+/// Any serializable value, through `scratch` (used for the public parts only, once
+/// per change).
+fn value<T: Serialize + ?Sized>(buf: &mut String, scratch: &mut Vec<u8>, v: &T) {
+    scratch.clear();
+    // Writing our own plain types into a Vec cannot fail, and serde_json writes UTF-8.
+    match serde_json::to_writer(&mut *scratch, v) {
+        Ok(()) => buf.push_str(std::str::from_utf8(scratch).unwrap_or("null")),
+        Err(_) => buf.push_str("null"),
     }
 }
 
-fn number(buf: &mut Vec<u8>, n: impl std::fmt::Display) {
-    // Writing into a Vec cannot fail.
-    let _ = write!(buf, "{n}");
+/// An integer, through `itoa` as serde_json writes it (the formatting machinery is
+/// several times slower, and a view has dozens of numbers).
+fn number(buf: &mut String, n: impl itoa::Integer) {
+    buf.push_str(itoa::Buffer::new().format(n));
+}
+
+fn number_or_null(buf: &mut String, n: Option<impl itoa::Integer>) {
+    match n {
+        Some(n) => number(buf, n),
+        None => buf.push_str("null"),
+    }
 }
 
 /// Cards are the most frequent values in a view; their codes need no escaping, so
 /// they are written directly instead of through serde's string escaper.
-fn card(buf: &mut Vec<u8>, c: Card) {
-    buf.push(b'"');
-    buf.extend_from_slice(c.code().as_bytes());
-    buf.push(b'"');
+fn card(buf: &mut String, c: Card) {
+    buf.push('"');
+    buf.push_str(c.code());
+    buf.push('"');
 }
 
 /// A JSON array of `items`, each written by `write`.
-fn list<T: Copy>(buf: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>, T)) {
-    buf.push(b'[');
+fn list<T: Copy>(buf: &mut String, items: &[T], write: impl Fn(&mut String, T)) {
+    buf.push('[');
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
-            buf.push(b',');
+            buf.push(',');
         }
         write(buf, *item);
     }
-    buf.push(b']');
+    buf.push(']');
 }
 
-fn cards(buf: &mut Vec<u8>, cs: &[Card]) {
+fn cards(buf: &mut String, cs: &[Card]) {
     list(buf, cs, card);
 }
 
-fn played(buf: &mut Vec<u8>, ps: &[PlayedCard]) {
+fn played(buf: &mut String, ps: &[PlayedCard]) {
     list(buf, ps, |buf, p| {
-        buf.extend_from_slice(b"{\"player\":");
+        buf.push_str("{\"player\":");
         number(buf, p.player);
-        buf.extend_from_slice(b",\"card\":");
+        buf.push_str(",\"card\":");
         card(buf, p.card);
-        buf.push(b'}');
+        buf.push('}');
     });
 }
 
-fn last_trick(buf: &mut Vec<u8>, t: Option<&CompletedTrick>) {
+fn last_trick(buf: &mut String, t: Option<&CompletedTrick>) {
     let Some(t) = t else {
-        buf.extend_from_slice(b"null");
+        buf.push_str("null");
         return;
     };
-    buf.extend_from_slice(b"{\"cards\":");
+    buf.push_str("{\"cards\":");
     played(buf, &t.cards);
-    buf.extend_from_slice(b",\"winner\":");
+    buf.push_str(",\"winner\":");
     number(buf, t.winner);
-    buf.push(b'}');
+    buf.push('}');
 }
 
-fn actions(buf: &mut Vec<u8>, actions: &[Action]) {
+fn actions(buf: &mut String, actions: &[Action]) {
     list(buf, actions, |buf, a| {
         match a {
             Action::Bid { bid } => {
-                buf.extend_from_slice(b"{\"kind\":\"bid\",\"bid\":");
+                buf.push_str("{\"kind\":\"bid\",\"bid\":");
                 number(buf, bid);
             }
             Action::Play { card: c } => {
-                buf.extend_from_slice(b"{\"kind\":\"play\",\"card\":");
+                buf.push_str("{\"kind\":\"play\",\"card\":");
                 card(buf, c);
             }
             Action::ChooseTrump { suit } => {
-                buf.extend_from_slice(b"{\"kind\":\"choose_trump\",\"suit\":");
-                value(buf, &suit);
+                // Suit names are plain lowercase words: nothing to escape.
+                buf.push_str("{\"kind\":\"choose_trump\",\"suit\":\"");
+                buf.push_str(suit.name());
+                buf.push('"');
             }
         }
-        buf.push(b'}');
+        buf.push('}');
     });
 }
 
 impl Game {
     /// The public parts of every seat's observation in the current state.
     pub fn observation_json(&self) -> ObservationJson {
-        let mut head = Vec::with_capacity(96);
-        head.extend_from_slice(b"{\"players\":");
-        value(&mut head, &self.players);
+        let scratch = &mut Vec::with_capacity(64);
+        let mut head = String::with_capacity(96);
+        head.push_str("{\"players\":");
+        value(&mut head, scratch, &self.players);
         for (name, v) in [("round", self.round), ("rounds", self.rounds)] {
             key(&mut head, name);
-            value(&mut head, &v);
+            value(&mut head, scratch, &v);
         }
         key(&mut head, "phase");
-        value(&mut head, &self.phase);
+        value(&mut head, scratch, &self.phase);
         key(&mut head, "dealer");
-        value(&mut head, &self.dealer);
+        value(&mut head, scratch, &self.dealer);
         key(&mut head, "to_act");
 
-        let mut trump = Vec::with_capacity(64);
+        let mut trump = String::with_capacity(64);
         key(&mut trump, "trump_card");
         match self.trump_card {
             Some(c) => card(&mut trump, c),
-            None => trump.extend_from_slice(b"null"),
+            None => trump.push_str("null"),
         }
         key(&mut trump, "trump_suit");
-        value(&mut trump, &self.trump_suit);
+        value(&mut trump, scratch, &self.trump_suit);
         key(&mut trump, "hand");
 
-        let mut public = Vec::with_capacity(512);
+        let mut public = String::with_capacity(512);
         key(&mut public, "has_bid");
         list(&mut public, &self.bids, |buf, b| {
-            buf.extend_from_slice(if b.is_some() { b"true" } else { b"false" });
+            buf.push_str(if b.is_some() { "true" } else { "false" });
         });
         key(&mut public, "tricks_won");
-        value(&mut public, &self.tricks_won);
+        value(&mut public, scratch, &self.tricks_won);
         key(&mut public, "trick");
         played(&mut public, &self.trick);
         key(&mut public, "leader");
-        value(&mut public, &self.leader);
+        value(&mut public, scratch, &self.leader);
         key(&mut public, "last_trick");
         last_trick(&mut public, self.last_trick.as_ref());
         key(&mut public, "played");
         cards(&mut public, &self.played);
         key(&mut public, "scores");
-        value(&mut public, &self.scores);
+        value(&mut public, scratch, &self.scores);
         key(&mut public, "round_scores");
-        value(&mut public, &self.round_scores);
+        value(&mut public, scratch, &self.round_scores);
         key(&mut public, "options");
-        value(&mut public, &self.options);
+        value(&mut public, scratch, &self.options);
         key(&mut public, "legal_actions");
 
-        let mut tail = Vec::with_capacity(128);
+        let mut tail = String::with_capacity(128);
         key(&mut tail, "ranking");
-        value(&mut tail, &self.ranking);
-        tail.push(b'}');
+        value(&mut tail, scratch, &self.ranking);
+        tail.push('}');
         ObservationJson {
             head,
             trump,
@@ -186,14 +199,14 @@ impl ObservationJson {
         game: &Game,
         seat: Seat,
         turn_deadline_ms: impl FnOnce(Option<Seat>) -> Option<u64>,
-        buf: &mut Vec<u8>,
+        buf: &mut String,
     ) {
         let to_act = game.to_act_for(seat);
-        buf.extend_from_slice(&self.head);
-        value(buf, &to_act);
+        buf.push_str(&self.head);
+        number_or_null(buf, to_act);
         key(buf, "turn_deadline_ms");
-        value(buf, &turn_deadline_ms(to_act));
-        buf.extend_from_slice(&self.trump);
+        number_or_null(buf, turn_deadline_ms(to_act));
+        buf.push_str(&self.trump);
         let mut hand = [Card::Jester(0); DECK_SIZE];
         let own = game.hand(seat);
         let n = own.len().min(hand.len());
@@ -202,20 +215,17 @@ impl ObservationJson {
         cards(buf, &hand[..n]);
         key(buf, "bids");
         let hidden = game.bids_hidden();
-        buf.push(b'[');
+        buf.push('[');
         for (s, b) in (0u8..).zip(&game.bids) {
             if s > 0 {
-                buf.push(b',');
+                buf.push(',');
             }
-            match b {
-                Some(b) if !hidden || s == seat => value(buf, b),
-                _ => buf.extend_from_slice(b"null"),
-            }
+            number_or_null(buf, b.filter(|_| !hidden || s == seat));
         }
-        buf.push(b']');
-        buf.extend_from_slice(&self.public);
+        buf.push(']');
+        buf.push_str(&self.public);
         actions(buf, &game.legal_actions(seat));
-        buf.extend_from_slice(&self.tail);
+        buf.push_str(&self.tail);
     }
 
     /// Bytes of the public parts, to size buffers.

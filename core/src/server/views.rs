@@ -2,8 +2,6 @@
 //! view. The lobby part and the events are encoded once per change; only the game part
 //! is encoded per seat.
 
-use std::io::Write;
-
 use crate::game::{Event, Game, ObservationJson, Seat};
 use crate::io::Output;
 use crate::lobby::{Lobby, Occupant};
@@ -34,28 +32,26 @@ fn state_text(
     events_json: &str,
 ) -> String {
     let public_len = game.as_ref().map_or(0, |g| g.public.len());
-    let mut buf = Vec::with_capacity(
+    let mut buf = String::with_capacity(
         STATE_BYTES_TYPICAL.max(lobby_json.len() + events_json.len() + public_len + 256),
     );
-    buf.extend_from_slice(br#"{"type":"state","lobby":"#);
-    buf.extend_from_slice(lobby_json.as_bytes());
-    buf.extend_from_slice(br#","game":"#);
+    buf.push_str(r#"{"type":"state","lobby":"#);
+    buf.push_str(lobby_json);
+    buf.push_str(r#","game":"#);
     match game {
         Some(g) => {
-            buf.extend_from_slice(br#"{"you":"#);
-            // Writing into a Vec cannot fail.
-            let _ = write!(buf, "{}", g.seat);
-            buf.extend_from_slice(br#","observation":"#);
+            buf.push_str(r#"{"you":"#);
+            buf.push_str(itoa::Buffer::new().format(g.seat));
+            buf.push_str(r#","observation":"#);
             g.public.write_seat(g.game, g.seat, deadline_ms, &mut buf);
-            buf.push(b'}');
+            buf.push('}');
         }
-        None => buf.extend_from_slice(b"null"),
+        None => buf.push_str("null"),
     }
-    buf.extend_from_slice(br#","events":"#);
-    buf.extend_from_slice(events_json.as_bytes());
-    buf.push(b'}');
-    // Every piece is UTF-8 JSON, so this never fails; an empty message would be a bug.
-    String::from_utf8(buf).unwrap_or_default()
+    buf.push_str(r#","events":"#);
+    buf.push_str(events_json);
+    buf.push('}');
+    buf
 }
 
 /// The empty view: not seated anywhere.

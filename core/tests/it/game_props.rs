@@ -95,10 +95,10 @@ fn check_spliced_views(game: &Game) -> Result<(), TestCaseError> {
     for seat in 0..game.players() + 1 {
         let mut obs = game.observation(seat);
         obs.turn_deadline_ms = deadline(obs.to_act);
-        let mut spliced = Vec::new();
+        let mut spliced = String::new();
         public.write_seat(game, seat, deadline, &mut spliced);
         prop_assert_eq!(
-            String::from_utf8(spliced).unwrap(),
+            spliced,
             serde_json::to_string(&obs).unwrap(),
             "seat {}",
             seat
