@@ -166,20 +166,34 @@ impl Server {
             let Some(conn) = self.sessions.get(session).and_then(|s| s.conn) else {
                 continue;
             };
-            let game = lobby
-                .game
-                .as_ref()
-                .zip(public.as_ref())
-                .map(|(game, public)| SeatGame { game, public, seat });
-            let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
             out.push(Output::Send {
                 conn,
-                text: state_text(lobby_json, game, deadline, &events_json),
+                text: self.seat_state(now, lobby, lobby_json, public.as_ref(), seat, &events_json),
                 // Only a state without events may be replaced by a newer one: events
                 // are not repeated, so dropping them would lose them.
                 state: events.is_empty(),
             });
         }
+    }
+
+    /// The `state` of `seat` in `lobby`, from the lobby part, the public parts of the
+    /// game (when there is one) and the events, all encoded already.
+    fn seat_state(
+        &self,
+        now: Time,
+        lobby: &Lobby,
+        lobby_json: &str,
+        public: Option<&ObservationJson>,
+        seat: Seat,
+        events_json: &str,
+    ) -> String {
+        let game = lobby
+            .game
+            .as_ref()
+            .zip(public)
+            .map(|(game, public)| SeatGame { game, public, seat });
+        let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
+        state_text(lobby_json, game, deadline, events_json)
     }
 
     pub(super) fn broadcast(
@@ -218,13 +232,7 @@ impl Server {
             Some((lobby, seat)) => {
                 let lobby_json = serde_json::to_string(&self.lobby_view(lobby)).unwrap_or_default();
                 let public = lobby.game.as_ref().map(Game::observation_json);
-                let game = lobby
-                    .game
-                    .as_ref()
-                    .zip(public.as_ref())
-                    .map(|(game, public)| SeatGame { game, public, seat });
-                let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
-                state_text(&lobby_json, game, deadline, "[]")
+                self.seat_state(now, lobby, &lobby_json, public.as_ref(), seat, "[]")
             }
             None => EMPTY_STATE.to_string(),
         };
