@@ -127,15 +127,7 @@ async fn recv(ws: &mut Ws) -> Option<ServerMessage> {
 }
 
 fn moves_in(events: &[Event]) -> u64 {
-    events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::BidMade { .. } | Event::CardPlayed { .. } | Event::TrumpChosen { .. }
-            )
-        })
-        .count() as u64
+    events.iter().filter(|e| e.mover().is_some()).count() as u64
 }
 
 /// One game's human: lobby, AI seats, then games back to back until told to stop.

@@ -168,6 +168,19 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The seat whose move this event records (a bid, a card played, a trump chosen);
+    /// `None` for the events that follow from moves.
+    pub fn mover(&self) -> Option<Seat> {
+        match self {
+            Event::BidMade { player, .. }
+            | Event::CardPlayed { player, .. }
+            | Event::TrumpChosen { player, .. } => Some(*player),
+            _ => None,
+        }
+    }
+}
+
 /// Why the engine refused an action (the client's fault). The state is unchanged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ActionError {

@@ -352,3 +352,24 @@ fn bad_setups_and_options_are_refused() {
             .all(|e| matches!(e, Event::RoundStarted { round: 1, .. }))
     );
 }
+
+/// Every applied action shows up as exactly one event naming its seat as the mover;
+/// the events that follow from moves (rounds, tricks, reveals, scores) name none.
+#[test]
+fn each_move_has_one_event_with_its_mover() {
+    let mut rng = ChaCha12Rng::seed_from_u64(9);
+    let mut events = Vec::new();
+    let mut game = Game::new(4, Options::default(), 9, &mut events).unwrap();
+    assert_eq!(events.iter().filter_map(Event::mover).count(), 0);
+    let mut moves = 0;
+    while let Some(seat) = game.observation(0).to_act {
+        let legal = game.legal_actions(seat);
+        let action = legal[rng.random_range(0..legal.len())];
+        events.clear();
+        game.apply(seat, action, &mut events).unwrap();
+        let movers: Vec<u8> = events.iter().filter_map(Event::mover).collect();
+        assert_eq!(movers, [seat], "{action:?} gave {events:?}");
+        moves += 1;
+    }
+    assert!(moves > 100, "the game ended after {moves} moves");
+}

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::game::{Action, Event, Phase};
+use wizard_core::game::{Action, Phase};
 use wizard_core::wire::{
     ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client,
 };
@@ -202,10 +202,11 @@ pub(super) async fn player(
                         }
                         // Moves applied: counted once per game, from the host's view.
                         if host && ctx.measuring(now) {
-                            ctx.stats.borrow_mut().moves += moves_in(&events);
+                            ctx.stats.borrow_mut().moves +=
+                                events.iter().filter(|e| e.mover().is_some()).count() as u64;
                         }
                         if let (Some(Pending { intended, .. }), Some(seat)) = (awaiting, you)
-                            && events.iter().any(|e| is_move_of(e, seat))
+                            && events.iter().any(|e| e.mover() == Some(seat))
                         {
                             awaiting = None;
                             if ctx.measuring(intended) {
@@ -329,27 +330,6 @@ pub(super) async fn player(
     }
     let _ = ws.close(None).await;
     ctx.stats.borrow_mut().closed();
-}
-
-pub(super) fn moves_in(events: &[Event]) -> u64 {
-    events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::BidMade { .. } | Event::CardPlayed { .. } | Event::TrumpChosen { .. }
-            )
-        })
-        .count() as u64
-}
-
-pub(super) fn is_move_of(event: &Event, seat: u8) -> bool {
-    match event {
-        Event::BidMade { player, .. }
-        | Event::CardPlayed { player, .. }
-        | Event::TrumpChosen { player, .. } => *player == seat,
-        _ => false,
-    }
 }
 
 pub(super) fn count_error(ctx: &Ctx, what: &str) {
