@@ -228,7 +228,7 @@ impl Client {
         // The lobby part changes rarely (joins, status); decode it only then.
         let lobby_raw = parts.lobby;
         // (`self.lobby` may have been forgotten since, when the connection ended.)
-        if self.lobby_raw != lobby_raw || (self.lobby.is_none() && lobby_raw != "null") {
+        if !parts.lobby_known || (self.lobby.is_none() && lobby_raw != "null") {
             match serde_json::from_str::<Option<LobbyView>>(lobby_raw) {
                 Ok(l) => self.lobby = l,
                 Err(_) => {

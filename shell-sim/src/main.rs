@@ -8,6 +8,9 @@ use std::process::ExitCode;
 
 use wizard_sim::{Scenario, repro, swarm};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn usage() -> ExitCode {
     println!(
         "usage: wizard-sim run <scenario name, file, or swarm:N> [--seed N] [--json] [--print-scenario]"

@@ -10,6 +10,8 @@ pub struct StateParts<'a> {
     pub lobby: &'a str,
     pub game: &'a str,
     pub events: &'a str,
+    /// The lobby part is the `known_lobby` given to [`state_parts`] (unchanged).
+    pub lobby_known: bool,
 }
 
 /// Splits a `state` frame as the core lays it out (`None`: not one). Inside a JSON
@@ -20,21 +22,24 @@ pub fn state_parts<'a>(text: &'a str, known_lobby: &str) -> Option<StateParts<'a
     const GAME: &str = ",\"game\":";
     let rest = text.strip_prefix("{\"type\":\"state\",\"lobby\":")?;
     let rest = rest.strip_suffix('}')?;
-    let game_at = match rest.get(known_lobby.len()..) {
-        Some(after)
-            if !known_lobby.is_empty()
-                && after.starts_with(GAME)
-                && rest.starts_with(known_lobby) =>
-        {
-            known_lobby.len()
-        }
-        _ => rest.find(GAME)?,
+    // When the frame starts with the known lobby followed by the game's key, that key
+    // is the first top-level one after the lobby, so the lobby part is the known one.
+    let lobby_known = !known_lobby.is_empty()
+        && rest
+            .get(known_lobby.len()..)
+            .is_some_and(|after| after.starts_with(GAME))
+        && rest.starts_with(known_lobby);
+    let game_at = if lobby_known {
+        known_lobby.len()
+    } else {
+        rest.find(GAME)?
     };
     let events_at = rest.rfind(",\"events\":")?;
     Some(StateParts {
         lobby: rest.get(..game_at)?,
         game: rest.get(game_at + GAME.len()..events_at)?,
         events: rest.get(events_at + 10..)?,
+        lobby_known,
     })
 }
 
@@ -71,7 +76,12 @@ mod tests {
         assert_eq!((p.lobby, p.events), (r#"{"a":[1]}"#, "[]"));
         assert_eq!(turn(p.game), Some((2, Some(3))));
         // A known lobby gives the same split; a wrong one is not trusted.
-        assert_eq!(state_parts(s, r#"{"a":[1]}"#), Some(p));
+        assert!(!p.lobby_known);
+        let known = StateParts {
+            lobby_known: true,
+            ..p
+        };
+        assert_eq!(state_parts(s, r#"{"a":[1]}"#), Some(known));
         assert_eq!(state_parts(s, r#"{"a":[2]}"#), Some(p));
         assert_eq!(state_parts(s, r#"{"a":"#), Some(p));
         assert_eq!(
