@@ -1,6 +1,7 @@
 //! The rules of Wizard (RULES.md): cards, the game state machine, per-seat observations
 //! and the cheap heuristic player.
 
+mod action_de;
 pub mod bot;
 mod bot_table;
 pub mod card;

@@ -89,8 +89,9 @@ pub enum Phase {
 }
 
 /// One move by a seat, as sent on the wire: `{"kind":"bid","bid":2}`,
-/// `{"kind":"play","card":"h12"}`, `{"kind":"choose_trump","suit":"hearts"}`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// `{"kind":"play","card":"h12"}`, `{"kind":"choose_trump","suit":"hearts"}`. Decoded
+/// by hand (`action_de.rs`), without serde's buffered path for tagged enums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
     Bid { bid: u8 },
