@@ -32,9 +32,9 @@ pub fn state_parts<'a>(text: &'a str, known_lobby: &str) -> Option<StateParts<'a
     let game_at = if lobby_known {
         known_lobby.len()
     } else {
-        rest.find(GAME)?
+        find_near(rest, GAME)?
     };
-    let events_at = rest.rfind(",\"events\":")?;
+    let events_at = rfind_near(rest, ",\"events\":")?;
     Some(StateParts {
         lobby: rest.get(..game_at)?,
         game: rest.get(game_at + GAME.len()..events_at)?,
@@ -54,9 +54,28 @@ pub fn frame_type(text: &str) -> &str {
 pub fn turn(game: &str) -> Option<(u8, Option<u8>)> {
     let rest = game.strip_prefix("{\"you\":")?;
     let you = leading_number(rest)?;
-    let at = rest.find("\"to_act\":")?;
+    let at = find_near(rest, "\"to_act\":")?;
     let rest = rest.get(at + 9..)?;
     Some((you, leading_number(rest)))
+}
+
+/// `hay.find(needle)` for a needle expected near the start: a plain scan, which for a
+/// match a few dozen bytes in is far cheaper than building `str::find`'s searcher.
+fn find_near(hay: &str, needle: &str) -> Option<usize> {
+    let n = needle.as_bytes();
+    let first = *n.first()?;
+    hay.as_bytes()
+        .windows(n.len())
+        .position(|w| w[0] == first && w == n)
+}
+
+/// `hay.rfind(needle)` for a needle expected near the end.
+fn rfind_near(hay: &str, needle: &str) -> Option<usize> {
+    let n = needle.as_bytes();
+    let first = *n.first()?;
+    hay.as_bytes()
+        .windows(n.len())
+        .rposition(|w| w[0] == first && w == n)
 }
 
 fn leading_number(s: &str) -> Option<u8> {
@@ -95,5 +114,31 @@ mod tests {
         );
         assert_eq!(p.map(|p| (p.lobby, p.game)), Some(("null", "null")));
         assert!(state_parts(r#"{"type":"state","lobby":null}"#, "").is_none());
+    }
+
+    #[test]
+    fn near_searches_agree_with_str_find() {
+        let hays = [
+            "",
+            "a",
+            "abcabc",
+            ",\"events\":[],\"events\":",
+            "xx\"to_act\":3",
+            "é\"to_act\"",
+        ];
+        for hay in hays {
+            for needle in ["a", "bc", ",\"events\":", "\"to_act\":", "abcabcd"] {
+                assert_eq!(
+                    find_near(hay, needle),
+                    hay.find(needle),
+                    "{hay:?} {needle:?}"
+                );
+                assert_eq!(
+                    rfind_near(hay, needle),
+                    hay.rfind(needle),
+                    "{hay:?} {needle:?}"
+                );
+            }
+        }
     }
 }
