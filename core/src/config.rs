@@ -6,13 +6,25 @@
 //! and anything else that does not parse or is out of range is a [`ConfigError`] naming
 //! the variable. Durations are given in seconds (fractions allowed) and stored as `_us`.
 //! [`SETTINGS`] lists every variable with its default, for docs and deployment checks.
+//!
+//! Submodules: `ai_service` ([`AiServiceConfig`] and [`AiAgent`]), `raw` (one value's
+//! parsers: counts, durations, rates, shares, lists), `cidr` ([`IpCidr`]).
+
+mod ai_service;
+mod cidr;
+mod raw;
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::str::FromStr;
 
 use crate::overload::LoadLevel;
 use crate::time::US_PER_SEC;
+
+use raw::Raw;
+
+pub use ai_service::{AiAgent, AiServiceConfig};
+pub use cidr::{IpCidr, IpCidrError};
 
 /// Which program reads a setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -128,15 +140,6 @@ pub enum LogFormat {
     #[default]
     Text,
     Json,
-}
-
-/// The AI service's primary agent.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum AiAgent {
-    #[default]
-    Search,
-    Heuristic,
-    Random,
 }
 
 /// Everything the server reads from its environment.
@@ -361,63 +364,6 @@ fn format_secs(us: u64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// Everything the AI service reads from its environment.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AiServiceConfig {
-    /// `ws://` or `wss://` URL of the server's `/internal/ai` endpoint.
-    pub server_url: String,
-    pub shared_secret: String,
-    pub workers: usize,
-    /// Requests in progress (waiting and computing) before refusing with `overloaded`.
-    pub queue_max: usize,
-    /// From this many other waiting requests, the heuristic decides.
-    pub degrade_queue_min: usize,
-    pub agent: AiAgent,
-    pub log_level: String,
-    pub log_format: LogFormat,
-}
-
-impl Default for AiServiceConfig {
-    fn default() -> AiServiceConfig {
-        AiServiceConfig {
-            server_url: "ws://127.0.0.1:8000/internal/ai".to_owned(),
-            shared_secret: String::new(),
-            workers: 1,
-            queue_max: 64,
-            degrade_queue_min: 8,
-            agent: AiAgent::Search,
-            log_level: "info".to_owned(),
-            log_format: LogFormat::Text,
-        }
-    }
-}
-
-impl AiServiceConfig {
-    /// Reads the AI service's variables from `pairs` (typically the whole environment).
-    pub fn from_pairs<'a>(
-        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<AiServiceConfig, ConfigError> {
-        let mut c = AiServiceConfig::default();
-        for (name, text) in pairs {
-            let Some(v) = Raw::find(Component::AiService, name, text) else {
-                continue;
-            };
-            match v.name {
-                "AI_SERVER_URL" => c.server_url = v.ws_url()?,
-                "AI_SHARED_SECRET" => c.shared_secret = v.text.to_owned(),
-                "AI_WORKERS" => c.workers = v.count(1)?,
-                "AI_MAX_QUEUE" => c.queue_max = v.count(1)?,
-                "AI_DEGRADE_QUEUE" => c.degrade_queue_min = v.count(0)?,
-                "AI_AGENT" => c.agent = v.parsed("is not search, heuristic or random")?,
-                "LOG_LEVEL" => c.log_level = v.text.to_owned(),
-                "LOG_FORMAT" => c.log_format = v.parsed("is not text or json")?,
-                _ => {}
-            }
-        }
-        Ok(c)
-    }
-}
-
 impl FromStr for LogFormat {
     type Err = ();
     fn from_str(s: &str) -> Result<LogFormat, ()> {
@@ -426,286 +372,5 @@ impl FromStr for LogFormat {
             "json" => Ok(LogFormat::Json),
             _ => Err(()),
         }
-    }
-}
-
-impl FromStr for AiAgent {
-    type Err = ();
-    fn from_str(s: &str) -> Result<AiAgent, ()> {
-        match s {
-            "search" => Ok(AiAgent::Search),
-            "heuristic" => Ok(AiAgent::Heuristic),
-            "random" => Ok(AiAgent::Random),
-            _ => Err(()),
-        }
-    }
-}
-
-impl AiAgent {
-    pub fn name(self) -> &'static str {
-        match self {
-            AiAgent::Search => "search",
-            AiAgent::Heuristic => "heuristic",
-            AiAgent::Random => "random",
-        }
-    }
-}
-
-/// Longest duration accepted, in seconds: about 31 years, far inside `u64` microseconds
-/// and exact in `f64`.
-const DURATION_SECS_MAX: f64 = 1e9;
-
-/// One known, non-empty value on its way to a field.
-struct Raw<'a> {
-    name: &'static str,
-    text: &'a str,
-}
-
-impl<'a> Raw<'a> {
-    /// The setting `name` of `component` with a non-empty value, if it is one.
-    fn find(component: Component, name: &str, text: &'a str) -> Option<Raw<'a>> {
-        let setting = SETTINGS
-            .iter()
-            .find(|s| s.component == component && s.name == name)?;
-        let text = text.trim();
-        (!text.is_empty()).then_some(Raw {
-            name: setting.name,
-            text,
-        })
-    }
-
-    fn error(&self, reason: impl Into<String>) -> ConfigError {
-        ConfigError {
-            variable: self.name,
-            value: self.text.to_owned(),
-            reason: reason.into(),
-        }
-    }
-
-    fn parsed<T: FromStr>(&self, reason: &str) -> Result<T, ConfigError> {
-        self.text.parse().map_err(|_| self.error(reason))
-    }
-
-    /// A whole number of at least `min`.
-    fn count<T: TryFrom<u64>>(&self, min: u64) -> Result<T, ConfigError> {
-        let n: u64 = match self.text.parse() {
-            Ok(n) => n,
-            Err(_) if self.text.bytes().all(|b| b.is_ascii_digit()) => {
-                return Err(self.error("is too large"));
-            }
-            Err(_) => return Err(self.error("is not a whole number")),
-        };
-        if n < min {
-            return Err(self.error(format!("must be at least {min}")));
-        }
-        T::try_from(n).map_err(|_| self.error("is too large"))
-    }
-
-    /// Seconds (fractions allowed) as microseconds, at least `min_us`.
-    fn duration_us(&self, min_us: u64) -> Result<u64, ConfigError> {
-        let secs = self.number("is not a number of seconds")?;
-        if secs < 0.0 {
-            return Err(self.error("must not be negative"));
-        }
-        if secs > DURATION_SECS_MAX {
-            return Err(self.error(format!("is too large (at most {DURATION_SECS_MAX} s)")));
-        }
-        // At most 1e15 after scaling, so the cast neither saturates nor loses precision.
-        let us = (secs * US_PER_SEC as f64).round() as u64;
-        if us < min_us {
-            return Err(self.error("must be greater than 0"));
-        }
-        Ok(us)
-    }
-
-    /// A rate per second or minute: finite and greater than 0.
-    fn rate(&self) -> Result<f64, ConfigError> {
-        let rate = self.number("is not a number")?;
-        if rate <= 0.0 {
-            return Err(self.error("must be greater than 0"));
-        }
-        Ok(rate)
-    }
-
-    /// A share between 0 and 1 inclusive.
-    fn share(&self) -> Result<f64, ConfigError> {
-        let share = self.number("is not a number")?;
-        if !(0.0..=1.0).contains(&share) {
-            return Err(self.error("must be between 0 and 1"));
-        }
-        Ok(share)
-    }
-
-    fn number(&self, reason: &str) -> Result<f64, ConfigError> {
-        match self.text.parse::<f64>() {
-            Ok(x) if x.is_finite() => Ok(x),
-            _ => Err(self.error(reason)),
-        }
-    }
-
-    fn flag(&self) -> Result<bool, ConfigError> {
-        match self.text.to_ascii_lowercase().as_str() {
-            "1" | "true" => Ok(true),
-            "0" | "false" => Ok(false),
-            _ => Err(self.error("is not 1, 0, true or false")),
-        }
-    }
-
-    /// Comma-separated origins like `https://example.com`; empty items are skipped.
-    fn origins(&self) -> Result<Vec<String>, ConfigError> {
-        let mut origins = Vec::new();
-        for item in self
-            .text
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            let origin = item.strip_suffix('/').unwrap_or(item);
-            let host = origin.split_once("://").map_or("", |(_, host)| host);
-            if host.is_empty() || host.contains('/') || origin.contains(char::is_whitespace) {
-                return Err(self.error(format!(
-                    "has {item:?}, which is not an origin like https://example.com"
-                )));
-            }
-            origins.push(origin.to_owned());
-        }
-        Ok(origins)
-    }
-
-    fn cidrs(&self) -> Result<Vec<IpCidr>, ConfigError> {
-        let items = self
-            .text
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        items
-            .map(|item| {
-                item.parse()
-                    .map_err(|e| self.error(format!("has {item:?}: {e}")))
-            })
-            .collect()
-    }
-
-    fn ws_url(&self) -> Result<String, ConfigError> {
-        let rest = self
-            .text
-            .strip_prefix("ws://")
-            .or_else(|| self.text.strip_prefix("wss://"));
-        match rest {
-            Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(self.text.to_owned()),
-            _ => Err(self.error("is not a ws:// or wss:// URL")),
-        }
-    }
-}
-
-/// An IP network: an address and a prefix length, e.g. `10.0.0.0/8` or `fd00::/8`.
-///
-/// A bare address is a network of one. Host bits below the prefix are cleared.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct IpCidr {
-    network: IpAddr,
-    prefix_len: u8,
-}
-
-/// Text that is not an IP address or CIDR.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IpCidrError {
-    BadAddress,
-    BadPrefix,
-}
-
-impl fmt::Display for IpCidrError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            IpCidrError::BadAddress => "not an IP address or CIDR",
-            IpCidrError::BadPrefix => {
-                "prefix length out of range (0..=32 for IPv4, 0..=128 for IPv6)"
-            }
-        })
-    }
-}
-
-impl std::error::Error for IpCidrError {}
-
-impl IpCidr {
-    pub fn new(addr: IpAddr, prefix_len: u8) -> Result<IpCidr, IpCidrError> {
-        let network = match addr {
-            IpAddr::V4(a) if prefix_len <= 32 => {
-                IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask_v4(prefix_len)))
-            }
-            IpAddr::V6(a) if prefix_len <= 128 => {
-                IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask_v6(prefix_len)))
-            }
-            _ => return Err(IpCidrError::BadPrefix),
-        };
-        Ok(IpCidr {
-            network,
-            prefix_len,
-        })
-    }
-
-    pub fn network(&self) -> IpAddr {
-        self.network
-    }
-
-    pub fn prefix_len(&self) -> u8 {
-        self.prefix_len
-    }
-
-    /// Whether `ip` is in this network. IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`)
-    /// match IPv4 networks, since dual-stack sockets report IPv4 peers that way.
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            IpAddr::V4(_) => ip,
-        };
-        match (self.network, ip) {
-            (IpAddr::V4(net), IpAddr::V4(a)) => {
-                u32::from(a) & mask_v4(self.prefix_len) == u32::from(net)
-            }
-            (IpAddr::V6(net), IpAddr::V6(a)) => {
-                u128::from(a) & mask_v6(self.prefix_len) == u128::from(net)
-            }
-            _ => false,
-        }
-    }
-}
-
-fn mask_v4(prefix_len: u8) -> u32 {
-    u32::MAX
-        .checked_shl(32 - u32::from(prefix_len.min(32)))
-        .unwrap_or(0)
-}
-
-fn mask_v6(prefix_len: u8) -> u128 {
-    u128::MAX
-        .checked_shl(128 - u32::from(prefix_len.min(128)))
-        .unwrap_or(0)
-}
-
-impl FromStr for IpCidr {
-    type Err = IpCidrError;
-
-    fn from_str(s: &str) -> Result<IpCidr, IpCidrError> {
-        let (addr, prefix) = match s.split_once('/') {
-            Some((addr, prefix)) => (addr, Some(prefix)),
-            None => (s, None),
-        };
-        let addr: IpAddr = addr.parse().map_err(|_| IpCidrError::BadAddress)?;
-        let full = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix_len = match prefix {
-            None => full,
-            Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
-                p.parse().map_err(|_| IpCidrError::BadPrefix)?
-            }
-            Some(_) => return Err(IpCidrError::BadPrefix),
-        };
-        IpCidr::new(addr, prefix_len)
-    }
-}
-
-impl fmt::Display for IpCidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.network, self.prefix_len)
     }
 }

@@ -2,11 +2,15 @@
 //! outputs. It owns connections, sessions, lobbies, the AI bridge, load levels and every
 //! deadline, and is driven only through [`Server::handle`] and [`Server::poll_timeout`].
 //!
-//! Submodules split the work along its seams: `players` (hello, lobby messages,
-//! admission), `games` (moves, AI turns, fallback), `views` (personal `state` messages).
+//! Submodules split the work along its seams: `conns` (opening, the per-connection
+//! token bucket, closing), `players` (hello, lobby messages, admission), `games` (moves,
+//! AI turns, fallback), `views` (personal `state` messages), `status` (load samples,
+//! deadlines, shutdown, and what is published after every input).
 
+mod conns;
 mod games;
 mod players;
+mod status;
 mod views;
 
 use std::collections::BTreeMap;
@@ -16,13 +20,11 @@ use rand_chacha::ChaCha12Rng;
 
 use crate::ai_bridge::AiBridge;
 use crate::config::Config;
-use crate::io::{
-    BadFrame, ConnId, ConnKind, FallbackReason, Input, Note, Output, RefuseReason, WakeReason,
-};
+use crate::io::{BadFrame, ConnId, ConnKind, Input, Note, Output, RefuseReason, WakeReason};
 use crate::lobby::LobbyManager;
 use crate::overload::LoadLevel;
 use crate::overload::breaker::{BreakerConfig, BreakerState};
-use crate::overload::connections::{ConnRefusal, ConnectionLimiter};
+use crate::overload::connections::ConnectionLimiter;
 use crate::overload::level::{LoadLevels, LoadSample, LoadThresholds};
 use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
 use crate::rng::{self, Purpose, Seed};
@@ -30,7 +32,7 @@ use crate::session::{LobbyId, SessionId, SessionRegistry};
 use crate::stats::{Counters, Gauges, bump};
 use crate::time::Time;
 use crate::timers::Timers;
-use crate::wire::{self, AiHealth, CloseCode, ErrorCode, Health, LobbyStatus, ServerMessage};
+use crate::wire::{self, AiHealth, CloseCode, ErrorCode, Health, ServerMessage};
 
 /// How often idle per-IP buckets are swept.
 const SWEEP_INTERVAL_US: u64 = 30_000_000;
@@ -294,297 +296,6 @@ impl Server {
         }
     }
 
-    fn on_opened(
-        &mut self,
-        now: Time,
-        conn: ConnId,
-        kind: ConnKind,
-        ip: IpAddr,
-        out: &mut Vec<Output>,
-    ) {
-        let burst = u64::from(self.config.message_burst.max(1));
-        let mut entry = Conn {
-            kind,
-            ip,
-            session: None,
-            bucket: TokenBucket::new(
-                rate_from(self.config.message_rate_per_sec, 1_000_000),
-                burst,
-                now,
-            ),
-            drops: 0,
-            status_sent: None,
-            closing: false,
-            counted: false,
-            waiting: false,
-        };
-        let refusal = match kind {
-            ConnKind::Player => match self.limiter.try_open(conn, IpKey::new(ip)) {
-                Ok(()) => {
-                    entry.counted = true;
-                    None
-                }
-                Err(ConnRefusal::PerIp) => Some(RefuseReason::PerIp),
-                Err(ConnRefusal::Total) if self.limiter.ip_full(IpKey::new(ip)) => {
-                    Some(RefuseReason::PerIp)
-                }
-                // It may be a player of a running game coming back: its `hello` tells.
-                Err(ConnRefusal::Total) => {
-                    entry.waiting = true;
-                    None
-                }
-            },
-            ConnKind::Ai => (!self.bridge.connect(conn)).then_some(RefuseReason::AiConnections),
-        };
-        let waiting = entry.waiting;
-        self.conns.insert(conn, entry);
-        match refusal {
-            None if waiting => {
-                self.timers
-                    .set(TimerKey::HelloGrace(conn), now.plus_us(HELLO_GRACE_US));
-                out.push(Output::Note(Note::ConnectionHeld { conn, ip }));
-            }
-            None => {
-                self.counters.connections_opened += 1;
-                if kind == ConnKind::Ai {
-                    out.push(Output::Note(Note::AiConnected { conn }));
-                }
-            }
-            Some(reason) => self.refuse_connection(conn, ip, reason, out),
-        }
-    }
-
-    fn refuse_connection(
-        &mut self,
-        conn: ConnId,
-        ip: IpAddr,
-        reason: RefuseReason,
-        out: &mut Vec<Output>,
-    ) {
-        bump(&mut self.counters.connections_refused, reason.name());
-        out.push(Output::Note(Note::ConnectionRefused { conn, ip, reason }));
-        if self
-            .conns
-            .get(&conn)
-            .is_some_and(|c| c.kind == ConnKind::Player)
-        {
-            self.send_error(
-                conn,
-                ErrorCode::Busy,
-                "The server is full right now. Try again in a moment.",
-                None,
-                out,
-            );
-        }
-        self.close(conn, CloseCode::ConnectionLimit, out);
-    }
-
-    /// Refuses a connection held over `MAX_CONNECTIONS` (`busy`, then 1013).
-    fn refuse_waiting(&mut self, conn: ConnId, reason: RefuseReason, out: &mut Vec<Output>) {
-        let Some(c) = self.conns.get_mut(&conn).filter(|c| c.waiting) else {
-            return;
-        };
-        c.waiting = false;
-        let ip = c.ip;
-        self.timers.cancel(&TimerKey::HelloGrace(conn));
-        self.refuse_connection(conn, ip, reason, out);
-    }
-
-    /// A connection held over `MAX_CONNECTIONS` said `hello`: a player of a running game
-    /// coming back is admitted past the cap (its game must go on); anyone else is
-    /// refused. Returns whether it was admitted.
-    fn admit_waiting(&mut self, conn: ConnId, token: Option<&str>, out: &mut Vec<Output>) -> bool {
-        let Some(ip) = self.conns.get(&conn).map(|c| c.ip) else {
-            return false;
-        };
-        let in_running_game = token
-            .and_then(|t| self.sessions.find_by_token(t))
-            .and_then(|id| self.sessions.get(id))
-            .and_then(|s| s.lobby)
-            .and_then(|id| self.lobbies.get(id))
-            .is_some_and(|l| l.status == LobbyStatus::Playing);
-        if !in_running_game {
-            self.refuse_waiting(conn, RefuseReason::Total, out);
-            return false;
-        }
-        match self.limiter.try_open_past_total(conn, IpKey::new(ip)) {
-            Ok(()) => {
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.waiting = false;
-                    c.counted = true;
-                }
-                self.timers.cancel(&TimerKey::HelloGrace(conn));
-                self.counters.connections_opened += 1;
-                self.counters.resumed_past_cap += 1;
-                out.push(Output::Note(Note::ResumedPastCap { conn, ip }));
-                true
-            }
-            Err(_) => {
-                self.refuse_waiting(conn, RefuseReason::PerIp, out);
-                false
-            }
-        }
-    }
-
-    /// The per-connection token bucket: true when the frame may be handled.
-    fn admit_frame(&mut self, now: Time, conn: ConnId, out: &mut Vec<Output>) -> bool {
-        let violations_max = self.config.rate_violations_max;
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return false;
-        };
-        if c.closing || c.kind != ConnKind::Player {
-            return false;
-        }
-        if c.bucket.try_take(now) {
-            self.counters.messages += 1;
-            return true;
-        }
-        c.drops += 1;
-        let drops = c.drops;
-        let ip = c.ip;
-        self.counters.messages_dropped += 1;
-        if drops >= violations_max {
-            out.push(Output::Note(Note::FloodClosed { conn, ip }));
-            self.send_error(
-                conn,
-                ErrorCode::RateLimited,
-                "Message flood: closing.",
-                None,
-                out,
-            );
-            self.close(conn, CloseCode::MessageFlood, out);
-        } else if drops == 1 || drops % 10 == 0 {
-            let wait_ms = self
-                .conns
-                .get(&conn)
-                .map_or(0, |c| c.bucket.wait_us(now).div_ceil(1000));
-            self.send_error(
-                conn,
-                ErrorCode::RateLimited,
-                "Too many messages, slow down.",
-                Some(wait_ms),
-                out,
-            );
-        }
-        false
-    }
-
-    fn on_sample(&mut self, sample: LoadSample, out: &mut Vec<Output>) {
-        self.last_sample = sample;
-        if let Some(change) = self.levels.observe(&sample) {
-            bump(&mut self.counters.level_changes, change.to.name());
-            out.push(Output::Note(Note::LevelChanged {
-                from: change.from,
-                to: change.to,
-                sample,
-            }));
-        }
-    }
-
-    fn on_shutdown(&mut self, now: Time, out: &mut Vec<Output>) {
-        if self.shutting_down {
-            return;
-        }
-        self.shutting_down = true;
-        out.push(Output::Note(Note::ShutdownStarted));
-        self.timers.set(
-            TimerKey::Shutdown,
-            now.plus_us(self.config.shutdown_grace_us),
-        );
-    }
-
-    /// Fires every due deadline.
-    fn run_due(&mut self, now: Time, out: &mut Vec<Output>) {
-        while let Some(key) = self.timers.pop_due(now) {
-            match key {
-                TimerKey::Lobby(id) => self.drive(now, id, out),
-                TimerKey::AiRequest(request_id) => self.on_ai_deadline(now, request_id, out),
-                TimerKey::Session(id) => self.expire_session(now, id, out),
-                TimerKey::Breaker => self.bridge.tick(now),
-                TimerKey::Sweep => {
-                    self.lobby_rate.sweep(now);
-                    self.timers
-                        .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
-                }
-                TimerKey::Shutdown => self.finish_shutdown(out),
-                TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, RefuseReason::Total, out),
-            }
-        }
-    }
-
-    fn finish_shutdown(&mut self, out: &mut Vec<Output>) {
-        let open: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| !c.closing)
-            .map(|(id, _)| *id)
-            .collect();
-        for conn in open {
-            self.close(conn, CloseCode::ShuttingDown, out);
-        }
-        self.finished = true;
-    }
-
-    /// Publishes what changed as a consequence of the last input: the load status, AI
-    /// availability and the breaker's state.
-    fn after_change(&mut self, now: Time, out: &mut Vec<Output>) {
-        let available = self.bridge.available();
-        if available != self.ai_was_available {
-            self.ai_was_available = available;
-            for id in self.lobbies.ids() {
-                self.broadcast(now, id, &[], out);
-            }
-        }
-        let breaker = self.bridge.breaker_state();
-        if breaker.name() != self.breaker_was.name() {
-            match breaker {
-                BreakerState::Open { until } => {
-                    self.counters.breaker_opened += 1;
-                    out.push(Output::Note(Note::BreakerOpened {
-                        failures: self.config.ai_breaker_failures_max,
-                        cooldown_us: until.since_us(now),
-                    }));
-                }
-                BreakerState::Closed { .. } => out.push(Output::Note(Note::BreakerClosed)),
-                BreakerState::HalfOpen { .. } => {}
-            }
-        }
-        self.breaker_was = breaker;
-        match self.bridge.poll_timeout() {
-            Some(t) => self.timers.set(TimerKey::Breaker, t),
-            None => self.timers.cancel(&TimerKey::Breaker),
-        }
-        let status = (self.levels.level(), self.accepting_games());
-        if status != self.status {
-            self.status = status;
-            let targets: Vec<ConnId> = self
-                .conns
-                .iter()
-                .filter(|(_, c)| c.session.is_some() && !c.closing && c.status_sent != Some(status))
-                .map(|(id, _)| *id)
-                .collect();
-            for conn in targets {
-                self.send_status(conn, out);
-            }
-        }
-    }
-
-    fn send_status(&mut self, conn: ConnId, out: &mut Vec<Output>) {
-        let status = (self.levels.level(), self.accepting_games());
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.status_sent = Some(status);
-            let text = wire::encode(&ServerMessage::ServerStatus {
-                load: status.0,
-                accepting_games: status.1,
-            });
-            out.push(Output::Send {
-                conn,
-                text,
-                state: false,
-            });
-        }
-    }
-
     fn send_error(
         &mut self,
         conn: ConnId,
@@ -605,46 +316,5 @@ impl Server {
             text,
             state: false,
         });
-    }
-
-    fn close(&mut self, conn: ConnId, code: CloseCode, out: &mut Vec<Output>) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            if c.closing {
-                return;
-            }
-            c.closing = true;
-            bump(&mut self.counters.closes, code.code());
-            out.push(Output::Close { conn, code });
-        }
-    }
-
-    fn on_closed(&mut self, now: Time, conn: ConnId, out: &mut Vec<Output>) {
-        let Some(c) = self.conns.remove(&conn) else {
-            return;
-        };
-        if c.counted {
-            self.limiter.close(conn);
-        }
-        if c.waiting {
-            self.timers.cancel(&TimerKey::HelloGrace(conn));
-        }
-        match c.kind {
-            ConnKind::Ai => {
-                let lost = self.bridge.disconnect(now, conn);
-                out.push(Output::Note(Note::AiDisconnected {
-                    conn,
-                    pending: u32::try_from(lost.len()).unwrap_or(u32::MAX),
-                }));
-                for (request_id, pending) in lost {
-                    self.timers.cancel(&TimerKey::AiRequest(request_id));
-                    self.fallback_for(now, request_id, pending, FallbackReason::Disconnected, out);
-                }
-            }
-            ConnKind::Player => {
-                if let Some(session) = c.session {
-                    self.session_disconnected(now, session, conn, out);
-                }
-            }
-        }
     }
 }

@@ -1,0 +1,241 @@
+//! Player and AI connections: opening (the connection limits, holding a connection over
+//! `MAX_CONNECTIONS` until its `hello`), the per-connection token bucket, and closing.
+
+use std::net::IpAddr;
+
+use crate::io::{ConnId, ConnKind, FallbackReason, Note, Output, RefuseReason};
+use crate::overload::connections::ConnRefusal;
+use crate::overload::limiter::{IpKey, TokenBucket};
+use crate::stats::bump;
+use crate::time::Time;
+use crate::wire::{CloseCode, ErrorCode, LobbyStatus};
+
+use super::{Conn, HELLO_GRACE_US, Server, TimerKey, rate_from};
+
+impl Server {
+    pub(super) fn on_opened(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        kind: ConnKind,
+        ip: IpAddr,
+        out: &mut Vec<Output>,
+    ) {
+        let burst = u64::from(self.config.message_burst.max(1));
+        let mut entry = Conn {
+            kind,
+            ip,
+            session: None,
+            bucket: TokenBucket::new(
+                rate_from(self.config.message_rate_per_sec, 1_000_000),
+                burst,
+                now,
+            ),
+            drops: 0,
+            status_sent: None,
+            closing: false,
+            counted: false,
+            waiting: false,
+        };
+        let refusal = match kind {
+            ConnKind::Player => match self.limiter.try_open(conn, IpKey::new(ip)) {
+                Ok(()) => {
+                    entry.counted = true;
+                    None
+                }
+                Err(ConnRefusal::PerIp) => Some(RefuseReason::PerIp),
+                Err(ConnRefusal::Total) if self.limiter.ip_full(IpKey::new(ip)) => {
+                    Some(RefuseReason::PerIp)
+                }
+                // It may be a player of a running game coming back: its `hello` tells.
+                Err(ConnRefusal::Total) => {
+                    entry.waiting = true;
+                    None
+                }
+            },
+            ConnKind::Ai => (!self.bridge.connect(conn)).then_some(RefuseReason::AiConnections),
+        };
+        let waiting = entry.waiting;
+        self.conns.insert(conn, entry);
+        match refusal {
+            None if waiting => {
+                self.timers
+                    .set(TimerKey::HelloGrace(conn), now.plus_us(HELLO_GRACE_US));
+                out.push(Output::Note(Note::ConnectionHeld { conn, ip }));
+            }
+            None => {
+                self.counters.connections_opened += 1;
+                if kind == ConnKind::Ai {
+                    out.push(Output::Note(Note::AiConnected { conn }));
+                }
+            }
+            Some(reason) => self.refuse_connection(conn, ip, reason, out),
+        }
+    }
+
+    pub(super) fn refuse_connection(
+        &mut self,
+        conn: ConnId,
+        ip: IpAddr,
+        reason: RefuseReason,
+        out: &mut Vec<Output>,
+    ) {
+        bump(&mut self.counters.connections_refused, reason.name());
+        out.push(Output::Note(Note::ConnectionRefused { conn, ip, reason }));
+        if self
+            .conns
+            .get(&conn)
+            .is_some_and(|c| c.kind == ConnKind::Player)
+        {
+            self.send_error(
+                conn,
+                ErrorCode::Busy,
+                "The server is full right now. Try again in a moment.",
+                None,
+                out,
+            );
+        }
+        self.close(conn, CloseCode::ConnectionLimit, out);
+    }
+
+    /// Refuses a connection held over `MAX_CONNECTIONS` (`busy`, then 1013).
+    pub(super) fn refuse_waiting(
+        &mut self,
+        conn: ConnId,
+        reason: RefuseReason,
+        out: &mut Vec<Output>,
+    ) {
+        let Some(c) = self.conns.get_mut(&conn).filter(|c| c.waiting) else {
+            return;
+        };
+        c.waiting = false;
+        let ip = c.ip;
+        self.timers.cancel(&TimerKey::HelloGrace(conn));
+        self.refuse_connection(conn, ip, reason, out);
+    }
+
+    /// A connection held over `MAX_CONNECTIONS` said `hello`: a player of a running game
+    /// coming back is admitted past the cap (its game must go on); anyone else is
+    /// refused. Returns whether it was admitted.
+    pub(super) fn admit_waiting(
+        &mut self,
+        conn: ConnId,
+        token: Option<&str>,
+        out: &mut Vec<Output>,
+    ) -> bool {
+        let Some(ip) = self.conns.get(&conn).map(|c| c.ip) else {
+            return false;
+        };
+        let in_running_game = token
+            .and_then(|t| self.sessions.find_by_token(t))
+            .and_then(|id| self.sessions.get(id))
+            .and_then(|s| s.lobby)
+            .and_then(|id| self.lobbies.get(id))
+            .is_some_and(|l| l.status == LobbyStatus::Playing);
+        if !in_running_game {
+            self.refuse_waiting(conn, RefuseReason::Total, out);
+            return false;
+        }
+        match self.limiter.try_open_past_total(conn, IpKey::new(ip)) {
+            Ok(()) => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.waiting = false;
+                    c.counted = true;
+                }
+                self.timers.cancel(&TimerKey::HelloGrace(conn));
+                self.counters.connections_opened += 1;
+                self.counters.resumed_past_cap += 1;
+                out.push(Output::Note(Note::ResumedPastCap { conn, ip }));
+                true
+            }
+            Err(_) => {
+                self.refuse_waiting(conn, RefuseReason::PerIp, out);
+                false
+            }
+        }
+    }
+
+    /// The per-connection token bucket: true when the frame may be handled.
+    pub(super) fn admit_frame(&mut self, now: Time, conn: ConnId, out: &mut Vec<Output>) -> bool {
+        let violations_max = self.config.rate_violations_max;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return false;
+        };
+        if c.closing || c.kind != ConnKind::Player {
+            return false;
+        }
+        if c.bucket.try_take(now) {
+            self.counters.messages += 1;
+            return true;
+        }
+        c.drops += 1;
+        let drops = c.drops;
+        let ip = c.ip;
+        self.counters.messages_dropped += 1;
+        if drops >= violations_max {
+            out.push(Output::Note(Note::FloodClosed { conn, ip }));
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Message flood: closing.",
+                None,
+                out,
+            );
+            self.close(conn, CloseCode::MessageFlood, out);
+        } else if drops == 1 || drops % 10 == 0 {
+            let wait_ms = self
+                .conns
+                .get(&conn)
+                .map_or(0, |c| c.bucket.wait_us(now).div_ceil(1000));
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Too many messages, slow down.",
+                Some(wait_ms),
+                out,
+            );
+        }
+        false
+    }
+
+    pub(super) fn close(&mut self, conn: ConnId, code: CloseCode, out: &mut Vec<Output>) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if c.closing {
+                return;
+            }
+            c.closing = true;
+            bump(&mut self.counters.closes, code.code());
+            out.push(Output::Close { conn, code });
+        }
+    }
+
+    pub(super) fn on_closed(&mut self, now: Time, conn: ConnId, out: &mut Vec<Output>) {
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        if c.counted {
+            self.limiter.close(conn);
+        }
+        if c.waiting {
+            self.timers.cancel(&TimerKey::HelloGrace(conn));
+        }
+        match c.kind {
+            ConnKind::Ai => {
+                let lost = self.bridge.disconnect(now, conn);
+                out.push(Output::Note(Note::AiDisconnected {
+                    conn,
+                    pending: u32::try_from(lost.len()).unwrap_or(u32::MAX),
+                }));
+                for (request_id, pending) in lost {
+                    self.timers.cancel(&TimerKey::AiRequest(request_id));
+                    self.fallback_for(now, request_id, pending, FallbackReason::Disconnected, out);
+                }
+            }
+            ConnKind::Player => {
+                if let Some(session) = c.session {
+                    self.session_disconnected(now, session, conn, out);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Load and lifecycle: load samples, shutdown and its grace period, the deadlines fired
+//! after every input, and what is published after it (`server_status`, AI availability,
+//! the breaker's state).
+
+use crate::io::{ConnId, Note, Output, RefuseReason};
+use crate::overload::breaker::BreakerState;
+use crate::overload::level::LoadSample;
+use crate::stats::bump;
+use crate::time::Time;
+use crate::wire::{self, CloseCode, ServerMessage};
+
+use super::{SWEEP_INTERVAL_US, Server, TimerKey};
+
+impl Server {
+    pub(super) fn on_sample(&mut self, sample: LoadSample, out: &mut Vec<Output>) {
+        self.last_sample = sample;
+        if let Some(change) = self.levels.observe(&sample) {
+            bump(&mut self.counters.level_changes, change.to.name());
+            out.push(Output::Note(Note::LevelChanged {
+                from: change.from,
+                to: change.to,
+                sample,
+            }));
+        }
+    }
+
+    pub(super) fn on_shutdown(&mut self, now: Time, out: &mut Vec<Output>) {
+        if self.shutting_down {
+            return;
+        }
+        self.shutting_down = true;
+        out.push(Output::Note(Note::ShutdownStarted));
+        self.timers.set(
+            TimerKey::Shutdown,
+            now.plus_us(self.config.shutdown_grace_us),
+        );
+    }
+
+    /// Fires every due deadline.
+    pub(super) fn run_due(&mut self, now: Time, out: &mut Vec<Output>) {
+        while let Some(key) = self.timers.pop_due(now) {
+            match key {
+                TimerKey::Lobby(id) => self.drive(now, id, out),
+                TimerKey::AiRequest(request_id) => self.on_ai_deadline(now, request_id, out),
+                TimerKey::Session(id) => self.expire_session(now, id, out),
+                TimerKey::Breaker => self.bridge.tick(now),
+                TimerKey::Sweep => {
+                    self.lobby_rate.sweep(now);
+                    self.timers
+                        .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
+                }
+                TimerKey::Shutdown => self.finish_shutdown(out),
+                TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, RefuseReason::Total, out),
+            }
+        }
+    }
+
+    fn finish_shutdown(&mut self, out: &mut Vec<Output>) {
+        let open: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.closing)
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in open {
+            self.close(conn, CloseCode::ShuttingDown, out);
+        }
+        self.finished = true;
+    }
+
+    /// Publishes what changed as a consequence of the last input: the load status, AI
+    /// availability and the breaker's state.
+    pub(super) fn after_change(&mut self, now: Time, out: &mut Vec<Output>) {
+        let available = self.bridge.available();
+        if available != self.ai_was_available {
+            self.ai_was_available = available;
+            for id in self.lobbies.ids() {
+                self.broadcast(now, id, &[], out);
+            }
+        }
+        let breaker = self.bridge.breaker_state();
+        if breaker.name() != self.breaker_was.name() {
+            match breaker {
+                BreakerState::Open { until } => {
+                    self.counters.breaker_opened += 1;
+                    out.push(Output::Note(Note::BreakerOpened {
+                        failures: self.config.ai_breaker_failures_max,
+                        cooldown_us: until.since_us(now),
+                    }));
+                }
+                BreakerState::Closed { .. } => out.push(Output::Note(Note::BreakerClosed)),
+                BreakerState::HalfOpen { .. } => {}
+            }
+        }
+        self.breaker_was = breaker;
+        match self.bridge.poll_timeout() {
+            Some(t) => self.timers.set(TimerKey::Breaker, t),
+            None => self.timers.cancel(&TimerKey::Breaker),
+        }
+        let status = (self.levels.level(), self.accepting_games());
+        if status != self.status {
+            self.status = status;
+            let targets: Vec<ConnId> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| c.session.is_some() && !c.closing && c.status_sent != Some(status))
+                .map(|(id, _)| *id)
+                .collect();
+            for conn in targets {
+                self.send_status(conn, out);
+            }
+        }
+    }
+
+    pub(super) fn send_status(&mut self, conn: ConnId, out: &mut Vec<Output>) {
+        let status = (self.levels.level(), self.accepting_games());
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.status_sent = Some(status);
+            let text = wire::encode(&ServerMessage::ServerStatus {
+                load: status.0,
+                accepting_games: status.1,
+            });
+            out.push(Output::Send {
+                conn,
+                text,
+                state: false,
+            });
+        }
+    }
+}
