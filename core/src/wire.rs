@@ -11,11 +11,13 @@
 //!
 //! The player protocol lives here; submodules hold the rest: `codes` (error and close
 //! codes), `ai` (the AI service's messages and `GET /health`), `codec` (the typed
-//! [`DecodeError`], the two-pass decoder and the encoder every direction shares).
+//! [`DecodeError`], the two-pass decoder and the encoder every direction shares), and
+//! `peek` (cheap looks into a `state` frame for clients that decode only what they use).
 
 mod ai;
 mod codec;
 mod codes;
+pub mod peek;
 
 use serde::{Deserialize, Serialize};
 

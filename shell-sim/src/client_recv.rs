@@ -8,13 +8,12 @@ use wizard_core::Time;
 use wizard_core::game::Event;
 use wizard_core::io::ConnId;
 use wizard_core::wire::{
-    self, CloseCode, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage,
+    self, CloseCode, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage, peek,
 };
 
 use crate::client::{Client, Role, Stream};
 use crate::net::{Arrive, Ev};
 use crate::outbox::Frame;
-use crate::peek;
 use crate::play;
 use crate::scenario::{Pace, Retry};
 use crate::world::Ctx;

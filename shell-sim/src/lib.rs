@@ -17,7 +17,6 @@ pub mod feed;
 pub mod host;
 pub mod net;
 pub mod outbox;
-pub mod peek;
 pub mod phase;
 pub mod play;
 pub mod probe;

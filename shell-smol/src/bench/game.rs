@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::game::{Action, Phase};
+use wizard_core::game::{Action, Event, Phase};
 use wizard_core::wire::{
-    ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client,
+    ClientMessage, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage, decode_server,
+    encode_client, peek,
 };
 
 use super::net::{Ws, connect, source_ip};
@@ -62,6 +63,59 @@ pub(super) struct Pending {
     action: Action,
 }
 
+/// A bot's memory of the `state`s it got, so that it decodes only what it uses
+/// (`wire::peek`): the lobby part when it changed, the events when it counts moves or
+/// awaits its own, the game part on its turn. Decoding every part of every state made
+/// the generator, not the server, the limit at full speed.
+#[derive(Debug, Default)]
+struct Seen {
+    lobby_raw: String,
+    lobby: Option<LobbyView>,
+}
+
+/// The parts of one `state` a bot looked at.
+struct StateSeen<'s, 't> {
+    lobby: Option<&'s LobbyView>,
+    /// (the bot's seat, the seat to act) when the game part is a running game's.
+    turn: Option<(u8, Option<u8>)>,
+    /// The game part, still encoded: decoded only on the bot's turn.
+    game: &'t str,
+    /// Empty unless `want_events`.
+    events: Vec<Event>,
+}
+
+impl StateSeen<'_, '_> {
+    /// The game part when the bot has to act on it (or cannot tell without decoding).
+    fn game_to_act_on(&self) -> Option<Option<GameView>> {
+        match self.turn {
+            Some((you, to_act)) if to_act != Some(you) => None,
+            _ => serde_json::from_str(self.game).ok(),
+        }
+    }
+}
+
+impl Seen {
+    fn state<'s, 't>(&'s mut self, text: &'t str, want_events: bool) -> Option<StateSeen<'s, 't>> {
+        let parts = peek::state_parts(text, &self.lobby_raw)?;
+        if !parts.lobby_known {
+            self.lobby = serde_json::from_str(parts.lobby).ok()?;
+            self.lobby_raw.clear();
+            self.lobby_raw.push_str(parts.lobby);
+        }
+        let events = if want_events && parts.events != "[]" {
+            serde_json::from_str(parts.events).ok()?
+        } else {
+            Vec::new()
+        };
+        Some(StateSeen {
+            lobby: self.lobby.as_ref(),
+            turn: peek::turn(parts.game),
+            game: parts.game,
+            events,
+        })
+    }
+}
+
 pub(super) enum Wake {
     Message(Option<Result<Message, async_tungstenite::tungstenite::Error>>),
     Timer,
@@ -92,6 +146,7 @@ pub(super) async fn player(
     let mut retry_at: Option<Instant> = None;
     let mut you: Option<u8> = None;
     let mut ai_needed = s.seats - s.humans;
+    let mut seen = Seen::default();
     let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
     loop {
         let mut wake = ctx.deadline;
@@ -144,6 +199,140 @@ pub(super) async fn player(
                 }
                 break;
             }
+            Wake::Message(Some(Ok(Message::Text(text)))) if peek::frame_type(&text) == "state" => {
+                let want_events = (host && ctx.measuring(now)) || awaiting.is_some();
+                let Some(state) = seen.state(&text, want_events) else {
+                    count_error(&ctx, "undecodable");
+                    continue;
+                };
+                let events = &state.events;
+                if let Some((seat, _)) = state.turn {
+                    you = Some(seat);
+                }
+                // Moves applied: counted once per game, from the host's view.
+                if host && ctx.measuring(now) {
+                    ctx.stats.borrow_mut().moves +=
+                        events.iter().filter(|e| e.mover().is_some()).count() as u64;
+                }
+                if let (Some(Pending { intended, .. }), Some(seat)) = (awaiting, you)
+                    && events.iter().any(|e| e.mover() == Some(seat))
+                {
+                    awaiting = None;
+                    if ctx.measuring(intended) {
+                        let mut st = ctx.stats.borrow_mut();
+                        st.human_moves += 1;
+                        let us = now.saturating_duration_since(intended).as_micros();
+                        st.move_latency.saturating_record(us as u64);
+                    }
+                }
+                let Some(lobby) = state.lobby else {
+                    if step == Step::Hello {
+                        if let Some(code) = &code {
+                            step = Step::Filling;
+                            let join = ClientMessage::JoinLobby {
+                                code: code.clone(),
+                                name: format!("G{h}"),
+                            };
+                            if !send(&mut ws, &join).await {
+                                break;
+                            }
+                        } else if host {
+                            step = Step::Creating;
+                            let create = ClientMessage::CreateLobby {
+                                name: format!("Bench {g}"),
+                            };
+                            if !accepting && one_game {
+                                ctx.stats.borrow_mut().refusals.busy_create += 1;
+                                break;
+                            }
+                            if !send(&mut ws, &create).await {
+                                break;
+                            }
+                        }
+                    }
+                    continue;
+                };
+                if host && step == Step::Creating {
+                    step = Step::Filling;
+                    ctx.stats.borrow_mut().lobbies += 1;
+                    if let Some(tx) = &code_tx {
+                        for _ in 1..s.humans {
+                            let _ = tx.try_send(lobby.code.clone());
+                        }
+                    }
+                }
+                if host && step == Step::Filling && ai_needed > 0 {
+                    while ai_needed > 0 {
+                        ai_needed -= 1;
+                        if !send(&mut ws, &ClientMessage::AddAi).await {
+                            break;
+                        }
+                    }
+                }
+                let ready = lobby.players.len() >= s.seats;
+                let status = lobby.status;
+                match status {
+                    LobbyStatus::Waiting
+                        if host
+                            && ready
+                            && matches!(step, Step::Filling | Step::Returned)
+                            && retry_at.is_none() =>
+                    {
+                        step = Step::Starting;
+                        if !send(&mut ws, &ClientMessage::StartGame).await {
+                            break;
+                        }
+                    }
+                    LobbyStatus::Playing if step != Step::Playing => {
+                        if host {
+                            let mut st = ctx.stats.borrow_mut();
+                            st.games_started += 1;
+                            if one_game {
+                                let us = now.saturating_duration_since(arrival).as_micros();
+                                st.start_latency.saturating_record(us as u64);
+                            }
+                        }
+                        step = Step::Playing;
+                    }
+                    LobbyStatus::Finished if step == Step::Playing => {
+                        if host {
+                            ctx.stats.borrow_mut().games_finished += 1;
+                        }
+                        pending = None;
+                        awaiting = None;
+                        if one_game {
+                            break;
+                        }
+                        if host {
+                            step = Step::Returned;
+                            if !send(&mut ws, &ClientMessage::ReturnToLobby).await {
+                                break;
+                            }
+                        } else {
+                            step = Step::Filling;
+                        }
+                    }
+                    _ => {}
+                }
+                // Our turn per the latest state: schedule the move (once per turn).
+                if status == LobbyStatus::Playing
+                    && pending.is_none()
+                    && awaiting.is_none()
+                    && let Some(Some(game)) = state.game_to_act_on()
+                {
+                    let obs = &game.observation;
+                    if obs.to_act == Some(game.you)
+                        && obs.phase != Phase::Finished
+                        && let Some(action) = obs.legal_actions.first()
+                    {
+                        pending = Some(Pending {
+                            at: now + s.think,
+                            intended: now + s.think,
+                            action: *action,
+                        });
+                    }
+                }
+            }
             Wake::Message(Some(Ok(Message::Text(text)))) => {
                 let Ok(message) = decode_server(text.as_str()) else {
                     count_error(&ctx, "undecodable");
@@ -192,137 +381,8 @@ pub(super) async fn player(
                             retry_at = Some(now + Duration::from_secs(1));
                         }
                     }
-                    ServerMessage::State {
-                        lobby,
-                        game,
-                        events,
-                    } => {
-                        if let Some(seat) = game.as_ref().map(|g| g.you) {
-                            you = Some(seat);
-                        }
-                        // Moves applied: counted once per game, from the host's view.
-                        if host && ctx.measuring(now) {
-                            ctx.stats.borrow_mut().moves +=
-                                events.iter().filter(|e| e.mover().is_some()).count() as u64;
-                        }
-                        if let (Some(Pending { intended, .. }), Some(seat)) = (awaiting, you)
-                            && events.iter().any(|e| e.mover() == Some(seat))
-                        {
-                            awaiting = None;
-                            if ctx.measuring(intended) {
-                                let mut st = ctx.stats.borrow_mut();
-                                st.human_moves += 1;
-                                let us = now.saturating_duration_since(intended).as_micros();
-                                st.move_latency.saturating_record(us as u64);
-                            }
-                        }
-                        let Some(lobby) = lobby else {
-                            if step == Step::Hello {
-                                if let Some(code) = &code {
-                                    step = Step::Filling;
-                                    let join = ClientMessage::JoinLobby {
-                                        code: code.clone(),
-                                        name: format!("G{h}"),
-                                    };
-                                    if !send(&mut ws, &join).await {
-                                        break;
-                                    }
-                                } else if host {
-                                    step = Step::Creating;
-                                    let create = ClientMessage::CreateLobby {
-                                        name: format!("Bench {g}"),
-                                    };
-                                    if !accepting && one_game {
-                                        ctx.stats.borrow_mut().refusals.busy_create += 1;
-                                        break;
-                                    }
-                                    if !send(&mut ws, &create).await {
-                                        break;
-                                    }
-                                }
-                            }
-                            continue;
-                        };
-                        if host && step == Step::Creating {
-                            step = Step::Filling;
-                            ctx.stats.borrow_mut().lobbies += 1;
-                            if let Some(tx) = &code_tx {
-                                for _ in 1..s.humans {
-                                    let _ = tx.try_send(lobby.code.clone());
-                                }
-                            }
-                        }
-                        if host && step == Step::Filling && ai_needed > 0 {
-                            while ai_needed > 0 {
-                                ai_needed -= 1;
-                                if !send(&mut ws, &ClientMessage::AddAi).await {
-                                    break;
-                                }
-                            }
-                        }
-                        let ready = lobby.players.len() >= s.seats;
-                        match lobby.status {
-                            LobbyStatus::Waiting
-                                if host
-                                    && ready
-                                    && matches!(step, Step::Filling | Step::Returned)
-                                    && retry_at.is_none() =>
-                            {
-                                step = Step::Starting;
-                                if !send(&mut ws, &ClientMessage::StartGame).await {
-                                    break;
-                                }
-                            }
-                            LobbyStatus::Playing if step != Step::Playing => {
-                                if host {
-                                    let mut st = ctx.stats.borrow_mut();
-                                    st.games_started += 1;
-                                    if one_game {
-                                        let us = now.saturating_duration_since(arrival).as_micros();
-                                        st.start_latency.saturating_record(us as u64);
-                                    }
-                                }
-                                step = Step::Playing;
-                            }
-                            LobbyStatus::Finished if step == Step::Playing => {
-                                if host {
-                                    ctx.stats.borrow_mut().games_finished += 1;
-                                }
-                                pending = None;
-                                awaiting = None;
-                                if one_game {
-                                    break;
-                                }
-                                if host {
-                                    step = Step::Returned;
-                                    if !send(&mut ws, &ClientMessage::ReturnToLobby).await {
-                                        break;
-                                    }
-                                } else {
-                                    step = Step::Filling;
-                                }
-                            }
-                            _ => {}
-                        }
-                        // Our turn per the latest state: schedule the move (once per turn).
-                        if let Some(game) = game
-                            && lobby.status == LobbyStatus::Playing
-                            && pending.is_none()
-                            && awaiting.is_none()
-                        {
-                            let obs = &game.observation;
-                            if obs.to_act == Some(game.you)
-                                && obs.phase != Phase::Finished
-                                && let Some(action) = obs.legal_actions.first()
-                            {
-                                pending = Some(Pending {
-                                    at: now + s.think,
-                                    intended: now + s.think,
-                                    action: *action,
-                                });
-                            }
-                        }
-                    }
+                    // A `state` that does not start as the core writes it.
+                    ServerMessage::State { .. } => count_error(&ctx, "state layout"),
                 }
             }
             Wake::Message(Some(Ok(_))) => {}

@@ -46,6 +46,9 @@ fn bench_counts_moves_and_refusals_and_writes_history() {
     assert!(st.games_started >= 2, "{results}");
     assert!(st.moves > 100, "{results}");
     assert!(st.human_moves > 20, "{results}");
+    // Games play to the end: a bot that missed a turn would stall its game for good
+    // and hold one of the two slots.
+    assert!(st.games_finished >= 2, "{results}");
     assert_eq!(st.move_latency.len(), st.human_moves);
     // At MAX_ACTIVE_GAMES the server is not accepting games: create_lobby (or
     // start_game) gets `busy`, counted as a refusal, not as accepted work.

@@ -1,6 +1,8 @@
-//! Cheap looks into the server's JSON frames, so that a simulated client decodes the
-//! parts of a `state` only when it has something to do with them (its turn, its lobby,
-//! a move to confirm). A browser renders only the newest state too.
+//! Cheap looks into the server's JSON frames, so that a client decodes the parts of a
+//! `state` only when it has something to do with them (its turn, its lobby, a move to
+//! confirm): the simulator's players and the load generator's bots. They rely on the
+//! layout the core writes (`{"type":"state","lobby":..,"game":..,"events":..}`), which
+//! the tests of both keep honest by decoding every part they use.
 
 /// A `state` frame split into its parts, still encoded, so that a client decodes only
 /// the parts it needs (the lobby when it changed, the game when it acts or confirms a
