@@ -64,6 +64,7 @@ pub mod io;
 pub mod lobby;
 pub mod overload;
 pub mod rng;
+mod serde_str;
 pub mod server;
 pub mod session;
 pub mod stats;

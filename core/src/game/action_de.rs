@@ -11,6 +11,7 @@
 //! is checked as that field, where the derived decoder ignored it; and an object with
 //! two `kind` keys may be refused for a fault met before the second one.
 
+use std::convert::Infallible;
 use std::fmt;
 
 use serde::Deserialize;
@@ -18,6 +19,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::card::{Card, Suit};
 use super::types::Action;
+use crate::serde_str::deserialize_with;
 
 /// The `kind` of an action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,26 +33,15 @@ const KINDS: &[&str] = &["bid", "play", "choose_trump"];
 
 impl<'de> Deserialize<'de> for Kind {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_identifier(KindVisitor)
-    }
-}
-
-struct KindVisitor;
-
-impl Visitor<'_> for KindVisitor {
-    type Value = Kind;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("variant identifier")
-    }
-
-    fn visit_str<E: de::Error>(self, name: &str) -> Result<Kind, E> {
-        match name {
+        deserialize_with(deserializer, "variant identifier", |name| match name {
             "bid" => Ok(Kind::Bid),
             "play" => Ok(Kind::Play),
             "choose_trump" => Ok(Kind::ChooseTrump),
-            _ => Err(E::unknown_variant(name, KINDS)),
-        }
+            // serde's own text for an unknown variant.
+            _ => Err(<de::value::Error as de::Error>::unknown_variant(
+                name, KINDS,
+            )),
+        })
     }
 }
 
@@ -78,33 +69,15 @@ impl Field {
 
 impl<'de> Deserialize<'de> for Field {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_identifier(FieldVisitor)
-    }
-}
-
-struct FieldVisitor;
-
-impl Visitor<'_> for FieldVisitor {
-    type Value = Field;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("field identifier")
-    }
-
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
-        Ok(match key {
-            "kind" => Field::Kind,
-            "bid" => Field::Bid,
-            "card" => Field::Card,
-            "suit" => Field::Suit,
-            _ => Field::Other,
+        deserialize_with(deserializer, "field identifier", |key| {
+            Ok::<_, Infallible>(match key {
+                "kind" => Field::Kind,
+                "bid" => Field::Bid,
+                "card" => Field::Card,
+                "suit" => Field::Suit,
+                _ => Field::Other,
+            })
         })
-    }
-
-    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<Field, E> {
-        Ok(std::str::from_utf8(key).map_or(Field::Other, |k| {
-            self.visit_str::<E>(k).unwrap_or(Field::Other)
-        }))
     }
 }
 

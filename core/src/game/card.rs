@@ -4,10 +4,8 @@
 //! so no rule can mistake a Wizard for "the highest heart".
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::str::FromStr;
 
-use serde::de::Visitor;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Number of cards in the deck: 4 suits x 13 ranks, 4 Wizards, 4 Jesters.
@@ -269,27 +267,7 @@ impl Serialize for Card {
 
 impl<'de> Deserialize<'de> for Card {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(ParseStr(PhantomData))
-    }
-}
-
-/// Parses a JSON string with `FromStr` straight from the input (a `Cow<str>` would copy
-/// every card of a view into its own `String` first).
-struct ParseStr<T>(PhantomData<T>);
-
-impl<T> Visitor<'_> for ParseStr<T>
-where
-    T: FromStr,
-    T::Err: fmt::Display,
-{
-    type Value = T;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
-        text.parse().map_err(E::custom)
+        crate::serde_str::deserialize_with(deserializer, "a string", str::parse)
     }
 }
 
@@ -301,6 +279,6 @@ impl Serialize for Suit {
 
 impl<'de> Deserialize<'de> for Suit {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(ParseStr(PhantomData))
+        crate::serde_str::deserialize_with(deserializer, "a string", str::parse)
     }
 }

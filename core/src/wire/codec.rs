@@ -2,6 +2,7 @@
 //! two-pass decoder (envelope, then fields) and the encoder that never fails.
 
 use std::borrow::Cow;
+use std::convert::Infallible;
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -151,21 +152,9 @@ struct KeyIsType(bool);
 
 impl<'de> Deserialize<'de> for KeyIsType {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_identifier(KeyIsTypeVisitor)
-    }
-}
-
-struct KeyIsTypeVisitor;
-
-impl Visitor<'_> for KeyIsTypeVisitor {
-    type Value = KeyIsType;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object key")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(KeyIsType(v == "type"))
+        crate::serde_str::deserialize_with(deserializer, "an object key", |key| {
+            Ok::<_, Infallible>(KeyIsType(key == "type"))
+        })
     }
 }
 
