@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use wizard_core::io::{ConnId, ConnKind, Input, Output};
 use wizard_core::overload::connections::TcpCaps;
 use wizard_core::wire::{self, ClientMessage};
-use wizard_core::{Server, Time};
+use wizard_core::{Server, Time, timers};
 
 use crate::conn_map::ConnMap;
 use crate::cost::{CostModel, Sent, WorkKind};
@@ -220,7 +220,7 @@ impl Host {
 
     fn schedule_timer(&mut self, q: &mut EventQueue<Ev>, now: Time) {
         if let Some((deadline, _)) = self.server.poll_timeout() {
-            let at = deadline.max(now);
+            let at = timers::wake_at(deadline, now);
             if self.timer_scheduled != Some(at) {
                 self.timer_scheduled = Some(at);
                 q.push(at, Ev::CoreTimer);

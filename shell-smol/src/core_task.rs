@@ -18,7 +18,7 @@ use tracing::{debug, info, warn};
 use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output};
 use wizard_core::overload::LoadLevel;
 use wizard_core::wire::encode_health;
-use wizard_core::{Server, Time};
+use wizard_core::{Server, Time, timers};
 
 use crate::deadline::Deadline;
 use crate::limits::TcpLimit;
@@ -119,7 +119,7 @@ impl CoreTask {
             let deadline = self
                 .server
                 .poll_timeout()
-                .map(|(t, _)| self.clock.instant(t));
+                .map(|(t, _)| self.clock.instant(timers::wake_at(t, self.clock.now())));
             let deadline = match (deadline, hard_stop) {
                 (Some(d), Some(h)) => Some(d.min(h)),
                 (d, h) => d.or(h),

@@ -1,5 +1,6 @@
 //! The load probe's arithmetic: lag percentiles, CPU against the quota, throttling, and
-//! samples on a fixed schedule however late the wake-ups are.
+//! samples on a fixed schedule however late the wake-ups are; the grid the shells wake on
+//! for the core's deadlines.
 
 use wizard_core::Time;
 use wizard_core::overload::probe::{CpuReading, Probe, cpu_share, summarize};
@@ -70,4 +71,38 @@ fn samples_stay_on_their_schedule_when_wake_ups_are_late() {
             "sample {k} at {at} us"
         );
     }
+}
+
+#[test]
+fn deadlines_wake_on_the_grid_and_due_ones_at_once() {
+    use wizard_core::timers::{WAKE_GRID_US, wake_at};
+    let g = WAKE_GRID_US;
+    // (deadline, now, wake)
+    let cases = [
+        (5, 5, 5),
+        (3, 5, 5),
+        (0, 0, 0),
+        (6, 5, g),
+        (g, 5, g),
+        (g + 1, 5, 2 * g),
+        (2 * g - 1, g, 2 * g),
+        (800_123, 1, 800_000 + g),
+        (u64::MAX, 0, u64::MAX),
+    ];
+    for (deadline, now, wake) in cases {
+        assert_eq!(
+            wake_at(Time(deadline), Time(now)),
+            Time(wake),
+            "deadline {deadline} at {now}"
+        );
+    }
+    // Deadlines within one step of the grid share their wake-up, never early.
+    let wakes: std::collections::BTreeSet<Time> = (1..=g)
+        .map(|d| {
+            let w = wake_at(Time(7 * g + d), Time(0));
+            assert!(w >= Time(7 * g + d));
+            w
+        })
+        .collect();
+    assert_eq!(wakes.len(), 1);
 }
