@@ -35,6 +35,9 @@ pub async fn connect(addr: SocketAddr, path: &str, from: IpAddr) -> Result<Ws, O
     } else {
         Async::<TcpStream>::connect(addr).await.map_err(|_| None)?
     };
+    // As browsers do for websockets: a move is sent at once, not held back by Nagle's
+    // algorithm until the server acknowledges what went before.
+    let _ = tcp.get_ref().set_nodelay(true);
     match async_tungstenite::client_async(request, tcp).await {
         Ok((ws, _)) => Ok(ws),
         Err(async_tungstenite::tungstenite::Error::Http(response)) => {
