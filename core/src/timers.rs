@@ -12,7 +12,7 @@ use crate::time::Time;
 /// each is re-checked when the `Timeout` comes, and they are pauses for players' eyes
 /// (`AI_MOVE_DELAY`, `TRICK_PAUSE`), limits of seconds (AI decisions, handshakes,
 /// turns, sessions) or housekeeping. A delay set to 0 is due at once and not moved.
-pub const WAKE_GRID_US: u64 = 10_000;
+pub const WAKE_GRID_US: u64 = 5_000;
 
 /// When a shell should wake for the core's `deadline`, seen at `now`: at once when it
 /// is due, else at the first point of [`WAKE_GRID_US`]'s grid at or after it.
