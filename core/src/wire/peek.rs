@@ -61,23 +61,30 @@ pub fn turn(game: &str) -> Option<(u8, Option<u8>)> {
     Some((you, leading_number(rest)))
 }
 
-/// `hay.find(needle)` for a needle expected near the start: a plain scan, which for a
-/// match a few dozen bytes in is far cheaper than building `str::find`'s searcher.
-fn find_near(hay: &str, needle: &str) -> Option<usize> {
+/// Whether each window of `hay` is `needle`, for a plain scan from either end: for a
+/// match a few dozen bytes from that end it is far cheaper than building `str::find`'s
+/// searcher. (`None` for an empty needle.)
+fn windows_matching<'a>(
+    hay: &'a str,
+    needle: &'a str,
+) -> Option<impl DoubleEndedIterator<Item = bool> + ExactSizeIterator + 'a> {
     let n = needle.as_bytes();
     let first = *n.first()?;
-    hay.as_bytes()
-        .windows(n.len())
-        .position(|w| w[0] == first && w == n)
+    Some(
+        hay.as_bytes()
+            .windows(n.len())
+            .map(move |w| w[0] == first && w == n),
+    )
+}
+
+/// `hay.find(needle)` for a needle expected near the start.
+fn find_near(hay: &str, needle: &str) -> Option<usize> {
+    windows_matching(hay, needle)?.position(|m| m)
 }
 
 /// `hay.rfind(needle)` for a needle expected near the end.
 fn rfind_near(hay: &str, needle: &str) -> Option<usize> {
-    let n = needle.as_bytes();
-    let first = *n.first()?;
-    hay.as_bytes()
-        .windows(n.len())
-        .rposition(|w| w[0] == first && w == n)
+    windows_matching(hay, needle)?.rposition(|m| m)
 }
 
 fn leading_number(s: &str) -> Option<u8> {
