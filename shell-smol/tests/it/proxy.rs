@@ -87,17 +87,25 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     parse_response(&attempt().unwrap_or_default())
 }
 
-/// Polls `addr`'s `path` until it answers 200, for at most `secs` seconds.
-fn wait_for_200(addr: SocketAddr, path: &str, secs: u64, what: &str, log: &Path) {
+/// Polls `addr`'s `path` until it answers 200 (true), for at most `secs` seconds, or
+/// until `gone` says the process behind it has exited (false).
+fn poll_200(addr: SocketAddr, path: &str, secs: u64, gone: &mut dyn FnMut() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && !gone() {
         if get(addr, path).0 == 200 {
-            return;
+            return true;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let log = std::fs::read_to_string(log).unwrap_or_default();
-    panic!("{what} did not answer 200 on {path} within {secs} s; its log:\n{log}");
+    false
+}
+
+/// Polls `addr`'s `path` until it answers 200, for at most `secs` seconds.
+fn wait_for_200(addr: SocketAddr, path: &str, secs: u64, what: &str, log: &Path) {
+    if !poll_200(addr, path, secs, &mut || false) {
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        panic!("{what} did not answer 200 on {path} within {secs} s; its log:\n{log}");
+    }
 }
 
 /// A child process, killed (by its pid, through its handle) when dropped.
@@ -143,7 +151,19 @@ struct Proxy {
 }
 
 impl Proxy {
+    /// Starts Caddy, on other free ports when one it was given was taken in between
+    /// (the other tests open loopback sockets all the time), at most three times.
     fn start(caddy: &Path, upstream: SocketAddr) -> Proxy {
+        for _ in 0..2 {
+            if let Some(proxy) = Proxy::try_start(caddy, upstream, true) {
+                return proxy;
+            }
+        }
+        Proxy::try_start(caddy, upstream, false).expect("caddy started")
+    }
+
+    /// `None` when Caddy could not bind its ports and `may_retry`.
+    fn try_start(caddy: &Path, upstream: SocketAddr, may_retry: bool) -> Option<Proxy> {
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let health = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let dir = scratch("caddy");
@@ -165,11 +185,18 @@ impl Proxy {
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.join("access.log")).unwrap())
             .stderr(std::fs::File::create(&log).unwrap());
-        let proc = Proc(cmd.spawn().unwrap());
-        wait_for_200(health, "/health", 20, "caddy", &log);
+        let mut proc = Proc(cmd.spawn().unwrap());
+        let mut exited = || matches!(proc.0.try_wait(), Ok(Some(_)));
+        if !poll_200(health, "/health", 20, &mut exited) {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if may_retry && text.contains("address already in use") {
+                return None;
+            }
+            panic!("caddy did not answer 200 on /health within 20 s; its log:\n{text}");
+        }
         // Ready when the whole chain answers.
         wait_for_200(addr, "/health", 20, "caddy -> wizard-server", &log);
-        Proxy { addr, _proc: proc }
+        Some(Proxy { addr, _proc: proc })
     }
 }
 
