@@ -62,6 +62,7 @@ pub mod config;
 pub mod game;
 pub mod io;
 pub mod lobby;
+pub mod names;
 pub mod overload;
 pub mod rng;
 mod serde_str;

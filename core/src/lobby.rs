@@ -20,8 +20,7 @@ use crate::wire::{ErrorCode, LobbyStatus, LobbyView};
 pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 /// Length of a lobby code.
 pub const CODE_CHARS: usize = 6;
-/// Longest player name, in characters, after trimming.
-pub const NAME_CHARS_MAX: usize = 20;
+pub use crate::names::NAME_CHARS_MAX;
 /// Names of AI seats, in the order they are used.
 pub const AI_NAMES: [&str; 12] = [
     "Merlin",
@@ -96,8 +95,13 @@ impl Lobby {
         })
     }
 
+    /// `wanted`, or `wanted (2)`, `wanted (3)`... when a seat's name looks the same
+    /// ([`crate::names::key`]).
     fn unique_name(&self, wanted: &str) -> String {
-        let taken = |n: &str| self.seats.iter().any(|s| s.name == n);
+        let taken = |n: &str| {
+            let key = crate::names::key(n);
+            self.seats.iter().any(|s| crate::names::key(&s.name) == key)
+        };
         if !taken(wanted) {
             return wanted.to_string();
         }
@@ -141,21 +145,9 @@ impl LobbyError {
     }
 }
 
-/// Trims and checks a player name: 1 to 20 characters, no control characters.
+/// Cleans and checks a player name ([`crate::names::clean`]).
 pub fn clean_name(raw: &str) -> Result<String, LobbyError> {
-    let name = raw.trim();
-    if name.is_empty() {
-        return Err(LobbyError::Invalid("Enter a name."));
-    }
-    if name.chars().count() > NAME_CHARS_MAX {
-        return Err(LobbyError::Invalid("Names are at most 20 characters."));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(LobbyError::Invalid(
-            "Names may not contain control characters.",
-        ));
-    }
-    Ok(name.to_string())
+    crate::names::clean(raw).map_err(|e| LobbyError::Invalid(e.message()))
 }
 
 /// All lobbies, by id and by code.
