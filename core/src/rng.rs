@@ -37,6 +37,8 @@ pub enum Purpose {
     GameSeeds = 4,
     Fallback = 5,
     Breaker = 6,
+    /// The spread of `busy`'s `retry_after_ms`.
+    Retry = 7,
 }
 
 /// An independent generator for `purpose`, derived from the root seed.

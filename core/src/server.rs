@@ -103,6 +103,7 @@ pub struct Server {
     timers: Timers<TimerKey>,
     game_seeds: ChaCha12Rng,
     fallback_rng: ChaCha12Rng,
+    retry_rng: ChaCha12Rng,
     counters: Counters,
     last_sample: LoadSample,
     /// The status last published to everyone.
@@ -163,6 +164,7 @@ impl Server {
             lobbies: LobbyManager::new(config.lobbies_max, rng::fork(&seed, Purpose::LobbyCodes)),
             game_seeds: rng::fork(&seed, Purpose::GameSeeds),
             fallback_rng: rng::fork(&seed, Purpose::Fallback),
+            retry_rng: rng::fork(&seed, Purpose::Retry),
             breaker_was: bridge.breaker_state(),
             bridge,
             levels,
@@ -296,6 +298,19 @@ impl Server {
         }
     }
 
+    /// The `retry_after_ms` of a `busy` now: while overloaded, the least time the load
+    /// level needs to recover (`LOAD_RECOVER_SAMPLES` calmer samples); otherwise the
+    /// floor of [`crate::overload::retry::BUSY_RETRY_MIN_US`]; spread at random.
+    fn busy_retry_after_ms(&mut self) -> u64 {
+        let wait_us = if self.levels.level() == LoadLevel::Overloaded {
+            u64::from(self.config.load_recover_samples)
+                .saturating_mul(self.config.load_sample_interval_us)
+        } else {
+            0
+        };
+        crate::overload::retry::busy_retry_after_ms(wait_us, &mut self.retry_rng)
+    }
+
     fn send_error(
         &mut self,
         conn: ConnId,
@@ -306,6 +321,11 @@ impl Server {
     ) {
         bump(&mut self.counters.errors, code.name());
         out.push(Output::Note(Note::Refused { conn, code }));
+        // Every `busy` says when to come back (PROTOCOL.md section 6.2).
+        let retry_after_ms = match (code, retry_after_ms) {
+            (ErrorCode::Busy, None) => Some(self.busy_retry_after_ms()),
+            (_, given) => given,
+        };
         let text = wire::encode(&ServerMessage::Error {
             code,
             message: message.to_string(),

@@ -31,6 +31,7 @@ const S = {
   unannounced: [], // log lines not yet read out to screen readers
   playFocus: false, // the keyboard was in the hand or the action bar
   retryAt: null,
+  busyUntil: 0, // performance.now() before which create/start stay disabled (busy's retry_after_ms)
   view: null,
   joinFromLink: null,
 };
@@ -130,6 +131,8 @@ function onMessage(msg) {
       break;
     case 'server_status':
       S.status = { load: msg.load, accepting_games: !!msg.accepting_games };
+      // A change of status is newer news than an earlier busy's wait.
+      if (S.status.accepting_games) S.busyUntil = 0;
       render();
       break;
     case 'state':
@@ -226,11 +229,15 @@ function onError(msg) {
     case 'rate_limited':
       toast('Too many messages, slow down.');
       break;
-    case 'busy':
+    case 'busy': {
       // Before `welcome` this is the connection limit: the 1013 close and its banner follow.
       if (!S.connected) break;
-      toast('The server is busy right now, so no new game can start. Please try again in a minute.');
+      const waitMs = Number.isFinite(msg.retry_after_ms) ? msg.retry_after_ms : 60000;
+      S.busyUntil = performance.now() + waitMs;
+      setTimeout(render, waitMs + 50);
+      toast(`The server is busy right now, so no new game can start. Please try again in ${Math.ceil(waitMs / 1000)} s.`);
       break;
+    }
     case 'removed':
       toast('The host removed you from the lobby.');
       break;
@@ -323,8 +330,14 @@ function keepPlayFocus() {
   if (next) next.focus({ preventScroll: true });
 }
 
+/** Whether the server accepts new games now, as far as the client knows: its status,
+ * and no `busy` whose retry_after_ms has not yet passed. */
+function acceptingGames() {
+  return S.status.accepting_games && performance.now() >= S.busyUntil;
+}
+
 function renderHome() {
-  const accepting = S.status.accepting_games;
+  const accepting = acceptingGames();
   $('busy-notice').hidden = accepting;
   const create = $('create-lobby');
   create.disabled = !accepting || !S.connected;
@@ -380,7 +393,7 @@ function renderLobby() {
   const enough = l.players.length >= (l.min_players ?? 3);
   const start = $('start-game');
   const hint = $('start-hint');
-  if (!S.status.accepting_games) {
+  if (!acceptingGames()) {
     start.disabled = true;
     hint.textContent = 'Server busy: games cannot start right now.';
     hint.className = 'start-hint hint-busy';

@@ -3,7 +3,8 @@
 // and no reconnect after 4000 (the session was opened in another window).
 
 const TOKEN_KEY = 'wizard.token';
-/** Retries after a 1013 close ("try again later"): 15 s, 30 s, then every 60 s. */
+/** Retries after a 1013 close ("try again later") when the server named no time:
+ * 15 s, 30 s, then every 60 s. A `busy` with `retry_after_ms` before the close wins. */
 export const FULL_RETRY_MS = [15000, 30000, 60000];
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_MAX_MS = 15000;
@@ -21,6 +22,7 @@ export class Connection {
     this.timer = null;
     this.stopped = false;
     this.welcomed = false;
+    this.busyRetryMs = null; // the retry_after_ms of a busy before welcome
   }
 
   get token() {
@@ -53,6 +55,7 @@ export class Connection {
 
   open() {
     this.welcomed = false;
+    this.busyRetryMs = null;
     this.handlers.onStatus(this.attempt === 0 && this.fullAttempt === 0 ? 'connecting' : 'reconnecting');
     let ws;
     try {
@@ -78,6 +81,9 @@ export class Connection {
         this.attempt = 0;
         this.fullAttempt = 0;
         this.handlers.onStatus('open');
+      } else if (msg.type === 'error' && msg.code === 'busy' && !this.welcomed
+        && Number.isFinite(msg.retry_after_ms)) {
+        this.busyRetryMs = msg.retry_after_ms;
       }
       this.handlers.onMessage(msg);
     });
@@ -91,7 +97,9 @@ export class Connection {
         return;
       }
       if (ev.code === 1013) {
-        const delay = FULL_RETRY_MS[Math.min(this.fullAttempt, FULL_RETRY_MS.length - 1)];
+        // The server's own figure is already spread at random; the fixed schedule is
+        // for a server that named none.
+        const delay = this.busyRetryMs ?? FULL_RETRY_MS[Math.min(this.fullAttempt, FULL_RETRY_MS.length - 1)];
         this.fullAttempt += 1;
         this.handlers.onStatus('full', delay);
         this.timer = setTimeout(() => this.open(), delay);

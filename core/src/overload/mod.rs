@@ -9,6 +9,7 @@ pub mod connections;
 pub mod level;
 pub mod limiter;
 pub mod probe;
+pub mod retry;
 
 use std::fmt;
 use std::str::FromStr;

@@ -11,6 +11,7 @@ mod game_props;
 mod golden;
 mod limits;
 mod probe;
+mod retry;
 mod rules;
 mod server_game;
 mod server_props;

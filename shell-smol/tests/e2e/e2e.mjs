@@ -150,8 +150,12 @@ async function main() {
     await b.page.goto(BUSY);
     await visible(b.page, 'server-full-banner');
     assert((await text(b.page, 'server-full-banner')).includes('The server is full right now. Retrying in a moment...'), 'banner text');
+    // The next try follows the busy's retry_after_ms (5 to 7.5 s), not the fixed 15 s.
+    const detail = (await b.page.locator('#server-full-detail').textContent()) ?? '';
+    const nextTry = Number(/next try in (\d+) s/.exec(detail)?.[1]);
+    assert(nextTry >= 5 && nextTry <= 8, `next try follows retry_after_ms: ${detail}`);
     await b.page.screenshot({ path: join(OUT, 'server-full.png') });
-    // Free the slot: the retry after 15 s gets in.
+    // Free the slot: the retry gets in.
     await a.context.close();
     await b.page.getByTestId('server-full-banner').waitFor({ state: 'hidden', timeout: 25000 });
     await visible(b.page, 'busy-notice');
