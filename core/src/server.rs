@@ -32,7 +32,7 @@ use crate::session::{LobbyId, SessionId, SessionRegistry};
 use crate::stats::{Counters, Gauges, bump};
 use crate::time::Time;
 use crate::timers::Timers;
-use crate::wire::{self, AiHealth, CloseCode, ErrorCode, Health, ServerMessage};
+use crate::wire::{self, AiHealth, CloseCode, DecodeError, ErrorCode, Health, ServerMessage};
 
 /// How often idle per-IP buckets are swept.
 const SWEEP_INTERVAL_US: u64 = 30_000_000;
@@ -57,6 +57,9 @@ struct Conn {
     /// (refused with `busy` and 1013), for at most [`HELLO_GRACE_US`].
     waiting: bool,
 }
+
+/// The `error` text of `hello_required`.
+pub(crate) const HELLO_FIRST: &str = "Say hello first.";
 
 /// How long a connection over `MAX_CONNECTIONS` may take to say `hello`.
 pub const HELLO_GRACE_US: u64 = 5_000_000;
@@ -200,7 +203,19 @@ impl Server {
             }
             Input::Undecodable { conn, error } => {
                 if self.admit_frame(now, conn, out) {
-                    self.send_error(conn, ErrorCode::Invalid, &error.to_string(), None, out);
+                    // A known message with bad fields before `hello` is still a message
+                    // before `hello`: that is the first thing wrong with it.
+                    let before_hello =
+                        matches!(
+                            &error,
+                            DecodeError::BadField { type_name, .. }
+                                if *type_name != "hello" && *type_name != "message"
+                        ) && self.conns.get(&conn).is_some_and(|c| c.session.is_none());
+                    if before_hello {
+                        self.send_error(conn, ErrorCode::HelloRequired, HELLO_FIRST, None, out);
+                    } else {
+                        self.send_error(conn, ErrorCode::Invalid, &error.to_string(), None, out);
+                    }
                 }
             }
             Input::BadFrame { conn, frame } => {

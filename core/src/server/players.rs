@@ -44,7 +44,7 @@ impl Server {
                 self.send_error(
                     conn,
                     ErrorCode::HelloRequired,
-                    "Say hello first.",
+                    super::HELLO_FIRST,
                     None,
                     out,
                 );

@@ -21,8 +21,12 @@ pub enum DecodeError {
     /// A `type` this direction does not know, truncated to [`TYPE_ECHO_CHARS_MAX`] chars.
     UnknownType { type_name: String },
     /// A required field is missing or has the wrong type or value (a junk card, a
-    /// negative bid, a non-string `type`, ...).
-    BadField { message: String },
+    /// negative bid, a non-string `type`, ...). `type_name` is the message type whose
+    /// fields failed, or `"message"` when the envelope itself did (a non-string `type`).
+    BadField {
+        type_name: &'static str,
+        message: String,
+    },
 }
 
 /// How much of an unknown `type` is echoed back in [`DecodeError::UnknownType`].
@@ -39,7 +43,7 @@ impl fmt::Display for DecodeError {
             DecodeError::UnknownType { type_name } => {
                 write!(f, "unknown message type {type_name:?}")
             }
-            DecodeError::BadField { message } => f.write_str(message),
+            DecodeError::BadField { message, .. } => f.write_str(message),
         }
     }
 }
@@ -186,7 +190,10 @@ impl<'de> Visitor<'de> for TypeNameVisitor {
 }
 
 /// Second pass: the fields of one message type. `type` and unknown fields are ignored.
-pub(super) fn fields<T: DeserializeOwned>(text: &str, type_name: &str) -> Result<T, DecodeError> {
+pub(super) fn fields<T: DeserializeOwned>(
+    text: &str,
+    type_name: &'static str,
+) -> Result<T, DecodeError> {
     serde_json::from_str(text).map_err(|e| bad_field(type_name, &e))
 }
 
@@ -198,11 +205,11 @@ pub(super) fn unknown_type(type_name: &str) -> DecodeError {
 
 /// serde_json's message without its " at line L column C" suffix (the client sends one
 /// line), truncated because serde echoes offending values.
-fn bad_field(type_name: &str, e: &serde_json::Error) -> DecodeError {
+fn bad_field(type_name: &'static str, e: &serde_json::Error) -> DecodeError {
     let full = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     let bare = full.strip_suffix(&suffix).unwrap_or(&full);
     let mut message = format!("invalid {type_name}: ");
     message.extend(bare.chars().take(FIELD_MESSAGE_CHARS_MAX));
-    DecodeError::BadField { message }
+    DecodeError::BadField { type_name, message }
 }

@@ -53,6 +53,7 @@ fn engine_observation() -> (Observation, Vec<Event>) {
 
 fn bad_field() -> DecodeError {
     DecodeError::BadField {
+        type_name: "",
         message: String::new(),
     }
 }
@@ -61,7 +62,7 @@ fn bad_field() -> DecodeError {
 fn assert_error(text: &str, got: Result<impl std::fmt::Debug, DecodeError>, want: &DecodeError) {
     let err = got.expect_err(text);
     match (&err, want) {
-        (DecodeError::BadField { message }, DecodeError::BadField { .. }) => {
+        (DecodeError::BadField { message, .. }, DecodeError::BadField { .. }) => {
             assert!(!message.is_empty(), "{text}");
         }
         _ => assert_eq!(&err, want, "{text}"),
