@@ -31,10 +31,13 @@ fn create(d: &mut Driver, conn: u64) -> Vec<Option<u64>> {
     busy_waits(d, conn)
 }
 
+/// Settings, what is refused (`create` or `connect`), and the range every
+/// `retry_after_ms` must fall in.
+type Case = (&'static [(&'static str, &'static str)], &'static str, u64, u64);
+
 #[test]
 fn busy_says_when_to_come_back() {
-    // (settings, refusals to provoke, the range every retry_after_ms must fall in)
-    let cases: [(&[(&str, &str)], &str, u64, u64); 3] = [
+    let cases: [Case; 3] = [
         // Overloaded: the level needs LOAD_RECOVER_SAMPLES calmer samples to recover.
         (
             &[
