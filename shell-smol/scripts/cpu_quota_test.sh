@@ -15,6 +15,9 @@
 # fallback player).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Binaries: where cargo puts them, also with CARGO_TARGET_DIR set.
+REL="${CARGO_TARGET_DIR:-target}/release"
+mkdir -p target # logs and timelines go here either way
 
 QUOTA_PERCENT="${QUOTA_PERCENT:-15}"
 GAMES="${GAMES:-30}"
@@ -46,7 +49,7 @@ LOG=target/cpu_quota_server.log
     echo "$BASHPID" > "$CG/cgroup.procs"
     exec env BIND="127.0.0.1:$PORT" AI_MOVE_DELAY=0 TRICK_PAUSE=0 EMBEDDED_AI="$EMBEDDED_AI" \
         MESSAGE_RATE=1000 MESSAGE_BURST=1000 SHUTDOWN_GRACE=0 LOG_LEVEL=info \
-        ./target/release/wizard-server
+        "$REL"/wizard-server
 ) > "$LOG" 2>&1 &
 SERVER_PID=$!
 
@@ -58,7 +61,7 @@ grep -qx "$SERVER_PID" "$CG/cgroup.procs" || { echo "FAIL: the server is not in 
 grep -m1 "Load probe started" "$LOG" || true
 
 status=0
-timeout $((LOAD_SECS + RECOVER_SECS + 60)) ./target/release/examples/overload_client \
+timeout $((LOAD_SECS + RECOVER_SECS + 60)) "$REL"/examples/overload_client \
     --addr "127.0.0.1:$PORT" --games "$GAMES" --ai "$AI_SEATS" \
     --load-secs "$LOAD_SECS" --recover-secs "$RECOVER_SECS" --timeline "$TIMELINE" || status=$?
 echo "server log lines about load:"

@@ -9,6 +9,9 @@
 # Figures only: nothing is asserted.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Binaries: where cargo puts them, also with CARGO_TARGET_DIR set.
+REL="${CARGO_TARGET_DIR:-target}/release"
+mkdir -p target # logs and timelines go here either way
 
 MOVES="${MOVES:-50000}"
 GAMES="${GAMES:-30}"
@@ -33,7 +36,7 @@ run() {
         if [[ -n "$CG" ]]; then echo "$BASHPID" > "$CG/cgroup.procs"; fi
         exec env BIND="127.0.0.1:$port" AI_MOVE_DELAY=0 TRICK_PAUSE=0 EMBEDDED_AI="$EMBEDDED_AI" \
             MESSAGE_RATE=100000 MESSAGE_BURST=100000 LOAD_FORCE_LEVEL=normal \
-            SHUTDOWN_GRACE=0 LOG_LEVEL=warn ./target/release/wizard-server
+            SHUTDOWN_GRACE=0 LOG_LEVEL=warn "$REL"/wizard-server
     ) > "target/ctx_switches_server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 100); do
@@ -41,7 +44,7 @@ run() {
         sleep 0.1
     done
     printf '%-22s ' "$label:"
-    timeout 300 ./target/release/examples/overload_client --addr "127.0.0.1:$port" \
+    timeout 300 "$REL"/examples/overload_client --addr "127.0.0.1:$port" \
         --games "$GAMES" --moves "$MOVES" --pid "$SERVER_PID"
     kill -TERM "$SERVER_PID"
     wait "$SERVER_PID" || true

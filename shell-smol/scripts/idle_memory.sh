@@ -4,6 +4,9 @@
 # growth per connection. Figures only: nothing is asserted.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Binaries: where cargo puts them, also with CARGO_TARGET_DIR set.
+REL="${CARGO_TARGET_DIR:-target}/release"
+mkdir -p target # logs and timelines go here either way
 CONNS="${CONNS:-2000}"
 PORT="${PORT:-$((20000 + RANDOM % 20000))}"
 ulimit -n $((CONNS * 2 + 1000))
@@ -11,12 +14,12 @@ ulimit -n $((CONNS * 2 + 1000))
 cargo build --release --locked -p wizard-server --bin wizard-server --example idle_conns
 env BIND="127.0.0.1:$PORT" MAX_CONNECTIONS=$((CONNS + 100)) MAX_CONNECTIONS_PER_IP=100 \
     MAX_SESSIONS=$((CONNS * 2)) SHUTDOWN_GRACE=0 LOG_LEVEL=warn EMBEDDED_AI=0 \
-    ./target/release/wizard-server > target/idle_memory_server.log 2>&1 &
+    "$REL"/wizard-server > target/idle_memory_server.log 2>&1 &
 SERVER_PID=$!
 trap 'kill -TERM $SERVER_PID 2>/dev/null || true; wait $SERVER_PID 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
     curl -fsS "http://127.0.0.1:$PORT/health" > /dev/null 2>&1 && break
     sleep 0.1
 done
-timeout 120 ./target/release/examples/idle_conns --addr "127.0.0.1:$PORT" --pid "$SERVER_PID" \
+timeout 120 "$REL"/examples/idle_conns --addr "127.0.0.1:$PORT" --pid "$SERVER_PID" \
     --conns "$CONNS" --per-ip 100

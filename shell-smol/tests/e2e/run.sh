@@ -26,7 +26,9 @@ if ! (cd "$here" && node -e '
 fi
 
 (cd "$root" && timeout 1200 cargo build -p wizard-server --locked)
-server="$root/target/debug/wizard-server"
+tdir="${CARGO_TARGET_DIR:-target}"
+[[ "$tdir" = /* ]] || tdir="$root/$tdir"
+server="$tdir/debug/wizard-server"
 
 free_port() {
   node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
