@@ -313,11 +313,12 @@ impl Server {
         }
     }
 
-    /// The `retry_after_ms` of a `busy` now: while overloaded, the least time the load
-    /// level needs to recover (`LOAD_RECOVER_SAMPLES` calmer samples); otherwise the
-    /// floor of [`crate::overload::retry::BUSY_RETRY_MIN_US`]; spread at random.
-    fn busy_retry_after_ms(&mut self) -> u64 {
-        let wait_us = if self.levels.level() == LoadLevel::Overloaded {
+    /// The `retry_after_ms` of a `busy` now: for a refusal of new games while
+    /// overloaded (`load_bound`), the least time the load level needs to recover
+    /// (`LOAD_RECOVER_SAMPLES` calmer samples); otherwise the floor of
+    /// [`crate::overload::retry::BUSY_RETRY_MIN_US`]; spread at random.
+    pub(crate) fn busy_retry_after_ms(&mut self, load_bound: bool) -> u64 {
+        let wait_us = if load_bound && self.levels.level() == LoadLevel::Overloaded {
             u64::from(self.config.load_recover_samples)
                 .saturating_mul(self.config.load_sample_interval_us)
         } else {
@@ -338,7 +339,7 @@ impl Server {
         out.push(Output::Note(Note::Refused { conn, code }));
         // Every `busy` says when to come back (PROTOCOL.md section 6.2).
         let retry_after_ms = match (code, retry_after_ms) {
-            (ErrorCode::Busy, None) => Some(self.busy_retry_after_ms()),
+            (ErrorCode::Busy, None) => Some(self.busy_retry_after_ms(true)),
             (_, given) => given,
         };
         let text = wire::encode(&ServerMessage::Error {

@@ -87,11 +87,13 @@ impl Server {
             .get(&conn)
             .is_some_and(|c| c.kind == ConnKind::Player)
         {
+            // A connection limit, whatever the load level: the floor applies.
+            let retry_after_ms = self.busy_retry_after_ms(false);
             self.send_error(
                 conn,
                 ErrorCode::Busy,
                 "The server is full right now. Try again in a moment.",
-                None,
+                Some(retry_after_ms),
                 out,
             );
         }

@@ -33,11 +33,16 @@ fn create(d: &mut Driver, conn: u64) -> Vec<Option<u64>> {
 
 /// Settings, what is refused (`create` or `connect`), and the range every
 /// `retry_after_ms` must fall in.
-type Case = (&'static [(&'static str, &'static str)], &'static str, u64, u64);
+type Case = (
+    &'static [(&'static str, &'static str)],
+    &'static str,
+    u64,
+    u64,
+);
 
 #[test]
 fn busy_says_when_to_come_back() {
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         // Overloaded: the level needs LOAD_RECOVER_SAMPLES calmer samples to recover.
         (
             &[
@@ -51,8 +56,15 @@ fn busy_says_when_to_come_back() {
         ),
         // MAX_LOBBIES reached: the floor of 5 s, plus up to half of it.
         (&[("MAX_LOBBIES", "1")], "create", 5_000, 7_500),
-        // MAX_CONNECTIONS reached: the refusal before the 1013 close says when too.
+        // MAX_CONNECTIONS reached: the refusal before the 1013 close says when too,
+        // and a connection limit does not wait for the load level.
         (&[("MAX_CONNECTIONS", "1")], "connect", 5_000, 7_500),
+        (
+            &[("MAX_CONNECTIONS", "1"), ("LOAD_FORCE_LEVEL", "overloaded")],
+            "connect",
+            5_000,
+            7_500,
+        ),
     ];
     for (settings, what, low, high) in cases {
         let mut d = Driver::new(config(settings), 7);
