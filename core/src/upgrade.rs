@@ -106,6 +106,9 @@ pub struct UpgradeRequest<'a> {
     pub websocket_key: Option<&'a str>,
     /// `Sec-WebSocket-Version`.
     pub websocket_version: Option<&'a str>,
+    /// The request line said `HTTP/1.0` (RFC 6455 section 4.1 asks for 1.1 or later);
+    /// the shell sets it from its parser, [`UpgradeRequest::from_headers`] cannot know.
+    pub http_1_0: bool,
 }
 
 impl<'a> UpgradeRequest<'a> {
@@ -185,6 +188,14 @@ const NOT_WEBSOCKET: Reject = Reject {
     status: 400,
     reason: "not a websocket handshake",
 };
+const BAD_KEY: Reject = Reject {
+    status: 400,
+    reason: "Sec-WebSocket-Key is not 16 bytes in base64",
+};
+const OLD_HTTP: Reject = Reject {
+    status: 400,
+    reason: "websocket handshakes need HTTP/1.1",
+};
 const BAD_VERSION: Reject = Reject {
     status: 426,
     reason: "websocket version 13 required",
@@ -210,7 +221,8 @@ const NO_PEER: Reject = Reject {
 /// kind and the client address for the per-IP limits, or the HTTP status to refuse with.
 ///
 /// Checks, in order: the path is a websocket route (404), the request is a websocket
-/// handshake of version 13 (400, 426), then the route's security rule (403).
+/// handshake over HTTP/1.1 with a key of 16 base64-encoded bytes (400) of version 13
+/// (426), then the route's security rule (403).
 pub fn check_upgrade(
     config: &Config,
     request: &UpgradeRequest<'_>,
@@ -222,6 +234,12 @@ pub fn check_upgrade(
     };
     if !request.upgrade_websocket || request.websocket_key.is_none_or(str::is_empty) {
         return Err(NOT_WEBSOCKET);
+    }
+    if request.http_1_0 {
+        return Err(OLD_HTTP);
+    }
+    if !request.websocket_key.is_some_and(is_websocket_key) {
+        return Err(BAD_KEY);
     }
     if request.websocket_version != Some("13") {
         return Err(BAD_VERSION);
@@ -244,6 +262,21 @@ pub fn check_upgrade(
             Ok((kind, client_ip(config, peer, &request.x_forwarded_for)))
         }
     }
+}
+
+/// Whether `key` is the base64 encoding (with padding) of exactly 16 bytes, as RFC 6455
+/// section 4.1 requires of `Sec-WebSocket-Key`: 22 base64 characters, the last of which
+/// carries only 2 data bits (so its low 4 bits are zero), then `==`.
+pub fn is_websocket_key(key: &str) -> bool {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let value = |c: u8| ALPHABET.iter().position(|&a| a == c);
+    let bytes = key.as_bytes();
+    let [data @ .., last, b'=', b'='] = bytes else {
+        return false;
+    };
+    data.len() == 21
+        && data.iter().all(|&c| value(c).is_some())
+        && value(*last).is_some_and(|v| v & 0x0f == 0)
 }
 
 /// Whether `authorization` is `Bearer <secret>`; always true for an empty secret.

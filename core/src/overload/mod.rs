@@ -6,6 +6,7 @@
 pub mod breaker;
 pub mod cgroup;
 pub mod connections;
+pub mod door;
 pub mod level;
 pub mod limiter;
 pub mod probe;
