@@ -35,6 +35,8 @@ pub enum Route<'a> {
     Health,
     /// `GET /metrics`.
     Metrics,
+    /// `GET /ready` (PROTOCOL.md section 6.2).
+    Ready,
     /// `GET /ws`: a player's websocket.
     PlayerWs,
     /// `GET /internal/ai`: the AI service's websocket.
@@ -43,6 +45,14 @@ pub enum Route<'a> {
     MethodNotAllowed,
     /// Anything else (404).
     NotFound,
+}
+
+impl Route<'_> {
+    /// Whether this route may be served from a reserve slot (see
+    /// [`crate::overload::door`]): the probes an orchestrator needs.
+    pub fn is_probe(&self) -> bool {
+        matches!(self, Route::Health | Route::Metrics | Route::Ready)
+    }
 }
 
 /// Longest asset name accepted by [`route`].
@@ -58,6 +68,7 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         "/" | "/index.html" => (Route::Index, read),
         "/health" => (Route::Health, read),
         "/metrics" => (Route::Metrics, read),
+        "/ready" => (Route::Ready, read),
         "/ws" => (Route::PlayerWs, get),
         "/internal/ai" => (Route::AiWs, get),
         // Whether an asset exists is the shell's business, so other methods get 404.

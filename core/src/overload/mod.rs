@@ -10,6 +10,7 @@ pub mod door;
 pub mod level;
 pub mod limiter;
 pub mod probe;
+pub mod readiness;
 
 use std::fmt;
 use std::str::FromStr;
