@@ -10,6 +10,7 @@ mod client;
 mod door;
 mod frames;
 mod game;
+mod head_fuzz;
 mod limits;
 mod proxy;
 mod routes;
