@@ -108,6 +108,10 @@ pub const SETTINGS: &[Setting] = &[
     server("OUTBOUND_QUEUE_BYTES", "1048576", "bytes queued for one connection before it is disconnected"),
     server("IP_TABLE_MAX", "10000", "entries in each per-IP table (connections, lobby creation)"),
     server("MAX_SESSIONS", "5000", "sessions kept in the session registry"),
+    // The door (issue 14).
+    server("MAX_SOCKETS_PER_IP", "", "TCP sockets one client address may hold, upgraded or not (empty = 2 x MAX_CONNECTIONS_PER_IP)"),
+    server("FIRST_BYTE_TIMEOUT", "2", "seconds a new connection has to send its first byte (at most HANDSHAKE_TIMEOUT)"),
+    server("SOCKET_SEND_BUFFER_BYTES", "65536", "kernel send buffer asked for each accepted socket (SO_SNDBUF)"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to"),
     ai("AI_SHARED_SECRET", "", "secret presented to the server (must match the server's)"),
     ai("AI_WORKERS", "1", "decisions computed at the same time"),
@@ -191,6 +195,10 @@ pub struct Config {
     pub outbound_queue_bytes_max: usize,
     pub ip_table_entries_max: usize,
     pub sessions_max: usize,
+    /// Sockets one address may hold; 2 x `conns_per_ip_max` unless set.
+    pub sockets_per_ip_max: usize,
+    pub first_byte_timeout_us: u64,
+    pub socket_send_buffer_bytes: usize,
 }
 
 impl Default for Config {
@@ -238,6 +246,9 @@ impl Default for Config {
             outbound_queue_bytes_max: 1_048_576,
             ip_table_entries_max: 10_000,
             sessions_max: 5_000,
+            sockets_per_ip_max: 20,
+            first_byte_timeout_us: 2 * US_PER_SEC,
+            socket_send_buffer_bytes: 65_536,
         }
     }
 }
@@ -248,6 +259,7 @@ impl Config {
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Config, ConfigError> {
         let mut c = Config::default();
+        let (mut sockets_per_ip_max, mut first_byte_timeout_us) = (None, None);
         for (name, text) in pairs {
             let Some(v) = Raw::find(Component::Server, name, text) else {
                 continue;
@@ -297,10 +309,19 @@ impl Config {
                 "OUTBOUND_QUEUE_BYTES" => c.outbound_queue_bytes_max = v.count(1)?,
                 "IP_TABLE_MAX" => c.ip_table_entries_max = v.count(1)?,
                 "MAX_SESSIONS" => c.sessions_max = v.count(1)?,
+                "MAX_SOCKETS_PER_IP" => sockets_per_ip_max = Some(v.count(1)?),
+                "FIRST_BYTE_TIMEOUT" => first_byte_timeout_us = Some(v.duration_us(1)?),
+                "SOCKET_SEND_BUFFER_BYTES" => c.socket_send_buffer_bytes = v.count(4096)?,
                 _ => {} // every SETTINGS name has an arm; the tests check that
             }
         }
+        c.sockets_per_ip_max =
+            sockets_per_ip_max.unwrap_or_else(|| c.conns_per_ip_max.saturating_mul(2));
+        // Unset, the first byte is due after 2 s or the whole handshake time if shorter.
+        c.first_byte_timeout_us = first_byte_timeout_us
+            .unwrap_or_else(|| c.first_byte_timeout_us.min(c.handshake_timeout_us));
         c.check_order()?;
+        c.check_door()?;
         Ok(c)
     }
 
@@ -338,6 +359,32 @@ impl Config {
                 reason: format!(
                     "must be less than KEEPALIVE_TIMEOUT ({})",
                     format_secs(self.keepalive_timeout_us)
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// The door's settings against the others: a first byte is due before the whole
+    /// head, and an address may hold at least as many sockets as player connections.
+    fn check_door(&self) -> Result<(), ConfigError> {
+        if self.first_byte_timeout_us > self.handshake_timeout_us {
+            return Err(order_error(
+                "FIRST_BYTE_TIMEOUT",
+                format_secs(self.first_byte_timeout_us),
+                "HANDSHAKE_TIMEOUT",
+                format_secs(self.handshake_timeout_us),
+            ));
+        }
+        if self.sockets_per_ip_max < self.conns_per_ip_max {
+            return Err(ConfigError {
+                variable: "MAX_SOCKETS_PER_IP",
+                value: self.sockets_per_ip_max.to_string(),
+                reason: format!(
+                    "must not be less than MAX_CONNECTIONS_PER_IP ({})",
+                    self.conns_per_ip_max
                 ),
             });
         }

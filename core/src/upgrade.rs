@@ -35,6 +35,8 @@ pub enum Route<'a> {
     Health,
     /// `GET /metrics`.
     Metrics,
+    /// `GET /ready` (PROTOCOL.md section 6.2).
+    Ready,
     /// `GET /ws`: a player's websocket.
     PlayerWs,
     /// `GET /internal/ai`: the AI service's websocket.
@@ -43,6 +45,14 @@ pub enum Route<'a> {
     MethodNotAllowed,
     /// Anything else (404).
     NotFound,
+}
+
+impl Route<'_> {
+    /// Whether this route may be served from a reserve slot (see
+    /// [`crate::overload::door`]): the probes an orchestrator needs.
+    pub fn is_probe(&self) -> bool {
+        matches!(self, Route::Health | Route::Metrics | Route::Ready)
+    }
 }
 
 /// Longest asset name accepted by [`route`].
@@ -58,6 +68,7 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         "/" | "/index.html" => (Route::Index, read),
         "/health" => (Route::Health, read),
         "/metrics" => (Route::Metrics, read),
+        "/ready" => (Route::Ready, read),
         "/ws" => (Route::PlayerWs, get),
         "/internal/ai" => (Route::AiWs, get),
         // Whether an asset exists is the shell's business, so other methods get 404.
@@ -106,6 +117,9 @@ pub struct UpgradeRequest<'a> {
     pub websocket_key: Option<&'a str>,
     /// `Sec-WebSocket-Version`.
     pub websocket_version: Option<&'a str>,
+    /// The request line said `HTTP/1.0` (RFC 6455 section 4.1 asks for 1.1 or later);
+    /// the shell sets it from its parser, [`UpgradeRequest::from_headers`] cannot know.
+    pub http_1_0: bool,
 }
 
 impl<'a> UpgradeRequest<'a> {
@@ -185,6 +199,14 @@ const NOT_WEBSOCKET: Reject = Reject {
     status: 400,
     reason: "not a websocket handshake",
 };
+const BAD_KEY: Reject = Reject {
+    status: 400,
+    reason: "Sec-WebSocket-Key is not 16 bytes in base64",
+};
+const OLD_HTTP: Reject = Reject {
+    status: 400,
+    reason: "websocket handshakes need HTTP/1.1",
+};
 const BAD_VERSION: Reject = Reject {
     status: 426,
     reason: "websocket version 13 required",
@@ -210,7 +232,8 @@ const NO_PEER: Reject = Reject {
 /// kind and the client address for the per-IP limits, or the HTTP status to refuse with.
 ///
 /// Checks, in order: the path is a websocket route (404), the request is a websocket
-/// handshake of version 13 (400, 426), then the route's security rule (403).
+/// handshake over HTTP/1.1 with a key of 16 base64-encoded bytes (400) of version 13
+/// (426), then the route's security rule (403).
 pub fn check_upgrade(
     config: &Config,
     request: &UpgradeRequest<'_>,
@@ -222,6 +245,12 @@ pub fn check_upgrade(
     };
     if !request.upgrade_websocket || request.websocket_key.is_none_or(str::is_empty) {
         return Err(NOT_WEBSOCKET);
+    }
+    if request.http_1_0 {
+        return Err(OLD_HTTP);
+    }
+    if !request.websocket_key.is_some_and(is_websocket_key) {
+        return Err(BAD_KEY);
     }
     if request.websocket_version != Some("13") {
         return Err(BAD_VERSION);
@@ -244,6 +273,21 @@ pub fn check_upgrade(
             Ok((kind, client_ip(config, peer, &request.x_forwarded_for)))
         }
     }
+}
+
+/// Whether `key` is the base64 encoding (with padding) of exactly 16 bytes, as RFC 6455
+/// section 4.1 requires of `Sec-WebSocket-Key`: 22 base64 characters, the last of which
+/// carries only 2 data bits (so its low 4 bits are zero), then `==`.
+pub fn is_websocket_key(key: &str) -> bool {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let value = |c: u8| ALPHABET.iter().position(|&a| a == c);
+    let bytes = key.as_bytes();
+    let [data @ .., last, b'=', b'='] = bytes else {
+        return false;
+    };
+    data.len() == 21
+        && data.iter().all(|&c| value(c).is_some())
+        && value(*last).is_some_and(|v| v & 0x0f == 0)
 }
 
 /// Whether `authorization` is `Bearer <secret>`; always true for an empty secret.

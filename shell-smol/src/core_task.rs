@@ -3,27 +3,30 @@
 //!
 //! Batching is the point (DESIGN.md section 4): after a wake-up the task drains every
 //! input already queued before routing, so a burst of moves costs one wake-up, and each
-//! connection's writer is woken once per batch and flushes once. Notes become the
-//! monitoring log lines of the seeds' "Limits, load control" chapter.
+//! connection's writer is woken once per batch and flushes once. After every batch the
+//! task publishes the core's figures ([`crate::snapshot`]) for `/health`, `/ready` and
+//! `/metrics`, which never enter this queue. Notes become the monitoring log lines of
+//! the seeds' "Limits, load control" chapter; those an attacker can cause are rate
+//! limited ([`crate::log_limit`]).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_channel::{Receiver, Sender};
+use async_channel::Receiver;
 use async_io::Timer;
 use futures_lite::FutureExt;
 use tracing::{debug, info, warn};
 use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output};
 use wizard_core::overload::LoadLevel;
-use wizard_core::wire::encode_health;
 use wizard_core::{Server, Time, timers};
 
 use crate::deadline::Deadline;
-use crate::limits::TcpLimit;
-use crate::metrics::{Metrics, ShellStats};
+use crate::log_limit::{LineKind, LogLimiter};
+use crate::metrics::ShellStats;
 use crate::outbox::Outbox;
+use crate::snapshot::Published;
 
 /// Inputs handled per wake-up at most before outputs are routed, so that a flood of
 /// inputs cannot delay every send indefinitely.
@@ -68,15 +71,6 @@ pub enum CoreMsg {
     },
     /// Any other input for the core.
     Input(Input),
-    /// A question from the HTTP side; the answer is the response body.
-    Query(Query, Sender<String>),
-}
-
-/// What `/health` and `/metrics` ask.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Query {
-    Health,
-    Metrics,
 }
 
 /// Everything the core task owns.
@@ -86,9 +80,10 @@ pub struct CoreTask {
     pub clock: Clock,
     pub inbox: Receiver<CoreMsg>,
     pub shutdown: Receiver<()>,
-    pub metrics: Metrics,
     pub stats: Arc<ShellStats>,
-    pub tcp: Arc<TcpLimit>,
+    /// Where `/health`, `/ready` and `/metrics` read the core's figures.
+    pub published: Arc<Published>,
+    pub logs: LogLimiter,
 }
 
 enum Wake {
@@ -151,7 +146,10 @@ impl CoreTask {
             if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
                 self.server.handle(now, Input::Timeout, &mut st.out);
             }
-            self.route(&mut st);
+            // Before routing: a client that sees this batch's frames and then asks
+            // `/health` or `/metrics` finds them counted.
+            self.published.publish(&self.server);
+            self.route(&mut st, now);
             if self.server.is_finished() || hard_stop.is_some_and(|h| Instant::now() >= h) {
                 break;
             }
@@ -206,22 +204,10 @@ impl CoreTask {
                     st.conns.remove(&conn);
                 }
             }
-            CoreMsg::Query(query, reply) => {
-                let body = match query {
-                    Query::Health => encode_health(&self.server.health()),
-                    Query::Metrics => self.metrics.render(
-                        self.server.counters(),
-                        &self.server.gauges(),
-                        &self.stats,
-                        self.tcp.open(),
-                    ),
-                };
-                let _ = reply.try_send(body);
-            }
         }
     }
 
-    fn route(&self, st: &mut State) {
+    fn route(&mut self, st: &mut State, now: Time) {
         for output in st.out.drain(..) {
             match output {
                 Output::Send { conn, text, state } => {
@@ -234,9 +220,10 @@ impl CoreTask {
                         outbox.close(code);
                     }
                 }
-                Output::Note(note) => log_note(&note),
+                Output::Note(note) => log_note(&note, &mut self.logs, now.0),
             }
         }
+        self.logs.summaries(now.0, log_suppressed);
     }
 
     /// After the core finished, keeps accepting `Closed` reports until every connection
@@ -256,15 +243,33 @@ impl CoreTask {
                 Some(CoreMsg::Opened { outbox, .. }) => {
                     outbox.close(wizard_core::wire::CloseCode::ShuttingDown)
                 }
-                Some(_) => {}
+                Some(CoreMsg::Input(_)) => {}
                 None => break,
             }
         }
     }
 }
 
-/// One log line per note worth one; the rest go to debug.
-pub fn log_note(note: &Note) {
+/// The summary of lines [`LogLimiter`] held back.
+pub fn log_suppressed(kind: LineKind, suppressed: u64) {
+    warn!(
+        kind = kind.name(),
+        suppressed, "Suppressed {suppressed} similar lines in the last 10 s (counted in /metrics)"
+    );
+}
+
+/// One log line per note worth one; the rest go to debug. Lines an attacker can cause
+/// pass through `logs` first (`now_us`: the core's clock).
+pub fn log_note(note: &Note, logs: &mut LogLimiter, now_us: u64) {
+    let limited = match note {
+        Note::ConnectionRefused { .. } => Some(LineKind::ConnectionRefused),
+        Note::FloodClosed { .. } => Some(LineKind::FloodClosed),
+        Note::ResumedPastCap { .. } => Some(LineKind::ResumedPastCap),
+        _ => None,
+    };
+    if limited.is_some_and(|kind| !logs.allow(kind, now_us)) {
+        return;
+    }
     match note {
         Note::LevelChanged { from, to, sample } => {
             let line = format!("Load level {from} -> {to}");

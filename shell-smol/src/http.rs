@@ -1,10 +1,13 @@
 //! One accepted TCP connection up to its websocket upgrade: read the request head under
-//! a size and time limit, parse it with `httparse`, route it with the core's
+//! a size and time limit ([`crate::head`]), route it with the core's
 //! [`wizard_core::upgrade`] policy, answer the plain HTTP routes and hand upgrades to
 //! [`crate::conn`].
 //!
 //! Every response closes the connection (no keep-alive): the plain routes are health
 //! checks, scrapes and one page load, and a closed connection cannot hold a slot.
+//! `/health`, `/ready` and `/metrics` answer from the core's published figures
+//! ([`crate::snapshot`]), never through the core task's queue; `HEAD` gets the same
+//! status and headers without the body.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -15,23 +18,21 @@ use async_channel::Sender;
 use async_io::{Async, Timer};
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use futures_lite::FutureExt;
-use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use futures_lite::io::AsyncWriteExt;
 use tracing::debug;
 use wizard_core::config::Config;
-use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, route};
+use wizard_core::overload::readiness::{encode_ready, ready_status};
+use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
 
 use crate::conn::{self, ConnParams};
-use crate::core_task::{CoreMsg, Query};
-use crate::limits::Admission;
+use crate::core_task::CoreMsg;
+use crate::head::{HEADERS_MAX, Head, HeadError, read_head};
+use crate::limits::{Admission, Gate, TcpSlot};
 use crate::metrics::{self, ShellStats};
 use crate::outbox::Outbox;
+use crate::snapshot::Published;
 
-/// Largest request head accepted (request line and headers).
-pub const HEAD_BYTES_MAX: usize = 8 * 1024;
-/// Headers parsed per request at most.
-pub const HEADERS_MAX: usize = 32;
-/// How long `/health` and `/metrics` wait for the core task's answer.
-pub const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+pub use crate::head::HEAD_BYTES_MAX;
 
 /// What every connection task shares.
 #[derive(Debug)]
@@ -40,6 +41,10 @@ pub struct Ctx {
     pub inbox: Sender<CoreMsg>,
     pub stats: Arc<ShellStats>,
     pub next_conn: AtomicU64,
+    /// The core's figures, published after every batch.
+    pub published: Arc<Published>,
+    /// The door, for `/metrics`' open socket count.
+    pub gate: Arc<Gate>,
 }
 
 /// A static file of the web client, embedded in the binary.
@@ -81,48 +86,6 @@ const ASSETS: &[Asset] = &[
     },
 ];
 
-/// Why reading a request head stopped.
-#[derive(Debug)]
-enum HeadError {
-    /// Nothing complete within `HANDSHAKE_TIMEOUT`.
-    Timeout,
-    /// More than [`HEAD_BYTES_MAX`].
-    TooLarge,
-    /// The peer went away or the socket failed.
-    Gone,
-}
-
-/// Reads until the end of the request head; returns the bytes read (the head and
-/// whatever followed it) and the head's length.
-async fn read_head(tcp: &Async<TcpStream>, limit: Duration) -> Result<(Vec<u8>, usize), HeadError> {
-    let read = async {
-        let mut buf = vec![0u8; HEAD_BYTES_MAX];
-        let mut filled = 0;
-        let mut reader = tcp;
-        loop {
-            let Some(free) = buf.get_mut(filled..).filter(|b| !b.is_empty()) else {
-                return Err(HeadError::TooLarge);
-            };
-            let n = reader.read(free).await.map_err(|_| HeadError::Gone)?;
-            if n == 0 {
-                return Err(HeadError::Gone);
-            }
-            let start = filled.saturating_sub(3);
-            filled += n;
-            let window = buf.get(start..filled).unwrap_or(&[]);
-            if let Some(end) = window.windows(4).position(|w| w == b"\r\n\r\n") {
-                buf.truncate(filled);
-                return Ok((buf, start + end + 4));
-            }
-        }
-    };
-    let timeout = async {
-        Timer::after(limit).await;
-        Err(HeadError::Timeout)
-    };
-    read.or(timeout).await
-}
-
 /// A checked websocket upgrade, ready for its 101 response.
 struct Upgrade {
     kind: wizard_core::io::ConnKind,
@@ -133,10 +96,30 @@ struct Upgrade {
 
 /// Serves one accepted connection. The request is parsed in [`answer_request`], whose
 /// buffers (head, header array) are gone before a websocket's long life begins, so an
-/// idle connection does not carry them.
-pub async fn serve(tcp: Async<TcpStream>, peer: SocketAddr, admission: Admission, ctx: Arc<Ctx>) {
-    if let Some(upgrade) = answer_request(&tcp, peer, admission, &ctx).await {
+/// idle connection does not carry them. `slot` is the socket's place in the door.
+pub async fn serve(
+    tcp: Async<TcpStream>,
+    peer: SocketAddr,
+    admission: Admission,
+    slot: &TcpSlot,
+    ctx: Arc<Ctx>,
+) {
+    if let Some(upgrade) = answer_request(&tcp, peer, admission, slot, &ctx).await {
         websocket(tcp, upgrade, ctx).await;
+    }
+}
+
+/// One response: its status, content type and body; `head_only` for `HEAD`.
+struct Reply<'a> {
+    tcp: &'a Async<TcpStream>,
+    ctx: &'a Ctx,
+    head_only: bool,
+}
+
+impl Reply<'_> {
+    async fn send(&self, status: u16, content_type: &str, body: &[u8]) {
+        let sent = if self.head_only { None } else { Some(body) };
+        respond(self.tcp, self.ctx, status, content_type, body.len(), sent).await
     }
 }
 
@@ -146,88 +129,131 @@ async fn answer_request(
     tcp: &Async<TcpStream>,
     peer: SocketAddr,
     admission: Admission,
+    slot: &TcpSlot,
     ctx: &Ctx,
 ) -> Option<Upgrade> {
-    let handshake = Duration::from_micros(ctx.config.handshake_timeout_us);
-    let (buf, head_len) = match read_head(tcp, handshake).await {
+    let config = &ctx.config;
+    let first_byte = Duration::from_micros(config.first_byte_timeout_us);
+    let whole = Duration::from_micros(config.handshake_timeout_us);
+    let head = match read_head(tcp, first_byte, whole).await {
         Ok(head) => head,
-        Err(HeadError::Timeout) => {
-            ShellStats::bump(&ctx.stats.handshake_timeouts);
-            debug!(%peer, "handshake timeout");
+        Err(e) => {
+            match e {
+                HeadError::FirstByteTimeout => ShellStats::bump(&ctx.stats.first_byte_timeouts),
+                HeadError::Timeout => ShellStats::bump(&ctx.stats.handshake_timeouts),
+                _ => {}
+            }
+            debug!(%peer, error = ?e, "no request head");
+            if let Some((status, body)) = e.response() {
+                ShellStats::bump(&ctx.stats.bad_requests);
+                respond(
+                    tcp,
+                    ctx,
+                    status,
+                    "text/plain",
+                    body.len(),
+                    Some(body.as_bytes()),
+                )
+                .await;
+            }
             return None;
         }
-        Err(HeadError::TooLarge) => {
-            respond(tcp, ctx, 431, "text/plain", b"request head too large\n").await;
-            return None;
-        }
-        Err(HeadError::Gone) => return None,
     };
     let mut headers = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut request = httparse::Request::new(&mut headers);
-    let (method, path) = match request.parse(buf.get(..head_len).unwrap_or(&[])) {
-        Ok(httparse::Status::Complete(_)) => {
-            (request.method.unwrap_or(""), request.path.unwrap_or(""))
-        }
-        Err(httparse::Error::TooManyHeaders) => {
-            respond(tcp, ctx, 431, "text/plain", b"too many headers\n").await;
-            return None;
-        }
-        _ => {
-            respond(tcp, ctx, 400, "text/plain", b"bad request\n").await;
-            return None;
-        }
+    // `read_head` found a complete head, so this parse succeeds; refuse anyway if not.
+    let Ok(httparse::Status::Complete(_)) = request.parse(head.bytes()) else {
+        let body = b"bad request\n";
+        respond(tcp, ctx, 400, "text/plain", body.len(), Some(body)).await;
+        return None;
+    };
+    let (method, path) = (request.method.unwrap_or(""), request.path.unwrap_or(""));
+    let reply = Reply {
+        tcp,
+        ctx,
+        head_only: method == "HEAD",
     };
     let target = route(method, path);
-    if admission == Admission::Reserve && !matches!(target, Route::Health | Route::Metrics) {
+    let pairs = request.headers.iter().map(|h| (h.name, h.value));
+    let mut upgrade = UpgradeRequest::from_headers(path, peer.ip(), pairs);
+    upgrade.http_1_0 = request.version == Some(0);
+    let client = client_ip(config, peer.ip(), &upgrade.x_forwarded_for);
+    if slot.head_read(client).is_err() {
         ShellStats::bump(&ctx.stats.http_unavailable);
-        respond(
-            tcp,
-            ctx,
-            503,
-            "text/plain",
-            b"server full, try again later\n",
-        )
-        .await;
+        reply
+            .send(
+                503,
+                "text/plain",
+                b"too many connections from your address\n",
+            )
+            .await;
+        return None;
+    }
+    if admission == Admission::Reserve && !target.is_probe() {
+        ShellStats::bump(&ctx.stats.http_unavailable);
+        reply
+            .send(503, "text/plain", b"server full, try again later\n")
+            .await;
         return None;
     }
     match target {
-        Route::Index => send_asset(tcp, ctx, "index.html").await,
-        Route::Asset(name) => send_asset(tcp, ctx, name).await,
-        Route::Health => answer_query(tcp, ctx, Query::Health, "application/json").await,
-        Route::Metrics => answer_query(tcp, ctx, Query::Metrics, metrics::CONTENT_TYPE).await,
-        Route::PlayerWs | Route::AiWs => {
-            let pairs = request.headers.iter().map(|h| (h.name, h.value));
-            let upgrade = UpgradeRequest::from_headers(path, peer.ip(), pairs);
-            match check_upgrade(&ctx.config, &upgrade) {
-                Ok((kind, ip)) => {
-                    let key = upgrade.websocket_key.unwrap_or("");
-                    let accept = derive_accept_key(key.as_bytes());
-                    let leftover = buf.get(head_len..).unwrap_or(&[]).to_vec();
-                    let response = format!(
-                        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
-                         Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-                    );
-                    return Some(Upgrade {
-                        kind,
-                        ip,
-                        response,
-                        leftover,
-                    });
-                }
-                Err(Reject { status, reason }) => {
-                    ShellStats::bump(&ctx.stats.upgrades_refused);
-                    debug!(%peer, path, status, reason, "upgrade refused");
-                    let body = format!("{reason}\n");
-                    respond(tcp, ctx, status, "text/plain", body.as_bytes()).await;
-                }
+        Route::Index => send_asset(&reply, "index.html").await,
+        Route::Asset(name) => send_asset(&reply, name).await,
+        Route::Health => {
+            let snapshot = ctx.published.load();
+            reply
+                .send(200, "application/json", snapshot.health_json.as_bytes())
+                .await
+        }
+        Route::Ready => {
+            let ready = ctx.published.load().ready;
+            let body = encode_ready(ready);
+            reply
+                .send(ready_status(ready), "application/json", body.as_bytes())
+                .await
+        }
+        Route::Metrics => {
+            let body = ctx.published.render_metrics(&ctx.stats, ctx.gate.open());
+            reply
+                .send(200, metrics::CONTENT_TYPE, body.as_bytes())
+                .await
+        }
+        Route::PlayerWs | Route::AiWs => match check_upgrade(config, &upgrade) {
+            Ok((kind, ip)) => {
+                let key = upgrade.websocket_key.unwrap_or("");
+                return Some(accepted(kind, ip, key, &head));
             }
-        }
-        Route::MethodNotAllowed => {
-            respond(tcp, ctx, 405, "text/plain", b"method not allowed\n").await
-        }
-        Route::NotFound => respond(tcp, ctx, 404, "text/plain", b"not found\n").await,
+            Err(Reject { status, reason }) => {
+                ShellStats::bump(&ctx.stats.upgrades_refused);
+                debug!(%peer, path, status, reason, "upgrade refused");
+                let body = format!("{reason}\n");
+                reply.send(status, "text/plain", body.as_bytes()).await;
+            }
+        },
+        Route::MethodNotAllowed => reply.send(405, "text/plain", b"method not allowed\n").await,
+        Route::NotFound => reply.send(404, "text/plain", b"not found\n").await,
     }
     None
+}
+
+/// The upgrade the policy admitted, with its 101 response.
+fn accepted(
+    kind: wizard_core::io::ConnKind,
+    ip: std::net::IpAddr,
+    key: &str,
+    head: &Head,
+) -> Upgrade {
+    let accept = derive_accept_key(key.as_bytes());
+    let response = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    );
+    Upgrade {
+        kind,
+        ip,
+        response,
+        leftover: head.rest().to_vec(),
+    }
 }
 
 async fn websocket(tcp: Async<TcpStream>, upgrade: Upgrade, ctx: Arc<Ctx>) {
@@ -277,26 +303,10 @@ async fn websocket(tcp: Async<TcpStream>, upgrade: Upgrade, ctx: Arc<Ctx>) {
     debug!(conn, ?end, "connection ended");
 }
 
-async fn send_asset(tcp: &Async<TcpStream>, ctx: &Ctx, name: &str) {
+async fn send_asset(reply: &Reply<'_>, name: &str) {
     match ASSETS.iter().find(|a| a.name == name) {
-        Some(asset) => respond(tcp, ctx, 200, asset.content_type, asset.body).await,
-        None => respond(tcp, ctx, 404, "text/plain", b"not found\n").await,
-    }
-}
-
-async fn answer_query(tcp: &Async<TcpStream>, ctx: &Ctx, query: Query, content_type: &str) {
-    let (reply, answer) = async_channel::bounded(1);
-    let ask = async {
-        ctx.inbox.send(CoreMsg::Query(query, reply)).await.ok()?;
-        answer.recv().await.ok()
-    };
-    let timeout = async {
-        Timer::after(QUERY_TIMEOUT).await;
-        None
-    };
-    match ask.or(timeout).await {
-        Some(body) => respond(tcp, ctx, 200, content_type, body.as_bytes()).await,
-        None => respond(tcp, ctx, 503, "text/plain", b"core not answering\n").await,
+        Some(asset) => reply.send(200, asset.content_type, asset.body).await,
+        None => reply.send(404, "text/plain", b"not found\n").await,
     }
 }
 
@@ -314,20 +324,27 @@ fn reason_phrase(status: u16) -> &'static str {
     }
 }
 
-/// Writes a complete response and closes.
-async fn respond(tcp: &Async<TcpStream>, ctx: &Ctx, status: u16, content_type: &str, body: &[u8]) {
+/// Writes a complete response and closes: `body` is `None` for `HEAD`, which still
+/// says the `content_length` a `GET` would get.
+async fn respond(
+    tcp: &Async<TcpStream>,
+    ctx: &Ctx,
+    status: u16,
+    content_type: &str,
+    content_length: usize,
+    body: Option<&[u8]>,
+) {
     let mut head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nConnection: close\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: \
+         {content_length}\r\nCache-Control: no-store\r\nConnection: close\r\n",
         reason_phrase(status),
-        body.len()
     );
     if status == 426 {
         head.push_str("Sec-WebSocket-Version: 13\r\n");
     }
     head.push_str("\r\n");
     let mut response = head.into_bytes();
-    response.extend_from_slice(body);
+    response.extend_from_slice(body.unwrap_or(&[]));
     if write_all(tcp, ctx, &response).await {
         let _ = tcp.get_ref().shutdown(std::net::Shutdown::Write);
     }

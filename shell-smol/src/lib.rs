@@ -2,10 +2,12 @@
 //! HTTP and websockets.
 //!
 //! One task owns the core ([`core_task`]); each accepted TCP connection gets a task that
-//! reads its request head ([`http`]) and, after an upgrade, drives the websocket
-//! ([`conn`]); a load probe ([`probe`]) reports lag, CPU and throttling; a hard cap on TCP
-//! connections ([`limits`]) bounds everything before any HTTP work; [`metrics`] renders
-//! `/metrics`. The shell carries out the core's outputs and reports facts; it decides
+//! reads its request head ([`head`], [`http`]) and, after an upgrade, drives the
+//! websocket ([`conn`]); a load probe ([`probe`]) reports lag, CPU and throttling; the
+//! door ([`limits`], over the core's `overload::door`) bounds sockets in total and per
+//! address before any HTTP work, evicting silent ones; [`snapshot`] holds the figures
+//! `/health`, `/ready` and [`metrics`] answer from; [`log_limit`] keeps attackers from
+//! filling the log. The shell carries out the core's outputs and reports facts; it decides
 //! nothing about shedding, retrying or falling back.
 //!
 //! [`run_on`] is the entry point for the binary and the tests: it takes a bound
@@ -15,11 +17,14 @@ pub mod conn;
 pub mod core_task;
 pub mod deadline;
 pub mod embedded;
+pub mod head;
 pub mod http;
 pub mod limits;
+pub mod log_limit;
 pub mod metrics;
 pub mod outbox;
 pub mod probe;
+pub mod snapshot;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -35,8 +40,10 @@ use wizard_core::rng::Seed;
 
 use crate::core_task::{Clock, CoreTask, INBOX_CAPACITY};
 use crate::http::Ctx;
-use crate::limits::TcpLimit;
-use crate::metrics::{Metrics, ShellStats};
+use crate::limits::Gate;
+use crate::log_limit::{LineKind, LogLimiter};
+use crate::metrics::ShellStats;
+use crate::snapshot::Published;
 
 /// Why the server could not run.
 #[derive(Debug)]
@@ -145,7 +152,8 @@ async fn serve(
     })
     .detach();
     let stats = Arc::new(ShellStats::default());
-    let tcp = Arc::new(TcpLimit::new(config.conns_max));
+    let gate = Arc::new(Gate::new(&config, clock));
+    let published = Arc::new(Published::new(&server));
     let interval = Duration::from_micros(config.load_sample_interval_us);
     ex.spawn(probe::run(inbox.clone(), interval, cgroup))
         .detach();
@@ -154,19 +162,21 @@ async fn serve(
         inbox,
         stats: Arc::clone(&stats),
         next_conn: AtomicU64::new(1),
+        published: Arc::clone(&published),
+        gate: Arc::clone(&gate),
     });
     let core = CoreTask {
         server,
         clock,
         inbox: inbox_rx,
         shutdown: shutdown_rx,
-        metrics: Metrics::new(),
         stats,
-        tcp: Arc::clone(&tcp),
+        published,
+        logs: LogLimiter::default(),
     };
     // Its own task: raced against the core task in one future, every wake-up of the
     // core polled the listener too (an `accept4` that fails with EAGAIN each time).
-    let accept = ex.spawn(accept_loop(Arc::clone(&ex), listener, tcp, ctx));
+    let accept = ex.spawn(accept_loop(Arc::clone(&ex), listener, gate, ctx, clock));
     core.run().await;
     accept.cancel().await;
     info!("Stopped");
@@ -176,30 +186,58 @@ async fn serve(
 async fn accept_loop(
     ex: Arc<Executor<'static>>,
     listener: Async<TcpListener>,
-    tcp: Arc<TcpLimit>,
+    gate: Arc<Gate>,
     ctx: Arc<Ctx>,
+    clock: Clock,
 ) {
+    let mut logs = LogLimiter::default();
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
-                warn!(error = %e, "accept failed");
+                let now_us = clock.now().0;
+                logs.summaries(now_us, core_task::log_suppressed);
+                if logs.allow(LineKind::AcceptFailed, now_us) {
+                    warn!(error = %e, "accept failed");
+                }
                 Timer::after(ACCEPT_BACKOFF).await;
                 continue;
             }
         };
         ShellStats::bump(&ctx.stats.tcp_accepted);
-        let Some((admission, slot)) = tcp.try_acquire() else {
+        let Ok(admitted) = gate.admit(peer.ip()) else {
             ShellStats::bump(&ctx.stats.tcp_refused);
             drop(stream);
             continue;
         };
+        if admitted.evicted {
+            ShellStats::bump(&ctx.stats.tcp_evicted);
+        }
         let _ = stream.get_ref().set_nodelay(true);
+        set_send_buffer(stream.get_ref(), ctx.config.socket_send_buffer_bytes);
         let ctx = Arc::clone(&ctx);
+        let limits::Admitted {
+            mode, slot, abort, ..
+        } = admitted;
+        let serve = async move {
+            http::serve(stream, peer, mode, &slot, ctx).await;
+            drop(slot);
+        };
+        // The door may evict this socket while it waits for its head: the abort drops
+        // the task, which closes the socket and frees its slot.
         ex.spawn(async move {
-            let _slot = slot;
-            http::serve(stream, peer, admission, ctx).await;
+            let _ = futures_util::future::Abortable::new(serve, abort).await;
         })
         .detach();
+    }
+}
+
+/// Bounds the kernel's send buffer for `tcp` (`SO_SNDBUF`; Linux doubles the value for
+/// its bookkeeping and turns off autotuning for the socket), so that a client that does
+/// not read fills it quickly and `WRITE_TIMEOUT` starts: without it the buffer grows to
+/// `net.ipv4.tcp_wmem`'s maximum (4 MB), charged to the server's memory cgroup.
+fn set_send_buffer(tcp: &std::net::TcpStream, bytes: usize) {
+    if let Err(e) = rustix::net::sockopt::set_socket_send_buffer_size(tcp, bytes) {
+        tracing::debug!(error = %e, "SO_SNDBUF not set");
     }
 }

@@ -1,9 +1,10 @@
 //! `GET /metrics`: the core's counters and gauges and the shell's own counters in the
 //! Prometheus/OpenMetrics text format, through `prometheus-client`.
 //!
-//! The core keeps absolute counts; on each scrape the core task copies them into the
-//! registry (counters advance by the difference, gauges are set), then encodes it. The
-//! registry is only touched by the core task, so nothing here is shared or locked.
+//! The core keeps absolute counts; the core task publishes a copy after every batch
+//! ([`crate::snapshot`]), and each scrape copies that into the registry (counters
+//! advance by the difference, gauges are set), then encodes it. The registry sits
+//! behind one mutex that only scrapes take.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +41,12 @@ pub struct ShellStats {
     pub slow_readers: AtomicU64,
     /// Connections closed because nothing arrived for `KEEPALIVE_TIMEOUT`.
     pub keepalive_timeouts: AtomicU64,
+    /// Sockets that sent nothing within `FIRST_BYTE_TIMEOUT`.
+    pub first_byte_timeouts: AtomicU64,
+    /// Sockets that had not sent their request head, cut to make room for a new one.
+    pub tcp_evicted: AtomicU64,
+    /// Request heads answered 400 or 431 (malformed, too large, too many headers).
+    pub bad_requests: AtomicU64,
     /// Inputs handled by the core task, and wake-ups (their ratio is the batch size).
     pub core_inputs: AtomicU64,
     pub core_wakeups: AtomicU64,
@@ -88,7 +95,7 @@ const COUNTERS: &[(&str, &str)] = &[
     ("tcp_accepted", "TCP connections accepted"),
     (
         "tcp_refused",
-        "TCP connections closed at once: every slot taken",
+        "TCP connections closed at once: every slot, or the address's share, taken",
     ),
     (
         "http_unavailable",
@@ -109,6 +116,18 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     ("core_inputs", "Inputs handled by the core task"),
     ("core_wakeups", "Wake-ups of the core task"),
+    (
+        "first_byte_timeouts",
+        "Connections closed for sending nothing within FIRST_BYTE_TIMEOUT",
+    ),
+    (
+        "tcp_evicted",
+        "Sockets without a request head cut to make room for a new socket",
+    ),
+    (
+        "bad_requests",
+        "Request heads answered 400 or 431: malformed or too large",
+    ),
 ];
 
 const FAMILIES: &[(&str, &str, &str)] = &[
@@ -232,7 +251,7 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 20] = [
+        let absolute: [(&str, u64); 23] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -253,6 +272,9 @@ impl Metrics {
             ("keepalive_timeouts", relaxed(&shell.keepalive_timeouts)),
             ("core_inputs", relaxed(&shell.core_inputs)),
             ("core_wakeups", relaxed(&shell.core_wakeups)),
+            ("first_byte_timeouts", relaxed(&shell.first_byte_timeouts)),
+            ("tcp_evicted", relaxed(&shell.tcp_evicted)),
+            ("bad_requests", relaxed(&shell.bad_requests)),
         ];
         for (name, value) in absolute {
             if let Some((_, counter)) = self.counters.iter().find(|(n, _)| *n == name) {

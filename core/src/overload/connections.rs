@@ -34,14 +34,14 @@ impl fmt::Display for ConnRefusal {
     }
 }
 
-/// Slots kept for `/health` and `/metrics` above the socket cap.
+/// Slots kept for `/health`, `/metrics` and `/ready` above the socket cap (see `door.rs`).
 pub const TCP_RESERVE_SLOTS: usize = 16;
 
 /// The shell's cap on open sockets, before any HTTP or websocket work: `cap` sockets
 /// are served fully (`conns_max` players plus headroom for handshakes in flight, AI
 /// connections, the players the core refuses with 1013, who must reach it to be told
 /// `busy`, or holds until their `hello`, and players of running games it admits past
-/// `conns_max` when they come back); up to `hard_cap` only `/health` and `/metrics` answer and anything
+/// `conns_max` when they come back); up to `hard_cap` only `/health`, `/metrics` and `/ready` answer and anything
 /// else gets HTTP 503; past it a socket is closed at once. The simulator applies the
 /// same caps, so the core never sees more connections than `cap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

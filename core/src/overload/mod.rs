@@ -6,9 +6,11 @@
 pub mod breaker;
 pub mod cgroup;
 pub mod connections;
+pub mod door;
 pub mod level;
 pub mod limiter;
 pub mod probe;
+pub mod readiness;
 pub mod retry;
 
 use std::fmt;

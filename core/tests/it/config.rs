@@ -116,6 +116,14 @@ fn defaults_are_the_protocol_values() {
         (65_536, 256, 1_048_576)
     );
     assert_eq!((c.ip_table_entries_max, c.sessions_max), (10_000, 5_000));
+    assert_eq!(
+        (
+            c.sockets_per_ip_max,
+            c.first_byte_timeout_us,
+            c.socket_send_buffer_bytes
+        ),
+        (20, 2 * S, 65_536)
+    );
 
     let a = AiServiceConfig::default();
     assert_eq!(a.server_url, "ws://127.0.0.1:8000/internal/ai");
@@ -214,6 +222,9 @@ const OTHER: &[(&str, &str)] = &[
     ("OUTBOUND_QUEUE_BYTES", "4096"),
     ("IP_TABLE_MAX", "100"),
     ("MAX_SESSIONS", "200"),
+    ("MAX_SOCKETS_PER_IP", "25"),
+    ("FIRST_BYTE_TIMEOUT", "1.5"),
+    ("SOCKET_SEND_BUFFER_BYTES", "8192"),
     ("AI_SERVER_URL", "wss://game.example/internal/ai"),
     ("AI_WORKERS", "2"),
     ("AI_MAX_QUEUE", "5"),
@@ -295,6 +306,9 @@ fn every_field_is_covered() {
         outbound_queue_bytes_max,
         ip_table_entries_max,
         sessions_max,
+        sockets_per_ip_max,
+        first_byte_timeout_us,
+        socket_send_buffer_bytes,
     } = server(OTHER).unwrap();
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
     assert_eq!(
@@ -359,6 +373,14 @@ fn every_field_is_covered() {
         (1024, 16, 4096)
     );
     assert_eq!((ip_table_entries_max, sessions_max), (100, 200));
+    assert_eq!(
+        (
+            sockets_per_ip_max,
+            first_byte_timeout_us,
+            socket_send_buffer_bytes
+        ),
+        (25, 1_500_000, 8192)
+    );
 
     let AiServiceConfig {
         server_url,
@@ -545,6 +567,20 @@ const BAD: &[(&str, &str, &str)] = &[
         "60",
         "less than KEEPALIVE_TIMEOUT (60)",
     ),
+    // The door.
+    ("MAX_SOCKETS_PER_IP", "0", "at least 1"),
+    (
+        "MAX_SOCKETS_PER_IP",
+        "9",
+        "not be less than MAX_CONNECTIONS_PER_IP (10)",
+    ),
+    (
+        "FIRST_BYTE_TIMEOUT",
+        "11",
+        "must not exceed HANDSHAKE_TIMEOUT (10)",
+    ),
+    ("FIRST_BYTE_TIMEOUT", "0", "greater than 0"),
+    ("SOCKET_SEND_BUFFER_BYTES", "1024", "at least 4096"),
 ];
 
 const BAD_AI: &[(&str, &str, &str)] = &[
@@ -630,4 +666,22 @@ fn operations_doc_lists_every_setting() {
             setting.name
         );
     }
+}
+
+/// Unset, the door's settings follow the ones they depend on; set, they are checked.
+#[test]
+fn door_defaults_follow_their_partners() {
+    let c = server(&[
+        ("MAX_CONNECTIONS_PER_IP", "7"),
+        ("HANDSHAKE_TIMEOUT", "0.5"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (c.sockets_per_ip_max, c.first_byte_timeout_us),
+        (14, 500_000)
+    );
+    let c = server(&[("MAX_CONNECTIONS_PER_IP", "7"), ("MAX_SOCKETS_PER_IP", "7")]).unwrap();
+    assert_eq!((c.sockets_per_ip_max, c.first_byte_timeout_us), (7, 2 * S));
+    let c = server(&[("HANDSHAKE_TIMEOUT", "3"), ("FIRST_BYTE_TIMEOUT", "3")]).unwrap();
+    assert_eq!(c.first_byte_timeout_us, 3 * S);
 }

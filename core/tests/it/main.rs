@@ -6,6 +6,7 @@ mod bot;
 mod cards;
 mod cgroup;
 mod config;
+mod door;
 mod driver;
 mod game_props;
 mod golden;

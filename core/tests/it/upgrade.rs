@@ -4,7 +4,9 @@ use std::net::IpAddr;
 
 use wizard_core::config::Config;
 use wizard_core::io::ConnKind;
-use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
+use wizard_core::upgrade::{
+    Reject, Route, UpgradeRequest, check_upgrade, client_ip, is_websocket_key, route,
+};
 
 fn ip(text: &str) -> IpAddr {
     text.parse().unwrap()
@@ -25,6 +27,9 @@ fn routes() {
         ("GET", "/health?verbose", Route::Health),
         ("HEAD", "/health", Route::Health),
         ("GET", "/metrics", Route::Metrics),
+        ("GET", "/ready", Route::Ready),
+        ("HEAD", "/ready", Route::Ready),
+        ("POST", "/ready", Route::MethodNotAllowed),
         ("GET", "/ws", Route::PlayerWs),
         ("GET", "/ws?token=abc", Route::PlayerWs),
         ("GET", "/internal/ai", Route::AiWs),
@@ -184,7 +189,7 @@ fn non_utf8_headers_fail_closed() {
     let base: Vec<(&str, &[u8])> = vec![
         ("Upgrade", b"websocket"),
         ("Connection", b"upgrade"),
-        ("Sec-WebSocket-Key", b"k"),
+        ("Sec-WebSocket-Key", b"dGhlIHNhbXBsZSBub25jZQ=="),
         ("Sec-WebSocket-Version", b"13"),
     ];
     let peer = ip("127.0.0.1");
@@ -239,4 +244,85 @@ fn player_ip_through_check_upgrade() {
         check_upgrade(&proxied, &request),
         Ok((ConnKind::Player, ip("203.0.113.9")))
     );
+}
+
+/// RFC 6455 section 4.1: the key is 16 bytes in base64; the request is HTTP/1.1. Both
+/// are refused with 400, before the version (426) and the security rules (403).
+#[test]
+fn malformed_handshakes_get_400() {
+    let open = config(&[]);
+    let secret = config(&[("AI_SHARED_SECRET", "s3cret")]);
+    #[rustfmt::skip]
+    let keys: &[(&str, &str)] = &[
+        ("short", "dGhlIHNhbXBsZQ=="),
+        ("long", "dGhlIHNhbXBsZSBub25jZXg="),
+        ("no padding", "dGhlIHNhbXBsZSBub25jZQ"),
+        ("one pad", "dGhlIHNhbXBsZSBub25jZQA="),
+        ("not base64", "dGhlIHNhbXBsZSBub25jZ!=="),
+        ("stray data bits", "dGhlIHNhbXBsZSBub25jZR=="),
+        ("url alphabet", "dGhlIHNhbXBsZSBub25jZ-=="),
+        ("spaces inside", "dGhlIHNhbXBs ZSBub25jZQ=="),
+        ("x", "x"),
+    ];
+    for (name, key) in keys {
+        assert!(!is_websocket_key(key), "{name}");
+        let request = handshake("/ws", "192.0.2.7", &[("Sec-WebSocket-Key", key)]);
+        // `from_headers` keeps the last value of a repeated header.
+        assert_eq!(request.websocket_key, Some(*key), "{name}");
+        assert_eq!(verdict(&open, &request), Err(400), "{name}");
+        let request = handshake("/internal/ai", "192.0.2.7", &[("Sec-WebSocket-Key", key)]);
+        assert_eq!(verdict(&secret, &request), Err(400), "ai {name}");
+    }
+    for key in [
+        "dGhlIHNhbXBsZSBub25jZQ==",
+        "AAAAAAAAAAAAAAAAAAAAAA==",
+        "/////////////////////w==",
+    ] {
+        assert!(is_websocket_key(key), "{key}");
+    }
+    let mut old = handshake("/ws", "192.0.2.7", &[]);
+    assert!(verdict(&open, &old).is_ok());
+    old.http_1_0 = true;
+    assert_eq!(verdict(&open, &old), Err(400));
+    // A bad key with a bad version is a bad handshake first.
+    let both = handshake(
+        "/ws",
+        "192.0.2.7",
+        &[("Sec-WebSocket-Key", "x"), ("Sec-WebSocket-Version", "8")],
+    );
+    assert_eq!(verdict(&open, &both), Err(400));
+}
+
+proptest::proptest! {
+    /// Exactly the encodings of 16 bytes are keys.
+    #[test]
+    fn keys_are_the_base64_of_16_bytes(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..24), junk in "[ -~]{0,30}") {
+        let encoded = base64_encode(&bytes);
+        proptest::prop_assert_eq!(is_websocket_key(&encoded), bytes.len() == 16);
+        if junk.len() != 24 || !junk.ends_with("==") {
+            proptest::prop_assert!(!is_websocket_key(&junk));
+        }
+    }
+}
+
+/// Standard base64 with padding (the reference for the property above).
+fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }

@@ -1,0 +1,309 @@
+//! The door: which accepted TCP sockets the shell may hold, decided before any HTTP work.
+//!
+//! Layer 1 of the load control. The shell asks [`Door::admit`] for every accepted
+//! socket and tells it when the socket's request head was read ([`Door::head_read`])
+//! and when it closed ([`Door::close`]); the door answers with the socket's [`Mode`] and,
+//! when it had to make room, a victim the shell must cut at once. The rules:
+//!
+//! - Every client address ([`IpKey`]: IPv4, or the IPv6 /64) holds at most
+//!   `sockets_per_ip_max` sockets. A new socket from an address at its share replaces
+//!   that address's oldest socket still *waiting* for its head, so a storm of silent
+//!   sockets from one address only churns its own share; with none waiting it is refused.
+//! - `caps.cap` sockets are served fully. At the cap, the oldest waiting socket (of any
+//!   address) is evicted for the new one: a silent socket holds its slot only until
+//!   someone needs it, and an honest handshake (milliseconds) gets through a storm.
+//! - Past the cap, up to `caps.hard_cap`, sockets are admitted in [`Mode::Reserve`]
+//!   (only `/health`, `/metrics`, `/ready`); a waiting reserve socket is evicted the same
+//!   way, so silent sockets can never hold the reserve against a health check.
+//! - A socket whose head was read is never evicted: it is being answered (a plain route,
+//!   closed right after) or it became a websocket, which only the core's connection
+//!   limits govern.
+//! - A socket from a `TRUSTED_PROXIES` address is not charged to any address at accept
+//!   time (the proxy carries many clients); once its head is read the shell passes the
+//!   forwarded client address ([`crate::upgrade::client_ip`]) and that address's share
+//!   is checked and charged instead.
+//!
+//! Time only orders sockets by age (ties broken by socket id); the door has no clock and
+//! no timers: first-byte and handshake timeouts are the shell's, and end in `close`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::IpAddr;
+
+use super::connections::TcpCaps;
+use super::limiter::IpKey;
+use crate::config::IpCidr;
+use crate::time::Time;
+
+/// How an admitted socket may be served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    /// Anything: HTTP routes and websocket upgrades.
+    Full,
+    /// Only `/health`, `/metrics` and `/ready`; everything else gets HTTP 503.
+    Reserve,
+}
+
+/// Why a socket was refused (closed at once by the shell, or HTTP 503 after its head).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DoorRefusal {
+    /// The address holds `sockets_per_ip_max` sockets, none of them waiting.
+    PerIp,
+    /// Every slot, reserve included, is held by a socket being served.
+    Full,
+}
+
+impl DoorRefusal {
+    pub fn name(self) -> &'static str {
+        match self {
+            DoorRefusal::PerIp => "per_ip",
+            DoorRefusal::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for DoorRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An admitted socket: its mode, and the socket evicted to make room for it (the shell
+/// must cut that one; the door already forgot it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admit {
+    pub mode: Mode,
+    pub evicted: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Socket {
+    /// The address charged; `None` for a trusted proxy's socket not yet charged.
+    key: Option<IpKey>,
+    mode: Mode,
+    since: Time,
+    /// No request head read yet: the socket may be evicted.
+    waiting: bool,
+}
+
+/// The socket table; every map is bounded by the open sockets (at most `hard_cap`).
+#[derive(Clone, Debug)]
+pub struct Door {
+    caps: TcpCaps,
+    sockets_per_ip_max: usize,
+    trusted_proxies: Vec<IpCidr>,
+    sockets: BTreeMap<u64, Socket>,
+    /// Open sockets per mode, `[Full, Reserve]`.
+    open: [usize; 2],
+    /// Waiting sockets per mode, oldest first.
+    waiting: [BTreeSet<(Time, u64)>; 2],
+    /// Waiting sockets per charged address, oldest first.
+    waiting_by_key: BTreeSet<(IpKey, Time, u64)>,
+    /// Sockets charged per address; an address is removed at zero.
+    per_key: BTreeMap<IpKey, usize>,
+}
+
+fn slot(mode: Mode) -> usize {
+    match mode {
+        Mode::Full => 0,
+        Mode::Reserve => 1,
+    }
+}
+
+impl Door {
+    pub fn new(caps: TcpCaps, sockets_per_ip_max: usize, trusted_proxies: Vec<IpCidr>) -> Door {
+        Door {
+            caps,
+            sockets_per_ip_max,
+            trusted_proxies,
+            sockets: BTreeMap::new(),
+            open: [0, 0],
+            waiting: [BTreeSet::new(), BTreeSet::new()],
+            waiting_by_key: BTreeSet::new(),
+            per_key: BTreeMap::new(),
+        }
+    }
+
+    /// The door for `config`: [`TcpCaps::for_conns_max`], `MAX_SOCKETS_PER_IP`,
+    /// `TRUSTED_PROXIES`.
+    pub fn for_config(config: &crate::config::Config) -> Door {
+        Door::new(
+            TcpCaps::for_conns_max(config.conns_max),
+            config.sockets_per_ip_max,
+            config.trusted_proxies.clone(),
+        )
+    }
+
+    /// Admits socket `id` accepted from `peer` at `now`, or refuses it. An id that is
+    /// already open keeps its slot and mode.
+    pub fn admit(&mut self, id: u64, peer: IpAddr, now: Time) -> Result<Admit, DoorRefusal> {
+        if let Some(s) = self.sockets.get(&id) {
+            let mode = s.mode;
+            return Ok(Admit {
+                mode,
+                evicted: None,
+            });
+        }
+        let peer = peer.to_canonical();
+        let key = (!self.is_trusted(peer)).then(|| IpKey::new(peer));
+        if let Some(key) = key.filter(|k| self.open_for_key(*k) >= self.sockets_per_ip_max) {
+            // The address's own oldest waiting socket makes room, in its mode.
+            let (_, _, victim) = *self
+                .waiting_by_key
+                .range((key, Time(0), 0)..)
+                .next()
+                .filter(|(k, _, _)| *k == key)
+                .ok_or(DoorRefusal::PerIp)?;
+            let mode = self.sockets.get(&victim).map_or(Mode::Full, |s| s.mode);
+            self.close(victim);
+            self.insert(id, Some(key), mode, now);
+            return Ok(Admit {
+                mode,
+                evicted: Some(victim),
+            });
+        }
+        let reserve = self.caps.hard_cap.saturating_sub(self.caps.cap);
+        let limits = [(Mode::Full, self.caps.cap), (Mode::Reserve, reserve)];
+        for (mode, limit) in limits {
+            if self.open[slot(mode)] < limit {
+                self.insert(id, key, mode, now);
+                return Ok(Admit {
+                    mode,
+                    evicted: None,
+                });
+            }
+            if let Some(&(_, victim)) = self.waiting[slot(mode)].first() {
+                self.close(victim);
+                self.insert(id, key, mode, now);
+                return Ok(Admit {
+                    mode,
+                    evicted: Some(victim),
+                });
+            }
+        }
+        Err(DoorRefusal::Full)
+    }
+
+    /// Socket `id` had its request head read: it can no longer be evicted. For a
+    /// trusted proxy's socket, `client` (the forwarded address) is charged now, or the
+    /// request is refused with [`DoorRefusal::PerIp`] (the socket stays open, uncharged,
+    /// until its refusal was answered and it is closed). Unknown ids (evicted, closed)
+    /// are a no-op.
+    pub fn head_read(&mut self, id: u64, client: IpAddr) -> Result<(), DoorRefusal> {
+        let Some(s) = self.sockets.get(&id).copied() else {
+            return Ok(());
+        };
+        if s.waiting {
+            self.waiting[slot(s.mode)].remove(&(s.since, id));
+            if let Some(key) = s.key {
+                self.waiting_by_key.remove(&(key, s.since, id));
+            }
+        }
+        let charged = match s.key {
+            Some(key) => Some(key),
+            None => {
+                let key = IpKey::new(client.to_canonical());
+                if self.open_for_key(key) >= self.sockets_per_ip_max {
+                    None
+                } else {
+                    *self.per_key.entry(key).or_insert(0) += 1;
+                    Some(key)
+                }
+            }
+        };
+        if let Some(socket) = self.sockets.get_mut(&id) {
+            socket.waiting = false;
+            socket.key = charged;
+        }
+        match charged {
+            Some(_) => Ok(()),
+            None => Err(DoorRefusal::PerIp),
+        }
+    }
+
+    /// Forgets socket `id`. Unknown or already closed ids are a no-op; returns whether a
+    /// socket was removed.
+    pub fn close(&mut self, id: u64) -> bool {
+        let Some(s) = self.sockets.remove(&id) else {
+            return false;
+        };
+        self.open[slot(s.mode)] = self.open[slot(s.mode)].saturating_sub(1);
+        if s.waiting {
+            self.waiting[slot(s.mode)].remove(&(s.since, id));
+        }
+        if let Some(key) = s.key {
+            if s.waiting {
+                self.waiting_by_key.remove(&(key, s.since, id));
+            }
+            if let Some(n) = self.per_key.get_mut(&key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.per_key.remove(&key);
+                }
+            }
+        }
+        true
+    }
+
+    fn is_trusted(&self, ip: IpAddr) -> bool {
+        self.trusted_proxies.iter().any(|c| c.contains(ip))
+    }
+
+    fn insert(&mut self, id: u64, key: Option<IpKey>, mode: Mode, now: Time) {
+        if let Some(key) = key {
+            *self.per_key.entry(key).or_insert(0) += 1;
+            self.waiting_by_key.insert((key, now, id));
+        }
+        self.open[slot(mode)] += 1;
+        self.waiting[slot(mode)].insert((now, id));
+        let socket = Socket {
+            key,
+            mode,
+            since: now,
+            waiting: true,
+        };
+        self.sockets.insert(id, socket);
+    }
+
+    fn open_for_key(&self, key: IpKey) -> usize {
+        self.per_key.get(&key).copied().unwrap_or(0)
+    }
+
+    /// Open sockets in total.
+    pub fn open(&self) -> usize {
+        self.sockets.len()
+    }
+
+    /// Open sockets in `mode`.
+    pub fn open_in(&self, mode: Mode) -> usize {
+        self.open[slot(mode)]
+    }
+
+    /// Sockets still waiting for their request head.
+    pub fn waiting(&self) -> usize {
+        self.waiting[0].len() + self.waiting[1].len()
+    }
+
+    /// Sockets charged to `ip`'s address.
+    pub fn open_for(&self, ip: IpAddr) -> usize {
+        self.open_for_key(IpKey::new(ip.to_canonical()))
+    }
+
+    /// The mode of open socket `id`.
+    pub fn mode_of(&self, id: u64) -> Option<Mode> {
+        self.sockets.get(&id).map(|s| s.mode)
+    }
+
+    /// Whether socket `id` is open and still waiting for its head.
+    pub fn is_waiting(&self, id: u64) -> bool {
+        self.sockets.get(&id).is_some_and(|s| s.waiting)
+    }
+
+    pub fn caps(&self) -> TcpCaps {
+        self.caps
+    }
+
+    pub fn sockets_per_ip_max(&self) -> usize {
+        self.sockets_per_ip_max
+    }
+}

@@ -1,0 +1,337 @@
+//! The door (socket admission before any HTTP work): scenario tables for the storms of
+//! issue 14 row 2, and random operation sequences against a reference model that scans
+//! a plain list.
+
+use std::net::IpAddr;
+
+use proptest::prelude::*;
+use wizard_core::Time;
+use wizard_core::config::IpCidr;
+use wizard_core::overload::connections::TcpCaps;
+use wizard_core::overload::door::{Admit, Door, DoorRefusal, Mode};
+use wizard_core::overload::limiter::IpKey;
+
+fn ip(text: &str) -> IpAddr {
+    text.parse().unwrap()
+}
+
+fn caps(cap: usize, reserve: usize) -> TcpCaps {
+    TcpCaps {
+        cap,
+        hard_cap: cap + reserve,
+    }
+}
+
+fn proxy() -> Vec<IpCidr> {
+    vec![IpCidr::new(ip("10.0.0.1"), 32).unwrap()]
+}
+
+#[test]
+fn a_silent_storm_from_one_address_churns_its_own_share() {
+    let mut door = Door::new(caps(100, 4), 20, Vec::new());
+    let mut victims = 0;
+    for id in 0..660u64 {
+        let admit = door.admit(id, ip("127.0.0.2"), Time(id)).unwrap();
+        assert_eq!(admit.mode, Mode::Full);
+        victims += usize::from(admit.evicted.is_some());
+        if let Some(v) = admit.evicted {
+            // Always its own oldest waiting socket.
+            assert_eq!(v, id - 20);
+        }
+    }
+    assert_eq!((victims, door.open_for(ip("127.0.0.2"))), (640, 20));
+    // Another address is served fully, without evicting anyone.
+    let honest = door.admit(1000, ip("127.0.0.3"), Time(700)).unwrap();
+    assert_eq!(
+        honest,
+        Admit {
+            mode: Mode::Full,
+            evicted: None
+        }
+    );
+}
+
+#[test]
+fn a_storm_from_many_addresses_evicts_the_oldest_waiting_socket() {
+    let mut door = Door::new(caps(10, 2), 2, Vec::new());
+    // Two players upgraded, then silent sockets from many addresses fill every slot.
+    for id in 0..2u64 {
+        door.admit(id, ip(&format!("192.0.2.{id}")), Time(0))
+            .unwrap();
+        door.head_read(id, ip("192.0.2.1")).unwrap();
+    }
+    for id in 2..10u64 {
+        let admit = door
+            .admit(id, ip(&format!("198.51.100.{id}")), Time(id))
+            .unwrap();
+        assert_eq!(admit.evicted, None);
+    }
+    for id in 10..200u64 {
+        let admit = door
+            .admit(id, ip(&format!("203.0.113.{}", id % 250)), Time(id))
+            .unwrap();
+        assert_eq!(admit.mode, Mode::Full);
+        let victim = admit.evicted.expect("the cap is full: someone is evicted");
+        assert!(victim >= 2, "an upgraded socket was evicted");
+    }
+    // The upgraded sockets are still there; the reserve was never needed.
+    assert_eq!(door.mode_of(0), Some(Mode::Full));
+    assert_eq!(door.mode_of(1), Some(Mode::Full));
+    assert_eq!(door.open_in(Mode::Reserve), 0);
+}
+
+#[test]
+fn served_sockets_fill_the_cap_then_the_reserve_then_refuse() {
+    let mut door = Door::new(caps(3, 2), 10, Vec::new());
+    for id in 0..3u64 {
+        assert_eq!(
+            door.admit(id, ip("192.0.2.1"), Time(0)).unwrap().mode,
+            Mode::Full
+        );
+        door.head_read(id, ip("192.0.2.1")).unwrap();
+    }
+    // Reserve sockets, silent: a health check evicts the oldest of them.
+    for id in 3..5u64 {
+        let admit = door.admit(id, ip("192.0.2.2"), Time(id)).unwrap();
+        assert_eq!((admit.mode, admit.evicted), (Mode::Reserve, None));
+    }
+    let health = door.admit(5, ip("192.0.2.3"), Time(9)).unwrap();
+    assert_eq!((health.mode, health.evicted), (Mode::Reserve, Some(3)));
+    door.head_read(4, ip("192.0.2.2")).unwrap();
+    door.head_read(5, ip("192.0.2.3")).unwrap();
+    assert_eq!(
+        door.admit(6, ip("192.0.2.4"), Time(10)),
+        Err(DoorRefusal::Full)
+    );
+    assert!(door.close(0));
+    assert!(!door.close(0), "a double close changes nothing");
+    assert_eq!(
+        door.admit(6, ip("192.0.2.4"), Time(11)).unwrap().mode,
+        Mode::Full
+    );
+}
+
+#[test]
+fn an_address_at_its_share_with_nothing_waiting_is_refused() {
+    let mut door = Door::new(caps(100, 4), 2, Vec::new());
+    for id in 0..2u64 {
+        door.admit(id, ip("2001:db8::1"), Time(0)).unwrap();
+        door.head_read(id, ip("2001:db8::1")).unwrap();
+    }
+    // The same /64 is the same address.
+    assert_eq!(
+        door.admit(2, ip("2001:db8::ffff"), Time(1)),
+        Err(DoorRefusal::PerIp)
+    );
+    assert!(door.admit(3, ip("2001:db8:0:1::1"), Time(1)).is_ok());
+}
+
+#[test]
+fn a_trusted_proxy_is_charged_per_forwarded_client() {
+    let mut door = Door::new(caps(100, 4), 2, proxy());
+    for id in 0..10u64 {
+        assert!(
+            door.admit(id, ip("10.0.0.1"), Time(id))
+                .unwrap()
+                .evicted
+                .is_none()
+        );
+    }
+    assert_eq!(door.open_for(ip("10.0.0.1")), 0);
+    assert_eq!(door.head_read(0, ip("203.0.113.1")), Ok(()));
+    assert_eq!(door.head_read(1, ip("203.0.113.1")), Ok(()));
+    assert_eq!(
+        door.head_read(2, ip("203.0.113.1")),
+        Err(DoorRefusal::PerIp)
+    );
+    assert_eq!(door.head_read(3, ip("203.0.113.2")), Ok(()));
+    assert_eq!(door.open_for(ip("203.0.113.1")), 2);
+    // The refused one holds no share; closing it frees nothing of 203.0.113.1's.
+    door.close(2);
+    assert_eq!(door.open_for(ip("203.0.113.1")), 2);
+    door.close(0);
+    assert_eq!(door.open_for(ip("203.0.113.1")), 1);
+    // A direct connection from the client's address counts in the same share.
+    door.admit(20, ip("203.0.113.1"), Time(50)).unwrap();
+    assert_eq!(door.open_for(ip("203.0.113.1")), 2);
+}
+
+// ---------------------------------------------------------------------------------
+// Reference model
+
+#[derive(Clone, Debug)]
+struct RefSocket {
+    id: u64,
+    key: Option<IpKey>,
+    mode: Mode,
+    since: Time,
+    waiting: bool,
+}
+
+#[derive(Debug)]
+struct RefDoor {
+    cap: usize,
+    reserve: usize,
+    share: usize,
+    sockets: Vec<RefSocket>,
+}
+
+impl RefDoor {
+    fn count_key(&self, key: IpKey) -> usize {
+        self.sockets.iter().filter(|s| s.key == Some(key)).count()
+    }
+
+    fn oldest_waiting(&self, pick: impl Fn(&RefSocket) -> bool) -> Option<u64> {
+        let waiting = self.sockets.iter().filter(|s| s.waiting && pick(s));
+        waiting.min_by_key(|s| (s.since, s.id)).map(|s| s.id)
+    }
+
+    fn admit(
+        &mut self,
+        id: u64,
+        peer: IpAddr,
+        trusted: bool,
+        now: Time,
+    ) -> Result<Admit, DoorRefusal> {
+        if let Some(s) = self.sockets.iter().find(|s| s.id == id) {
+            return Ok(Admit {
+                mode: s.mode,
+                evicted: None,
+            });
+        }
+        let key = (!trusted).then(|| IpKey::new(peer));
+        let add = |me: &mut RefDoor, mode| {
+            me.sockets.push(RefSocket {
+                id,
+                key,
+                mode,
+                since: now,
+                waiting: true,
+            });
+        };
+        if let Some(k) = key.filter(|k| self.count_key(*k) >= self.share) {
+            let victim = self
+                .oldest_waiting(|s| s.key == Some(k))
+                .ok_or(DoorRefusal::PerIp)?;
+            let mode = self.sockets.iter().find(|s| s.id == victim).unwrap().mode;
+            self.close(victim);
+            add(self, mode);
+            return Ok(Admit {
+                mode,
+                evicted: Some(victim),
+            });
+        }
+        for (mode, limit) in [(Mode::Full, self.cap), (Mode::Reserve, self.reserve)] {
+            if self.sockets.iter().filter(|s| s.mode == mode).count() < limit {
+                add(self, mode);
+                return Ok(Admit {
+                    mode,
+                    evicted: None,
+                });
+            }
+            if let Some(victim) = self.oldest_waiting(|s| s.mode == mode) {
+                self.close(victim);
+                add(self, mode);
+                return Ok(Admit {
+                    mode,
+                    evicted: Some(victim),
+                });
+            }
+        }
+        Err(DoorRefusal::Full)
+    }
+
+    fn head_read(&mut self, id: u64, client: IpAddr) -> Result<(), DoorRefusal> {
+        let Some(at) = self.sockets.iter().position(|s| s.id == id) else {
+            return Ok(());
+        };
+        self.sockets[at].waiting = false;
+        if self.sockets[at].key.is_some() {
+            return Ok(());
+        }
+        let k = IpKey::new(client);
+        if self.count_key(k) >= self.share {
+            return Err(DoorRefusal::PerIp);
+        }
+        self.sockets[at].key = Some(k);
+        Ok(())
+    }
+
+    fn close(&mut self, id: u64) -> bool {
+        let before = self.sockets.len();
+        self.sockets.retain(|s| s.id != id);
+        before != self.sockets.len()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Admit { peer: u8 },
+    HeadRead { pick: usize, client: u8 },
+    Close { pick: usize },
+    Wait { us: u64 },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (0u8..6).prop_map(|peer| Op::Admit { peer }),
+        2 => (any::<usize>(), 0u8..6).prop_map(|(pick, client)| Op::HeadRead { pick, client }),
+        2 => any::<usize>().prop_map(|pick| Op::Close { pick }),
+        1 => (0u64..3).prop_map(|us| Op::Wait { us }),
+    ]
+}
+
+/// Address 0 is the trusted proxy; 1..=5 are clients.
+fn addr(n: u8) -> IpAddr {
+    IpAddr::from([10, 0, 0, n])
+}
+
+proptest! {
+    #[test]
+    fn the_door_matches_the_reference(
+        cap in 1usize..8,
+        reserve in 0usize..3,
+        share in 1usize..5,
+        ops in proptest::collection::vec(op(), 1..120),
+    ) {
+        let trusted = vec![IpCidr::new(addr(0), 32).unwrap()];
+        let mut door = Door::new(caps(cap, reserve), share, trusted);
+        let mut model = RefDoor { cap, reserve, share, sockets: Vec::new() };
+        let (mut now, mut next_id) = (Time(0), 0u64);
+        for op in ops {
+            match op {
+                Op::Admit { peer } => {
+                    let got = door.admit(next_id, addr(peer), now);
+                    let want = model.admit(next_id, addr(peer), peer == 0, now);
+                    prop_assert_eq!(got, want);
+                    if let Ok(Admit { evicted: Some(v), .. }) = got {
+                        prop_assert!(!door.is_waiting(v) && door.mode_of(v).is_none());
+                    }
+                    next_id += 1;
+                }
+                Op::HeadRead { pick, client } if !model.sockets.is_empty() => {
+                    let id = model.sockets[pick % model.sockets.len()].id;
+                    prop_assert_eq!(door.head_read(id, addr(client)), model.head_read(id, addr(client)));
+                    prop_assert!(!door.is_waiting(id));
+                }
+                Op::Close { pick } => {
+                    let id = if model.sockets.is_empty() { next_id } else {
+                        model.sockets[pick % model.sockets.len()].id
+                    };
+                    prop_assert_eq!(door.close(id), model.close(id));
+                }
+                Op::Wait { us } => now = now.plus_us(us),
+                Op::HeadRead { .. } => {}
+            }
+            // The bounds hold after every step.
+            prop_assert_eq!(door.open(), model.sockets.len());
+            prop_assert!(door.open_in(Mode::Full) <= cap);
+            prop_assert!(door.open_in(Mode::Reserve) <= reserve);
+            for n in 1..6 {
+                prop_assert!(door.open_for(addr(n)) <= share);
+            }
+            let waiting = model.sockets.iter().filter(|s| s.waiting).count();
+            prop_assert_eq!(door.waiting(), waiting);
+        }
+    }
+}

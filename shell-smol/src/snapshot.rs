@@ -1,0 +1,97 @@
+//! What `/health`, `/ready` and `/metrics` answer from: figures the core task copies
+//! out of the [`Server`] after every batch, so that these routes never wait in the core
+//! task's inbox behind game work.
+//!
+//! Publishing is O(1) per batch when nothing changed (two comparisons); when something
+//! did, the counters are cloned (a few small maps) and the `/health` body is encoded
+//! again only if a gauge changed. Readers take the current [`Snapshot`] (an `Arc`
+//! clone under a mutex held for nanoseconds) and encode from it; `/metrics` renders
+//! into the one Prometheus registry under its own mutex, which only scrapes contend for.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use wizard_core::Server;
+use wizard_core::overload::readiness::{NotReady, readiness};
+use wizard_core::stats::{Counters, Gauges};
+use wizard_core::wire::encode_health;
+
+use crate::metrics::{Metrics, ShellStats};
+
+/// The core's figures after one batch.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The `/health` body.
+    pub health_json: Arc<str>,
+    pub gauges: Gauges,
+    pub counters: Counters,
+    pub ready: Result<(), NotReady>,
+}
+
+impl Snapshot {
+    /// The figures of `server` now.
+    pub fn of(server: &Server) -> Snapshot {
+        let gauges = server.gauges();
+        Snapshot {
+            health_json: encode_health(&server.health()).into(),
+            ready: readiness(&gauges),
+            gauges,
+            counters: server.counters().clone(),
+        }
+    }
+}
+
+/// The cell the core task publishes into and the HTTP side reads.
+#[derive(Debug)]
+pub struct Published {
+    current: Mutex<Arc<Snapshot>>,
+    metrics: Mutex<Metrics>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Both cells are replaced or rendered in one step: a poisoned lock is still sound.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Published {
+    /// A cell holding `server`'s figures (the server is ready to serve at once).
+    pub fn new(server: &Server) -> Published {
+        Published {
+            current: Mutex::new(Arc::new(Snapshot::of(server))),
+            metrics: Mutex::new(Metrics::new()),
+        }
+    }
+
+    /// The latest snapshot.
+    pub fn load(&self) -> Arc<Snapshot> {
+        Arc::clone(&lock(&self.current))
+    }
+
+    /// Publishes `server`'s figures if they differ from the latest ones.
+    pub fn publish(&self, server: &Server) {
+        let last = self.load();
+        let gauges = server.gauges();
+        let counters = server.counters();
+        let gauges_same = gauges == last.gauges;
+        if gauges_same && *counters == last.counters {
+            return;
+        }
+        let health_json = if gauges_same {
+            Arc::clone(&last.health_json)
+        } else {
+            encode_health(&server.health()).into()
+        };
+        let next = Snapshot {
+            health_json,
+            ready: readiness(&gauges),
+            gauges,
+            counters: counters.clone(),
+        };
+        *lock(&self.current) = Arc::new(next);
+    }
+
+    /// The `/metrics` body from the latest snapshot and the shell's live counters.
+    pub fn render_metrics(&self, shell: &ShellStats, tcp_open: usize) -> String {
+        let snapshot = self.load();
+        lock(&self.metrics).render(&snapshot.counters, &snapshot.gauges, shell, tcp_open)
+    }
+}
