@@ -17,3 +17,5 @@ mod server_props;
 mod transcripts;
 mod upgrade;
 mod wire;
+mod ws;
+mod ws_props;
