@@ -25,7 +25,7 @@ pub use decode::{Control, Decoder, Event, Limits};
 /// Fragments (frames) one message may span; one more closes the connection with 1009,
 /// like a message over `MAX_MESSAGE_BYTES`. Browsers and tungstenite send every message
 /// as one frame, so this only bounds a message that never completes.
-pub const MESSAGE_FRAGMENTS_MAX: u32 = 32;
+pub const MESSAGE_FRAGMENTS_MAX: u32 = 128;
 
 /// The largest payload of a control frame (ping, pong, close).
 pub const CONTROL_PAYLOAD_MAX: usize = 125;

@@ -369,8 +369,10 @@ async fn read_frames(
             return Err(End::CoreGone);
         }
         if let Some(end) = step.stop {
-            Box::pin(Timer::after(links.t.write_timeout.saturating_add(LINGER))).await;
-            return Err(end);
+            // Reading is over; the writer sends the close. Meanwhile notice the peer
+            // leaving, so that its connection does not hold its slot for long.
+            let wait = links.t.write_timeout.saturating_add(LINGER);
+            return Err(Box::pin(discard_until_eof(links.tcp, &mut st.buf, end, wait)).await);
         }
         frames_since_yield += 1;
         if frames_since_yield >= READ_FRAMES_PER_YIELD {
@@ -378,6 +380,32 @@ async fn read_frames(
             futures_lite::future::yield_now().await;
         }
     }
+}
+
+/// Reads and discards until the peer's end of stream (then [`End::Peer`]), for at most
+/// `limit` and [`LINGER_BYTES_MAX`] bytes (then `end`).
+async fn discard_until_eof(
+    tcp: &Async<TcpStream>,
+    sink: &mut [u8],
+    end: End,
+    limit: Duration,
+) -> End {
+    let drain = async {
+        let mut read_total = 0usize;
+        while read_total < LINGER_BYTES_MAX {
+            match read_some(tcp, sink).await {
+                Ok(0) | Err(_) => return End::Peer,
+                Ok(n) => read_total += n,
+            }
+        }
+        std::future::pending().await
+    };
+    drain
+        .or(async {
+            Timer::after(limit).await;
+            end
+        })
+        .await
 }
 
 /// Hands `input` to the core task. Waiting for room in a full inbox is rare: the wait

@@ -7,6 +7,7 @@ mod ai;
 mod ai_service;
 mod bench;
 mod client;
+mod frame_attacks;
 mod frames;
 mod game;
 mod limits;
