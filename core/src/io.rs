@@ -25,8 +25,18 @@ pub enum ConnKind {
 pub enum BadFrame {
     /// A binary frame (the protocol is JSON text only).
     Binary,
-    /// A message larger than `MAX_MESSAGE_BYTES`.
+    /// A message larger than `MAX_MESSAGE_BYTES`, or in more than
+    /// [`crate::ws::MESSAGE_FRAGMENTS_MAX`] frames.
     TooLarge,
+    // Issue 14, the frame layer (`crate::ws`):
+    /// An RFC 6455 violation: unmasked, reserved bits, unknown opcode, a fragmented or
+    /// oversized control frame, a continuation out of place, an invalid close code
+    /// (closed with 1002).
+    Protocol,
+    /// A text message or close reason that is not UTF-8 (closed with 1007).
+    InvalidUtf8,
+    /// `MAX_RATE_VIOLATIONS` frames dropped by the frame budget (closed with 1008).
+    Flood,
 }
 
 /// What happened in the world.
@@ -276,5 +286,6 @@ pub fn error_before_close(code: CloseCode) -> Option<ErrorCode> {
         CloseCode::MessageFlood => Some(ErrorCode::RateLimited),
         CloseCode::SessionReplaced => Some(ErrorCode::SessionReplaced),
         CloseCode::ShuttingDown | CloseCode::BinaryFrame | CloseCode::MessageTooLarge => None,
+        CloseCode::ProtocolError | CloseCode::InvalidPayload => None,
     }
 }

@@ -56,6 +56,7 @@
 //! - [`game`]: the rules engine, observations and the heuristic fallback player.
 //! - [`wire`]: the messages of PROTOCOL.md; [`config`]: every setting; [`upgrade`]: the
 //!   HTTP routing and upgrade policy; [`time`], [`rng`], [`timers`], [`stats`].
+//! - [`ws`]: the websocket frame layer (decoder, encoder, per-frame budget).
 
 pub mod ai_bridge;
 pub mod config;
@@ -74,6 +75,7 @@ pub mod timers;
 pub mod turns;
 pub mod upgrade;
 pub mod wire;
+pub mod ws;
 
 pub use server::Server;
 pub use time::Time;

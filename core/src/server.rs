@@ -118,7 +118,7 @@ pub struct Server {
 }
 
 /// Exact integer rate from a per-period figure with three decimals.
-fn rate_from(per_period: f64, period_us: u64) -> Rate {
+pub(crate) fn rate_from(per_period: f64, period_us: u64) -> Rate {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let milli = (per_period * 1000.0).round().max(1.0) as u64;
     Rate::new(milli, period_us.saturating_mul(1000))
@@ -222,6 +222,12 @@ impl Server {
                 let code = match frame {
                     BadFrame::Binary => CloseCode::BinaryFrame,
                     BadFrame::TooLarge => CloseCode::MessageTooLarge,
+                    BadFrame::Protocol => CloseCode::ProtocolError,
+                    BadFrame::InvalidUtf8 => CloseCode::InvalidPayload,
+                    BadFrame::Flood => {
+                        self.frame_flood(conn, out);
+                        CloseCode::MessageFlood
+                    }
                 };
                 self.close(conn, code, out);
             }

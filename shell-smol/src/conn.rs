@@ -1,75 +1,61 @@
 //! One websocket connection after its upgrade: a reader and a writer driven together in
 //! one task, draining the bounded outbound queue the core task fills (`outbox.rs`).
 //!
-//! The reader decodes each text frame with the core's pure decoders and forwards it to
-//! the core task's inbox; binary and oversized frames become [`Input::BadFrame`] and the
-//! reader stops, leaving the writer to send the close frame the core asks for. The
-//! writer wakes when the core task queued something, writes every queued frame and
-//! flushes once, pings every `KEEPALIVE_INTERVAL`, closes a connection that sent nothing
-//! for `KEEPALIVE_TIMEOUT`, and cuts a connection whose batch does not drain within
-//! `WRITE_TIMEOUT` or whose queue overflows. The task reports [`Input::Closed`] exactly
-//! once, however it ends. Nothing here decides policy: the core does.
+//! The reader reads the socket into a small buffer and feeds the core's pure frame
+//! reader ([`FrameReader`]: the RFC 6455 decoder and the per-frame budget). Complete
+//! text messages are decoded with the core's pure decoders and forwarded to the core
+//! task's inbox; an admitted ping leaves its pong in the outbox's single pong slot; a
+//! violation or a frame flood becomes [`Input::BadFrame`] and the reader stops, leaving
+//! the writer to send the close frame the core asks for; the peer's close frame is
+//! answered by the writer, and the connection ends. The reader yields to the executor
+//! after [`READ_FRAMES_PER_YIELD`] frames or [`READ_BYTES_PER_YIELD`] bytes.
+//!
+//! The writer wakes when the core task queued something, encodes every queued frame with
+//! the core's encoder and writes them in one write, pings every `KEEPALIVE_INTERVAL`,
+//! closes a connection that showed no sign of life for `KEEPALIVE_TIMEOUT`, and cuts a
+//! connection whose batch does not drain within `WRITE_TIMEOUT` or whose queue
+//! overflows. The task reports [`Input::Closed`] exactly once, however it ends. Nothing
+//! here decides policy: the core does.
 
+use std::io::{ErrorKind, Read as _};
 use std::net::{Shutdown, TcpStream};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use async_channel::{Sender, TrySendError};
 use async_io::{Async, Timer};
-use async_tungstenite::WebSocketStream;
-use async_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
-use async_tungstenite::tungstenite::protocol::frame::CloseFrame;
-use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode as WsCloseCode;
-use async_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
-use async_tungstenite::tungstenite::{Message, Utf8Bytes};
-use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite};
-use futures_lite::{FutureExt, StreamExt};
-use futures_util::SinkExt;
+use futures_lite::FutureExt;
+use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use wizard_core::Time;
 use wizard_core::config::Config;
-use wizard_core::io::{BadFrame, ConnId, ConnKind, Input};
+use wizard_core::io::{ConnId, ConnKind, Input};
 use wizard_core::wire::{CloseCode, decode_ai_reply, decode_client, peek_request_id};
+use wizard_core::ws::{FrameReader, Read, encode};
 
 use crate::core_task::CoreMsg;
 use crate::deadline::Deadline;
 use crate::metrics::ShellStats;
-use crate::outbox::{Outbox, Woken};
+use crate::outbox::{Batch, Outbox, Woken};
 
-/// Read buffer per connection: small, because an idle connection should cost little
-/// (tungstenite's default of 128 KiB made about 141 KB per connection).
+/// Read buffer per connection: small, because an idle connection should cost little.
 pub const READ_BUFFER_BYTES: usize = 1024;
-/// Frames are collected up to this size before tungstenite writes them out; `flush`
-/// writes everything regardless.
-pub const WRITE_BUFFER_BYTES: usize = 8 * 1024;
 /// Frames a reader handles before yielding to the executor.
 pub const READ_FRAMES_PER_YIELD: u32 = 16;
+/// Bytes a reader takes from its socket before yielding to the executor.
+pub const READ_BYTES_PER_YIELD: usize = 16 * 1024;
 /// Input a closing connection reads and discards at most while it lingers.
 pub const LINGER_BYTES_MAX: usize = 64 * 1024;
 /// How long a closing connection waits for the peer's close or end of stream.
 pub const LINGER: Duration = Duration::from_secs(1);
-/// The websocket settings for a server connection under `config`.
-pub fn ws_config(config: &Config) -> WebSocketConfig {
-    let max = config.message_bytes_max;
-    WebSocketConfig::default()
-        .read_buffer_size(READ_BUFFER_BYTES)
-        .write_buffer_size(WRITE_BUFFER_BYTES)
-        .max_write_buffer_size(
-            config
-                .outbound_queue_bytes_max
-                .saturating_add(WRITE_BUFFER_BYTES)
-                .saturating_add(max),
-        )
-        .max_message_size(Some(max))
-        .max_frame_size(Some(max))
-}
 
-/// The settings one connection task needs.
-#[derive(Clone, Copy, Debug)]
+/// The settings one connection task needs, and its reading state (on the heap: every
+/// byte of the task's future is paid per idle connection).
+#[derive(Debug)]
 pub struct ConnParams {
     pub conn: ConnId,
     pub kind: ConnKind,
-    pub ws: WebSocketConfig,
+    read: Box<ReadState>,
     pub keepalive_interval: Duration,
     pub keepalive_timeout: Duration,
     pub write_timeout: Duration,
@@ -80,7 +66,13 @@ impl ConnParams {
         ConnParams {
             conn,
             kind,
-            ws: ws_config(config),
+            read: Box::new(ReadState {
+                // The reader's clock starts with the connection (see `LastHeard::now`).
+                reader: FrameReader::new(config, Time::ZERO),
+                buf: vec![0; READ_BUFFER_BYTES],
+                start: 0,
+                end: 0,
+            }),
             keepalive_interval: Duration::from_micros(config.keepalive_interval_us),
             keepalive_timeout: Duration::from_micros(config.keepalive_timeout_us),
             write_timeout: Duration::from_micros(config.write_timeout_us),
@@ -88,68 +80,35 @@ impl ConnParams {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// The socket shared between the websocket and the lingering close
-// ---------------------------------------------------------------------------------------
-
-/// A TCP stream the websocket reads and writes while the task keeps a second handle to
-/// shut it down and drain it at the end.
+/// The reader's state: the frame reader and the bytes read but not yet decoded
+/// (`buf[start..end]`).
 #[derive(Debug)]
-pub struct SharedTcp {
-    tcp: Arc<Async<TcpStream>>,
-    /// The last read found nothing: the next one waits for the reactor to report the
-    /// socket readable. The reader and the writer share one task, so every batch of
-    /// frames the writer sends also polls the reader; without this, each such poll cost
-    /// a `recvfrom` that failed with EAGAIN (async-io reads first and asks after).
-    drained: bool,
+struct ReadState {
+    reader: FrameReader,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
 }
 
-impl SharedTcp {
-    pub fn new(tcp: Arc<Async<TcpStream>>) -> SharedTcp {
-        SharedTcp {
-            tcp,
-            drained: false,
+impl ReadState {
+    /// Puts the bytes the HTTP reader read past the upgrade request first.
+    fn set_leftover(&mut self, leftover: Vec<u8>) {
+        if leftover.is_empty() {
+            return;
+        }
+        self.end = leftover.len();
+        self.start = 0;
+        self.buf = leftover;
+        if self.buf.len() < READ_BUFFER_BYTES {
+            self.buf.resize(READ_BUFFER_BYTES, 0);
         }
     }
-}
 
-impl AsyncRead for SharedTcp {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<std::io::Result<usize>> {
-        loop {
-            if self.drained {
-                match self.tcp.poll_readable(cx) {
-                    Poll::Ready(Ok(())) => self.drained = false,
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Pending => return Poll::Pending,
-                }
-            }
-            match std::io::Read::read(&mut self.tcp.get_ref(), buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.drained = true,
-                result => return Poll::Ready(result),
-            }
+    /// Back to a buffer of [`READ_BUFFER_BYTES`] once a large leftover is decoded.
+    fn shrink(&mut self) {
+        if self.buf.len() > READ_BUFFER_BYTES {
+            self.buf = vec![0; READ_BUFFER_BYTES];
         }
-    }
-}
-
-impl AsyncWrite for SharedTcp {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut &*self.tcp).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut &*self.tcp).poll_flush(cx)
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut &*self.tcp).poll_close(cx)
     }
 }
 
@@ -164,9 +123,9 @@ pub enum End {
     Peer,
     /// The core asked for a close and the close frame went out.
     Closed(CloseCode),
-    /// The reader sent a forbidden frame and the core did not close in time.
+    /// The reader found a violation or a flood and the core did not close in time.
     BadFrame,
-    /// Nothing arrived for `KEEPALIVE_TIMEOUT`.
+    /// No sign of life for `KEEPALIVE_TIMEOUT`.
     KeepaliveTimeout,
     /// A batch did not drain within `WRITE_TIMEOUT`.
     WriteTimeout,
@@ -176,10 +135,9 @@ pub enum End {
     CoreGone,
 }
 
-type Ws = WebSocketStream<SharedTcp>;
-
-/// When the peer last sent a frame, shared by the reader (writes) and the writer (reads)
-/// of one task; an atomic only because the task must be `Send`.
+/// When the peer last showed a sign of life ([`Read::proves_life`]), shared by the
+/// reader (writes) and the writer (reads) of one task; an atomic only because the task
+/// must be `Send`. Its base is also the frame budget's clock.
 #[derive(Debug)]
 struct LastHeard {
     base: Instant,
@@ -194,10 +152,14 @@ impl LastHeard {
         }
     }
 
+    /// Now, on the connection's clock.
+    fn now(&self) -> Time {
+        Time(u64::try_from(self.base.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
     fn touch(&self) {
-        let us = u64::try_from(self.base.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.since_base_us
-            .store(us, std::sync::atomic::Ordering::Relaxed);
+            .store(self.now().as_micros(), std::sync::atomic::Ordering::Relaxed);
     }
 
     fn get(&self) -> Instant {
@@ -206,6 +168,15 @@ impl LastHeard {
             .load(std::sync::atomic::Ordering::Relaxed);
         self.base + Duration::from_micros(us)
     }
+}
+
+/// What the reader and the writer share.
+#[derive(Clone, Copy)]
+struct Links<'a> {
+    tcp: &'a Async<TcpStream>,
+    outbox: &'a Outbox,
+    last_heard: &'a LastHeard,
+    t: Timing,
 }
 
 /// Runs an upgraded connection until it ends, then reports [`Input::Closed`]. The core
@@ -219,29 +190,29 @@ pub async fn run(
     stats: Arc<ShellStats>,
     p: ConnParams,
 ) -> End {
-    let stream = SharedTcp::new(Arc::clone(&tcp));
-    let ws: Ws = if leftover.is_empty() {
-        WebSocketStream::from_raw_socket(stream, Role::Server, Some(p.ws)).await
-    } else {
-        WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(p.ws)).await
-    };
-    let (mut tx, mut rx) = ws.split();
     let last_heard = LastHeard::new();
     let t = Timing::from(&p);
+    let (conn, kind) = (p.conn, p.kind);
+    let mut read = p.read;
+    read.set_leftover(leftover);
+    let links = Links {
+        tcp: &tcp,
+        outbox: &outbox,
+        last_heard: &last_heard,
+        t,
+    };
     // Built in place: futures bound to locals and then moved into `or` would take room
     // twice in this task's future (rustc does not overlap moved-from locals).
-    let end = read_loop(&mut rx, &inbox, &last_heard, p.conn, p.kind, t)
-        .or(write_loop(&mut tx, &outbox, &woken, &last_heard, t))
+    let end = read_loop(links, &mut read, &inbox, conn, kind)
+        .or(write_loop(links, &woken))
         .await;
     match end {
         End::KeepaliveTimeout => ShellStats::bump(&stats.keepalive_timeouts),
         End::WriteTimeout | End::Overflow => ShellStats::bump(&stats.slow_readers),
         _ => {}
     }
-    let _ = inbox
-        .send(CoreMsg::Input(Input::Closed { conn: p.conn }))
-        .await;
-    drop((tx, rx));
+    let _ = inbox.send(CoreMsg::Input(Input::Closed { conn })).await;
+    drop(read);
     linger(&tcp).await;
     end
 }
@@ -292,66 +263,161 @@ impl From<&ConnParams> for Timing {
     }
 }
 
+/// Reads what the socket has into `buf`, waiting for the reactor when it has nothing.
+/// Waiting (not reading) is what a re-poll does: the reader and the writer share one
+/// task, so every batch the writer sends polls the reader too, and a read attempt at
+/// each such poll would cost a `recvfrom` that fails with EAGAIN.
+async fn read_some(tcp: &Async<TcpStream>, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match tcp.get_ref().read(buf) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => tcp.readable().await?,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            result => return result,
+        }
+    }
+}
+
 async fn read_loop(
-    rx: &mut async_tungstenite::WebSocketReceiver<SharedTcp>,
+    links: Links<'_>,
+    st: &mut ReadState,
     inbox: &Sender<CoreMsg>,
-    last_heard: &LastHeard,
     conn: ConnId,
     kind: ConnKind,
-    t: Timing,
 ) -> End {
+    match read_frames(links, st, inbox, conn, kind).await {
+        Ok(never) => match never {},
+        Err(end) => end,
+    }
+}
+
+/// What the reader does after a frame: wait for room in the core's inbox, then stop.
+struct Step<'a> {
+    wait: Option<Pin<Box<async_channel::Send<'a, CoreMsg>>>>,
+    stop: Option<End>,
+}
+
+impl Step<'_> {
+    const NEXT: Step<'static> = Step {
+        wait: None,
+        stop: None,
+    };
+}
+
+/// The reader's loop; it only ends with an [`End`] (the `Err`), so that `?` can end it.
+async fn read_frames(
+    links: Links<'_>,
+    st: &mut ReadState,
+    inbox: &Sender<CoreMsg>,
+    conn: ConnId,
+    kind: ConnKind,
+) -> Result<std::convert::Infallible, End> {
     let mut frames_since_yield = 0u32;
+    let mut bytes_since_yield = 0usize;
     loop {
-        // A client that keeps sending would keep this loop ready forever: yield now and
-        // then, so the connection's own writer (and every other task on this executor
-        // thread) still runs while it floods.
-        frames_since_yield += 1;
-        if frames_since_yield >= READ_FRAMES_PER_YIELD {
-            frames_since_yield = 0;
-            futures_lite::future::yield_now().await;
+        if st.start == st.end {
+            // A client that keeps sending would keep this loop ready forever: yield now
+            // and then, so the connection's own writer (and every other task on this
+            // executor thread) still runs while it floods.
+            if bytes_since_yield >= READ_BYTES_PER_YIELD {
+                (frames_since_yield, bytes_since_yield) = (0, 0);
+                futures_lite::future::yield_now().await;
+            }
+            st.shrink();
+            match read_some(links.tcp, &mut st.buf).await {
+                Ok(0) | Err(_) => return Err(End::Peer),
+                Ok(n) => (st.start, st.end) = (0, n),
+            }
+            bytes_since_yield += st.end;
         }
-        let frame = match rx.next().await {
-            None => return End::Peer,
-            Some(Ok(message)) => {
-                last_heard.touch();
-                match message {
-                    Message::Text(text) => Some(decode(conn, kind, &text)),
-                    Message::Binary(_) => Some(Input::BadFrame {
-                        conn,
-                        frame: BadFrame::Binary,
-                    }),
-                    // Pings are answered by tungstenite; pongs and closes only prove life.
-                    Message::Ping(_) | Message::Pong(_) | Message::Close(_) | Message::Frame(_) => {
-                        None
+        // Scoped so that nothing of the frame stays in this future across an await.
+        let step = {
+            let now = links.last_heard.now();
+            let (used, read) = st.reader.read(now, &st.buf[st.start..st.end]);
+            st.start += used;
+            let Some(read) = read else { continue };
+            if read.proves_life() {
+                links.last_heard.touch();
+            }
+            match read {
+                Read::Text(text) => Step {
+                    wait: try_forward(inbox, decode(conn, kind, &text))?,
+                    stop: None,
+                },
+                Read::Ping(payload) => {
+                    links.outbox.pong(payload);
+                    Step::NEXT
+                }
+                Read::Pong | Read::Fragment | Read::Dropped => Step::NEXT,
+                // The writer answers and ends the task.
+                Read::Close(code) => {
+                    links.outbox.peer_closed(code);
+                    Step {
+                        wait: None,
+                        stop: Some(End::Peer),
                     }
                 }
+                // Stop reading; the writer sends the close the core asks for.
+                Read::Fail(frame) => Step {
+                    wait: try_forward(inbox, Input::BadFrame { conn, frame })?,
+                    stop: Some(End::BadFrame),
+                },
             }
-            Some(Err(WsError::Capacity(CapacityError::MessageTooLong { .. }))) => {
-                Some(Input::BadFrame {
-                    conn,
-                    frame: BadFrame::TooLarge,
-                })
-            }
-            Some(Err(_)) => return End::Peer,
         };
-        let Some(input) = frame else { continue };
-        let bad = matches!(input, Input::BadFrame { .. });
-        // Waiting for room in a full inbox is rare: boxed, so that the wait does not
-        // enlarge every idle connection's task.
-        match inbox.try_send(CoreMsg::Input(input)) {
-            Ok(()) => {}
-            Err(TrySendError::Closed(_)) => return End::CoreGone,
-            Err(TrySendError::Full(msg)) => {
-                if Box::pin(inbox.send(msg)).await.is_err() {
-                    return End::CoreGone;
-                }
+        if let Some(wait) = step.wait
+            && wait.await.is_err()
+        {
+            return Err(End::CoreGone);
+        }
+        if let Some(end) = step.stop {
+            // Reading is over; the writer sends the close. Meanwhile notice the peer
+            // leaving, so that its connection does not hold its slot for long.
+            let wait = links.t.write_timeout.saturating_add(LINGER);
+            return Err(Box::pin(discard_until_eof(links.tcp, &mut st.buf, end, wait)).await);
+        }
+        frames_since_yield += 1;
+        if frames_since_yield >= READ_FRAMES_PER_YIELD {
+            (frames_since_yield, bytes_since_yield) = (0, 0);
+            futures_lite::future::yield_now().await;
+        }
+    }
+}
+
+/// Reads and discards until the peer's end of stream (then [`End::Peer`]), for at most
+/// `limit` and [`LINGER_BYTES_MAX`] bytes (then `end`).
+async fn discard_until_eof(
+    tcp: &Async<TcpStream>,
+    sink: &mut [u8],
+    end: End,
+    limit: Duration,
+) -> End {
+    let drain = async {
+        let mut read_total = 0usize;
+        while read_total < LINGER_BYTES_MAX {
+            match read_some(tcp, sink).await {
+                Ok(0) | Err(_) => return End::Peer,
+                Ok(n) => read_total += n,
             }
         }
-        if bad {
-            // Stop reading; the writer sends the close the core asks for.
-            Box::pin(Timer::after(t.write_timeout.saturating_add(LINGER))).await;
-            return End::BadFrame;
-        }
+        std::future::pending().await
+    };
+    drain
+        .or(async {
+            Timer::after(limit).await;
+            end
+        })
+        .await
+}
+
+/// Hands `input` to the core task. Waiting for room in a full inbox is rare: the wait
+/// is returned boxed, so that it does not enlarge every idle connection's task.
+fn try_forward<'a>(
+    inbox: &'a Sender<CoreMsg>,
+    input: Input,
+) -> Result<Option<Pin<Box<async_channel::Send<'a, CoreMsg>>>>, End> {
+    match inbox.try_send(CoreMsg::Input(input)) {
+        Ok(()) => Ok(None),
+        Err(TrySendError::Closed(_)) => Err(End::CoreGone),
+        Err(TrySendError::Full(msg)) => Ok(Some(Box::pin(inbox.send(msg)))),
     }
 }
 
@@ -381,19 +447,22 @@ enum Wake {
     Timer,
 }
 
-async fn write_loop(
-    tx: &mut async_tungstenite::WebSocketSender<SharedTcp>,
-    outbox: &Outbox,
-    woken: &Woken,
-    last_heard: &LastHeard,
-    t: Timing,
-) -> End {
+/// How a written batch ends the connection, if it does.
+enum Finish {
+    /// The core's close went out.
+    Closed(CloseCode),
+    /// The peer's close was answered.
+    Answered,
+}
+
+async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
+    let t = links.t;
     let mut next_ping = Instant::now() + t.keepalive_interval;
     // One timer, moved only when the deadline moves (at pings, or when the peer has
     // been silent for long), not one per batch of frames.
     let mut timer = Deadline::default();
     loop {
-        let silent_until = last_heard.get() + t.keepalive_timeout;
+        let silent_until = links.last_heard.get() + t.keepalive_timeout;
         timer.set(Some(next_ping.min(silent_until)));
         let wake = async {
             woken.wait().await;
@@ -407,78 +476,81 @@ async fn write_loop(
         match wake {
             Wake::Timer => {
                 let now = Instant::now();
-                if now >= last_heard.get() + t.keepalive_timeout {
+                if now >= links.last_heard.get() + t.keepalive_timeout {
                     return End::KeepaliveTimeout;
                 }
                 if now >= next_ping {
                     next_ping = now + t.keepalive_interval;
-                    if !send_within(t.write_timeout, tx, Vec::new(), Ping::Yes).await {
+                    let mut bytes = Vec::new();
+                    encode::ping(&mut bytes, &[]);
+                    if !write_within(t.write_timeout, links.tcp, bytes).await {
                         return End::WriteTimeout;
                     }
                 }
             }
             Wake::Work => {
-                let batch = outbox.take();
-                if batch.overflowed {
-                    return End::Overflow;
-                }
-                if !send_within(t.write_timeout, tx, batch.frames, Ping::No).await {
+                // Scoped: the batch does not stay in this future while it is written.
+                let (bytes, finish) = {
+                    let batch = links.outbox.take();
+                    if batch.overflowed {
+                        return End::Overflow;
+                    }
+                    encode_batch(&batch)
+                };
+                if !bytes.is_empty() && !write_within(t.write_timeout, links.tcp, bytes).await {
                     return End::WriteTimeout;
                 }
-                if let Some(code) = batch.close {
-                    if !close_within(t.write_timeout, tx, code).await {
-                        return End::WriteTimeout;
+                match finish {
+                    Some(Finish::Closed(code)) => {
+                        // Give the peer a moment to answer with its close; the reader
+                        // ends the task first when it does.
+                        Box::pin(Timer::after(LINGER)).await;
+                        return End::Closed(code);
                     }
-                    // Give the peer a moment to answer with its close; the reader ends
-                    // the task first when it does.
-                    Box::pin(Timer::after(LINGER)).await;
-                    return End::Closed(code);
+                    Some(Finish::Answered) => return End::Peer,
+                    None => {}
                 }
             }
         }
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ping {
-    Yes,
-    No,
+/// Every frame of `batch` in one buffer: the pong first (a control frame may go
+/// between messages), then the text frames, then the close (the core's, or the answer
+/// to the peer's).
+fn encode_batch(batch: &Batch) -> (Vec<u8>, Option<Finish>) {
+    let frames_bytes: usize = batch
+        .frames
+        .iter()
+        .map(|f| encode::frame_len(f.len()))
+        .sum();
+    let mut bytes = Vec::with_capacity(frames_bytes + 2 * encode::frame_len(125));
+    if let Some(pong) = batch.pong.filter(|_| batch.echo.is_none()) {
+        encode::pong(&mut bytes, pong.as_bytes());
+    }
+    for text in &batch.frames {
+        encode::text(&mut bytes, text);
+    }
+    let finish = if let Some(code) = batch.close {
+        encode::close(&mut bytes, Some(code.code()), code.reason());
+        Some(Finish::Closed(code))
+    } else if let Some(code) = batch.echo {
+        encode::close(&mut bytes, code, "");
+        Some(Finish::Answered)
+    } else {
+        None
+    };
+    (bytes, finish)
 }
 
-/// Writes every frame, plus a ping when asked, then flushes once, within `limit`. False
-/// on error or timeout. The sending future is boxed: it lives only while a batch goes
-/// out, and inline it would enlarge every idle connection's task.
-async fn send_within(
-    limit: Duration,
-    tx: &mut async_tungstenite::WebSocketSender<SharedTcp>,
-    frames: Vec<String>,
-    ping: Ping,
-) -> bool {
+/// Writes `bytes` within `limit`; false on error or timeout. The writing future is
+/// boxed: it lives only while a batch goes out, and inline it would enlarge every idle
+/// connection's task.
+async fn write_within(limit: Duration, tcp: &Async<TcpStream>, bytes: Vec<u8>) -> bool {
     let send = async move {
-        for text in frames {
-            if tx.feed(Message::text(text)).await.is_err() {
-                return false;
-            }
-        }
-        if ping == Ping::Yes && tx.feed(Message::Ping(Default::default())).await.is_err() {
-            return false;
-        }
-        tx.flush().await.is_ok()
+        let mut writer = tcp;
+        writer.write_all(&bytes).await.is_ok()
     };
-    Box::pin(within(limit, send)).await
-}
-
-/// Sends the close frame for `code` within `limit` (boxed like [`send_within`]).
-async fn close_within(
-    limit: Duration,
-    tx: &mut async_tungstenite::WebSocketSender<SharedTcp>,
-    code: CloseCode,
-) -> bool {
-    let frame = CloseFrame {
-        code: WsCloseCode::from(code.code()),
-        reason: Utf8Bytes::from_static(code.reason()),
-    };
-    let send = async move { tx.send(Message::Close(Some(frame))).await.is_ok() };
     Box::pin(within(limit, send)).await
 }
 
@@ -499,7 +571,7 @@ mod tests {
     fn an_idle_connection_task_stays_small() {
         // Every byte of this future is paid per open connection (issue 4: <= 8 KiB per
         // idle websocket in all). It was 1792 bytes before the writer's and the reader's
-        // transient states were boxed.
+        // transient states were boxed; 1200 with the core's frame reader (issue 14).
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let tcp = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let tcp = Arc::new(Async::new(tcp).unwrap());
@@ -511,5 +583,9 @@ mod tests {
         let task = run(tcp, Vec::new(), outbox, woken, inbox, stats, params);
         let size = std::mem::size_of_val(&task);
         assert!(size <= 1280, "connection future grew to {size} bytes");
+        // And on the heap, for as long as the connection lives: the frame reader and
+        // its read buffer (docs/OPERATIONS.md, "Memory per connection").
+        let heap = std::mem::size_of::<ReadState>() + READ_BUFFER_BYTES;
+        assert!(heap <= 1536, "reading state grew to {heap} bytes");
     }
 }

@@ -2,12 +2,17 @@
 //! requests, the connection's writer takes everything queued at once. A newer `state`
 //! replaces a queued one the core marked replaceable; a queue over its message or byte
 //! limit marks the connection overflowed (its reader is too slow), which ends it.
+//!
+//! The connection's reader uses it too, for the frames it answers itself: the pong to
+//! the newest ping (one slot: a newer ping's payload replaces an unsent one, so pongs
+//! cannot pile up) and the answer to the peer's close frame.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Poll, Waker};
 
 use wizard_core::wire::CloseCode;
+use wizard_core::ws::Control;
 
 #[derive(Debug, Default)]
 struct Queue {
@@ -16,6 +21,10 @@ struct Queue {
     bytes: usize,
     close: Option<CloseCode>,
     overflowed: bool,
+    /// The pong to send: only the newest ping is answered.
+    pong: Option<Control>,
+    /// The peer sent a close frame: answer with this code (`None`: an empty close).
+    echo: Option<Option<u16>>,
     /// Something changed since the writer last looked: one wake-up stands for any
     /// number of pushes.
     pending: bool,
@@ -64,6 +73,8 @@ pub struct Batch {
     pub frames: Vec<String>,
     pub close: Option<CloseCode>,
     pub overflowed: bool,
+    pub pong: Option<Control>,
+    pub echo: Option<Option<u16>>,
 }
 
 impl Outbox {
@@ -134,6 +145,36 @@ impl Outbox {
         }
     }
 
+    /// Asks the writer to answer a ping with `payload`, replacing a pong not yet sent.
+    pub fn pong(&self, payload: Control) {
+        let waker = {
+            let mut q = self.lock();
+            if q.close.is_some() || q.echo.is_some() {
+                return;
+            }
+            q.pong = Some(payload);
+            Outbox::mark(&mut q)
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// The peer sent a close frame with `code`: the writer answers it and ends (unless
+    /// the core asked for a close first, which then goes out instead).
+    pub fn peer_closed(&self, code: Option<u16>) {
+        let waker = {
+            let mut q = self.lock();
+            if q.echo.is_none() {
+                q.echo = Some(code);
+            }
+            Outbox::mark(&mut q)
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
     /// Takes everything queued.
     pub fn take(&self) -> Batch {
         let mut q = self.lock();
@@ -144,6 +185,8 @@ impl Outbox {
             frames: frames.into_iter().map(|(text, _)| text).collect(),
             close: q.close,
             overflowed: q.overflowed,
+            pong: q.pong.take(),
+            echo: q.echo,
         }
     }
 
@@ -213,5 +256,21 @@ mod tests {
         assert_eq!(batch.frames, ["a"]);
         assert_eq!(batch.close, Some(CloseCode::ShuttingDown));
         assert!(woken.is_pending());
+    }
+
+    #[test]
+    fn only_the_newest_pong_waits() {
+        let (outbox, woken) = Outbox::new(10, 1000);
+        for i in 0..100u8 {
+            outbox.pong(Control::new(&[i]).unwrap());
+        }
+        assert!(woken.is_pending());
+        let batch = outbox.take();
+        assert_eq!(batch.pong.map(|p| p.as_bytes().to_vec()), Some(vec![99]));
+        assert_eq!(outbox.take().pong, None);
+        outbox.peer_closed(Some(1000));
+        outbox.pong(Control::EMPTY);
+        let batch = outbox.take();
+        assert_eq!((batch.pong, batch.echo), (None, Some(Some(1000))));
     }
 }

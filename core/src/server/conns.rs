@@ -200,6 +200,26 @@ impl Server {
         false
     }
 
+    /// The shell's frame budget ([`crate::ws::FrameBudget`]) found the connection
+    /// flooding with frames the core never sees: the same note and `rate_limited`
+    /// as a message flood; the caller closes with 1008.
+    pub(super) fn frame_flood(&mut self, conn: ConnId, out: &mut Vec<Output>) {
+        let Some(c) = self.conns.get(&conn).filter(|c| !c.closing) else {
+            return;
+        };
+        let (ip, kind) = (c.ip, c.kind);
+        out.push(Output::Note(Note::FloodClosed { conn, ip }));
+        if kind == ConnKind::Player {
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Frame flood: closing.",
+                None,
+                out,
+            );
+        }
+    }
+
     pub(super) fn close(&mut self, conn: ConnId, code: CloseCode, out: &mut Vec<Output>) {
         if let Some(c) = self.conns.get_mut(&conn) {
             if c.closing {

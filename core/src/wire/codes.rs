@@ -80,17 +80,24 @@ pub enum CloseCode {
     ConnectionLimit,
     /// 4000: the same session was opened elsewhere.
     SessionReplaced,
+    // Issue 14, the frame layer:
+    /// 1002: the client broke RFC 6455 (see [`crate::io::BadFrame::Protocol`]).
+    ProtocolError,
+    /// 1007: a text message or close reason that is not UTF-8.
+    InvalidPayload,
 }
 
 impl CloseCode {
-    /// Every close code, in the order of PROTOCOL.md.
-    pub const ALL: [CloseCode; 6] = [
+    /// Every close code, in the order of PROTOCOL.md (the frame layer's last).
+    pub const ALL: [CloseCode; 8] = [
         CloseCode::ShuttingDown,
         CloseCode::BinaryFrame,
         CloseCode::MessageFlood,
         CloseCode::MessageTooLarge,
         CloseCode::ConnectionLimit,
         CloseCode::SessionReplaced,
+        CloseCode::ProtocolError,
+        CloseCode::InvalidPayload,
     ];
 
     /// The websocket close status code.
@@ -102,6 +109,8 @@ impl CloseCode {
             CloseCode::MessageTooLarge => 1009,
             CloseCode::ConnectionLimit => 1013,
             CloseCode::SessionReplaced => 4000,
+            CloseCode::ProtocolError => 1002,
+            CloseCode::InvalidPayload => 1007,
         }
     }
 
@@ -114,6 +123,8 @@ impl CloseCode {
             CloseCode::MessageTooLarge => "message larger than 64 KiB",
             CloseCode::ConnectionLimit => "connection limit reached, try again later",
             CloseCode::SessionReplaced => "session opened elsewhere",
+            CloseCode::ProtocolError => "websocket protocol error",
+            CloseCode::InvalidPayload => "text is not valid UTF-8",
         }
     }
 

@@ -19,3 +19,5 @@ mod server_props;
 mod transcripts;
 mod upgrade;
 mod wire;
+mod ws;
+mod ws_props;

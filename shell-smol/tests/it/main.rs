@@ -8,6 +8,7 @@ mod ai_service;
 mod bench;
 mod client;
 mod door;
+mod frame_attacks;
 mod frames;
 mod game;
 mod head_fuzz;
