@@ -108,6 +108,14 @@ pub const SETTINGS: &[Setting] = &[
     server("OUTBOUND_QUEUE_BYTES", "1048576", "bytes queued for one connection before it is disconnected"),
     server("IP_TABLE_MAX", "10000", "entries in each per-IP table (connections, lobby creation)"),
     server("MAX_SESSIONS", "5000", "sessions kept in the session registry"),
+    server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
+    server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
+    server("MAX_LOBBIES_PER_IP", "10", "lobbies (waiting, running or finished) created from one client IP that may exist at once"),
+    server("MAX_GAMES_PER_IP", "5", "running games in lobbies created from one client IP"),
+    server("RECONNECT_RATE", "30", "new player connections one client IP may open per minute"),
+    server("RECONNECT_BURST", "20", "new player connections one client IP may open in a burst"),
+    server("JOIN_FAIL_RATE", "10", "join_lobby attempts with an unknown code one client IP may make per minute"),
+    server("JOIN_FAIL_BURST", "10", "join_lobby attempts with an unknown code one client IP may make in a burst"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to"),
     ai("AI_SHARED_SECRET", "", "secret presented to the server (must match the server's)"),
     ai("AI_WORKERS", "1", "decisions computed at the same time"),
@@ -191,6 +199,14 @@ pub struct Config {
     pub outbound_queue_bytes_max: usize,
     pub ip_table_entries_max: usize,
     pub sessions_max: usize,
+    pub lobby_idle_ttl_us: u64,
+    pub abandoned_game_ttl_us: u64,
+    pub lobbies_per_ip_max: usize,
+    pub games_per_ip_max: usize,
+    pub reconnect_rate_per_min: f64,
+    pub reconnect_burst: u32,
+    pub join_fail_rate_per_min: f64,
+    pub join_fail_burst: u32,
 }
 
 impl Default for Config {
@@ -238,6 +254,14 @@ impl Default for Config {
             outbound_queue_bytes_max: 1_048_576,
             ip_table_entries_max: 10_000,
             sessions_max: 5_000,
+            lobby_idle_ttl_us: 300 * US_PER_SEC,
+            abandoned_game_ttl_us: 90 * US_PER_SEC,
+            lobbies_per_ip_max: 10,
+            games_per_ip_max: 5,
+            reconnect_rate_per_min: 30.0,
+            reconnect_burst: 20,
+            join_fail_rate_per_min: 10.0,
+            join_fail_burst: 10,
         }
     }
 }
@@ -297,6 +321,14 @@ impl Config {
                 "OUTBOUND_QUEUE_BYTES" => c.outbound_queue_bytes_max = v.count(1)?,
                 "IP_TABLE_MAX" => c.ip_table_entries_max = v.count(1)?,
                 "MAX_SESSIONS" => c.sessions_max = v.count(1)?,
+                "LOBBY_IDLE_TTL" => c.lobby_idle_ttl_us = v.duration_us(1)?,
+                "ABANDONED_GAME_TTL" => c.abandoned_game_ttl_us = v.duration_us(1)?,
+                "MAX_LOBBIES_PER_IP" => c.lobbies_per_ip_max = v.count(1)?,
+                "MAX_GAMES_PER_IP" => c.games_per_ip_max = v.count(1)?,
+                "RECONNECT_RATE" => c.reconnect_rate_per_min = v.rate()?,
+                "RECONNECT_BURST" => c.reconnect_burst = v.count(1)?,
+                "JOIN_FAIL_RATE" => c.join_fail_rate_per_min = v.rate()?,
+                "JOIN_FAIL_BURST" => c.join_fail_burst = v.count(1)?,
                 _ => {} // every SETTINGS name has an arm; the tests check that
             }
         }
