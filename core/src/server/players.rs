@@ -312,6 +312,8 @@ impl Server {
             s.lobby = Some(lobby);
             s.name = name;
         }
+        // A human is present again: the lobby's away clock stops.
+        self.sync_away(now, lobby, out);
         self.broadcast(now, lobby, &[], out);
         Ok(())
     }
