@@ -112,6 +112,14 @@ pub const SETTINGS: &[Setting] = &[
     server("MAX_SOCKETS_PER_IP", "", "TCP sockets one client address may hold, upgraded or not (empty = 2 x MAX_CONNECTIONS_PER_IP)"),
     server("FIRST_BYTE_TIMEOUT", "2", "seconds a new connection has to send its first byte (at most HANDSHAKE_TIMEOUT)"),
     server("SOCKET_SEND_BUFFER_BYTES", "65536", "kernel send buffer asked for each accepted socket (SO_SNDBUF)"),
+    server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
+    server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
+    server("MAX_LOBBIES_PER_IP", "10", "lobbies (waiting, running or finished) created from one client IP that may exist at once"),
+    server("MAX_GAMES_PER_IP", "5", "running games in lobbies created from one client IP"),
+    server("RECONNECT_RATE", "30", "new player connections one client IP may open per minute"),
+    server("RECONNECT_BURST", "20", "new player connections one client IP may open in a burst"),
+    server("JOIN_FAIL_RATE", "10", "join_lobby attempts with an unknown code one client IP may make per minute"),
+    server("JOIN_FAIL_BURST", "10", "join_lobby attempts with an unknown code one client IP may make in a burst"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to"),
     ai("AI_SHARED_SECRET", "", "secret presented to the server (must match the server's)"),
     ai("AI_WORKERS", "1", "decisions computed at the same time"),
@@ -199,6 +207,14 @@ pub struct Config {
     pub sockets_per_ip_max: usize,
     pub first_byte_timeout_us: u64,
     pub socket_send_buffer_bytes: usize,
+    pub lobby_idle_ttl_us: u64,
+    pub abandoned_game_ttl_us: u64,
+    pub lobbies_per_ip_max: usize,
+    pub games_per_ip_max: usize,
+    pub reconnect_rate_per_min: f64,
+    pub reconnect_burst: u32,
+    pub join_fail_rate_per_min: f64,
+    pub join_fail_burst: u32,
 }
 
 impl Default for Config {
@@ -249,6 +265,14 @@ impl Default for Config {
             sockets_per_ip_max: 20,
             first_byte_timeout_us: 2 * US_PER_SEC,
             socket_send_buffer_bytes: 65_536,
+            lobby_idle_ttl_us: 300 * US_PER_SEC,
+            abandoned_game_ttl_us: 90 * US_PER_SEC,
+            lobbies_per_ip_max: 10,
+            games_per_ip_max: 5,
+            reconnect_rate_per_min: 30.0,
+            reconnect_burst: 20,
+            join_fail_rate_per_min: 10.0,
+            join_fail_burst: 10,
         }
     }
 }
@@ -312,6 +336,14 @@ impl Config {
                 "MAX_SOCKETS_PER_IP" => sockets_per_ip_max = Some(v.count(1)?),
                 "FIRST_BYTE_TIMEOUT" => first_byte_timeout_us = Some(v.duration_us(1)?),
                 "SOCKET_SEND_BUFFER_BYTES" => c.socket_send_buffer_bytes = v.count(4096)?,
+                "LOBBY_IDLE_TTL" => c.lobby_idle_ttl_us = v.duration_us(1)?,
+                "ABANDONED_GAME_TTL" => c.abandoned_game_ttl_us = v.duration_us(1)?,
+                "MAX_LOBBIES_PER_IP" => c.lobbies_per_ip_max = v.count(1)?,
+                "MAX_GAMES_PER_IP" => c.games_per_ip_max = v.count(1)?,
+                "RECONNECT_RATE" => c.reconnect_rate_per_min = v.rate()?,
+                "RECONNECT_BURST" => c.reconnect_burst = v.count(1)?,
+                "JOIN_FAIL_RATE" => c.join_fail_rate_per_min = v.rate()?,
+                "JOIN_FAIL_BURST" => c.join_fail_burst = v.count(1)?,
                 _ => {} // every SETTINGS name has an arm; the tests check that
             }
         }

@@ -162,6 +162,9 @@ pub enum RefuseReason {
     Sessions,
     /// Too many AI service connections.
     AiConnections,
+    /// `RECONNECT_RATE` new connections from this address (a player of a running game
+    /// coming back is admitted anyway).
+    Reconnects,
 }
 
 impl RefuseReason {
@@ -171,6 +174,7 @@ impl RefuseReason {
             RefuseReason::PerIp => "per_ip",
             RefuseReason::Sessions => "sessions",
             RefuseReason::AiConnections => "ai_connections",
+            RefuseReason::Reconnects => "reconnect_rate",
         }
     }
 }
@@ -249,6 +253,27 @@ pub enum Note {
     /// forgotten to make room for a new one.
     SessionEvicted,
     ShutdownStarted,
+    /// A held connection's `hello` resumed a player of a running game: admitted past
+    /// `RECONNECT_RATE`.
+    ResumedPastRate {
+        conn: ConnId,
+        ip: IpAddr,
+    },
+    /// A running game had no human connected for `ABANDONED_GAME_TTL`: it stops moving
+    /// and leaves its `MAX_ACTIVE_GAMES` slot until one of them comes back.
+    GameDormant {
+        lobby: u64,
+    },
+    /// A human of a dormant game came back: it runs again (even past `MAX_ACTIVE_GAMES`).
+    GameWoken {
+        lobby: u64,
+    },
+    /// A lobby without a running game had no human connected for `LOBBY_IDLE_TTL`: it
+    /// was deleted with its (disconnected) sessions. A `LobbyDeleted` follows.
+    LobbyIdle {
+        lobby: u64,
+        sessions: u32,
+    },
 }
 
 /// Who made a move.
@@ -277,6 +302,9 @@ pub enum WakeReason {
     Shutdown,
     /// A connection held over `MAX_CONNECTIONS` did not say `hello` in time.
     HelloGrace,
+    /// A lobby or game whose humans are all disconnected reaches `LOBBY_IDLE_TTL` or
+    /// `ABANDONED_GAME_TTL`.
+    Absent,
 }
 
 /// A closing helper: the `error` code sent just before a close, if any.

@@ -3,6 +3,12 @@
 //!
 //! Seats are never removed or reordered while a game runs, so a seat index is the
 //! player index in the game. A lobby is deleted as soon as no human seat remains.
+//!
+//! Each lobby is charged to the address ([`IpKey`]) of the session that created it, for
+//! `MAX_LOBBIES_PER_IP` and `MAX_GAMES_PER_IP`; the per-address counts hold one entry
+//! per address with at least one lobby, so they are bounded by `MAX_LOBBIES`. A
+//! dormant game (see ARCHITECTURE.md, "What the absent hold") still counts for its
+//! address and `MAX_LOBBIES`, but not for `MAX_ACTIVE_GAMES`.
 
 use std::collections::BTreeMap;
 
@@ -11,8 +17,10 @@ use rand_chacha::ChaCha12Rng;
 
 use crate::game::types::{PLAYERS_MAX, PLAYERS_MIN};
 use crate::game::{Action, ActionError, Event, Game, Options, Phase, Seat};
+use crate::overload::limiter::IpKey;
 use crate::rng;
 use crate::session::{LobbyId, SessionId};
+use crate::time::Time;
 use crate::turns::TurnBook;
 use crate::wire::{ErrorCode, LobbyStatus, LobbyView};
 
@@ -77,6 +85,14 @@ pub struct Lobby {
     /// The lobby part of `state` as last sent and its JSON, reused while the lobby
     /// looks the same (every move would otherwise encode it again).
     pub view_cache: Option<(LobbyView, String)>,
+    /// The address of the session that created the lobby, charged for it.
+    pub owner: IpKey,
+    /// Since when every human seat's session has been disconnected (None while one is
+    /// connected).
+    pub away_since: Option<Time>,
+    /// A running game left by all its humans for `ABANDONED_GAME_TTL`: it makes no
+    /// moves and does not count against `MAX_ACTIVE_GAMES` until one of them returns.
+    pub dormant: bool,
 }
 
 impl Lobby {
@@ -150,6 +166,15 @@ pub fn clean_name(raw: &str) -> Result<String, LobbyError> {
     crate::names::clean(raw).map_err(|e| LobbyError::Invalid(e.message()))
 }
 
+/// What one address is charged for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpShare {
+    /// Lobbies it created that exist (any status).
+    pub lobbies: usize,
+    /// Of those, the ones with a game running (dormant or not).
+    pub games: usize,
+}
+
 /// All lobbies, by id and by code.
 #[derive(Debug)]
 pub struct LobbyManager {
@@ -157,7 +182,10 @@ pub struct LobbyManager {
     by_code: BTreeMap<String, LobbyId>,
     next_id: LobbyId,
     lobbies_max: usize,
+    /// Running games that are not dormant.
     playing: usize,
+    dormant: usize,
+    per_ip: BTreeMap<IpKey, IpShare>,
     rng: ChaCha12Rng,
 }
 
@@ -169,6 +197,8 @@ impl LobbyManager {
             next_id: 1,
             lobbies_max,
             playing: 0,
+            dormant: 0,
+            per_ip: BTreeMap::new(),
             rng,
         }
     }
@@ -189,9 +219,55 @@ impl LobbyManager {
         self.lobbies.is_empty()
     }
 
-    /// Lobbies whose game is running (not finished).
+    /// Lobbies whose game is running (not finished) and not dormant.
     pub fn active_games(&self) -> usize {
         self.playing
+    }
+
+    /// Running games that are dormant.
+    pub fn dormant_games(&self) -> usize {
+        self.dormant
+    }
+
+    /// What `ip` is charged for now.
+    pub fn share_of(&self, ip: &IpKey) -> IpShare {
+        self.per_ip.get(ip).copied().unwrap_or_default()
+    }
+
+    /// Addresses charged for at least one lobby (at most `MAX_LOBBIES`).
+    pub fn ips_charged(&self) -> usize {
+        self.per_ip.len()
+    }
+
+    /// Whether `lobbies_max` lobbies exist.
+    pub fn is_full(&self) -> bool {
+        self.lobbies.len() >= self.lobbies_max
+    }
+
+    fn charge(&mut self, ip: IpKey, f: impl FnOnce(&mut IpShare)) {
+        let share = self.per_ip.entry(ip).or_default();
+        f(share);
+        if share.lobbies == 0 {
+            self.per_ip.remove(&ip);
+        }
+    }
+
+    /// Puts a running game to sleep or wakes it; a no-op for anything else.
+    pub fn set_dormant(&mut self, id: LobbyId, dormant: bool) {
+        let Some(lobby) = self.lobbies.get_mut(&id) else {
+            return;
+        };
+        if lobby.status != LobbyStatus::Playing || lobby.dormant == dormant {
+            return;
+        }
+        lobby.dormant = dormant;
+        if dormant {
+            self.playing -= 1;
+            self.dormant += 1;
+        } else {
+            self.playing += 1;
+            self.dormant -= 1;
+        }
     }
 
     pub fn ids(&self) -> Vec<LobbyId> {
@@ -209,24 +285,25 @@ impl LobbyManager {
     /// Whether a new lobby fits under `MAX_LOBBIES` once `player_id` has left `current`
     /// (leaving deletes a lobby when it was its last human).
     pub fn has_room(&self, current: Option<LobbyId>, player_id: &str) -> bool {
-        if self.lobbies.len() < self.lobbies_max {
-            return true;
-        }
-        current
-            .and_then(|id| self.lobbies.get(&id))
-            .is_some_and(|l| {
-                l.seats
-                    .iter()
-                    .all(|s| s.is_ai() || s.player_id == player_id)
-            })
+        self.lobbies.len() < self.lobbies_max || self.is_sole_human(current, player_id)
     }
 
-    /// A new waiting lobby with `session` as host in seat 0.
+    /// Whether `player_id` is the only human of `lobby` (leaving would delete it).
+    pub fn is_sole_human(&self, lobby: Option<LobbyId>, player_id: &str) -> bool {
+        lobby.and_then(|id| self.lobbies.get(&id)).is_some_and(|l| {
+            l.seats
+                .iter()
+                .all(|s| s.is_ai() || s.player_id == player_id)
+        })
+    }
+
+    /// A new waiting lobby with `session` as host in seat 0, charged to `owner`.
     pub fn create(
         &mut self,
         session: SessionId,
         player_id: &str,
         name: &str,
+        owner: IpKey,
     ) -> Result<LobbyId, LobbyError> {
         if self.lobbies.len() >= self.lobbies_max {
             return Err(LobbyError::TooManyLobbies);
@@ -262,8 +339,12 @@ impl LobbyManager {
                 game_no: 0,
                 turns: TurnBook::default(),
                 view_cache: None,
+                owner,
+                away_since: None,
+                dormant: false,
             },
         );
+        self.charge(owner, |s| s.lobbies += 1);
         Ok(id)
     }
 
@@ -331,13 +412,21 @@ impl LobbyManager {
         false
     }
 
-    fn delete(&mut self, id: LobbyId) {
-        if let Some(lobby) = self.lobbies.remove(&id) {
-            self.by_code.remove(&lobby.code);
-            if lobby.status == LobbyStatus::Playing {
-                self.playing -= 1;
-            }
+    /// Deletes a lobby whatever its seats (for `LOBBY_IDLE_TTL`); returns it.
+    pub fn delete(&mut self, id: LobbyId) -> Option<Lobby> {
+        let lobby = self.lobbies.remove(&id)?;
+        self.by_code.remove(&lobby.code);
+        let playing = lobby.status == LobbyStatus::Playing;
+        if playing && lobby.dormant {
+            self.dormant -= 1;
+        } else if playing {
+            self.playing -= 1;
         }
+        self.charge(lobby.owner, |s| {
+            s.lobbies -= 1;
+            s.games -= usize::from(playing);
+        });
+        Some(lobby)
     }
 
     fn host_lobby(
@@ -462,7 +551,10 @@ impl LobbyManager {
         lobby.game_no += 1;
         lobby.status = LobbyStatus::Playing;
         lobby.turns = TurnBook::default();
+        lobby.dormant = false;
+        let owner = lobby.owner;
         self.playing += 1;
+        self.charge(owner, |s| s.games += 1);
         Ok(())
     }
 
@@ -491,7 +583,14 @@ impl LobbyManager {
             .map_err(LobbyError::Illegal)?;
         if game.phase() == Phase::Finished {
             lobby.status = LobbyStatus::Finished;
-            self.playing -= 1;
+            let owner = lobby.owner;
+            if lobby.dormant {
+                lobby.dormant = false;
+                self.dormant -= 1;
+            } else {
+                self.playing -= 1;
+            }
+            self.charge(owner, |s| s.games -= 1);
         }
         Ok(())
     }

@@ -5,8 +5,10 @@
 //! Submodules split the work along its seams: `conns` (opening, the per-connection
 //! token bucket, closing), `players` (hello, lobby messages, admission), `games` (moves,
 //! AI turns, fallback), `views` (personal `state` messages), `status` (load samples,
-//! deadlines, shutdown, and what is published after every input).
+//! deadlines, shutdown, and what is published after every input), `absent` (what
+//! players who are gone may hold: idle lobbies, dormant games, evictable sessions).
 
+mod absent;
 mod conns;
 mod games;
 mod players;
@@ -52,10 +54,11 @@ struct Conn {
     closing: bool,
     /// Whether it holds a slot of the connection limiter.
     counted: bool,
-    /// Opened with `MAX_CONNECTIONS` reached: held, uncounted, until its `hello` shows
-    /// a player of a running game coming back (admitted past the cap) or anything else
-    /// (refused with `busy` and 1013), for at most [`HELLO_GRACE_US`].
-    waiting: bool,
+    /// Opened with `MAX_CONNECTIONS` reached (`Total`) or over `RECONNECT_RATE`
+    /// (`Reconnects`): held, uncounted, until its `hello` shows a player of a running
+    /// game coming back (admitted past the cap or rate) or anything else (refused with
+    /// `busy` and 1013, for this reason), for at most [`HELLO_GRACE_US`].
+    waiting: Option<RefuseReason>,
 }
 
 /// The `error` text of `hello_required`.
@@ -74,6 +77,9 @@ enum TimerKey {
     Sweep,
     Shutdown,
     HelloGrace(ConnId),
+    /// Every human of the lobby is disconnected: `LOBBY_IDLE_TTL` or
+    /// `ABANDONED_GAME_TTL` runs out.
+    Away(LobbyId),
 }
 
 impl TimerKey {
@@ -86,6 +92,7 @@ impl TimerKey {
             TimerKey::Sweep => WakeReason::Sweep,
             TimerKey::Shutdown => WakeReason::Shutdown,
             TimerKey::HelloGrace(_) => WakeReason::HelloGrace,
+            TimerKey::Away(_) => WakeReason::Absent,
         }
     }
 }
@@ -103,6 +110,10 @@ pub struct Server {
     bridge: AiBridge,
     levels: LoadLevels,
     lobby_rate: KeyedRateLimiter<IpKey>,
+    /// New player connections per address (`RECONNECT_RATE`).
+    reconnect_rate: KeyedRateLimiter<IpKey>,
+    /// `join_lobby` with an unknown code per address (`JOIN_FAIL_RATE`).
+    join_fail_rate: KeyedRateLimiter<IpKey>,
     timers: Timers<TimerKey>,
     game_seeds: ChaCha12Rng,
     fallback_rng: ChaCha12Rng,
@@ -154,6 +165,16 @@ impl Server {
             u64::from(config.lobby_create_rate_per_min.ceil().max(1.0) as u32),
             config.ip_table_entries_max,
         );
+        let reconnect_rate = KeyedRateLimiter::new(
+            rate_from(config.reconnect_rate_per_min, 60_000_000),
+            u64::from(config.reconnect_burst.max(1)),
+            config.ip_table_entries_max,
+        );
+        let join_fail_rate = KeyedRateLimiter::new(
+            rate_from(config.join_fail_rate_per_min, 60_000_000),
+            u64::from(config.join_fail_burst.max(1)),
+            config.ip_table_entries_max,
+        );
         let mut timers = Timers::default();
         timers.set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
         let status = (levels.level(), true);
@@ -172,6 +193,8 @@ impl Server {
             bridge,
             levels,
             lobby_rate,
+            reconnect_rate,
+            join_fail_rate,
             timers,
             counters: Counters::default(),
             last_sample: LoadSample::default(),
@@ -197,9 +220,11 @@ impl Server {
                     self.on_message(now, conn, message, out);
                 }
             }
-            Input::Undecodable { conn, .. } if self.conns.get(&conn).is_some_and(|c| c.waiting) => {
-                // Held over MAX_CONNECTIONS: only a `hello` may follow.
-                self.refuse_waiting(conn, RefuseReason::Total, out);
+            Input::Undecodable { conn, .. }
+                if self.conns.get(&conn).is_some_and(|c| c.waiting.is_some()) =>
+            {
+                // Held over MAX_CONNECTIONS or RECONNECT_RATE: only a `hello` may follow.
+                self.refuse_waiting(conn, None, out);
             }
             Input::Undecodable { conn, error } => {
                 if self.admit_frame(now, conn, out) {
@@ -253,8 +278,16 @@ impl Server {
         self.timers.next().map(|(t, k)| (t, k.reason()))
     }
 
-    /// Whether new lobbies and games are admitted now.
+    /// Whether new lobbies and games are admitted now: what `/health` and
+    /// `server_status` say. False as well when `MAX_LOBBIES` lobbies exist, so that
+    /// they agree with `create_lobby`.
     pub fn accepting_games(&self) -> bool {
+        self.games_admitted() && !self.lobbies.is_full()
+    }
+
+    /// Whether new games may start (in lobbies that exist): not shutting down, not
+    /// overloaded, fewer than `MAX_ACTIVE_GAMES` running (dormant games not counted).
+    fn games_admitted(&self) -> bool {
         !self.shutting_down
             && self.levels.level() != LoadLevel::Overloaded
             && self.lobbies.active_games() < self.config.active_games_max
@@ -285,13 +318,19 @@ impl Server {
             sessions: self.sessions.len() as u64,
             lobbies: self.lobbies.len() as u64,
             active_games: self.lobbies.active_games() as u64,
+            dormant_games: self.lobbies.dormant_games() as u64,
+            evictable_sessions: self.sessions.evictable_len() as u64,
             accepting_games: self.accepting_games(),
             level: self.levels.level(),
             ai_connections: self.bridge.connections() as u64,
             ai_pending: self.bridge.pending() as u64,
             ai_probes_pending: self.bridge.probes_pending() as u64,
             breaker: self.bridge.breaker_state().name(),
-            ip_table_entries: self.lobby_rate.len() as u64,
+            ip_table_entries: self
+                .lobby_rate
+                .len()
+                .max(self.reconnect_rate.len())
+                .max(self.join_fail_rate.len()) as u64,
             last_sample: self.last_sample,
             shutting_down: self.shutting_down,
         }

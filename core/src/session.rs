@@ -4,8 +4,13 @@
 //! token the client keeps to resume it. Tokens are looked up by their first 8 bytes and
 //! then compared in full in constant time, so timing reveals nothing about the secret
 //! part. The registry is bounded by `MAX_SESSIONS`.
+//!
+//! The registry also keeps the index of evictable sessions, ordered by when they
+//! disconnected, so that a `hello` at `MAX_SESSIONS` finds the one to forget in
+//! O(log n). Which sessions are evictable is the server's rule; the registry only keeps
+//! the index exact as sessions come and go.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand_chacha::ChaCha12Rng;
 
@@ -34,6 +39,8 @@ pub struct Session {
     pub conn: Option<ConnId>,
     /// When the session lost its connection (for `SESSION_TTL`).
     pub disconnected_at: Option<Time>,
+    /// Its key in the evictable index, while it is in it.
+    evict_key: Option<Time>,
 }
 
 impl Session {
@@ -53,6 +60,8 @@ pub struct SessionRegistry {
     sessions: BTreeMap<SessionId, Session>,
     by_locator: BTreeMap<[u8; LOCATOR_BYTES], SessionId>,
     by_player: BTreeMap<String, SessionId>,
+    /// `(disconnected_at, id)` of the sessions marked evictable.
+    evictable: BTreeSet<(Time, SessionId)>,
     next_id: SessionId,
     sessions_max: usize,
     token_rng: ChaCha12Rng,
@@ -71,6 +80,7 @@ impl SessionRegistry {
             sessions: BTreeMap::new(),
             by_locator: BTreeMap::new(),
             by_player: BTreeMap::new(),
+            evictable: BTreeSet::new(),
             next_id: 1,
             sessions_max,
             token_rng,
@@ -111,6 +121,7 @@ impl SessionRegistry {
                 lobby: None,
                 conn: None,
                 disconnected_at: None,
+                evict_key: None,
             },
         );
         Ok(id)
@@ -140,6 +151,9 @@ impl SessionRegistry {
     /// Forgets a session; its token and player id stop working.
     pub fn remove(&mut self, id: SessionId) -> Option<Session> {
         let session = self.sessions.remove(&id)?;
+        if let Some(at) = session.evict_key {
+            self.evictable.remove(&(at, id));
+        }
         self.by_locator.remove(&locator(&session.token));
         self.by_player.remove(&session.player_id);
         Some(session)
@@ -147,6 +161,51 @@ impl SessionRegistry {
 
     pub fn len(&self) -> usize {
         self.sessions.len()
+    }
+
+    /// Marks a session evictable (indexed by when it disconnected) or not. A connected
+    /// session is never indexed, whatever `evictable` says.
+    pub fn set_evictable(&mut self, id: SessionId, evictable: bool) {
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return;
+        };
+        let key = if evictable && s.conn.is_none() {
+            s.disconnected_at
+        } else {
+            None
+        };
+        if s.evict_key == key {
+            return;
+        }
+        if let Some(old) = s.evict_key.take() {
+            self.evictable.remove(&(old, id));
+        }
+        if let Some(at) = key {
+            s.evict_key = Some(at);
+            self.evictable.insert((at, id));
+        }
+    }
+
+    /// Whether the session is in the evictable index.
+    pub fn is_evictable(&self, id: SessionId) -> bool {
+        self.sessions
+            .get(&id)
+            .is_some_and(|s| s.evict_key.is_some())
+    }
+
+    /// The evictable session that has been disconnected longest.
+    pub fn oldest_evictable(&self) -> Option<SessionId> {
+        self.evictable.first().map(|(_, id)| *id)
+    }
+
+    /// Sessions in the evictable index.
+    pub fn evictable_len(&self) -> usize {
+        self.evictable.len()
+    }
+
+    /// Every session id, in order (for checks).
+    pub fn ids(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.sessions.keys().copied()
     }
 
     pub fn is_empty(&self) -> bool {

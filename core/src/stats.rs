@@ -37,6 +37,15 @@ pub struct Counters {
     /// Disconnected sessions outside running games forgotten at `MAX_SESSIONS` to make
     /// room for a new player.
     pub sessions_evicted: u64,
+    /// Lobby requests refused by a per-address or capacity rule, by reason
+    /// (`lobbies_per_ip`, `games_per_ip`, `join_fail_rate`, `max_lobbies`).
+    pub requests_refused: BTreeMap<&'static str, u64>,
+    /// Running games put to sleep after `ABANDONED_GAME_TTL` with no human connected.
+    pub games_dormant: u64,
+    /// Dormant games woken by a returning human.
+    pub games_woken: u64,
+    /// Lobbies without a running game deleted after `LOBBY_IDLE_TTL` with no human.
+    pub lobbies_idle_deleted: u64,
 }
 
 /// Adds one to `map[key]`.
@@ -51,7 +60,12 @@ pub struct Gauges {
     pub player_connections: u64,
     pub sessions: u64,
     pub lobbies: u64,
+    /// Running games that are not dormant (the ones `MAX_ACTIVE_GAMES` counts).
     pub active_games: u64,
+    /// Running games asleep until a human of theirs comes back.
+    pub dormant_games: u64,
+    /// Disconnected sessions a new player may evict at `MAX_SESSIONS`.
+    pub evictable_sessions: u64,
     pub accepting_games: bool,
     pub level: crate::overload::LoadLevel,
     pub ai_connections: u64,
@@ -60,7 +74,8 @@ pub struct Gauges {
     pub ai_probes_pending: u64,
     /// `closed`, `open` or `half_open`.
     pub breaker: &'static str,
-    /// Entries in the per-IP lobby-creation table.
+    /// Entries in the fullest per-IP table (lobby creation, reconnects, failed join
+    /// codes); each is bounded by `IP_TABLE_MAX`.
     pub ip_table_entries: u64,
     /// The last load sample received.
     pub last_sample: crate::overload::level::LoadSample,

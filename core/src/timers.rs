@@ -60,6 +60,11 @@ impl<K: Ord + Clone> Timers<K> {
         }
     }
 
+    /// The deadline of `key`, if it has one.
+    pub fn at(&self, key: &K) -> Option<Time> {
+        self.by_key.get(key).copied()
+    }
+
     /// Every deadline in time order, earliest first.
     pub fn iter(&self) -> impl Iterator<Item = (Time, &K)> {
         self.by_time.iter().map(|(t, k)| (*t, k))

@@ -47,6 +47,10 @@ pub fn scenario(seed: u64) -> Scenario {
         ..Scenario::default()
     };
     s.env.insert("MAX_CONNECTIONS_PER_IP".into(), "40".into());
+    // The attacks here are aimed at the connection caps and the message bucket:
+    // RECONNECT_RATE would refuse their reconnects (uncounted) before any cap is hit.
+    s.env.insert("RECONNECT_RATE".into(), "100000".into());
+    s.env.insert("RECONNECT_BURST".into(), "100000".into());
     s.cost.speed_factor = [0.5, 1.0, 1.0, 2.0, 4.0][r.random_range(0..5)];
     if r.random_bool(0.3) {
         // Small outboxes, so that slow readers overflow theirs within a short run.

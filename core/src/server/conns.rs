@@ -1,5 +1,6 @@
-//! Player and AI connections: opening (the connection limits, holding a connection over
-//! `MAX_CONNECTIONS` until its `hello`), the per-connection token bucket, and closing.
+//! Player and AI connections: opening (the connection limits and `RECONNECT_RATE`,
+//! holding a connection over either until its `hello`), the per-connection token
+//! bucket, and closing.
 
 use std::net::IpAddr;
 
@@ -35,27 +36,33 @@ impl Server {
             status_sent: None,
             closing: false,
             counted: false,
-            waiting: false,
+            waiting: None,
         };
+        let key = IpKey::new(ip);
         let refusal = match kind {
-            ConnKind::Player => match self.limiter.try_open(conn, IpKey::new(ip)) {
+            ConnKind::Player => match self.limiter.try_open(conn, key) {
+                // Over the address's reconnect rate it is held uncounted like one over
+                // MAX_CONNECTIONS: a returning player of a running game still gets in.
+                Ok(()) if !self.reconnect_rate.try_take(&key, now) => {
+                    self.limiter.close(conn);
+                    entry.waiting = Some(RefuseReason::Reconnects);
+                    None
+                }
                 Ok(()) => {
                     entry.counted = true;
                     None
                 }
                 Err(ConnRefusal::PerIp) => Some(RefuseReason::PerIp),
-                Err(ConnRefusal::Total) if self.limiter.ip_full(IpKey::new(ip)) => {
-                    Some(RefuseReason::PerIp)
-                }
+                Err(ConnRefusal::Total) if self.limiter.ip_full(key) => Some(RefuseReason::PerIp),
                 // It may be a player of a running game coming back: its `hello` tells.
                 Err(ConnRefusal::Total) => {
-                    entry.waiting = true;
+                    entry.waiting = Some(RefuseReason::Total);
                     None
                 }
             },
             ConnKind::Ai => (!self.bridge.connect(conn)).then_some(RefuseReason::AiConnections),
         };
-        let waiting = entry.waiting;
+        let waiting = entry.waiting.is_some();
         self.conns.insert(conn, entry);
         match refusal {
             None if waiting => {
@@ -87,45 +94,57 @@ impl Server {
             .get(&conn)
             .is_some_and(|c| c.kind == ConnKind::Player)
         {
-            // A connection limit, whatever the load level: the floor applies.
-            let retry_after_ms = self.busy_retry_after_ms(false);
-            self.send_error(
-                conn,
-                ErrorCode::Busy,
-                "The server is full right now. Try again in a moment.",
-                Some(retry_after_ms),
-                out,
-            );
+            let (message, retry_after_ms) = match reason {
+                RefuseReason::Reconnects => (
+                    "Too many new connections from your address. Try again in a moment.",
+                    Some(
+                        self.reconnect_rate
+                            .wait_us(&IpKey::new(ip), self.now)
+                            .div_ceil(1000)
+                            .max(1),
+                    ),
+                ),
+                // A connection limit, whatever the load level: the floor applies.
+                _ => (
+                    "The server is full right now. Try again in a moment.",
+                    Some(self.busy_retry_after_ms(false)),
+                ),
+            };
+            self.send_error(conn, ErrorCode::Busy, message, retry_after_ms, out);
         }
         self.close(conn, CloseCode::ConnectionLimit, out);
     }
 
-    /// Refuses a connection held over `MAX_CONNECTIONS` (`busy`, then 1013).
+    /// Refuses a held connection (`busy`, then 1013), for `reason` or else the reason
+    /// it was held for.
     pub(super) fn refuse_waiting(
         &mut self,
         conn: ConnId,
-        reason: RefuseReason,
+        reason: Option<RefuseReason>,
         out: &mut Vec<Output>,
     ) {
-        let Some(c) = self.conns.get_mut(&conn).filter(|c| c.waiting) else {
+        let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        c.waiting = false;
+        let Some(held) = c.waiting.take() else {
+            return;
+        };
+        let reason = reason.unwrap_or(held);
         let ip = c.ip;
         self.timers.cancel(&TimerKey::HelloGrace(conn));
         self.refuse_connection(conn, ip, reason, out);
     }
 
-    /// A connection held over `MAX_CONNECTIONS` said `hello`: a player of a running game
-    /// coming back is admitted past the cap (its game must go on); anyone else is
-    /// refused. Returns whether it was admitted.
+    /// A held connection said `hello`: a player of a running game (dormant or not)
+    /// coming back is admitted past the cap or rate (its game must go on); anyone else
+    /// is refused. Returns whether it was admitted.
     pub(super) fn admit_waiting(
         &mut self,
         conn: ConnId,
         token: Option<&str>,
         out: &mut Vec<Output>,
     ) -> bool {
-        let Some(ip) = self.conns.get(&conn).map(|c| c.ip) else {
+        let Some((ip, held)) = self.conns.get(&conn).map(|c| (c.ip, c.waiting)) else {
             return false;
         };
         let in_running_game = token
@@ -135,23 +154,27 @@ impl Server {
             .and_then(|id| self.lobbies.get(id))
             .is_some_and(|l| l.status == LobbyStatus::Playing);
         if !in_running_game {
-            self.refuse_waiting(conn, RefuseReason::Total, out);
+            self.refuse_waiting(conn, None, out);
             return false;
         }
         match self.limiter.try_open_past_total(conn, IpKey::new(ip)) {
             Ok(()) => {
                 if let Some(c) = self.conns.get_mut(&conn) {
-                    c.waiting = false;
+                    c.waiting = None;
                     c.counted = true;
                 }
                 self.timers.cancel(&TimerKey::HelloGrace(conn));
                 self.counters.connections_opened += 1;
-                self.counters.resumed_past_cap += 1;
-                out.push(Output::Note(Note::ResumedPastCap { conn, ip }));
+                if held == Some(RefuseReason::Reconnects) {
+                    out.push(Output::Note(Note::ResumedPastRate { conn, ip }));
+                } else {
+                    self.counters.resumed_past_cap += 1;
+                    out.push(Output::Note(Note::ResumedPastCap { conn, ip }));
+                }
                 true
             }
             Err(_) => {
-                self.refuse_waiting(conn, RefuseReason::PerIp, out);
+                self.refuse_waiting(conn, Some(RefuseReason::PerIp), out);
                 false
             }
         }
@@ -238,7 +261,7 @@ impl Server {
         if c.counted {
             self.limiter.close(conn);
         }
-        if c.waiting {
+        if c.waiting.is_some() {
             self.timers.cancel(&TimerKey::HelloGrace(conn));
         }
         match c.kind {

@@ -81,6 +81,8 @@ impl Server {
         if finished {
             self.counters.games_finished += 1;
             out.push(Output::Note(Note::GameFinished { lobby }));
+            // Its disconnected humans no longer hold a seat in a running game.
+            self.sync_lobby_evictable(lobby);
         }
         // Start the next turns first, so the views carry their `turn_deadline_ms`.
         self.sync_turns(now, lobby);
@@ -112,7 +114,8 @@ impl Server {
                 self.timers.cancel(&TimerKey::Lobby(lobby));
                 return;
             };
-            if l.game.is_none() || l.status != LobbyStatus::Playing {
+            // A dormant game waits for a human of its own; nothing moves meanwhile.
+            if l.game.is_none() || l.status != LobbyStatus::Playing || l.dormant {
                 l.turns.clear();
                 self.timers.cancel(&TimerKey::Lobby(lobby));
                 return;

@@ -5,16 +5,13 @@ use crate::io::{ConnId, Note, Output, RefuseReason};
 use crate::lobby::{LobbyError, clean_name};
 use crate::overload::limiter::IpKey;
 use crate::session::{LobbyId, SessionId};
+use crate::stats::bump;
 use crate::time::Time;
-use crate::wire::{ClientMessage, CloseCode, ErrorCode, LobbyStatus, ServerMessage};
+use crate::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
 
 use super::{Server, TimerKey};
 
 const BUSY_MESSAGE: &str = "The server is busy. Try again in a moment.";
-
-/// How many disconnected sessions (oldest first) a `hello` at `MAX_SESSIONS` looks at
-/// for one to give up its seat, so that a flood of hellos costs bounded work each.
-const EVICT_SCAN_MAX: usize = 64;
 
 impl Server {
     pub(super) fn on_message(
@@ -24,11 +21,11 @@ impl Server {
         message: ClientMessage,
         out: &mut Vec<Output>,
     ) {
-        if self.conns.get(&conn).is_some_and(|c| c.waiting) {
+        if self.conns.get(&conn).is_some_and(|c| c.waiting.is_some()) {
             let admitted = match &message {
                 ClientMessage::Hello { token } => self.admit_waiting(conn, token.as_deref(), out),
                 _ => {
-                    self.refuse_waiting(conn, RefuseReason::Total, out);
+                    self.refuse_waiting(conn, None, out);
                     false
                 }
             };
@@ -57,7 +54,7 @@ impl Server {
                 self.create_lobby(now, conn, session, &name, out)
             }
             ClientMessage::JoinLobby { code, name } => {
-                self.join_lobby(now, session, &code, &name, out)
+                self.join_lobby(now, conn, session, &code, &name, out)
             }
             ClientMessage::LeaveLobby => {
                 self.leave_lobby(now, session, out);
@@ -132,6 +129,9 @@ impl Server {
         if let Some(s) = self.sessions.get_mut(session) {
             s.conn = Some(conn);
             s.disconnected_at = None;
+            self.sessions.set_evictable(session, false);
+        }
+        if let Some(s) = self.sessions.get(session) {
             let welcome = crate::wire::encode(&ServerMessage::Welcome {
                 player_id: s.player_id.clone(),
                 token: s.token(),
@@ -144,9 +144,14 @@ impl Server {
             });
         }
         self.send_status(conn, out);
+        let lobby = self.sessions.get(session).and_then(|s| s.lobby);
+        if let Some(lobby) = lobby {
+            // A human of a dormant game is back: it runs again before the views go out.
+            self.sync_away(now, lobby, out);
+        }
         self.send_state(now, session, out);
         if known.is_some()
-            && let Some(lobby) = self.sessions.get(session).and_then(|s| s.lobby)
+            && let Some(lobby) = lobby
         {
             self.broadcast_except(now, lobby, session, out);
         }
@@ -173,11 +178,23 @@ impl Server {
 
     /// Admission for new games: false (and `busy` sent) when not accepting.
     fn admit_new_game(&mut self, conn: ConnId, out: &mut Vec<Output>) -> bool {
-        if self.accepting_games() {
+        if self.games_admitted() {
             return true;
         }
         self.send_error(conn, ErrorCode::Busy, BUSY_MESSAGE, None, out);
         false
+    }
+
+    /// A `busy` for a per-address cap or `MAX_LOBBIES`, counted by `reason`.
+    fn refuse_request(
+        &mut self,
+        conn: ConnId,
+        reason: &'static str,
+        message: &str,
+        out: &mut Vec<Output>,
+    ) {
+        bump(&mut self.counters.requests_refused, reason);
+        self.send_error(conn, ErrorCode::Busy, message, None, out);
     }
 
     fn create_lobby(
@@ -196,12 +213,28 @@ impl Server {
         let current = self.sessions.get(session).and_then(|s| s.lobby);
         if !self.lobbies.has_room(current, &player_id) {
             // Refused before leaving the current lobby, so the refusal loses nothing.
+            bump(&mut self.counters.requests_refused, "max_lobbies");
             return Err(LobbyError::TooManyLobbies);
         }
-        let ip = self.conns.get(&conn).map(|c| IpKey::new(c.ip));
-        if let Some(ip) = ip
-            && !self.lobby_rate.try_take(&ip, now)
-        {
+        let Some(ip) = self.conns.get(&conn).map(|c| IpKey::new(c.ip)) else {
+            return Ok(());
+        };
+        // Leaving a lobby of this address that would then be deleted frees its share.
+        let freed = current
+            .and_then(|id| self.lobbies.get(id))
+            .is_some_and(|l| l.owner == ip)
+            && self.lobbies.is_sole_human(current, &player_id);
+        let owned = self.lobbies.share_of(&ip).lobbies - usize::from(freed);
+        if owned >= self.config.lobbies_per_ip_max {
+            self.refuse_request(
+                conn,
+                "lobbies_per_ip",
+                "Too many lobbies from your address right now.",
+                out,
+            );
+            return Ok(());
+        }
+        if !self.lobby_rate.try_take(&ip, now) {
             let wait_ms = self.lobby_rate.wait_us(&ip, now).div_ceil(1000);
             self.send_error(
                 conn,
@@ -213,7 +246,7 @@ impl Server {
             return Ok(());
         }
         self.leave_lobby(now, session, out);
-        let lobby = self.lobbies.create(session, &player_id, &name)?;
+        let lobby = self.lobbies.create(session, &player_id, &name, ip)?;
         self.counters.lobbies_created += 1;
         if let Some(s) = self.sessions.get_mut(session) {
             s.lobby = Some(lobby);
@@ -226,16 +259,36 @@ impl Server {
     fn join_lobby(
         &mut self,
         now: Time,
+        conn: ConnId,
         session: SessionId,
         code: &str,
         name: &str,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
         let name = clean_name(name)?;
-        let lobby = self
-            .lobbies
-            .find_code(code)
-            .ok_or(LobbyError::NotFound("No lobby with that code."))?;
+        // JOIN_FAIL_RATE: an address out of failed guesses gets `rate_limited` whatever
+        // the code, so that the answer tells a guesser nothing until the bucket refills.
+        let ip = self.conns.get(&conn).map(|c| IpKey::new(c.ip));
+        if let Some(ip) = ip
+            && self.join_fail_rate.available(&ip, now) == 0
+        {
+            let wait_ms = self.join_fail_rate.wait_us(&ip, now).div_ceil(1000).max(1);
+            bump(&mut self.counters.requests_refused, "join_fail_rate");
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Too many unknown lobby codes from your address, wait a moment.",
+                Some(wait_ms),
+                out,
+            );
+            return Ok(());
+        }
+        let Some(lobby) = self.lobbies.find_code(code) else {
+            if let Some(ip) = ip {
+                self.join_fail_rate.try_take(&ip, now);
+            }
+            return Err(LobbyError::NotFound("No lobby with that code."));
+        };
         let player_id = self.player_id(session);
         // Check before leaving the current lobby, so a refused join loses nothing.
         let target = self
@@ -259,6 +312,8 @@ impl Server {
             s.lobby = Some(lobby);
             s.name = name;
         }
+        // A human is present again: the lobby's away clock stops.
+        self.sync_away(now, lobby, out);
         self.broadcast(now, lobby, &[], out);
         Ok(())
     }
@@ -269,10 +324,13 @@ impl Server {
             return;
         };
         let player_id = self.player_id(session);
+        self.sessions.set_evictable(session, false);
         if self.lobbies.leave(lobby, &player_id) {
             self.timers.cancel(&TimerKey::Lobby(lobby));
+            self.timers.cancel(&TimerKey::Away(lobby));
             out.push(Output::Note(Note::LobbyDeleted { lobby }));
         } else {
+            self.sync_away(now, lobby, out);
             self.broadcast(now, lobby, &[], out);
             self.drive(now, lobby, out);
         }
@@ -292,6 +350,10 @@ impl Server {
                 s.lobby = None;
                 s.conn
             });
+            if conn.is_none() {
+                // Disconnected and seated nowhere now: it holds nothing worth keeping.
+                self.forget_session(removed);
+            }
             if let Some(conn) = conn {
                 self.send_error(
                     conn,
@@ -319,6 +381,18 @@ impl Server {
         if !self.admit_new_game(conn, out) {
             return Ok(());
         }
+        let owner = self.lobbies.get(lobby).map(|l| l.owner);
+        if let Some(owner) = owner
+            && self.lobbies.share_of(&owner).games >= self.config.games_per_ip_max
+        {
+            self.refuse_request(
+                conn,
+                "games_per_ip",
+                "Too many games from your address right now.",
+                out,
+            );
+            return Ok(());
+        }
         let seed = rand::RngCore::next_u64(&mut self.game_seeds);
         let mut events = Vec::new();
         self.lobbies.start(lobby, &host, seed, &mut events)?;
@@ -328,6 +402,8 @@ impl Server {
             .get(lobby)
             .map_or(0, |l| u8::try_from(l.seats.len()).unwrap_or(0));
         out.push(Output::Note(Note::GameStarted { lobby, players }));
+        // Its disconnected humans now hold a seat in a running game.
+        self.sync_lobby_evictable(lobby);
         self.sync_turns(now, lobby);
         self.broadcast(now, lobby, &events, out);
         self.drive(now, lobby, out);
@@ -365,83 +441,5 @@ impl Server {
             .get(session)
             .map(|s| s.player_id.clone())
             .unwrap_or_default()
-    }
-
-    /// The session's connection closed: seated sessions wait `SESSION_TTL` for a
-    /// reconnect; others are forgotten at once (they hold nothing worth keeping).
-    pub(super) fn session_disconnected(
-        &mut self,
-        now: Time,
-        session: SessionId,
-        conn: ConnId,
-        out: &mut Vec<Output>,
-    ) {
-        let Some(s) = self.sessions.get_mut(session) else {
-            return;
-        };
-        if s.conn != Some(conn) {
-            return;
-        }
-        s.conn = None;
-        s.disconnected_at = Some(now);
-        match s.lobby {
-            Some(lobby) => {
-                self.timers.set(
-                    TimerKey::Session(session),
-                    now.plus_us(self.config.session_ttl_us),
-                );
-                self.broadcast(now, lobby, &[], out);
-            }
-            None => {
-                self.sessions.remove(session);
-            }
-        }
-    }
-
-    /// Forgets the session that has been disconnected longest among those not seated in
-    /// a running game (their seat is given up as if they had left), looking at no more
-    /// than [`EVICT_SCAN_MAX`] of the disconnected sessions. Returns whether one went.
-    fn evict_idle_session(&mut self, now: Time, out: &mut Vec<Output>) -> bool {
-        let victim = self
-            .timers
-            .iter()
-            .filter_map(|(_, key)| match key {
-                TimerKey::Session(id) => Some(*id),
-                _ => None,
-            })
-            .take(EVICT_SCAN_MAX)
-            .find(|&id| {
-                self.sessions.get(id).is_some_and(|s| {
-                    s.conn.is_none()
-                        && s.lobby
-                            .and_then(|l| self.lobbies.get(l))
-                            .is_none_or(|l| l.status != LobbyStatus::Playing)
-                })
-            });
-        let Some(id) = victim else {
-            return false;
-        };
-        self.timers.cancel(&TimerKey::Session(id));
-        self.leave_lobby(now, id, out);
-        self.sessions.remove(id);
-        self.counters.sessions_evicted += 1;
-        out.push(Output::Note(Note::SessionEvicted));
-        true
-    }
-
-    pub(super) fn expire_session(&mut self, now: Time, session: SessionId, out: &mut Vec<Output>) {
-        let Some(s) = self.sessions.get(session) else {
-            return;
-        };
-        let due = s
-            .disconnected_at
-            .is_some_and(|t| t.plus_us(self.config.session_ttl_us) <= now);
-        if s.conn.is_some() || !due {
-            return;
-        }
-        self.leave_lobby(now, session, out);
-        self.sessions.remove(session);
-        self.counters.sessions_expired += 1;
-        out.push(Output::Note(Note::SessionExpired));
     }
 }

@@ -2,7 +2,7 @@
 //! after every input, and what is published after it (`server_status`, AI availability,
 //! the breaker's state).
 
-use crate::io::{ConnId, Note, Output, RefuseReason};
+use crate::io::{ConnId, Note, Output};
 use crate::overload::breaker::BreakerState;
 use crate::overload::level::LoadSample;
 use crate::stats::bump;
@@ -46,11 +46,14 @@ impl Server {
                 TimerKey::Breaker => self.bridge.tick(now),
                 TimerKey::Sweep => {
                     self.lobby_rate.sweep(now);
+                    self.reconnect_rate.sweep(now);
+                    self.join_fail_rate.sweep(now);
                     self.timers
                         .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
                 }
                 TimerKey::Shutdown => self.finish_shutdown(out),
-                TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, RefuseReason::Total, out),
+                TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, None, out),
+                TimerKey::Away(lobby) => self.on_away_due(now, lobby, out),
             }
         }
     }

@@ -124,6 +124,13 @@ fn defaults_are_the_protocol_values() {
         ),
         (20, 2 * S, 65_536)
     );
+    assert_eq!(
+        (c.lobby_idle_ttl_us, c.abandoned_game_ttl_us),
+        (300 * S, 90 * S)
+    );
+    assert_eq!((c.lobbies_per_ip_max, c.games_per_ip_max), (10, 5));
+    assert_eq!((c.reconnect_rate_per_min, c.reconnect_burst), (30.0, 20));
+    assert_eq!((c.join_fail_rate_per_min, c.join_fail_burst), (10.0, 10));
 
     let a = AiServiceConfig::default();
     assert_eq!(a.server_url, "ws://127.0.0.1:8000/internal/ai");
@@ -225,6 +232,14 @@ const OTHER: &[(&str, &str)] = &[
     ("MAX_SOCKETS_PER_IP", "25"),
     ("FIRST_BYTE_TIMEOUT", "1.5"),
     ("SOCKET_SEND_BUFFER_BYTES", "8192"),
+    ("LOBBY_IDLE_TTL", "7"),
+    ("ABANDONED_GAME_TTL", "0.5"),
+    ("MAX_LOBBIES_PER_IP", "3"),
+    ("MAX_GAMES_PER_IP", "2"),
+    ("RECONNECT_RATE", "4.5"),
+    ("RECONNECT_BURST", "6"),
+    ("JOIN_FAIL_RATE", "2"),
+    ("JOIN_FAIL_BURST", "3"),
     ("AI_SERVER_URL", "wss://game.example/internal/ai"),
     ("AI_WORKERS", "2"),
     ("AI_MAX_QUEUE", "5"),
@@ -309,6 +324,14 @@ fn every_field_is_covered() {
         sockets_per_ip_max,
         first_byte_timeout_us,
         socket_send_buffer_bytes,
+        lobby_idle_ttl_us,
+        abandoned_game_ttl_us,
+        lobbies_per_ip_max,
+        games_per_ip_max,
+        reconnect_rate_per_min,
+        reconnect_burst,
+        join_fail_rate_per_min,
+        join_fail_burst,
     } = server(OTHER).unwrap();
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
     assert_eq!(
@@ -381,6 +404,10 @@ fn every_field_is_covered() {
         ),
         (25, 1_500_000, 8192)
     );
+    assert_eq!((lobby_idle_ttl_us, abandoned_game_ttl_us), (7 * S, S / 2));
+    assert_eq!((lobbies_per_ip_max, games_per_ip_max), (3, 2));
+    assert_eq!((reconnect_rate_per_min, reconnect_burst), (4.5, 6));
+    assert_eq!((join_fail_rate_per_min, join_fail_burst), (2.0, 3));
 
     let AiServiceConfig {
         server_url,

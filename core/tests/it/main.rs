@@ -2,6 +2,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 
+mod absent;
 mod bot;
 mod cards;
 mod cgroup;

@@ -362,6 +362,7 @@ fn check_invariants(d: &Driver, w: &mut World) -> Result<(), TestCaseError> {
     prop_assert!(g.player_connections <= CONNS_MAX + w.past_cap);
     prop_assert!(g.ip_table_entries <= IP_TABLE_MAX);
     prop_assert!(g.ai_probes_pending <= 1, "at most one half-open probe");
+    d.server.check_absent().map_err(TestCaseError::fail)?;
     let mut per_ip: BTreeMap<u8, usize> = BTreeMap::new();
     for (_, ip) in &w.players {
         *per_ip.entry(*ip).or_default() += 1;
@@ -413,7 +414,9 @@ proptest! {
             ("MAX_ACTIVE_GAMES", "2"), ("AI_MOVE_DELAY", ai_delay), ("TRICK_PAUSE", "0.3"),
             ("AI_DECISION_TIMEOUT", "2"), ("AI_BREAKER_FAILURES", "2"), ("AI_BREAKER_COOLDOWN", "3"),
             ("MAX_LOBBIES", "4"), ("MAX_SESSIONS", "10"), ("IP_TABLE_MAX", "2"),
-            ("LOAD_RECOVER_SAMPLES", "2"),
+            ("LOAD_RECOVER_SAMPLES", "2"), ("LOBBY_IDLE_TTL", "5"), ("ABANDONED_GAME_TTL", "3"),
+            ("MAX_LOBBIES_PER_IP", "2"), ("MAX_GAMES_PER_IP", "1"), ("RECONNECT_RATE", "20"),
+            ("RECONNECT_BURST", "5"), ("JOIN_FAIL_RATE", "20"), ("JOIN_FAIL_BURST", "3"),
         ]);
         let mut d = Driver::new(cfg, seed);
         let mut w = World::default();

@@ -3,6 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 
+mod absent;
 mod ai;
 mod ai_service;
 mod bench;
