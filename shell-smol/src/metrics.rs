@@ -128,6 +128,15 @@ const COUNTERS: &[(&str, &str)] = &[
         "bad_requests",
         "Request heads answered 400 or 431: malformed or too large",
     ),
+    (
+        "games_dormant",
+        "Running games put to sleep after ABANDONED_GAME_TTL with no human connected",
+    ),
+    ("games_woken", "Dormant games woken by a returning human"),
+    (
+        "lobbies_idle_deleted",
+        "Lobbies without a running game deleted after LOBBY_IDLE_TTL with no human",
+    ),
 ];
 
 const FAMILIES: &[(&str, &str, &str)] = &[
@@ -149,6 +158,11 @@ const FAMILIES: &[(&str, &str, &str)] = &[
         "Load level changes, by level entered",
         "level",
     ),
+    (
+        "requests_refused",
+        "Lobby requests refused by a per-address or capacity rule",
+        "reason",
+    ),
 ];
 
 const GAUGES: &[(&str, &str)] = &[
@@ -156,7 +170,15 @@ const GAUGES: &[(&str, &str)] = &[
     ("player_connections", "Open player connections"),
     ("sessions", "Sessions"),
     ("lobbies", "Lobbies"),
-    ("active_games", "Running games"),
+    ("active_games", "Running games (dormant ones not counted)"),
+    (
+        "dormant_games",
+        "Running games asleep until a human of theirs comes back",
+    ),
+    (
+        "evictable_sessions",
+        "Disconnected sessions a new player may evict at MAX_SESSIONS",
+    ),
     ("accepting_games", "1 while new games are admitted"),
     ("load_level", "Load level: 0 normal, 1 busy, 2 overloaded"),
     ("ai_connections", "AI service connections"),
@@ -167,7 +189,7 @@ const GAUGES: &[(&str, &str)] = &[
     ),
     (
         "ip_table_entries",
-        "Entries in the per-IP lobby creation table",
+        "Entries in the fullest per-IP table (lobby creation, reconnects, failed join codes)",
     ),
     ("shutting_down", "1 after SIGTERM"),
     ("tcp_open", "Open TCP connections"),
@@ -251,7 +273,7 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 23] = [
+        let absolute: [(&str, u64); 26] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -275,6 +297,9 @@ impl Metrics {
             ("first_byte_timeouts", relaxed(&shell.first_byte_timeouts)),
             ("tcp_evicted", relaxed(&shell.tcp_evicted)),
             ("bad_requests", relaxed(&shell.bad_requests)),
+            ("games_dormant", c.games_dormant),
+            ("games_woken", c.games_woken),
+            ("lobbies_idle_deleted", c.lobbies_idle_deleted),
         ];
         for (name, value) in absolute {
             if let Some((_, counter)) = self.counters.iter().find(|(n, _)| *n == name) {
@@ -287,13 +312,14 @@ impl Metrics {
                 .map(|(k, n)| ((*k).to_owned(), *n))
                 .collect::<Vec<_>>()
         };
-        let family_values: [(&str, Vec<(String, u64)>); 6] = [
+        let family_values: [(&str, Vec<(String, u64)>); 7] = [
             ("connections_refused", by_name(&c.connections_refused)),
             ("closes", closes.collect()),
             ("errors", by_name(&c.errors)),
             ("moves", by_name(&c.moves)),
             ("fallbacks", by_name(&c.fallbacks)),
             ("level_changes", by_name(&c.level_changes)),
+            ("requests_refused", by_name(&c.requests_refused)),
         ];
         for (name, values) in family_values {
             let label = FAMILIES
@@ -312,12 +338,14 @@ impl Metrics {
             LoadLevel::Busy => 1,
             LoadLevel::Overloaded => 2,
         };
-        let gauge_values: [(&str, u64); 13] = [
+        let gauge_values: [(&str, u64); 15] = [
             ("connections", g.connections),
             ("player_connections", g.player_connections),
             ("sessions", g.sessions),
             ("lobbies", g.lobbies),
             ("active_games", g.active_games),
+            ("dormant_games", g.dormant_games),
+            ("evictable_sessions", g.evictable_sessions),
             ("accepting_games", u64::from(g.accepting_games)),
             ("load_level", level),
             ("ai_connections", g.ai_connections),

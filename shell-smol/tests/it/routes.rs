@@ -64,6 +64,10 @@ fn metrics_parse_as_prometheus_text() {
         "wizard_active_games ",
         "wizard_load_level ",
         "wizard_cpu_share ",
+        "wizard_dormant_games ",
+        "wizard_evictable_sessions ",
+        "wizard_games_dormant_total ",
+        "wizard_lobbies_idle_deleted_total ",
     ] {
         assert!(body.contains(wanted), "no {wanted} in {body}");
     }
