@@ -103,7 +103,8 @@ async fn hello(ctx: &Ctx, from: IpAddr, attack: Attack, w: Window) -> Option<Ws>
 
 /// Rows 3, 4 and 5: sessions seated in games (host + 2 AI, started) or in waiting
 /// lobbies, left at once. Operation k comes from attack address k mod `--attack-ips`.
-/// Session filling leaves games for its first third of `--attack-count`, lobbies after.
+/// Session filling leaves games for its first half of `--attack-count`, lobbies after
+/// (so that the oldest absent sessions are seated in running games).
 pub(super) async fn abandon(ctx: &Ctx, attack: Attack, w: Window) {
     while ctx.attack_budget(w) {
         let op = {
@@ -114,7 +115,7 @@ pub(super) async fn abandon(ctx: &Ctx, attack: Attack, w: Window) {
         let from = source_ip(1, op as usize % ctx.settings.attack_ips.max(1));
         let game = match attack {
             Attack::AbandonGames => true,
-            Attack::SessionFill => op < ctx.settings.attack_count / 3,
+            Attack::SessionFill => op < ctx.settings.attack_count / 2,
             _ => false,
         };
         let Some(mut ws) = hello(ctx, from, attack, w).await else {

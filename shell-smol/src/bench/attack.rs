@@ -189,7 +189,7 @@ pub(super) async fn attack_task(ctx: Rc<Ctx>, attack: Attack, i: usize, w: Windo
         }
         Attack::CodeGuess => super::absent::code_guess(&ctx, from, i, w).await,
         Attack::BusyRetry => super::absent::busy_retry(&ctx, from, w).await,
-        Attack::Violations => super::violations::violations(&ctx, from, i, w).await,
+        Attack::Violations => super::violations::violations(&ctx, i, w).await,
         Attack::Names => super::violations::names(&ctx, i, w).await,
     }
 }

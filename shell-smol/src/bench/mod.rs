@@ -53,7 +53,10 @@ use serde_json::{Value, json};
 #[allow(unused_imports)]
 pub use attack::{ATTACKS, Attack, AttackStats, Window};
 pub use history::{compare, table};
+#[allow(unused_imports)]
 pub use phases::{attack_table, phase_table};
+#[allow(unused_imports)]
+pub use violations::violation_cases;
 
 /// How bot humans pace their moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +116,8 @@ pub struct Settings {
     /// phase, interleaved, each `phase_duration` long (0: one window of `duration`).
     pub phases: usize,
     pub phase_duration: Duration,
+    /// The baseline phases' length (zero: `phase_duration`).
+    pub baseline_duration: Duration,
     /// A running game with no move for this long counts as stalled.
     pub stall_after: Duration,
     /// Phased mode: `/health` is asked this often, open-loop (zero: never).
@@ -156,6 +161,7 @@ impl Settings {
             attack_rate: 0.0,
             phases: 0,
             phase_duration: Duration::from_secs(10),
+            baseline_duration: Duration::ZERO,
             stall_after: Duration::from_secs(5),
             health_every: Duration::from_millis(50),
             rejoin_every: Duration::ZERO,
@@ -182,6 +188,15 @@ impl Settings {
             .parse()
             .map_err(|e| format!("--url: {host:?} is not IP:PORT ({e})"))?;
         Ok((addr, path))
+    }
+
+    /// The length of a baseline phase.
+    pub fn baseline(&self) -> Duration {
+        if self.baseline_duration.is_zero() {
+            self.phase_duration
+        } else {
+            self.baseline_duration
+        }
     }
 
     fn mode(&self) -> &'static str {
@@ -217,6 +232,7 @@ impl Settings {
             "attack_rate": self.attack_rate,
             "phases": self.phases,
             "phase_duration_s": self.phase_duration.as_secs_f64(),
+            "baseline_duration_s": self.baseline().as_secs_f64(),
             "stall_after_s": self.stall_after.as_secs_f64(),
             "health_every_ms": self.health_every.as_millis() as u64,
             "rejoin_every_s": self.rejoin_every.as_secs_f64(),
@@ -440,7 +456,7 @@ async fn run_async(ex: Exec, settings: Settings) -> Result<Report, String> {
     };
     let window_start = t0 + setup;
     let span = if settings.phases > 0 {
-        settings.phase_duration * (2 * settings.phases) as u32
+        (settings.baseline() + settings.phase_duration) * settings.phases as u32
     } else {
         settings.duration
     };

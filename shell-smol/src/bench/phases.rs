@@ -172,8 +172,10 @@ pub(super) async fn run(
     let mut lines = Vec::new();
     for k in 0..2 * s.phases {
         let on = k % 2 == 1;
-        let start = ctx.window_start + s.phase_duration * k as u32;
-        let end = start + s.phase_duration;
+        let pair = (s.baseline() + s.phase_duration) * (k / 2) as u32;
+        let start = ctx.window_start + pair + if on { s.baseline() } else { Duration::ZERO };
+        let length = if on { s.phase_duration } else { s.baseline() };
+        let end = start + length;
         let w = Window { start, end };
         let attackers: Vec<_> = (0..s.attack_conns.max(1))
             .filter(|_| on)
@@ -191,7 +193,7 @@ pub(super) async fn run(
         })
         .await;
         let st = take(ctx);
-        let secs = s.phase_duration.as_secs_f64();
+        let secs = length.as_secs_f64();
         lines.push(phase_json(k, on.then_some(attack), &st, rss, secs));
         if let Some(r) = rss {
             let m = &mut rss_kinds[usize::from(on)];

@@ -220,6 +220,11 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// The names of the row-11 cases, in the order they run.
+pub fn violation_cases() -> Vec<&'static str> {
+    cases().iter().map(|c| c.name).collect()
+}
+
 /// Whether `outcome` is what `expect` asks for.
 fn meets(outcome: &str, expect: &str) -> bool {
     expect.is_empty()
@@ -276,15 +281,24 @@ async fn run_case(ctx: &Ctx, case: &Case, from: IpAddr, until: Instant) -> Strin
     }
 }
 
-/// Row 11: every case in turn (task `i` starts at case `i`), each on a fresh
-/// connection with 2 s to answer.
-pub(super) async fn violations(ctx: &Ctx, from: IpAddr, i: usize, w: Window) {
+/// Row 11: every case in turn, each on a fresh connection (from attack address k mod
+/// `--attack-ips`) with 2 s to answer.
+pub(super) async fn violations(ctx: &Ctx, i: usize, w: Window) {
     let all = cases();
-    let mut k = i;
+    // The tasks start spread over the catalogue, so that a short window covers it.
+    let mut k = i * all.len() / ctx.settings.attack_conns.max(1);
     while ctx.attack_budget(w) {
         let case = &all[k % all.len()];
         k += 1;
-        ctx.stats.borrow_mut().attack.attempts += 1;
+        // Each case from its own address: per-address limits must not answer for it.
+        let from = {
+            let mut st = ctx.stats.borrow_mut();
+            st.attack.attempts += 1;
+            source_ip(
+                1,
+                st.attack.attempts as usize % ctx.settings.attack_ips.max(1),
+            )
+        };
         let until = (Instant::now() + Duration::from_secs(2)).min(w.end);
         let outcome = run_case(ctx, case, from, until).await;
         if outcome == "none" && Instant::now() >= w.end {

@@ -5,7 +5,8 @@
 //!     [--games N] [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS]
 //!     [--duration S] [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S]
 //!     [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N]
-//!     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--stall-after S]
+//!     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--baseline-duration S]
+//!     [--stall-after S]
 //!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
 //!     [--idle N] [--history FILE|none] [--label TEXT]
 //! wizard-bench compare [--history FILE] [--last N]
@@ -90,11 +91,28 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                             bench::Pacing::Full => Duration::ZERO,
                         };
                     }
-                    "--think-ms" | "--duration" | "--ramp" | "--warmup" | "--per-ip"
-                    | "--arrival-rate" | "--attack" | "--attack-conns" | "--attack-count"
-                    | "--attack-ips" | "--idle" | "--history" | "--label" | "--attack-rate"
-                    | "--phases" | "--phase-duration" | "--stall-after" | "--health-every-ms"
-                    | "--rejoin-every" | "--newcomer-every" | "--newcomer-lobby" => {}
+                    "--think-ms"
+                    | "--duration"
+                    | "--ramp"
+                    | "--warmup"
+                    | "--per-ip"
+                    | "--arrival-rate"
+                    | "--attack"
+                    | "--attack-conns"
+                    | "--attack-count"
+                    | "--attack-ips"
+                    | "--idle"
+                    | "--history"
+                    | "--label"
+                    | "--attack-rate"
+                    | "--phases"
+                    | "--phase-duration"
+                    | "--baseline-duration"
+                    | "--stall-after"
+                    | "--health-every-ms"
+                    | "--rejoin-every"
+                    | "--newcomer-every"
+                    | "--newcomer-lobby" => {}
                     other => return Err(format!("unknown argument {other}\n{}", usage())),
                 }
             }
@@ -120,6 +138,7 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     "--attack-rate" => s.attack_rate = num(Some(v), k, 0.0)?,
                     "--phases" => s.phases = num(Some(v), k, 0)?,
                     "--phase-duration" => s.phase_duration = secs(v, k)?,
+                    "--baseline-duration" => s.baseline_duration = secs(v, k)?,
                     "--stall-after" => s.stall_after = secs(v, k)?,
                     "--health-every-ms" => {
                         s.health_every = Duration::from_millis(num(Some(v), k, 0)?)
@@ -193,7 +212,7 @@ fn usage() -> String {
      [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS] [--duration S] \
      [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S] \
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
-     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--stall-after S] \
+     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
      [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
      [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \

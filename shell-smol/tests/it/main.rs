@@ -5,6 +5,7 @@
 
 mod ai;
 mod ai_service;
+mod attacks;
 mod bench;
 mod client;
 mod frames;
