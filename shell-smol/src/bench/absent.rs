@@ -13,7 +13,9 @@ use super::hostile::pause;
 use super::net::{Ws, source_ip};
 use super::*;
 
-/// What came back on an attack connection.
+/// What came back on an attack connection (one at a time, never stored: its size
+/// does not matter).
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Answer {
     Message(ServerMessage),
     /// Closed by the server (the close code, 1006 without one).

@@ -183,7 +183,10 @@ pub(super) async fn no_read(ctx: &Ctx, from: IpAddr, w: Window) {
         let mut k = 0u64;
         while wrote && ctx.attack_budget(w) {
             let message = if k.is_multiple_of(2) {
-                format!(r#"{{"type":"set_options","hidden_bids":{}}}"#, k % 4 == 0)
+                format!(
+                    r#"{{"type":"set_options","hidden_bids":{}}}"#,
+                    k.is_multiple_of(4)
+                )
             } else {
                 r#"{"type":"start_game"}"#.to_owned()
             };
