@@ -13,8 +13,11 @@ use super::absent::{Answer, answer};
 use super::net::source_ip;
 use super::*;
 
-/// A probe or a newcomer that got no answer in this time failed.
+/// A probe that got no answer in this time failed.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
+/// A newcomer's step that got no answer in this time was refused (generous: a slow
+/// answer is a latency, not a refusal).
+const NEWCOMER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One game's progress, for the stall monitor.
 #[derive(Clone, Copy, Debug, Default)]
@@ -153,7 +156,7 @@ async fn expect(
     at_hello: bool,
     f: impl Fn(&ServerMessage) -> bool,
 ) -> bool {
-    let until = Instant::now() + ANSWER_TIMEOUT;
+    let until = Instant::now() + NEWCOMER_TIMEOUT;
     loop {
         let got = answer(ws, until).await;
         let mut st = ctx.stats.borrow_mut();

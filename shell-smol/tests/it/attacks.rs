@@ -252,7 +252,7 @@ fn row_10_busy_says_when_to_retry_and_naive_retriers_slow_nothing() {
 #[test]
 fn row_11_protocol_violations_get_their_rfc_answers() {
     let report = run(Attack::Violations, &[], |s| {
-        s.attack_conns = 4;
+        s.attack_conns = 8;
         s.attack_ips = 200;
         s.attack_count = 400;
     });
