@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::game::{Action, Event, Phase};
+use wizard_core::game::{Action, Phase};
 use wizard_core::wire::{
-    ClientMessage, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage, decode_server,
-    encode_client, peek,
+    ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client, peek,
 };
 
 use super::net::{Ws, connect, source_ip};
+use super::seen::Seen;
 use super::*;
 
 /// Where a player stands in its script.
@@ -63,59 +63,6 @@ pub(super) struct Pending {
     action: Action,
 }
 
-/// A bot's memory of the `state`s it got, so that it decodes only what it uses
-/// (`wire::peek`): the lobby part when it changed, the events when it counts moves or
-/// awaits its own, the game part on its turn. Decoding every part of every state made
-/// the generator, not the server, the limit at full speed.
-#[derive(Debug, Default)]
-struct Seen {
-    lobby_raw: String,
-    lobby: Option<LobbyView>,
-}
-
-/// The parts of one `state` a bot looked at.
-struct StateSeen<'s, 't> {
-    lobby: Option<&'s LobbyView>,
-    /// (the bot's seat, the seat to act) when the game part is a running game's.
-    turn: Option<(u8, Option<u8>)>,
-    /// The game part, still encoded: decoded only on the bot's turn.
-    game: &'t str,
-    /// Empty unless `want_events`.
-    events: Vec<Event>,
-}
-
-impl StateSeen<'_, '_> {
-    /// The game part when the bot has to act on it (or cannot tell without decoding).
-    fn game_to_act_on(&self) -> Option<Option<GameView>> {
-        match self.turn {
-            Some((you, to_act)) if to_act != Some(you) => None,
-            _ => serde_json::from_str(self.game).ok(),
-        }
-    }
-}
-
-impl Seen {
-    fn state<'s, 't>(&'s mut self, text: &'t str, want_events: bool) -> Option<StateSeen<'s, 't>> {
-        let parts = peek::state_parts(text, &self.lobby_raw)?;
-        if !parts.lobby_known {
-            self.lobby = serde_json::from_str(parts.lobby).ok()?;
-            self.lobby_raw.clear();
-            self.lobby_raw.push_str(parts.lobby);
-        }
-        let events = if want_events && parts.events != "[]" {
-            serde_json::from_str(parts.events).ok()?
-        } else {
-            Vec::new()
-        };
-        Some(StateSeen {
-            lobby: self.lobby.as_ref(),
-            turn: peek::turn(parts.game),
-            game: parts.game,
-            events,
-        })
-    }
-}
-
 pub(super) enum Wake {
     Message(Option<Result<Message, async_tungstenite::tungstenite::Error>>),
     Timer,
@@ -147,8 +94,24 @@ pub(super) async fn player(
     let mut you: Option<u8> = None;
     let mut ai_needed = s.seats - s.humans;
     let mut seen = Seen::default();
+    let mut token: Option<String> = None;
+    // The last human of each game is the one that leaves and comes back.
+    let rejoins = !s.rejoin_every.is_zero() && h + 1 == s.humans;
+    let mut rejoin_due = false;
+    let mut last_rejoin = Instant::now();
     let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
     loop {
+        if rejoin_due && pending.is_none() && awaiting.is_none() {
+            rejoin_due = false;
+            let _ = ws.close(None).await;
+            ctx.stats.borrow_mut().closed();
+            let Some(back) = rejoin(&ctx, from, token.as_deref()).await else {
+                return;
+            };
+            ws = back;
+            seen = Seen::default();
+            last_rejoin = Instant::now();
+        }
         let mut wake = ctx.deadline;
         if let Some(p) = pending {
             wake = wake.min(p.at);
@@ -188,10 +151,18 @@ pub(super) async fn player(
                     }
                 }
             }
-            Wake::Message(None) | Wake::Message(Some(Err(_))) => break,
+            Wake::Message(None) | Wake::Message(Some(Err(_))) => {
+                if now < ctx.deadline {
+                    ctx.stats.borrow_mut().honest_closed += 1;
+                }
+                break;
+            }
             Wake::Message(Some(Ok(Message::Close(frame)))) => {
                 let code = frame.map_or(0, |f| u16::from(f.code));
                 let mut st = ctx.stats.borrow_mut();
+                if now < ctx.deadline {
+                    st.honest_closed += 1;
+                }
                 match code {
                     1013 => st.refusals.close_1013 += 1,
                     1008 => st.refusals.close_1008 += 1,
@@ -211,13 +182,19 @@ pub(super) async fn player(
                 }
                 // Moves applied: counted once per game, from the host's view.
                 if host && ctx.measuring(now) {
-                    ctx.stats.borrow_mut().moves +=
-                        events.iter().filter(|e| e.mover().is_some()).count() as u64;
+                    let moved = events.iter().filter(|e| e.mover().is_some()).count() as u64;
+                    ctx.stats.borrow_mut().moves += moved;
+                    if moved > 0 {
+                        ctx.game_moved(g, now);
+                    }
                 }
                 if let (Some(Pending { intended, .. }), Some(seat)) = (awaiting, you)
                     && events.iter().any(|e| e.mover() == Some(seat))
                 {
                     awaiting = None;
+                    rejoin_due = rejoins
+                        && ctx.measuring(now)
+                        && now.duration_since(last_rejoin) >= s.rejoin_every;
                     if ctx.measuring(intended) {
                         let mut st = ctx.stats.borrow_mut();
                         st.human_moves += 1;
@@ -285,6 +262,7 @@ pub(super) async fn player(
                     }
                     LobbyStatus::Playing if step != Step::Playing => {
                         if host {
+                            ctx.game_playing(g, true, now);
                             let mut st = ctx.stats.borrow_mut();
                             st.games_started += 1;
                             if one_game {
@@ -296,6 +274,7 @@ pub(super) async fn player(
                     }
                     LobbyStatus::Finished if step == Step::Playing => {
                         if host {
+                            ctx.game_playing(g, false, now);
                             ctx.stats.borrow_mut().games_finished += 1;
                         }
                         pending = None;
@@ -339,7 +318,10 @@ pub(super) async fn player(
                     continue;
                 };
                 match message {
-                    ServerMessage::Welcome { .. } => ctx.stats.borrow_mut().welcomed += 1,
+                    ServerMessage::Welcome { token: t, .. } => {
+                        ctx.stats.borrow_mut().welcomed += 1;
+                        token = Some(t);
+                    }
                     ServerMessage::ServerStatus {
                         accepting_games, ..
                     } => accepting = accepting_games,
@@ -378,7 +360,9 @@ pub(super) async fn player(
                                 // Open-loop arrivals take a refusal as the answer.
                                 break;
                             }
-                            retry_at = Some(now + Duration::from_secs(1));
+                            // As PROTOCOL.md 6.2 asks: no sooner than `busy` says.
+                            let wait = retry_after_ms.unwrap_or(1000).max(1);
+                            retry_at = Some(now + Duration::from_millis(wait));
                         }
                     }
                     // A `state` that does not start as the core writes it.
@@ -404,10 +388,59 @@ pub(super) async fn send(ws: &mut Ws, message: &ClientMessage) -> bool {
     ws.send(Message::text(encode_client(message))).await.is_ok()
 }
 
+/// A returning player: connects again and says hello with `token` until welcomed
+/// (every refusal on the way counted), or the run ends.
+async fn rejoin(ctx: &Ctx, from: std::net::IpAddr, token: Option<&str>) -> Option<Ws> {
+    while Instant::now() < ctx.deadline {
+        if let Some(mut ws) = open(ctx, from, false).await {
+            let hello = ClientMessage::Hello {
+                token: token.map(str::to_owned),
+            };
+            let _ = send(&mut ws, &hello).await;
+            let until = Instant::now() + Duration::from_secs(5);
+            loop {
+                let answer = super::absent::answer(&mut ws, until).await;
+                let mut st = ctx.stats.borrow_mut();
+                match answer {
+                    super::absent::Answer::Message(ServerMessage::Welcome { .. }) => {
+                        st.welcomed += 1;
+                        st.rejoined += 1;
+                        drop(st);
+                        return Some(ws);
+                    }
+                    super::absent::Answer::Message(ServerMessage::Error { code, .. }) => {
+                        if code == ErrorCode::Busy {
+                            st.refusals.busy_connection += 1;
+                        } else {
+                            *st.errors.entry(format!("rejoin {code:?}")).or_default() += 1;
+                        }
+                    }
+                    super::absent::Answer::Message(_) => continue,
+                    super::absent::Answer::Closed(_) => st.honest_closed += 1,
+                    super::absent::Answer::Timeout => st.refusals.timed_out += 1,
+                }
+                st.closed();
+                break;
+            }
+        }
+        Timer::after(Duration::from_millis(200)).await;
+    }
+    None
+}
+
 /// Opens a websocket from `from`, counting a door refusal (503) or a failure into the
-/// games' or the attack's refusals.
+/// games' or the attack's refusals; a handshake gets 5 s.
 pub(super) async fn open(ctx: &Ctx, from: std::net::IpAddr, attack: bool) -> Option<Ws> {
-    let result = connect(ctx.settings.addr, &ctx.settings.path, from).await;
+    let connecting = connect(ctx.settings.addr, &ctx.settings.path, from);
+    let timed_out = Rc::new(std::cell::Cell::new(false));
+    let flag = timed_out.clone();
+    let result = connecting
+        .or(async move {
+            Timer::after(Duration::from_secs(5)).await;
+            flag.set(true);
+            Err(None)
+        })
+        .await;
     let mut st = ctx.stats.borrow_mut();
     let refusals = if attack {
         &mut st.attack.refusals
@@ -421,6 +454,10 @@ pub(super) async fn open(ctx: &Ctx, from: std::net::IpAddr, attack: bool) -> Opt
         }
         Err(Some(503)) => {
             refusals.http_503 += 1;
+            None
+        }
+        Err(_) if timed_out.get() => {
+            refusals.timed_out += 1;
             None
         }
         Err(_) => {

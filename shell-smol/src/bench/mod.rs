@@ -10,9 +10,12 @@
 //!
 //! Modes: steady games (`--games`), open-loop new-game arrivals (`--arrival-rate`:
 //! each arrival creates a lobby, starts one game, plays it and leaves), attacks
-//! (`--attack storm|flood|lobby-spam`, bounded in count and time, loopback only) and idle
-//! connections (`--idle N`: server RSS per idle websocket). Each run appends one JSON
-//! line to a history file; [`compare`] shows the latest run against earlier ones.
+//! (`--attack MODE`, one per row of issue 14, bounded in count and time, loopback only),
+//! phased attack runs (`--phases N`: baseline and attack phases interleaved, with a
+//! `/health` prober, newcomers, returning players and a stall monitor beside the games)
+//! and idle connections (`--idle N`: server RSS per idle websocket). Each run appends
+//! one JSON line to a history file; [`compare`] shows the latest run against earlier
+//! ones, [`attack_table`] the phased runs as the issue's table.
 //!
 //! Everything runs on one thread (a local executor), so the generator can be pinned to
 //! one core with `taskset`.
@@ -20,12 +23,19 @@
 // Compiled into the binary and into the integration test, each using a part of it.
 #![allow(dead_code)]
 
+mod absent;
 mod attack;
 mod game;
 mod history;
+mod honest;
+mod hostile;
 mod idle;
 mod net;
+mod phases;
 mod procfs;
+mod raw;
+mod seen;
+mod violations;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -39,7 +49,14 @@ use futures_lite::FutureExt;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
+// The binary and the integration test each use a part of these.
+#[allow(unused_imports)]
+pub use attack::{ATTACKS, Attack, AttackStats, Window};
 pub use history::{compare, table};
+#[allow(unused_imports)]
+pub use phases::{attack_table, phase_table};
+#[allow(unused_imports)]
+pub use violations::violation_cases;
 
 /// How bot humans pace their moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,36 +73,6 @@ impl Pacing {
         match self {
             Pacing::Realistic => "realistic",
             Pacing::Full => "full",
-        }
-    }
-}
-
-/// An attack mode, run beside the games (or alone with `--games 0`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attack {
-    /// Open connections as fast as possible, say hello, close.
-    Storm,
-    /// Connections that send messages as fast as they can.
-    Flood,
-    /// Connections that create lobbies as fast as they can.
-    LobbySpam,
-}
-
-impl Attack {
-    pub fn name(self) -> &'static str {
-        match self {
-            Attack::Storm => "storm",
-            Attack::Flood => "flood",
-            Attack::LobbySpam => "lobby-spam",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Attack> {
-        match s {
-            "storm" => Some(Attack::Storm),
-            "flood" => Some(Attack::Flood),
-            "lobby-spam" => Some(Attack::LobbySpam),
-            _ => None,
         }
     }
 }
@@ -122,6 +109,26 @@ pub struct Settings {
     pub attack_count: u64,
     /// Distinct source addresses the attack uses.
     pub attack_ips: usize,
+    /// Operations per second per attack connection where a mode paces itself (0: as
+    /// fast as the server answers; the no-reader then sends 8 a second).
+    pub attack_rate: f64,
+    /// Phased mode: this many pairs of a baseline phase (no attack) and an attack
+    /// phase, interleaved, each `phase_duration` long (0: one window of `duration`).
+    pub phases: usize,
+    pub phase_duration: Duration,
+    /// The baseline phases' length (zero: `phase_duration`).
+    pub baseline_duration: Duration,
+    /// A running game with no move for this long counts as stalled.
+    pub stall_after: Duration,
+    /// Phased mode: `/health` is asked this often, open-loop (zero: never).
+    pub health_every: Duration,
+    /// One guest per game leaves and comes back with its token this often (zero:
+    /// never): a returning player.
+    pub rejoin_every: Duration,
+    /// A new player says hello this often (zero: never), from its own address, and
+    /// with `newcomer_lobby` creates a lobby and leaves it.
+    pub newcomer_every: Duration,
+    pub newcomer_lobby: bool,
     /// Idle mode: open this many connections, say hello, measure server RSS per one.
     pub idle: usize,
     pub server_pid: Option<u32>,
@@ -151,6 +158,15 @@ impl Settings {
             attack_conns: 50,
             attack_count: 10_000,
             attack_ips: 1,
+            attack_rate: 0.0,
+            phases: 0,
+            phase_duration: Duration::from_secs(10),
+            baseline_duration: Duration::ZERO,
+            stall_after: Duration::from_secs(5),
+            health_every: Duration::from_millis(50),
+            rejoin_every: Duration::ZERO,
+            newcomer_every: Duration::ZERO,
+            newcomer_lobby: true,
             idle: 0,
             server_pid: None,
             history: None,
@@ -172,6 +188,15 @@ impl Settings {
             .parse()
             .map_err(|e| format!("--url: {host:?} is not IP:PORT ({e})"))?;
         Ok((addr, path))
+    }
+
+    /// The length of a baseline phase.
+    pub fn baseline(&self) -> Duration {
+        if self.baseline_duration.is_zero() {
+            self.phase_duration
+        } else {
+            self.baseline_duration
+        }
     }
 
     fn mode(&self) -> &'static str {
@@ -204,6 +229,15 @@ impl Settings {
             "attack_conns": self.attack_conns,
             "attack_count": self.attack_count,
             "attack_ips": self.attack_ips,
+            "attack_rate": self.attack_rate,
+            "phases": self.phases,
+            "phase_duration_s": self.phase_duration.as_secs_f64(),
+            "baseline_duration_s": self.baseline().as_secs_f64(),
+            "stall_after_s": self.stall_after.as_secs_f64(),
+            "health_every_ms": self.health_every.as_millis() as u64,
+            "rejoin_every_s": self.rejoin_every.as_secs_f64(),
+            "newcomer_every_s": self.newcomer_every.as_secs_f64(),
+            "newcomer_lobby": self.newcomer_lobby,
             "idle": self.idle,
             "label": self.label,
         })
@@ -226,6 +260,8 @@ pub struct Refusals {
     pub http_503: u64,
     /// Connection attempts that failed otherwise (reset, refused, other statuses).
     pub connect_failed: u64,
+    /// Honest requests (a newcomer's hello or lobby, a rejoin) with no answer in time.
+    pub timed_out: u64,
 }
 
 impl Refusals {
@@ -238,16 +274,12 @@ impl Refusals {
             + self.rate_limited
             + self.http_503
     }
-}
 
-/// What the attack tasks saw.
-#[derive(Clone, Debug, Default)]
-pub struct AttackStats {
-    /// Connections opened, messages sent or lobbies asked for.
-    pub attempts: u64,
-    /// Welcomes in a storm, answered messages in a flood, lobbies created in spam.
-    pub accepted: u64,
-    pub refusals: Refusals,
+    /// Everything an honest player may meet that is not being served: the refusals,
+    /// failed connects and requests that got no answer.
+    pub fn honest_total(&self) -> u64 {
+        self.total() + self.connect_failed + self.timed_out
+    }
 }
 
 /// Counters and histograms of one run.
@@ -272,6 +304,19 @@ pub struct Stats {
     /// Peak open generator connections.
     pub peak_connections: u64,
     open_connections: u64,
+    /// `/health` latency in microseconds from the intended probe time.
+    pub health_latency: Histogram<u64>,
+    /// Probes that failed or got no 200 within their timeout.
+    pub health_failed: u64,
+    /// Honest connections the server closed or dropped (any code) before the end.
+    pub honest_closed: u64,
+    /// Running games that went `stall_after` without a move.
+    pub stalled: u64,
+    /// Longest time a running game went without a move, in microseconds.
+    pub move_gap_max_us: u64,
+    /// Returning players that got their seat back / newcomers served.
+    pub rejoined: u64,
+    pub newcomers: u64,
 }
 
 impl Stats {
@@ -290,6 +335,13 @@ impl Stats {
             attack: AttackStats::default(),
             peak_connections: 0,
             open_connections: 0,
+            health_latency: histogram(),
+            health_failed: 0,
+            honest_closed: 0,
+            stalled: 0,
+            move_gap_max_us: 0,
+            rejoined: 0,
+            newcomers: 0,
         }
     }
 
@@ -335,6 +387,8 @@ struct Ctx {
     window_start: Instant,
     /// Every task stops here.
     deadline: Instant,
+    /// Per game: whether it is running and when it last moved (for stalls).
+    progress: RefCell<Vec<honest::Progress>>,
 }
 
 impl Ctx {
@@ -377,8 +431,15 @@ fn validate(s: &Settings) -> Result<(), String> {
     if s.per_ip == 0 {
         return Err("--per-ip must be at least 1".into());
     }
-    if s.attack.is_some() && !s.addr.ip().is_loopback() {
-        return Err("attack modes only run against a loopback address".into());
+    let v4_loopback = matches!(s.addr.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback());
+    if s.attack.is_some() && !v4_loopback {
+        return Err("attack modes only run against 127.0.0.0/8".into());
+    }
+    if s.phases > 0 && (s.attack.is_none() || s.arrival_rate > 0.0 || s.idle > 0) {
+        return Err("--phases needs --attack and steady --games".into());
+    }
+    if s.phases > 100 || s.phase_duration.is_zero() {
+        return Err("--phases: at most 100, with a --phase-duration above 0".into());
     }
     if s.attack_ips > 60_000 {
         return Err("--attack-ips: at most 60000".into());
@@ -394,12 +455,18 @@ async fn run_async(ex: Exec, settings: Settings) -> Result<Report, String> {
         settings.ramp + settings.warmup
     };
     let window_start = t0 + setup;
-    let deadline = window_start + settings.duration;
+    let span = if settings.phases > 0 {
+        (settings.baseline() + settings.phase_duration) * settings.phases as u32
+    } else {
+        settings.duration
+    };
+    let deadline = window_start + span;
     let ctx = Rc::new(Ctx {
         settings: settings.clone(),
         stats: RefCell::new(Stats::new()),
         window_start,
         deadline,
+        progress: RefCell::new(vec![honest::Progress::default(); settings.games]),
     });
     let server = procfs::Sampler::new(settings.server_pid);
     let own = procfs::Sampler::new(Some(std::process::id()));
@@ -441,9 +508,16 @@ async fn run_async(ex: Exec, settings: Settings) -> Result<Report, String> {
             tasks.push(ex.spawn(game(ex.clone(), ctx.clone(), g, at, false)));
         }
     }
+    if settings.phases > 0 {
+        return phases::run(&ex, &ctx, tasks, &server, t0).await;
+    }
     if let Some(attack) = settings.attack {
+        let w = Window {
+            start: window_start,
+            end: deadline,
+        };
         for i in 0..settings.attack_conns.max(1) {
-            tasks.push(ex.spawn(attack_task(ctx.clone(), attack, i)));
+            tasks.push(ex.spawn(attack_task(ctx.clone(), attack, i, w)));
         }
     }
 
@@ -483,7 +557,7 @@ fn finish(
     generator: Option<Value>,
 ) -> Result<Report, String> {
     let settings = &ctx.settings;
-    let window = settings.duration.as_secs_f64();
+    let window = ctx.deadline.duration_since(ctx.window_start).as_secs_f64();
     let stats = std::mem::replace(&mut *ctx.stats.borrow_mut(), Stats::new());
     let r = &stats.refusals;
     let a = &stats.attack;
@@ -535,17 +609,18 @@ fn finish(
         "peak_connections": stats.peak_connections,
         "moves_per_core_second": moves_per_core_second,
         "server_cpu_us_per_move": cpu_per_move_us,
-        "attack": settings.attack.map(|_| json!({
-            "attempts": a.attempts,
-            "accepted": a.accepted,
-            "refused": a.refusals.total(),
-            "busy": a.refusals.busy_create + a.refusals.busy_connection + a.refusals.busy_start,
-            "rate_limited": a.refusals.rate_limited,
-            "close_1013": a.refusals.close_1013,
-            "close_1008": a.refusals.close_1008,
-            "http_503": a.refusals.http_503,
-            "connect_failed": a.refusals.connect_failed,
-        })),
+        "attack": settings.attack.map(|_| a.to_json(window)),
+        "health_latency_ms": percentiles(&stats.health_latency),
+        "honest": {
+            "refused": stats.honest_refused(),
+            "timed_out": r.timed_out,
+            "closed_by_server": stats.honest_closed,
+            "health_failed": stats.health_failed,
+            "stalled": stats.stalled,
+            "move_gap_max_ms": stats.move_gap_max_us as f64 / 1000.0,
+            "rejoined": stats.rejoined,
+            "newcomers": stats.newcomers,
+        },
     });
     let line = json!({
         "ts": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),

@@ -9,17 +9,19 @@ use async_tungstenite::tungstenite::client::IntoClientRequest;
 pub type Ws = WebSocketStream<Async<TcpStream>>;
 
 /// The source address of connection group `k` in range `range` (0: players, 1:
-/// attackers): 127.a.b.c with c in 1..=254, spread over 127.0.0.0/8 so per-IP limits
-/// see many clients. Only used when the server is on loopback.
+/// attackers, 2: the honest side's probes and newcomers): 127.a.b.c with c in 1..=254,
+/// spread over 127.0.0.0/8 so per-IP limits see many clients. Only used when the server
+/// is on loopback.
 pub fn source_ip(range: u8, k: usize) -> IpAddr {
     let c = 1 + (k % 254) as u8;
     let x = k / 254;
     let b = (x % 256) as u8;
-    // Players use 127.1.0.0 to 127.127.255.255, attackers from 127.200.0.0.
-    let a = if range == 0 {
-        1 + (x / 256) as u8 % 127
-    } else {
-        200 + (x / 256) as u8 % 50
+    // Players use 127.1.0.0 to 127.127.255.255, attackers 127.200.0.0 to
+    // 127.249.255.255, probes and newcomers from 127.250.0.0.
+    let a = match range {
+        0 => 1 + (x / 256) as u8 % 127,
+        1 => 200 + (x / 256) as u8 % 50,
+        _ => 250 + (x / 256) as u8 % 5,
     };
     IpAddr::V4(Ipv4Addr::new(127, a, b, c))
 }
@@ -48,7 +50,7 @@ pub async fn connect(addr: SocketAddr, path: &str, from: IpAddr) -> Result<Ws, O
 }
 
 /// A non-blocking TCP connect from the local address `from`.
-async fn tcp_from(addr: SocketAddr, from: IpAddr) -> std::io::Result<Async<TcpStream>> {
+pub(super) async fn tcp_from(addr: SocketAddr, from: IpAddr) -> std::io::Result<Async<TcpStream>> {
     use rustix::net::{AddressFamily, SocketFlags, SocketType, bind, connect, socket_with};
     let family = if addr.is_ipv4() {
         AddressFamily::INET

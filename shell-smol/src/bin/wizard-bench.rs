@@ -4,11 +4,18 @@
 //! wizard-bench [run] --url ws://127.0.0.1:8000/ws [--server-pid PID]
 //!     [--games N] [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS]
 //!     [--duration S] [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S]
-//!     [--attack storm|flood|lobby-spam] [--attack-conns N] [--attack-count N]
-//!     [--attack-ips N] [--idle N] [--history FILE|none] [--label TEXT]
+//!     [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N]
+//!     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--baseline-duration S]
+//!     [--stall-after S]
+//!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
+//!     [--idle N] [--history FILE|none] [--label TEXT]
 //! wizard-bench compare [--history FILE] [--last N]
 //! wizard-bench table [--history FILE] [--last N]
+//! wizard-bench attack-table [--history FILE] [--last N]
 //! ```
+//!
+//! With `--phases N` a run prints one `PHASE {json}` line per phase, then the phase
+//! table and the run's issue-14 row.
 //!
 //! It starts no server. Each run appends one JSON line to the history
 //! (`bench/history.jsonl` by default).
@@ -38,14 +45,14 @@ fn main() -> ExitCode {
 
 fn real_main(mut args: Vec<String>) -> Result<String, String> {
     let command = match args.first().map(String::as_str) {
-        Some("compare" | "table" | "run") => args.remove(0),
+        Some("compare" | "table" | "attack-table" | "run") => args.remove(0),
         Some("--help" | "-h") => return Ok(usage()),
         _ => "run".into(),
     };
     let pairs = pairs(&args)?;
     let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     match command.as_str() {
-        "compare" | "table" => {
+        "compare" | "table" | "attack-table" => {
             let path = PathBuf::from(get("--history").unwrap_or(DEFAULT_HISTORY));
             let last = num(get("--last"), "--last", 10usize)?;
             for (k, _) in &pairs {
@@ -53,10 +60,10 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     return Err(format!("unknown argument {k} for {command}"));
                 }
             }
-            if command == "compare" {
-                bench::compare(&path, last)
-            } else {
-                bench::table(&path, last)
+            match command.as_str() {
+                "compare" => bench::compare(&path, last),
+                "table" => bench::table(&path, last),
+                _ => bench::attack_table(&path, last),
             }
         }
         _ => {
@@ -84,9 +91,28 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                             bench::Pacing::Full => Duration::ZERO,
                         };
                     }
-                    "--think-ms" | "--duration" | "--ramp" | "--warmup" | "--per-ip"
-                    | "--arrival-rate" | "--attack" | "--attack-conns" | "--attack-count"
-                    | "--attack-ips" | "--idle" | "--history" | "--label" => {}
+                    "--think-ms"
+                    | "--duration"
+                    | "--ramp"
+                    | "--warmup"
+                    | "--per-ip"
+                    | "--arrival-rate"
+                    | "--attack"
+                    | "--attack-conns"
+                    | "--attack-count"
+                    | "--attack-ips"
+                    | "--idle"
+                    | "--history"
+                    | "--label"
+                    | "--attack-rate"
+                    | "--phases"
+                    | "--phase-duration"
+                    | "--baseline-duration"
+                    | "--stall-after"
+                    | "--health-every-ms"
+                    | "--rejoin-every"
+                    | "--newcomer-every"
+                    | "--newcomer-lobby" => {}
                     other => return Err(format!("unknown argument {other}\n{}", usage())),
                 }
             }
@@ -102,13 +128,24 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     "--arrival-rate" => s.arrival_rate = num(Some(v), k, 0.0)?,
                     "--attack" => {
                         s.attack = Some(bench::Attack::parse(v).ok_or_else(|| {
-                            format!("--attack: storm, flood or lobby-spam, not {v:?}")
+                            format!("--attack: {}, not {v:?}", bench::Attack::names())
                         })?);
                     }
                     "--attack-conns" => s.attack_conns = num(Some(v), k, 0)?,
                     "--attack-count" => s.attack_count = num(Some(v), k, 0)?,
                     "--attack-ips" => s.attack_ips = num(Some(v), k, 0)?,
                     "--idle" => s.idle = num(Some(v), k, 0)?,
+                    "--attack-rate" => s.attack_rate = num(Some(v), k, 0.0)?,
+                    "--phases" => s.phases = num(Some(v), k, 0)?,
+                    "--phase-duration" => s.phase_duration = secs(v, k)?,
+                    "--baseline-duration" => s.baseline_duration = secs(v, k)?,
+                    "--stall-after" => s.stall_after = secs(v, k)?,
+                    "--health-every-ms" => {
+                        s.health_every = Duration::from_millis(num(Some(v), k, 0)?)
+                    }
+                    "--rejoin-every" => s.rejoin_every = secs(v, k)?,
+                    "--newcomer-every" => s.newcomer_every = secs(v, k)?,
+                    "--newcomer-lobby" => s.newcomer_lobby = v != "0",
                     "--history" => {
                         s.history = (v != "none").then(|| PathBuf::from(v));
                     }
@@ -121,7 +158,17 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                 s.games = 0;
             }
             let report = bench::run(s)?;
-            let mut out = bench::summary(&report.line);
+            let mut out = String::new();
+            if let Some(phases) = report.line["phases"].as_array() {
+                for p in phases {
+                    out.push_str(&format!("PHASE {p}\n"));
+                }
+                out.push_str(&format!("MATRIX {}\n", report.line["results"]["matrix"]));
+            }
+            out.push_str(&bench::summary(&report.line));
+            if report.line["phases"].is_array() {
+                out.push_str(&bench::phase_table(&report.line));
+            }
             if let Some(h) = report.line["history"].as_str() {
                 out.push_str(&format!("appended to {h}\n"));
             }
@@ -164,9 +211,15 @@ fn usage() -> String {
     "usage: wizard-bench [run] --url ws://127.0.0.1:PORT/ws [--server-pid PID] [--games N] \
      [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS] [--duration S] \
      [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S] \
-     [--attack storm|flood|lobby-spam] [--attack-conns N] [--attack-count N] [--attack-ips N] \
+     [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
+     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
+     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
      [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \
-     wizard-bench table [--history FILE] [--last N]\n"
-        .into()
+     wizard-bench table [--history FILE] [--last N]\n       \
+     wizard-bench attack-table [--history FILE] [--last N]\n       \
+     MODE: "
+        .to_owned()
+        + &bench::Attack::names()
+        + "\n"
 }

@@ -2,7 +2,7 @@
 //! it counts moves and refusals, measures latency and appends a history line.
 
 #[path = "../../src/bench/mod.rs"]
-mod bench_lib;
+pub mod bench_lib;
 
 use std::time::Duration;
 

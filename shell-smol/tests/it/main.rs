@@ -6,6 +6,7 @@
 mod absent;
 mod ai;
 mod ai_service;
+mod attacks;
 mod bench;
 mod client;
 mod door;

@@ -1,0 +1,332 @@
+//! Phased mode: baseline and attack phases interleaved in one run against the same
+//! server, with the honest games playing through all of them; one summary per phase,
+//! the issue-14 acceptance row of the run, and the matrix table over runs.
+//!
+//! Server RSS comes from `/proc/<pid>/status` (`VmRSS`) of `--server-pid`, sampled every
+//! 250 ms; the server's `/metrics` has no process memory.
+
+use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use async_io::Timer;
+use futures_lite::FutureExt;
+use serde_json::{Value, json};
+
+use super::*;
+
+/// Acceptance of issue 14: attack move p99 within this factor of the baseline's...
+const P99_RATIO_MAX: f64 = 2.0;
+/// ...and under this, in ms; `/health` p99 at most this, in ms.
+const MOVE_P99_MS_MAX: f64 = 50.0;
+const HEALTH_P99_MS_MAX: f64 = 10.0;
+
+impl Refusals {
+    fn add(&mut self, o: &Refusals) {
+        self.busy_create += o.busy_create;
+        self.busy_start += o.busy_start;
+        self.busy_connection += o.busy_connection;
+        self.rate_limited += o.rate_limited;
+        self.close_1013 += o.close_1013;
+        self.close_1008 += o.close_1008;
+        self.http_503 += o.http_503;
+        self.connect_failed += o.connect_failed;
+        self.timed_out += o.timed_out;
+    }
+}
+
+impl Stats {
+    /// Adds `o`'s counts and histograms to these.
+    fn absorb(&mut self, o: &Stats) {
+        self.moves += o.moves;
+        self.human_moves += o.human_moves;
+        self.lobbies += o.lobbies;
+        self.games_started += o.games_started;
+        self.games_finished += o.games_finished;
+        self.welcomed += o.welcomed;
+        self.refusals.add(&o.refusals);
+        for (k, v) in &o.errors {
+            *self.errors.entry(k.clone()).or_default() += v;
+        }
+        let _ = self.move_latency.add(&o.move_latency);
+        let _ = self.start_latency.add(&o.start_latency);
+        let _ = self.health_latency.add(&o.health_latency);
+        let (a, b) = (&mut self.attack, &o.attack);
+        a.attempts += b.attempts;
+        a.accepted += b.accepted;
+        a.refusals.add(&b.refusals);
+        a.cut += b.cut;
+        for (k, v) in &b.endings {
+            *a.endings.entry(k.clone()).or_default() += v;
+        }
+        a.busy_without_retry_after += b.busy_without_retry_after;
+        a.cases.extend(b.cases.clone());
+        a.mismatches.extend(b.mismatches.clone());
+        a.held_ms_max = a.held_ms_max.max(b.held_ms_max);
+        a.found += b.found;
+        self.peak_connections = self.peak_connections.max(o.peak_connections);
+        self.health_failed += o.health_failed;
+        self.honest_closed += o.honest_closed;
+        self.stalled += o.stalled;
+        self.move_gap_max_us = self.move_gap_max_us.max(o.move_gap_max_us);
+        self.rejoined += o.rejoined;
+        self.newcomers += o.newcomers;
+    }
+
+    /// Everything honest players met that was not service.
+    pub fn honest_refused(&self) -> u64 {
+        self.refusals.honest_total() + self.honest_closed
+    }
+}
+
+/// The stats so far, replaced by empty ones (the open-connection count carries on).
+fn take(ctx: &Ctx) -> Stats {
+    let mut st = ctx.stats.borrow_mut();
+    let mut fresh = Stats::new();
+    fresh.open_connections = st.open_connections;
+    std::mem::replace(&mut *st, fresh)
+}
+
+/// RSS start, end and max in KiB over a phase.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rss {
+    start: u64,
+    end: u64,
+    max: u64,
+}
+
+async fn sample_until(server: &procfs::Sampler, end: Instant) -> Option<Rss> {
+    let first = server.sample()?.rss_kib;
+    let mut rss = Rss {
+        start: first,
+        end: first,
+        max: first,
+    };
+    while Instant::now() < end {
+        Timer::at((Instant::now() + Duration::from_millis(250)).min(end)).await;
+        if let Some(s) = server.sample() {
+            rss.end = s.rss_kib;
+            rss.max = rss.max.max(s.rss_kib);
+        }
+    }
+    Some(rss)
+}
+
+fn mib(kib: u64) -> f64 {
+    (kib as f64 / 1024.0 * 10.0).round() / 10.0
+}
+
+/// One phase's machine-readable summary.
+fn phase_json(k: usize, attack: Option<Attack>, st: &Stats, rss: Option<Rss>, s: f64) -> Value {
+    let r = &st.refusals;
+    json!({
+        "phase": k,
+        "kind": if attack.is_some() { "attack" } else { "baseline" },
+        "attack": attack.map(Attack::name),
+        "window_s": s,
+        "moves": st.moves,
+        "human_moves": st.human_moves,
+        "games_finished": st.games_finished,
+        "move_latency_ms": percentiles(&st.move_latency),
+        "health_latency_ms": percentiles(&st.health_latency),
+        "health_failed": st.health_failed,
+        "honest_refused": st.honest_refused(),
+        "refused": {
+            "busy_create": r.busy_create, "busy_start": r.busy_start,
+            "busy_connection": r.busy_connection, "rate_limited": r.rate_limited,
+            "close_1013": r.close_1013, "close_1008": r.close_1008, "http_503": r.http_503,
+            "connect_failed": r.connect_failed, "timed_out": r.timed_out,
+            "closed_by_server": st.honest_closed,
+        },
+        "errors": st.errors,
+        "stalled": st.stalled,
+        "move_gap_max_ms": st.move_gap_max_us as f64 / 1000.0,
+        "rejoined": st.rejoined,
+        "newcomers": st.newcomers,
+        "rss_mib": rss.map(|r| json!({"start": mib(r.start), "end": mib(r.end), "max": mib(r.max)})),
+        "attack_stats": attack.map(|_| st.attack.to_json(s)),
+    })
+}
+
+/// Runs the phases (the games are already spawned in `tasks`) and the report.
+pub(super) async fn run(
+    ex: &Exec,
+    ctx: &Rc<Ctx>,
+    mut tasks: Vec<smol::Task<()>>,
+    server: &procfs::Sampler,
+    t0: Instant,
+) -> Result<Report, String> {
+    let s = &ctx.settings;
+    let attack = s.attack.ok_or("phased mode needs --attack")?;
+    tasks.push(ex.spawn(honest::monitor(ctx.clone())));
+    if !s.health_every.is_zero() {
+        tasks.push(ex.spawn(honest::prober(ex.clone(), ctx.clone())));
+    }
+    if !s.newcomer_every.is_zero() {
+        tasks.push(ex.spawn(honest::newcomers(ex.clone(), ctx.clone())));
+    }
+    Timer::at(ctx.window_start).await;
+    let mut total = take(ctx); // the set-up: lobbies, games started
+    let mut kinds = [Stats::new(), Stats::new()];
+    let mut rss_kinds = [Rss::default(), Rss::default()];
+    let mut lines = Vec::new();
+    for k in 0..2 * s.phases {
+        let on = k % 2 == 1;
+        let pair = (s.baseline() + s.phase_duration) * (k / 2) as u32;
+        let start = ctx.window_start + pair + if on { s.baseline() } else { Duration::ZERO };
+        let length = if on { s.phase_duration } else { s.baseline() };
+        let end = start + length;
+        let w = Window { start, end };
+        let attackers: Vec<_> = (0..s.attack_conns.max(1))
+            .filter(|_| on)
+            .map(|i| ex.spawn(attack_task(ctx.clone(), attack, i, w)))
+            .collect();
+        let rss = sample_until(server, end).await;
+        // Attack tasks stop at `end` by themselves; wait a little for their last counts.
+        async {
+            for t in attackers {
+                t.await;
+            }
+        }
+        .or(async {
+            Timer::after(Duration::from_secs(3)).await;
+        })
+        .await;
+        let st = take(ctx);
+        let secs = length.as_secs_f64();
+        lines.push(phase_json(k, on.then_some(attack), &st, rss, secs));
+        if let Some(r) = rss {
+            let m = &mut rss_kinds[usize::from(on)];
+            m.max = m.max.max(r.max);
+        }
+        kinds[usize::from(on)].absorb(&st);
+    }
+    async {
+        for t in tasks {
+            t.await;
+        }
+    }
+    .or(async {
+        Timer::after(Duration::from_secs(5)).await;
+    })
+    .await;
+    let row = matrix_row(
+        s,
+        &kinds,
+        &rss_kinds,
+        server.sample().is_some() || s.server_pid.is_some(),
+    );
+    for st in &kinds {
+        total.absorb(st);
+    }
+    total.absorb(&take(ctx));
+    *ctx.stats.borrow_mut() = total;
+    let server_json =
+        json!({ "pid": s.server_pid, "rss_mib_max": mib(rss_kinds[0].max.max(rss_kinds[1].max)) });
+    let mut report = finish(ctx.clone(), t0, Value::Null, Some(server_json), None)?;
+    report.line["phases"] = Value::Array(lines);
+    report.line["results"]["matrix"] = row;
+    Ok(report)
+}
+
+/// The run's row of the issue-14 table, with the acceptance verdict (RSS is compared
+/// by hand with `MAX_CONNECTIONS` x the documented per-connection bound).
+fn matrix_row(s: &Settings, kinds: &[Stats; 2], rss: &[Rss; 2], measured: bool) -> Value {
+    let p99 = |h: &hdrhistogram::Histogram<u64>| h.value_at_quantile(0.99) as f64 / 1000.0;
+    let (base, att) = (&kinds[0], &kinds[1]);
+    let (b99, a99) = (p99(&base.move_latency), p99(&att.move_latency));
+    let ratio = if b99 > 0.0 { a99 / b99 } else { f64::INFINITY };
+    let h99 = p99(&att.health_latency);
+    let refused = att.honest_refused() + base.honest_refused();
+    let stalled = att.stalled + base.stalled;
+    let failures = [
+        (ratio > P99_RATIO_MAX, "move p99 over 2x baseline"),
+        (a99 >= MOVE_P99_MS_MAX, "move p99 >= 50 ms"),
+        (h99 > HEALTH_P99_MS_MAX, "health p99 > 10 ms"),
+        (att.health_failed + base.health_failed > 0, "health failed"),
+        (refused > 0, "honest refusals"),
+        (stalled > 0, "stalled games"),
+        (att.human_moves == 0, "no honest move"),
+    ];
+    let why: Vec<&str> = failures.iter().filter(|f| f.0).map(|f| f.1).collect();
+    json!({
+        "attack": s.attack.map(Attack::name),
+        "label": s.label,
+        "baseline_move_p99_ms": b99,
+        "attack_move_p99_ms": a99,
+        "ratio": (ratio * 100.0).round() / 100.0,
+        "baseline_health_p99_ms": p99(&base.health_latency),
+        "health_p99_ms": h99,
+        "health_failed": att.health_failed + base.health_failed,
+        "honest_refused": refused,
+        "stalled": stalled,
+        "rss_mib_baseline": measured.then(|| mib(rss[0].max)),
+        "rss_mib_attack": measured.then(|| mib(rss[1].max)),
+        "attack_cut": att.attack.cut,
+        "mismatches": att.attack.mismatches.len(),
+        "verdict": if why.is_empty() { "ok".to_owned() } else { why.join(", ") },
+    })
+}
+
+const HEADER: &str = "| attack | label | baseline move p99 | attack move p99 | ratio | health p99 | \
+                      honest refused | stalled | RSS base / attack | verdict |\n\
+                      |---|---|---|---|---|---|---|---|---|---|\n";
+
+fn matrix_line(m: &Value) -> String {
+    let rss = |v: &Value| v.as_f64().map_or("-".to_owned(), |x| format!("{x} MiB"));
+    format!(
+        "| {} | {} | {} ms | {} ms | {} | {} ms | {} | {} | {} / {} | {} |\n",
+        m["attack"].as_str().unwrap_or("-"),
+        m["label"].as_str().unwrap_or(""),
+        m["baseline_move_p99_ms"],
+        m["attack_move_p99_ms"],
+        m["ratio"],
+        m["health_p99_ms"],
+        m["honest_refused"],
+        m["stalled"],
+        rss(&m["rss_mib_baseline"]),
+        rss(&m["rss_mib_attack"]),
+        m["verdict"].as_str().unwrap_or(""),
+    )
+}
+
+/// The per-phase table of one run (for the human after the JSON lines).
+pub fn phase_table(line: &Value) -> String {
+    let mut out = String::from(
+        "| phase | kind | moves | move p50 / p99 | health p50 / p99 | honest refused | stalled | RSS max |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for p in line["phases"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} / {} ms | {} / {} ms | {} | {} | {} MiB |\n",
+            p["phase"],
+            p["kind"].as_str().unwrap_or(""),
+            p["moves"],
+            p["move_latency_ms"]["p50"],
+            p["move_latency_ms"]["p99"],
+            p["health_latency_ms"]["p50"],
+            p["health_latency_ms"]["p99"],
+            p["honest_refused"],
+            p["stalled"],
+            p["rss_mib"]["max"],
+        ));
+    }
+    if let Some(m) = line["results"].get("matrix") {
+        out.push_str(&format!("\n{HEADER}{}", matrix_line(m)));
+    }
+    out
+}
+
+/// The issue-14 table over the last `last` phased runs in the history.
+pub fn attack_table(path: &Path, last: usize) -> Result<String, String> {
+    let lines = history::load(path)?;
+    let rows: Vec<&Value> = lines
+        .iter()
+        .filter_map(|l| l["results"].get("matrix"))
+        .collect();
+    let mut out = HEADER.to_owned();
+    for m in &rows[rows.len().saturating_sub(last)..] {
+        out.push_str(&matrix_line(m));
+    }
+    Ok(out)
+}
