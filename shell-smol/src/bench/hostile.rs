@@ -21,8 +21,18 @@ pub(super) async fn pause(d: Duration, w: Window) {
 
 /// Opens a raw websocket from `from` and says hello; a refusal is counted.
 pub(super) async fn open_hello(ctx: &Ctx, from: IpAddr, w: Window) -> Option<Tcp> {
+    open_hello_with(ctx, from, w, None).await
+}
+
+/// [`open_hello`] with a fixed receive buffer of `recv_bytes`.
+async fn open_hello_with(
+    ctx: &Ctx,
+    from: IpAddr,
+    w: Window,
+    recv_bytes: Option<usize>,
+) -> Option<Tcp> {
     let s = &ctx.settings;
-    match raw::open(s.addr, &s.path, from, w.end).await {
+    match raw::open_with(s.addr, &s.path, from, w.end, recv_bytes).await {
         Ok(mut tcp) => {
             if raw::write(&mut tcp, &raw::text(raw::HELLO), w.end).await {
                 ctx.stats.borrow_mut().opened();
@@ -165,6 +175,9 @@ pub(super) async fn ping_flood(ctx: &Ctx, from: IpAddr, w: Window) {
 /// Row 7: a client in its own lobby that keeps asking for states (toggling an option,
 /// a refused start) at `--attack-rate` messages a second (8 when unset, under the
 /// default `MESSAGE_RATE`) and never reads.
+/// The receive buffer of a client that never reads.
+const NO_READ_RECV_BYTES: usize = 4096;
+
 pub(super) async fn no_read(ctx: &Ctx, from: IpAddr, w: Window) {
     let rate = if ctx.settings.attack_rate > 0.0 {
         ctx.settings.attack_rate
@@ -173,7 +186,9 @@ pub(super) async fn no_read(ctx: &Ctx, from: IpAddr, w: Window) {
     };
     let every = Duration::from_secs_f64(1.0 / rate);
     while ctx.attack_budget(w) {
-        let Some(mut tcp) = open_hello(ctx, from, w).await else {
+        // A small receive window: what the client does not read piles up on the
+        // server's side at once, instead of in megabytes of the client's own buffer.
+        let Some(mut tcp) = open_hello_with(ctx, from, w, Some(NO_READ_RECV_BYTES)).await else {
             pause(Duration::from_millis(50), w).await;
             continue;
         };

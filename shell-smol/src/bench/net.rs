@@ -51,6 +51,16 @@ pub async fn connect(addr: SocketAddr, path: &str, from: IpAddr) -> Result<Ws, O
 
 /// A non-blocking TCP connect from the local address `from`.
 pub(super) async fn tcp_from(addr: SocketAddr, from: IpAddr) -> std::io::Result<Async<TcpStream>> {
+    tcp_from_with(addr, from, None).await
+}
+
+/// [`tcp_from`] with the receive buffer fixed to `recv_bytes` before connecting (set
+/// later, the window the kernel already offered would stay).
+pub(super) async fn tcp_from_with(
+    addr: SocketAddr,
+    from: IpAddr,
+    recv_bytes: Option<usize>,
+) -> std::io::Result<Async<TcpStream>> {
     use rustix::net::{AddressFamily, SocketFlags, SocketType, bind, connect, socket_with};
     let family = if addr.is_ipv4() {
         AddressFamily::INET
@@ -63,6 +73,9 @@ pub(super) async fn tcp_from(addr: SocketAddr, from: IpAddr) -> std::io::Result<
         SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
         None,
     )?;
+    if let Some(bytes) = recv_bytes {
+        rustix::net::sockopt::set_socket_recv_buffer_size(&fd, bytes)?;
+    }
     if addr.is_ipv4() {
         bind(&fd, &SocketAddr::new(from, 0))?;
     }

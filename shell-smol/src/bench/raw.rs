@@ -54,7 +54,17 @@ pub const HELLO: &str = r#"{"type":"hello","token":null}"#;
 
 /// A TCP connection from `from` (any 127.x address on Linux), bounded by `within`.
 pub async fn tcp(addr: SocketAddr, from: IpAddr, within: Duration) -> Option<Tcp> {
-    let connect = super::net::tcp_from(addr, from);
+    tcp_with(addr, from, within, None).await
+}
+
+/// [`tcp`] with a fixed receive buffer of `recv_bytes` (see `net::tcp_from_with`).
+pub async fn tcp_with(
+    addr: SocketAddr,
+    from: IpAddr,
+    within: Duration,
+    recv_bytes: Option<usize>,
+) -> Option<Tcp> {
+    let connect = super::net::tcp_from_with(addr, from, recv_bytes);
     let tcp = async { connect.await.ok() }
         .or(async {
             Timer::after(within).await;
@@ -116,8 +126,19 @@ fn status_of(head: &[u8]) -> u16 {
 
 /// Opens a raw websocket: TCP from `from`, the upgrade, and the 101 head read.
 pub async fn open(addr: SocketAddr, path: &str, from: IpAddr, until: Instant) -> Result<Tcp, u16> {
+    open_with(addr, path, from, until, None).await
+}
+
+/// [`open`] with a fixed receive buffer of `recv_bytes` (a client that reads little).
+pub async fn open_with(
+    addr: SocketAddr,
+    path: &str,
+    from: IpAddr,
+    until: Instant,
+    recv_bytes: Option<usize>,
+) -> Result<Tcp, u16> {
     let within = until.saturating_duration_since(Instant::now());
-    let mut tcp = tcp(addr, from, within).await.ok_or(0u16)?;
+    let mut tcp = tcp_with(addr, from, within, recv_bytes).await.ok_or(0u16)?;
     match request_status(&mut tcp, upgrade_request(path).as_bytes(), until).await {
         Some(101) => Ok(tcp),
         Some(status) => Err(status),

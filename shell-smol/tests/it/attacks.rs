@@ -43,7 +43,11 @@ fn settings(server: &TestServer, attack: Attack) -> Settings {
 /// Starts a server with `env` (games move without trick pauses, no AI service), runs
 /// the attack beside the honest games and returns the report.
 fn run(attack: Attack, env: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Report {
-    let mut pairs = vec![("TRICK_PAUSE", "0"), ("EMBEDDED_AI", "0")];
+    let mut pairs = vec![
+        ("TRICK_PAUSE", "0"),
+        ("EMBEDDED_AI", "0"),
+        ("LOAD_FORCE_LEVEL", "normal"),
+    ];
     pairs.extend_from_slice(env);
     let server = TestServer::start(&pairs);
     let mut s = settings(&server, attack);
@@ -156,7 +160,13 @@ fn row_4_games_abandoned_from_five_addresses_do_not_lock_game_creation() {
 
 #[test]
 fn row_5_lobbies_abandoned_from_two_addresses_do_not_lock_lobby_creation() {
-    let env = [("MAX_LOBBIES", "20"), ("LOBBY_CREATE_RATE", "1000")];
+    // MAX_LOBBIES and its per-address share scaled down together (the defaults are
+    // 1000 and 10): two addresses can hold at most half the table.
+    let env = [
+        ("MAX_LOBBIES", "20"),
+        ("MAX_LOBBIES_PER_IP", "5"),
+        ("LOBBY_CREATE_RATE", "1000"),
+    ];
     let report = run(Attack::AbandonLobbies, &env, |s| {
         s.attack_conns = 2;
         s.attack_ips = 2;
@@ -167,13 +177,45 @@ fn row_5_lobbies_abandoned_from_two_addresses_do_not_lock_lobby_creation() {
 
 #[test]
 fn row_5_lobbies_abandoned_from_many_addresses_go_after_lobby_idle_ttl() {
+    // Forty addresses may fill MAX_LOBBIES for a moment: that is capacity, and new
+    // lobbies are refused with a clear `busy` meanwhile. What must not happen is a
+    // table locked for good: the abandoned lobbies go after LOBBY_IDLE_TTL, so the
+    // baseline after the attack refuses nobody, and nothing but lobby creation is
+    // ever refused.
     let env = [("MAX_LOBBIES", "20"), ("LOBBY_IDLE_TTL", "1")];
     let report = run(Attack::AbandonLobbies, &env, |s| {
         s.attack_conns = 4;
         s.attack_ips = 40;
         s.attack_count = 40;
+        s.phases = 2;
+        s.phase_duration = Duration::from_secs(3);
     });
-    assert_honest(&report);
+    let phases = report.line["phases"].as_array().expect("phased run");
+    assert_eq!(phases.len(), 4, "baseline, attack, baseline, attack");
+    for p in phases {
+        let refused = &p["refused"];
+        let all: u64 = refused
+            .as_object()
+            .map(|m| m.values().filter_map(Value::as_u64).sum())
+            .unwrap_or(0);
+        let creates = refused["busy_create"].as_u64().unwrap_or(0);
+        assert_eq!(
+            all, creates,
+            "refused other than create_lobby: {refused} {p}"
+        );
+        assert_eq!(p["stalled"], 0, "a game went 3 s without a move: {p}");
+        assert_eq!(p["health_failed"], 0, "/health failed: {p}");
+    }
+    assert_eq!(
+        phases[2]["honest_refused"], 0,
+        "lobby creation still refused a phase after the attack: {}",
+        phases[2]
+    );
+    assert_eq!(
+        attack_stats(&report)["busy_without_retry_after"],
+        0,
+        "a busy without retry_after_ms"
+    );
 }
 
 #[test]
