@@ -7,7 +7,7 @@
 #   bench/attack-matrix.sh                       # release build, the sizes of the issue
 #   SCALE=tiny BUILD=debug bench/attack-matrix.sh  # a quick check that it all runs
 #
-# Settings (environment): BUILD=release|debug, TARGET_DIR (default target),
+# Settings (environment): BUILD=release|debug, TARGET_DIR (default CARGO_TARGET_DIR or target),
 # HISTORY (default bench/attacks.jsonl), ROWS (space-separated row names, default all),
 # SCALE=full|tiny, PHASES, PHASE_S, SERVER_CPU / BENCH_CPU (taskset CPU lists, empty =
 # no pinning), LABEL (stored with each run).
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD=${BUILD:-release}
-TARGET_DIR=${TARGET_DIR:-target}
+TARGET_DIR=${TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
 HISTORY=${HISTORY:-bench/attacks.jsonl}
 SCALE=${SCALE:-full}
 LABEL=${LABEL:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -43,8 +43,8 @@ ROWS_ALL=(
   "2-silent-many-addresses|MAX_CONNECTIONS=500|--attack silent --attack-conns $(n 660) --attack-ips $(n 660) --attack-count $(n 100000)"
   "3-session-fill|MAX_SESSIONS=$(n 300) MAX_ACTIVE_GAMES=$(n 400)|--attack session-fill --attack-conns 8 --attack-ips $(n 100) --attack-count $(n 600)"
   "4-abandon-games||--attack abandon-games --attack-conns 5 --attack-ips 5 --attack-count $(n 50)"
-  "5-abandon-lobbies-few|MAX_LOBBIES=$((GAMES + 5))|--attack abandon-lobbies --attack-conns 5 --attack-ips 5 --attack-count 5"
-  "5-abandon-lobbies-many||--attack abandon-lobbies --attack-conns 20 --attack-ips $(n 200) --attack-count $(n 1000)"
+  "5-abandon-lobbies-few|MAX_LOBBIES=$((GAMES + 5)) LOBBY_IDLE_TTL=5|--attack abandon-lobbies --attack-conns 5 --attack-ips 5 --attack-count 5"
+  "5-abandon-lobbies-many|LOBBY_IDLE_TTL=5|--attack abandon-lobbies --attack-conns 20 --attack-ips $(n 200) --attack-count $(n 1000)"
   "6-ping-flood||--attack ping-flood --attack-conns $(n 100) --attack-ips $(n 20) --attack-count $(n 100000000)"
   "7-no-read||--attack no-read --attack-conns $(n 100) --attack-ips $(n 20) --attack-count $(n 1000000)"
   "8-reconnect-flood||--attack reconnect-flood --attack-conns 10 --attack-ips 1 --attack-count $(n 10000000)"
