@@ -109,7 +109,7 @@ pub const SETTINGS: &[Setting] = &[
     server("IP_TABLE_MAX", "10000", "entries in each per-IP table (connections, lobby creation)"),
     server("MAX_SESSIONS", "5000", "sessions kept in the session registry"),
     // The door (issue 14).
-    server("MAX_SOCKETS_PER_IP", "", "TCP sockets one client address may hold, upgraded or not (empty = 2 x MAX_CONNECTIONS_PER_IP)"),
+    server("MAX_SOCKETS_PER_IP", "", "TCP sockets one client address may hold, upgraded or not (empty = 2 x MAX_CONNECTIONS_PER_IP, at least MAX_CONNECTIONS_PER_IP + 16)"),
     server("FIRST_BYTE_TIMEOUT", "2", "seconds a new connection has to send its first byte (at most HANDSHAKE_TIMEOUT)"),
     server("SOCKET_SEND_BUFFER_BYTES", "65536", "kernel send buffer asked for each accepted socket (SO_SNDBUF)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
@@ -129,6 +129,19 @@ pub const SETTINGS: &[Setting] = &[
     ai("LOG_LEVEL", "info", "log filter, e.g. info or debug"),
     ai("LOG_FORMAT", "text", "log line format: text or json"),
 ];
+
+/// Sockets a browser may open beside its websockets for one page load (up to six
+/// parallel fetches per host, more with a few tabs): the least headroom the door's
+/// per-address share keeps over `MAX_CONNECTIONS_PER_IP`.
+pub const SOCKETS_PER_IP_PAGE_HEADROOM: usize = 16;
+
+/// `MAX_SOCKETS_PER_IP` when unset: twice `MAX_CONNECTIONS_PER_IP`, and at least
+/// [`SOCKETS_PER_IP_PAGE_HEADROOM`] more than it.
+pub fn default_sockets_per_ip(conns_per_ip_max: usize) -> usize {
+    conns_per_ip_max
+        .saturating_mul(2)
+        .max(conns_per_ip_max.saturating_add(SOCKETS_PER_IP_PAGE_HEADROOM))
+}
 
 /// A value that does not parse or is out of range, naming its variable.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,7 +275,7 @@ impl Default for Config {
             outbound_queue_bytes_max: 1_048_576,
             ip_table_entries_max: 10_000,
             sessions_max: 5_000,
-            sockets_per_ip_max: 20,
+            sockets_per_ip_max: 26,
             first_byte_timeout_us: 2 * US_PER_SEC,
             socket_send_buffer_bytes: 65_536,
             lobby_idle_ttl_us: 300 * US_PER_SEC,
@@ -348,7 +361,7 @@ impl Config {
             }
         }
         c.sockets_per_ip_max =
-            sockets_per_ip_max.unwrap_or_else(|| c.conns_per_ip_max.saturating_mul(2));
+            sockets_per_ip_max.unwrap_or_else(|| default_sockets_per_ip(c.conns_per_ip_max));
         // Unset, the first byte is due after 2 s or the whole handshake time if shorter.
         c.first_byte_timeout_us = first_byte_timeout_us
             .unwrap_or_else(|| c.first_byte_timeout_us.min(c.handshake_timeout_us));

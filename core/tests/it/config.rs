@@ -122,7 +122,7 @@ fn defaults_are_the_protocol_values() {
             c.first_byte_timeout_us,
             c.socket_send_buffer_bytes
         ),
-        (20, 2 * S, 65_536)
+        (26, 2 * S, 65_536)
     );
     assert_eq!(
         (c.lobby_idle_ttl_us, c.abandoned_game_ttl_us),
@@ -705,8 +705,11 @@ fn door_defaults_follow_their_partners() {
     .unwrap();
     assert_eq!(
         (c.sockets_per_ip_max, c.first_byte_timeout_us),
-        (14, 500_000)
+        (23, 500_000)
     );
+    // Twice MAX_CONNECTIONS_PER_IP once that is more than the page-load headroom.
+    let c = server(&[("MAX_CONNECTIONS_PER_IP", "40")]).unwrap();
+    assert_eq!(c.sockets_per_ip_max, 80);
     let c = server(&[("MAX_CONNECTIONS_PER_IP", "7"), ("MAX_SOCKETS_PER_IP", "7")]).unwrap();
     assert_eq!((c.sockets_per_ip_max, c.first_byte_timeout_us), (7, 2 * S));
     let c = server(&[("HANDSHAKE_TIMEOUT", "3"), ("FIRST_BYTE_TIMEOUT", "3")]).unwrap();
