@@ -211,6 +211,10 @@ pub async fn run(
         End::WriteTimeout | End::Overflow => ShellStats::bump(&stats.slow_readers),
         _ => {}
     }
+    let drops = u64::from(read.reader.budget().drops());
+    stats
+        .frames_dropped
+        .fetch_add(drops, std::sync::atomic::Ordering::Relaxed);
     let _ = inbox.send(CoreMsg::Input(Input::Closed { conn })).await;
     drop(read);
     linger(&tcp).await;

@@ -47,6 +47,9 @@ pub struct ShellStats {
     pub tcp_evicted: AtomicU64,
     /// Request heads answered 400 or 431 (malformed, too large, too many headers).
     pub bad_requests: AtomicU64,
+    /// Frames dropped by the per-frame budget (pings not answered, fragments of
+    /// abandoned messages), added when their connection ends.
+    pub frames_dropped: AtomicU64,
     /// Inputs handled by the core task, and wake-ups (their ratio is the batch size).
     pub core_inputs: AtomicU64,
     pub core_wakeups: AtomicU64,
@@ -133,6 +136,10 @@ const COUNTERS: &[(&str, &str)] = &[
         "Running games put to sleep after ABANDONED_GAME_TTL with no human connected",
     ),
     ("games_woken", "Dormant games woken by a returning human"),
+    (
+        "frames_dropped",
+        "Frames dropped by the per-frame budget, counted when their connection ends",
+    ),
     (
         "lobbies_idle_deleted",
         "Lobbies without a running game deleted after LOBBY_IDLE_TTL with no human",
@@ -273,7 +280,7 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 26] = [
+        let absolute: [(&str, u64); 27] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -300,6 +307,7 @@ impl Metrics {
             ("games_dormant", c.games_dormant),
             ("games_woken", c.games_woken),
             ("lobbies_idle_deleted", c.lobbies_idle_deleted),
+            ("frames_dropped", relaxed(&shell.frames_dropped)),
         ];
         for (name, value) in absolute {
             if let Some((_, counter)) = self.counters.iter().find(|(n, _)| *n == name) {

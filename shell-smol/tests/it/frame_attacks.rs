@@ -10,7 +10,7 @@ use futures_lite::FutureExt;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use wizard_core::wire::{ErrorCode, ServerMessage, decode_server};
 
-use crate::client::{Player, TestServer, bounded};
+use crate::client::{Player, TestServer, bounded, metric};
 
 const TEXT: u8 = 0x1;
 const BINARY: u8 = 0x2;
@@ -256,6 +256,12 @@ fn a_ping_flood_from_a_client_that_never_reads_is_cut_at_the_budget() {
             assert_eq!(heard.close, Some(Some(1008)), "{heard:?}");
             // At most MESSAGE_BURST pings were answered: nothing piled up.
             assert!(heard.pongs <= 30, "{} pongs", heard.pongs);
+        }
+        // Every dropped ping is counted once its connection has ended (each of the 8
+        // dropped MAX_RATE_VIOLATIONS - 1 before the flood close, and the last one).
+        let wanted = 8.0 * 50.0;
+        while metric(server.addr, "wizard_frames_dropped_total").await < wanted {
+            async_io::Timer::after(std::time::Duration::from_millis(20)).await;
         }
     });
 }
