@@ -1,5 +1,7 @@
 //! Server frames (RFC 6455 section 5.2): unfragmented and unmasked, appended to a byte
-//! buffer so that a writer can send a whole batch in one write.
+//! buffer so that a writer can send a whole batch in one write; and [`client_frame`],
+//! any frame a client may send, valid or not, for the load generator, the simulator
+//! and the tests.
 
 use super::{CONTROL_PAYLOAD_MAX, opcode};
 
@@ -13,23 +15,48 @@ pub fn frame_len(payload_len: usize) -> usize {
     head + payload_len
 }
 
-/// Appends a final frame with `op` and `payload`.
-fn frame(out: &mut Vec<u8>, op: u8, payload: &[u8]) {
-    out.reserve(frame_len(payload.len()));
-    out.push(0x80 | op);
-    match payload.len() {
+/// Appends a frame's first byte, then its length (with the mask bit `mask_bit`).
+fn header(out: &mut Vec<u8>, first: u8, mask_bit: u8, len: usize) {
+    out.push(first);
+    match len {
         // The match arm bounds the length, so these conversions cannot fail.
-        len @ 0..=125 => out.push(u8::try_from(len).unwrap_or(125)),
-        len @ 126..=0xFFFF => {
-            out.push(126);
+        0..=125 => out.push(mask_bit | u8::try_from(len).unwrap_or(125)),
+        126..=0xFFFF => {
+            out.push(mask_bit | 126);
             out.extend_from_slice(&u16::try_from(len).unwrap_or(u16::MAX).to_be_bytes());
         }
-        len => {
-            out.push(127);
+        _ => {
+            out.push(mask_bit | 127);
             out.extend_from_slice(&(len as u64).to_be_bytes());
         }
     }
+}
+
+/// Appends a final frame with `op` and `payload`.
+fn frame(out: &mut Vec<u8>, op: u8, payload: &[u8]) {
+    out.reserve(frame_len(payload.len()));
+    header(out, 0x80 | op, 0, payload.len());
     out.extend_from_slice(payload);
+}
+
+/// Appends a client's frame: `first` is the whole first byte (FIN, RSV, opcode), taken
+/// as it is, and `mask` masks the payload (`None` sends it unmasked, which a server must
+/// refuse). Nothing is checked: attackers and tests send broken frames on purpose.
+pub fn client_frame(out: &mut Vec<u8>, first: u8, mask: Option<[u8; 4]>, payload: &[u8]) {
+    out.reserve(frame_len(payload.len()) + 4);
+    header(
+        out,
+        first,
+        if mask.is_some() { 0x80 } else { 0 },
+        payload.len(),
+    );
+    match mask {
+        Some(key) => {
+            out.extend_from_slice(&key);
+            out.extend(payload.iter().zip(key.iter().cycle()).map(|(b, k)| b ^ k));
+        }
+        None => out.extend_from_slice(payload),
+    }
 }
 
 /// A text frame.

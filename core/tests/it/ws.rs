@@ -20,26 +20,8 @@ const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 
 /// A client frame: `first` is the whole first byte (FIN, RSV, opcode).
 pub fn raw(first: u8, mask: Option<[u8; 4]>, payload: &[u8]) -> Vec<u8> {
-    let mut out = vec![first];
-    let m = if mask.is_some() { 0x80 } else { 0 };
-    match payload.len() {
-        n @ 0..=125 => out.push(m | n as u8),
-        n @ 126..=0xFFFF => {
-            out.push(m | 126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(m | 127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    match mask {
-        Some(key) => {
-            out.extend_from_slice(&key);
-            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
-        }
-        None => out.extend_from_slice(payload),
-    }
+    let mut out = Vec::new();
+    wizard_core::ws::encode::client_frame(&mut out, first, mask, payload);
     out
 }
 

@@ -22,26 +22,9 @@ pub fn upgrade_request(path: &str) -> String {
 
 /// One client frame. `mask` none sends it unmasked (a protocol violation from a client).
 pub fn frame(fin: bool, rsv: u8, opcode: u8, mask: Option<[u8; 4]>, payload: &[u8]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(payload.len() + 14);
-    f.push(u8::from(fin) << 7 | (rsv & 0x7) << 4 | (opcode & 0xf));
-    let m = if mask.is_some() { 0x80 } else { 0 };
-    let len = payload.len();
-    if len < 126 {
-        f.push(m | len as u8);
-    } else if len <= 0xffff {
-        f.push(m | 126);
-        f.extend_from_slice(&(len as u16).to_be_bytes());
-    } else {
-        f.push(m | 127);
-        f.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    match mask {
-        Some(key) => {
-            f.extend_from_slice(&key);
-            f.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
-        }
-        None => f.extend_from_slice(payload),
-    }
+    let first = u8::from(fin) << 7 | (rsv & 0x7) << 4 | (opcode & 0xf);
+    let mut f = Vec::new();
+    wizard_core::ws::encode::client_frame(&mut f, first, mask, payload);
     f
 }
 

@@ -21,25 +21,8 @@ const MASK: [u8; 4] = [0xa1, 0x5e, 0x07, 0x99];
 
 /// A client frame; `first` is the whole first byte, `mask` false sends it unmasked.
 fn raw(first: u8, mask: bool, payload: &[u8]) -> Vec<u8> {
-    let bit = if mask { 0x80 } else { 0 };
-    let mut out = vec![first];
-    match payload.len() {
-        n @ 0..=125 => out.push(bit | n as u8),
-        n @ 126..=0xFFFF => {
-            out.push(bit | 126);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(bit | 127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    if mask {
-        out.extend_from_slice(&MASK);
-        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
-    } else {
-        out.extend_from_slice(payload);
-    }
+    let mut out = Vec::new();
+    wizard_core::ws::encode::client_frame(&mut out, first, mask.then_some(MASK), payload);
     out
 }
 
