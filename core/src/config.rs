@@ -120,6 +120,8 @@ pub const SETTINGS: &[Setting] = &[
     server("RECONNECT_BURST", "20", "new player connections one client IP may open in a burst"),
     server("JOIN_FAIL_RATE", "10", "join_lobby attempts with an unknown code one client IP may make per minute"),
     server("JOIN_FAIL_BURST", "10", "join_lobby attempts with an unknown code one client IP may make in a burst"),
+    server("SOCKET_RATE", "20", "new TCP sockets one client IP may open per second (beyond: closed at once)"),
+    server("SOCKET_BURST", "40", "new TCP sockets one client IP may open in a burst"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to"),
     ai("AI_SHARED_SECRET", "", "secret presented to the server (must match the server's)"),
     ai("AI_WORKERS", "1", "decisions computed at the same time"),
@@ -228,6 +230,8 @@ pub struct Config {
     pub reconnect_burst: u32,
     pub join_fail_rate_per_min: f64,
     pub join_fail_burst: u32,
+    pub socket_rate_per_sec: f64,
+    pub socket_burst: u32,
 }
 
 impl Default for Config {
@@ -286,6 +290,8 @@ impl Default for Config {
             reconnect_burst: 20,
             join_fail_rate_per_min: 10.0,
             join_fail_burst: 10,
+            socket_rate_per_sec: 20.0,
+            socket_burst: 40,
         }
     }
 }
@@ -357,6 +363,8 @@ impl Config {
                 "RECONNECT_BURST" => c.reconnect_burst = v.count(1)?,
                 "JOIN_FAIL_RATE" => c.join_fail_rate_per_min = v.rate()?,
                 "JOIN_FAIL_BURST" => c.join_fail_burst = v.count(1)?,
+                "SOCKET_RATE" => c.socket_rate_per_sec = v.rate()?,
+                "SOCKET_BURST" => c.socket_burst = v.count(1)?,
                 _ => {} // every SETTINGS name has an arm; the tests check that
             }
         }

@@ -36,6 +36,7 @@ use smol::Executor;
 use tracing::{info, warn};
 use wizard_core::Server;
 use wizard_core::config::Config;
+use wizard_core::overload::door::DoorRefusal;
 use wizard_core::rng::Seed;
 
 use crate::core_task::{Clock, CoreTask, INBOX_CAPACITY};
@@ -192,44 +193,83 @@ async fn accept_loop(
 ) {
     let mut logs = LogLimiter::default();
     loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                let now_us = clock.now().0;
-                logs.summaries(now_us, core_task::log_suppressed);
-                if logs.allow(LineKind::AcceptFailed, now_us) {
-                    warn!(error = %e, "accept failed");
-                }
-                Timer::after(ACCEPT_BACKOFF).await;
-                continue;
-            }
-        };
-        ShellStats::bump(&ctx.stats.tcp_accepted);
-        let Ok(admitted) = gate.admit(peer.ip()) else {
-            ShellStats::bump(&ctx.stats.tcp_refused);
-            drop(stream);
+        // Accepted on the plain listener and asked at the door before the socket is
+        // registered with the reactor: a refused socket (a connect flood) costs an
+        // accept and a close, nothing more. Every ready socket is taken per wake-up.
+        if let Err(e) = listener.readable().await {
+            accept_failed(&mut logs, clock, &e).await;
             continue;
-        };
-        if admitted.evicted {
-            ShellStats::bump(&ctx.stats.tcp_evicted);
         }
-        let _ = stream.get_ref().set_nodelay(true);
-        set_send_buffer(stream.get_ref(), ctx.config.socket_send_buffer_bytes);
-        let ctx = Arc::clone(&ctx);
-        let limits::Admitted {
-            mode, slot, abort, ..
-        } = admitted;
-        let serve = async move {
-            http::serve(stream, peer, mode, &slot, ctx).await;
-            drop(slot);
-        };
-        // The door may evict this socket while it waits for its head: the abort drops
-        // the task, which closes the socket and frees its slot.
-        ex.spawn(async move {
-            let _ = futures_util::future::Abortable::new(serve, abort).await;
-        })
-        .detach();
+        for _ in 0..ACCEPT_BATCH_MAX {
+            match listener.get_ref().accept() {
+                Ok((stream, peer)) => admit(&ex, &gate, &ctx, stream, peer),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    accept_failed(&mut logs, clock, &e).await;
+                    break;
+                }
+            }
+        }
+        // A flood keeps the listener ready: let the connections' tasks run between
+        // batches.
+        futures_lite::future::yield_now().await;
     }
+}
+
+/// Sockets accepted per wake-up of the accept loop before it yields.
+const ACCEPT_BATCH_MAX: usize = 64;
+
+/// Logs a failed `accept` (rate limited) and pauses (e.g. out of file descriptors).
+async fn accept_failed(logs: &mut LogLimiter, clock: Clock, e: &std::io::Error) {
+    let now_us = clock.now().0;
+    logs.summaries(now_us, core_task::log_suppressed);
+    if logs.allow(LineKind::AcceptFailed, now_us) {
+        warn!(error = %e, "accept failed");
+    }
+    Timer::after(ACCEPT_BACKOFF).await;
+}
+
+/// Asks the door about one accepted socket; an admitted one gets its task.
+fn admit(
+    ex: &Arc<Executor<'static>>,
+    gate: &Arc<Gate>,
+    ctx: &Arc<Ctx>,
+    stream: std::net::TcpStream,
+    peer: std::net::SocketAddr,
+) {
+    ShellStats::bump(&ctx.stats.tcp_accepted);
+    let admitted = match gate.admit(peer.ip()) {
+        Ok(admitted) => admitted,
+        Err(refusal) => {
+            ShellStats::bump(&ctx.stats.tcp_refused);
+            if refusal == DoorRefusal::Rate {
+                ShellStats::bump(&ctx.stats.tcp_rate_limited);
+            }
+            return; // dropping `stream` closes it
+        }
+    };
+    if admitted.evicted {
+        ShellStats::bump(&ctx.stats.tcp_evicted);
+    }
+    let _ = stream.set_nodelay(true);
+    set_send_buffer(&stream, ctx.config.socket_send_buffer_bytes);
+    let Ok(stream) = Async::new(stream) else {
+        return; // not registered: dropping the slot and the socket closes both
+    };
+    let ctx = Arc::clone(ctx);
+    let limits::Admitted {
+        mode, slot, abort, ..
+    } = admitted;
+    let serve = async move {
+        http::serve(stream, peer, mode, &slot, ctx).await;
+        drop(slot);
+    };
+    // The door may evict this socket while it waits for its head: the abort drops
+    // the task, which closes the socket and frees its slot.
+    ex.spawn(async move {
+        let _ = futures_util::future::Abortable::new(serve, abort).await;
+    })
+    .detach();
 }
 
 /// Bounds the kernel's send buffer for `tcp` (`SO_SNDBUF`; Linux doubles the value for

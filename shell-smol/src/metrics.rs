@@ -47,6 +47,8 @@ pub struct ShellStats {
     pub tcp_evicted: AtomicU64,
     /// Request heads answered 400 or 431 (malformed, too large, too many headers).
     pub bad_requests: AtomicU64,
+    /// Sockets refused at the door for `SOCKET_RATE` (also counted in `tcp_refused`).
+    pub tcp_rate_limited: AtomicU64,
     /// Frames dropped by the per-frame budget (pings not answered, fragments of
     /// abandoned messages), added when their connection ends.
     pub frames_dropped: AtomicU64,
@@ -136,6 +138,10 @@ const COUNTERS: &[(&str, &str)] = &[
         "Running games put to sleep after ABANDONED_GAME_TTL with no human connected",
     ),
     ("games_woken", "Dormant games woken by a returning human"),
+    (
+        "tcp_rate_limited",
+        "Sockets closed at once for exceeding SOCKET_RATE from their address",
+    ),
     (
         "frames_dropped",
         "Frames dropped by the per-frame budget, counted when their connection ends",
@@ -280,7 +286,7 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 27] = [
+        let absolute: [(&str, u64); 28] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -308,6 +314,7 @@ impl Metrics {
             ("games_woken", c.games_woken),
             ("lobbies_idle_deleted", c.lobbies_idle_deleted),
             ("frames_dropped", relaxed(&shell.frames_dropped)),
+            ("tcp_rate_limited", relaxed(&shell.tcp_rate_limited)),
         ];
         for (name, value) in absolute {
             if let Some((_, counter)) = self.counters.iter().find(|(n, _)| *n == name) {

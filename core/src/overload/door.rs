@@ -18,6 +18,11 @@
 //! - A socket whose head was read is never evicted: it is being answered (a plain route,
 //!   closed right after) or it became a websocket, which only the core's connection
 //!   limits govern.
+//! - Every address may open `SOCKET_RATE` new sockets a second (a token bucket with
+//!   `SOCKET_BURST`); past it a new socket is refused before anything else, so a
+//!   connect flood from one address costs the server an accept and a close per socket
+//!   and evicts nobody (without the rate, each connect would evict the address's
+//!   previous one, and a flood would churn the server's whole socket path).
 //! - A socket from a `TRUSTED_PROXIES` address is not charged to any address at accept
 //!   time (the proxy carries many clients); once its head is read the shell passes the
 //!   forwarded client address ([`crate::upgrade::client_ip`]) and that address's share
@@ -31,7 +36,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use super::connections::TcpCaps;
-use super::limiter::IpKey;
+use super::limiter::{IpKey, KeyedRateLimiter, Rate};
 use crate::config::IpCidr;
 use crate::time::Time;
 
@@ -51,6 +56,8 @@ pub enum DoorRefusal {
     PerIp,
     /// Every slot, reserve included, is held by a socket being served.
     Full,
+    /// The address opened more than `SOCKET_RATE` sockets a second.
+    Rate,
 }
 
 impl DoorRefusal {
@@ -58,6 +65,7 @@ impl DoorRefusal {
         match self {
             DoorRefusal::PerIp => "per_ip",
             DoorRefusal::Full => "full",
+            DoorRefusal::Rate => "rate",
         }
     }
 }
@@ -101,6 +109,9 @@ pub struct Door {
     waiting_by_key: BTreeSet<(IpKey, Time, u64)>,
     /// Sockets charged per address; an address is removed at zero.
     per_key: BTreeMap<IpKey, usize>,
+    /// New sockets per address (`SOCKET_RATE`); `None`: unlimited. Bounded by its own
+    /// `entries_max` (`IP_TABLE_MAX`).
+    rate: Option<KeyedRateLimiter<IpKey>>,
 }
 
 fn slot(mode: Mode) -> usize {
@@ -121,16 +132,29 @@ impl Door {
             waiting: [BTreeSet::new(), BTreeSet::new()],
             waiting_by_key: BTreeSet::new(),
             per_key: BTreeMap::new(),
+            rate: None,
         }
     }
 
+    /// Limits each address to `rate` new sockets (with `burst`), in a table of at most
+    /// `entries_max` addresses.
+    pub fn with_socket_rate(mut self, rate: Rate, burst: u64, entries_max: usize) -> Door {
+        self.rate = Some(KeyedRateLimiter::new(rate, burst, entries_max));
+        self
+    }
+
     /// The door for `config`: [`TcpCaps::for_conns_max`], `MAX_SOCKETS_PER_IP`,
-    /// `TRUSTED_PROXIES`.
+    /// `TRUSTED_PROXIES`, `SOCKET_RATE` and `SOCKET_BURST` (in an `IP_TABLE_MAX` table).
     pub fn for_config(config: &crate::config::Config) -> Door {
         Door::new(
             TcpCaps::for_conns_max(config.conns_max),
             config.sockets_per_ip_max,
             config.trusted_proxies.clone(),
+        )
+        .with_socket_rate(
+            crate::server::rate_from(config.socket_rate_per_sec, 1_000_000),
+            u64::from(config.socket_burst.max(1)),
+            config.ip_table_entries_max,
         )
     }
 
@@ -146,6 +170,11 @@ impl Door {
         }
         let peer = peer.to_canonical();
         let key = (!self.is_trusted(peer)).then(|| IpKey::new(peer));
+        if let (Some(key), Some(rate)) = (key, self.rate.as_mut())
+            && !rate.try_take(&key, now)
+        {
+            return Err(DoorRefusal::Rate);
+        }
         if let Some(key) = key.filter(|k| self.open_for_key(*k) >= self.sockets_per_ip_max) {
             // The address's own oldest waiting socket makes room, in its mode.
             let (_, _, victim) = *self

@@ -131,6 +131,7 @@ fn defaults_are_the_protocol_values() {
     assert_eq!((c.lobbies_per_ip_max, c.games_per_ip_max), (10, 5));
     assert_eq!((c.reconnect_rate_per_min, c.reconnect_burst), (30.0, 20));
     assert_eq!((c.join_fail_rate_per_min, c.join_fail_burst), (10.0, 10));
+    assert_eq!((c.socket_rate_per_sec, c.socket_burst), (20.0, 40));
 
     let a = AiServiceConfig::default();
     assert_eq!(a.server_url, "ws://127.0.0.1:8000/internal/ai");
@@ -240,6 +241,8 @@ const OTHER: &[(&str, &str)] = &[
     ("RECONNECT_BURST", "6"),
     ("JOIN_FAIL_RATE", "2"),
     ("JOIN_FAIL_BURST", "3"),
+    ("SOCKET_RATE", "7.5"),
+    ("SOCKET_BURST", "9"),
     ("AI_SERVER_URL", "wss://game.example/internal/ai"),
     ("AI_WORKERS", "2"),
     ("AI_MAX_QUEUE", "5"),
@@ -332,6 +335,8 @@ fn every_field_is_covered() {
         reconnect_burst,
         join_fail_rate_per_min,
         join_fail_burst,
+        socket_rate_per_sec,
+        socket_burst,
     } = server(OTHER).unwrap();
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
     assert_eq!(
@@ -408,6 +413,7 @@ fn every_field_is_covered() {
     assert_eq!((lobbies_per_ip_max, games_per_ip_max), (3, 2));
     assert_eq!((reconnect_rate_per_min, reconnect_burst), (4.5, 6));
     assert_eq!((join_fail_rate_per_min, join_fail_burst), (2.0, 3));
+    assert_eq!((socket_rate_per_sec, socket_burst), (7.5, 9));
 
     let AiServiceConfig {
         server_url,
