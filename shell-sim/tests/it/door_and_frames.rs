@@ -34,3 +34,47 @@ fn fragment_floods_are_cut_and_silent_sockets_never_lock_players_out() {
         assert!(count("moves_human") > 300, "too few moves");
     }
 }
+
+/// The flooder's frames are valid client frames: a masked whole text frame (also with a
+/// 16-bit length) reads as that text, and the message without FIN followed by empty
+/// continuation frames ends in `Read::Fail(BadFrame::Flood)` after the burst and
+/// `MAX_RATE_VIOLATIONS` drops (nothing else fails first, no text comes out).
+#[test]
+fn the_flooders_frames_read_as_the_core_reads_them() {
+    use wizard_core::Time;
+    use wizard_core::config::Config;
+    use wizard_core::io::BadFrame;
+    use wizard_core::ws::{FrameReader, Read, opcode};
+    use wizard_sim::frames::{client_frame, empty_continuation, mask_for, open_message};
+
+    let config = Config::default();
+    let mut reader = FrameReader::new(&config, Time::ZERO);
+    for text in ["{\"type\":\"leave_lobby\"}".to_string(), "x".repeat(300)] {
+        let bytes = client_frame(true, opcode::TEXT, text.as_bytes(), mask_for(7, 1));
+        let (used, read) = reader.read(Time::ZERO, &bytes);
+        assert_eq!((used, read), (bytes.len(), Some(Read::Text(text))));
+    }
+    let mut reader = FrameReader::new(&config, Time::ZERO);
+    assert_eq!(
+        reader.read(Time::ZERO, &open_message(mask_for(7, 0))).1,
+        None
+    );
+    let mut reads = Vec::new();
+    for n in 1..=200 {
+        let bytes = empty_continuation(mask_for(7, n));
+        if let (_, Some(read)) = reader.read(Time::ZERO, &bytes) {
+            reads.push(read);
+        }
+        if reader.is_done() {
+            break;
+        }
+    }
+    let frames = config.message_burst + config.rate_violations_max;
+    assert_eq!(reads.len(), frames as usize);
+    assert_eq!(reads.last(), Some(&Read::Fail(BadFrame::Flood)));
+    assert!(
+        reads[..reads.len() - 1]
+            .iter()
+            .all(|r| matches!(r, Read::Fragment | Read::Dropped))
+    );
+}
