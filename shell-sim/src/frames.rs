@@ -6,7 +6,8 @@
 //! text messages (`Arrive::Text`) and the simulator's speed does not change.
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, Input};
+use wizard_core::io::{ConnId, ConnKind, Input};
+use wizard_core::wire;
 use wizard_core::ws::{FrameReader, Read, opcode};
 
 use crate::host::Host;
@@ -53,6 +54,28 @@ pub fn mask_for(conn: ConnId, n: u64) -> [u8; 4] {
 }
 
 impl Host {
+    /// A complete text message from `conn`, decoded as its reader task does.
+    pub(crate) fn decode_text(&self, conn: ConnId, text: &str) -> Option<Input> {
+        match self.kind(conn)? {
+            ConnKind::Ai => {
+                let reply = wire::decode_ai_reply(text);
+                let request_id = match &reply {
+                    Ok(_) => None,
+                    Err(_) => wire::peek_request_id(text),
+                };
+                Some(Input::AiMessage {
+                    conn,
+                    reply,
+                    request_id,
+                })
+            }
+            ConnKind::Player => Some(match wire::decode_client(text) {
+                Ok(message) => Input::Message { conn, message },
+                Err(error) => Input::Undecodable { conn, error },
+            }),
+        }
+    }
+
     /// Raw frame bytes reached `conn`'s reader task: its `FrameReader` (made on the
     /// first bytes) turns them into the same inputs as whole messages. Fragments and
     /// frames the budget dropped never reach the core; each frame read costs the
@@ -66,7 +89,7 @@ impl Host {
         conn: ConnId,
         bytes: &[u8],
     ) {
-        if !self.kinds_contains(conn) {
+        if self.kind(conn).is_none() {
             return; // the reader is gone already
         }
         if self.readers.get(&conn).is_none() {

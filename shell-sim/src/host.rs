@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use wizard_core::io::{ConnId, ConnKind, Input, Output};
 use wizard_core::overload::door::Door;
-use wizard_core::wire::{self, ClientMessage};
+use wizard_core::wire::ClientMessage;
 use wizard_core::ws::FrameReader;
 use wizard_core::{Server, Time, timers};
 
@@ -151,9 +151,9 @@ impl Host {
         self.inbox.len()
     }
 
-    /// Whether the core holds `conn` (its reader task runs).
-    pub(crate) fn kinds_contains(&self, conn: ConnId) -> bool {
-        self.kinds.contains_key(&conn)
+    /// The kind of `conn` while the core holds it (its reader task runs).
+    pub(crate) fn kind(&self, conn: ConnId) -> Option<ConnKind> {
+        self.kinds.get(&conn).copied()
     }
 
     pub fn blocked_len(&self) -> usize {
@@ -205,28 +205,6 @@ impl Host {
         };
         self.enqueue(input);
         self.wake(q, now);
-    }
-
-    /// A complete text message from `conn`, decoded as its reader task does.
-    pub(crate) fn decode_text(&self, conn: ConnId, text: &str) -> Option<Input> {
-        match self.kinds.get(&conn)? {
-            ConnKind::Ai => {
-                let reply = wire::decode_ai_reply(text);
-                let request_id = match &reply {
-                    Ok(_) => None,
-                    Err(_) => wire::peek_request_id(text),
-                };
-                Some(Input::AiMessage {
-                    conn,
-                    reply,
-                    request_id,
-                })
-            }
-            ConnKind::Player => Some(match wire::decode_client(text) {
-                Ok(message) => Input::Message { conn, message },
-                Err(error) => Input::Undecodable { conn, error },
-            }),
-        }
     }
 
     pub(crate) fn enqueue(&mut self, input: Input) {
