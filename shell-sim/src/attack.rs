@@ -1,7 +1,9 @@
 //! Abusers as one state machine per attack group: flooders (messages far above the
 //! per-connection rate, reconnecting when cut off), lobby spammers (`create_lobby` as
-//! fast as they like) and connection storms (new connections from one or many
-//! addresses, held open, never saying hello).
+//! fast as they like), connection storms (new connections from one or many
+//! addresses, held open, never saying hello), fragment flooders (a text message that
+//! never completes: empty continuation frames forever, reconnecting when cut off) and
+//! silent sockets (TCP sockets that never send a request head).
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -21,6 +23,8 @@ pub struct Attacker {
     /// (connection, the client's address, when it may send).
     pub conns: Vec<(ConnId, IpAddr, Time)>,
     opened: u64,
+    /// Fragment flooders: frames sent per connection (the first opens the message).
+    frames: crate::conn_map::ConnMap<u64>,
     pub stopped: bool,
 }
 
@@ -70,6 +74,7 @@ impl Attacker {
             spec,
             conns: Vec::new(),
             opened: 0,
+            frames: crate::conn_map::ConnMap::default(),
             stopped: false,
         }
     }
@@ -84,6 +89,11 @@ impl Attacker {
     fn open(&mut self, cx: &mut Ctx<'_>, now: Time, owner: Owner) {
         let ip = attack_ip(self.index, self.opened, self.spec.ips);
         self.opened += 1;
+        if self.spec.kind == AttackKind::Silent {
+            let conn = cx.net.open_silent(cx.q, now, owner, ip);
+            self.conns.push((conn, ip, now));
+            return;
+        }
         let conn = cx.net.open(cx.q, now, owner, ip, ConnKind::Player);
         let ready = now.plus_us(3 * cx.net.latency_us(conn) + 1);
         if self.spec.kind != AttackKind::Storm {
@@ -112,6 +122,17 @@ impl Attacker {
         }
         match self.spec.kind {
             AttackKind::Storm => self.open(cx, now, Owner::Attacker(self.index)),
+            AttackKind::Silent => {
+                for _ in 0..self.spec.count.max(1) {
+                    self.open(cx, now, Owner::Attacker(self.index));
+                }
+            }
+            AttackKind::Fragments => {
+                while self.conns.len() < self.spec.count.max(1) as usize {
+                    self.open(cx, now, Owner::Attacker(self.index));
+                }
+                self.fragments(cx, now);
+            }
             AttackKind::Junk => {
                 while self.conns.len() < self.spec.count.max(1) as usize {
                     self.open(cx, now, Owner::Attacker(self.index));
@@ -147,10 +168,30 @@ impl Attacker {
         cx.q.push(next, Ev::Source { index: self.index });
     }
 
+    /// One frame on every ready connection of a fragment flooder: the first opens a
+    /// text message without FIN, every later one is an empty continuation frame.
+    fn fragments(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        for &(conn, _, ready) in &self.conns {
+            if now < ready {
+                continue;
+            }
+            let n = self.frames.get(&conn).copied().unwrap_or(0);
+            self.frames.insert(conn, n + 1);
+            let mask = crate::frames::mask_for(conn, n);
+            let bytes = if n == 0 {
+                crate::frames::open_message(mask)
+            } else {
+                crate::frames::empty_continuation(mask)
+            };
+            cx.net.to_server(cx.q, now, conn, Arrive::Raw(bytes));
+        }
+    }
+
     /// The server closed one of ours: flooders and spammers come back at once.
     pub fn closed(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId) {
         cx.net.to_server(cx.q, now, conn, Arrive::Close);
         self.conns.retain(|(c, _, _)| *c != conn);
+        self.frames.remove(&conn);
     }
 
     /// Ends the attack: every connection is closed.
@@ -159,6 +200,7 @@ impl Attacker {
         for (conn, _, _) in self.conns.drain(..) {
             cx.net.to_server(cx.q, now, conn, Arrive::Close);
         }
+        self.frames = crate::conn_map::ConnMap::default();
     }
 
     /// A storm connection's hold time is over.

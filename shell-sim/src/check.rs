@@ -8,8 +8,9 @@ use std::net::IpAddr;
 
 use wizard_core::ai_bridge::AI_CONNECTIONS_MAX;
 use wizard_core::config::Config;
-use wizard_core::io::{ConnId, ConnKind, Input, MoveSource, Note, Output};
+use wizard_core::io::{BadFrame, ConnId, ConnKind, Input, MoveSource, Note, Output};
 use wizard_core::overload::connections::TcpCaps;
+use wizard_core::overload::door::Door;
 use wizard_core::overload::level::{LevelState, LoadThresholds, classify, next_level};
 use wizard_core::wire::{self, AiErrorCode, AiReply, ErrorCode};
 use wizard_core::{Server, Time};
@@ -24,6 +25,8 @@ pub struct Checker {
     thresholds: Option<LoadThresholds>,
     forced: bool,
     conns_per_ip_max: usize,
+    /// The door's caps (`Door::for_config`), as the host's door has them.
+    door_caps: Option<TcpCaps>,
     level: LevelState,
     conn_ip: ConnMap<(IpAddr, bool)>,
     open_per_ip: BTreeMap<IpAddr, usize>,
@@ -309,14 +312,11 @@ impl Checker {
         if g.ai_probes_pending > 1 {
             r.violation(now, format!("{} half-open probes", g.ai_probes_pending));
         }
+        let door_cap = self.door_caps.map_or(0, |caps| caps.cap as u64);
         let caps = [
-            // Every connection the core holds came through the shell's socket cap,
+            // Every connection the core holds came through a full slot of the door,
             // refused players waiting for their 1013 included.
-            (
-                "connections",
-                g.connections,
-                TcpCaps::for_conns_max(c.conns_max).cap as u64,
-            ),
+            ("connections", g.connections, door_cap),
             // Players of running games coming back may pass `MAX_CONNECTIONS`.
             (
                 "player connections",
@@ -413,6 +413,7 @@ impl Observer for Observers<'_> {
             k.thresholds = Some(Checker::config_thresholds(c));
             k.forced = c.load_force_level.is_some();
             k.conns_per_ip_max = c.conns_per_ip_max;
+            k.door_caps = Some(Door::for_config(c).caps());
             k.breaker_prev = "closed";
         }
         match input {
@@ -422,6 +423,18 @@ impl Observer for Observers<'_> {
                 k.on_message(r, h, c, *conn, out)
             }
             Input::AiMessage { .. } => k.on_ai_message(r, h, input),
+            Input::BadFrame {
+                conn,
+                frame: BadFrame::Flood,
+            } => {
+                // The frame reader's flood ends in 1008, as a message flood does.
+                let closed = out.iter().any(|o| {
+                    matches!(o, Output::Close { conn: c2, code } if c2 == conn && code.code() == 1008)
+                });
+                if closed {
+                    r.cover("frame_flood_closed");
+                }
+            }
             Input::LoadSample(sample) => {
                 if let Some(t) = &k.thresholds {
                     k.level = next_level(t, k.level, classify(t, sample));

@@ -8,8 +8,9 @@
 use std::collections::VecDeque;
 
 use wizard_core::io::{ConnId, ConnKind, Input, Output};
-use wizard_core::overload::connections::TcpCaps;
-use wizard_core::wire::{self, ClientMessage};
+use wizard_core::overload::door::Door;
+use wizard_core::wire::ClientMessage;
+use wizard_core::ws::FrameReader;
 use wizard_core::{Server, Time, timers};
 
 use crate::conn_map::ConnMap;
@@ -74,13 +75,28 @@ pub struct Host {
     pub inputs_handled: u64,
     /// Connections dropped because their outbox overflowed (slow readers).
     pub overflows: u64,
-    /// The shell's socket caps (`TcpCaps`), and the sockets it holds.
-    pub tcp: TcpCaps,
-    pub tcp_open: usize,
-    /// Upgrades answered HTTP 503 (socket cap reached) and sockets closed at once
-    /// (past the reserve).
+    /// The shell's door (the core's `overload::door::Door`): every socket it holds.
+    pub door: Door,
+    /// Sockets admitted that never sent their request head (silent attackers).
+    pub(crate) silent: ConnMap<()>,
+    /// The frame readers of connections that send raw frame bytes.
+    pub(crate) readers: ConnMap<FrameReader>,
+    /// Upgrades answered HTTP 503 (a reserve slot: the socket cap is reached) and
+    /// sockets the door refused, closed at once.
     pub http_503: u64,
     pub tcp_dropped: u64,
+    /// Waiting sockets the door evicted to make room, and silent sockets closed at
+    /// `FIRST_BYTE_TIMEOUT`.
+    pub tcp_evicted: u64,
+    pub first_byte_timeouts: u64,
+    /// The most sockets the door held at once.
+    pub sockets_open_max: usize,
+    /// Honest players' sockets (simulated clients) refused or answered 503.
+    pub honest_refused: u64,
+    /// Frame floods the readers reported (`Read::Fail(BadFrame::Flood)`).
+    pub frame_floods: u64,
+    /// Broken door promises, for the report (see `door.rs`).
+    pub door_violations: Vec<(Time, String)>,
 }
 
 impl Host {
@@ -88,7 +104,7 @@ impl Host {
         let interval = server.config().load_sample_interval_us;
         let messages_max = server.config().outbound_queue_messages_max;
         let bytes_max = server.config().outbound_queue_bytes_max;
-        let tcp = TcpCaps::for_conns_max(server.config().conns_max);
+        let door = Door::for_config(server.config());
         let mut probe = Probe::new(interval, Time::ZERO, cpu.stat());
         let first = probe.next_sleep_us();
         Host {
@@ -111,10 +127,17 @@ impl Host {
             window_bytes,
             inputs_handled: 0,
             overflows: 0,
-            tcp,
-            tcp_open: 0,
+            door,
+            silent: ConnMap::default(),
+            readers: ConnMap::default(),
             http_503: 0,
             tcp_dropped: 0,
+            tcp_evicted: 0,
+            first_byte_timeouts: 0,
+            sockets_open_max: 0,
+            honest_refused: 0,
+            frame_floods: 0,
+            door_violations: Vec::new(),
         }
     }
 
@@ -126,6 +149,11 @@ impl Host {
 
     pub fn inbox_len(&self) -> usize {
         self.inbox.len()
+    }
+
+    /// The kind of `conn` while the core holds it (its reader task runs).
+    pub(crate) fn kind(&self, conn: ConnId) -> Option<ConnKind> {
+        self.kinds.get(&conn).copied()
     }
 
     pub fn blocked_len(&self) -> usize {
@@ -143,29 +171,23 @@ impl Host {
     ) {
         let input = match what {
             Arrive::Open { ip, kind } => {
-                if self.tcp_open >= self.tcp.cap {
-                    // The shell's socket cap: HTTP 503 from the reserve, or closed at
-                    // once past it. Either way the upgrade fails and the core never
-                    // hears of the connection.
-                    if self.tcp_open < self.tcp.hard_cap {
-                        self.http_503 += 1;
-                    } else {
-                        self.tcp_dropped += 1;
-                    }
-                    self.burn(now, self.cost.scaled_us(self.cost.close_us));
-                    q.push(
-                        now.plus_us(net.latency_us(conn)),
-                        Ev::ClientClosed { conn, code: None },
-                    );
+                // The door: admit, and the request head read at once (a real client
+                // sends it within milliseconds). A refusal or a reserve slot fails the
+                // upgrade, and the core never hears of the connection.
+                if !self.admit_open(q, net, now, conn, ip) {
                     return;
                 }
-                self.tcp_open += 1;
                 self.kinds.insert(conn, kind);
                 self.outboxes.insert(
                     conn,
                     Outbox::new(self.messages_max, self.bytes_max, self.window_bytes),
                 );
                 Input::Opened { conn, kind, ip }
+            }
+            Arrive::Silent { ip } => return self.accept_silent(q, net, now, conn, ip),
+            Arrive::Close if self.silent.remove(&conn).is_some() => {
+                self.door.close(conn);
+                return;
             }
             // A socket the shell never took, or whose reader is gone already.
             Arrive::Close if !self.kinds.contains_key(&conn) => return,
@@ -174,26 +196,12 @@ impl Host {
                 conn,
                 frame: wizard_core::io::BadFrame::Binary,
             },
-            Arrive::Text(text) => match self.kinds.get(&conn) {
-                Some(ConnKind::Ai) => {
-                    let reply = wire::decode_ai_reply(&text);
-                    let request_id = match &reply {
-                        Ok(_) => None,
-                        Err(_) => wire::peek_request_id(&text),
-                    };
-                    Input::AiMessage {
-                        conn,
-                        reply,
-                        request_id,
-                    }
-                }
-                Some(ConnKind::Player) => match wire::decode_client(&text) {
-                    Ok(message) => Input::Message { conn, message },
-                    Err(error) => Input::Undecodable { conn, error },
-                },
+            Arrive::Text(text) => match self.decode_text(conn, &text) {
+                Some(input) => input,
                 // The reader is gone already.
                 None => return,
             },
+            Arrive::Raw(bytes) => return self.arrive_raw(q, now, conn, &bytes),
         };
         self.enqueue(input);
         self.wake(q, now);
@@ -411,7 +419,8 @@ impl Host {
             && self.kinds.remove(&conn).is_some()
         {
             self.outboxes.remove(&conn);
-            self.tcp_open = self.tcp_open.saturating_sub(1);
+            self.readers.remove(&conn);
+            self.door.close(conn);
         }
         routed.append(&mut self.out);
         read + self.cost.core_us(h.kind, sent) + self.cost.write_us * sent.frames as f64

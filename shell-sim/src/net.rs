@@ -33,6 +33,13 @@ pub enum Arrive {
         kind: ConnKind,
     },
     Text(String),
+    /// Raw websocket frame bytes (masked client frames), read by the connection's
+    /// `wizard_core::ws::FrameReader`: only the fragment flooders send these.
+    Raw(Vec<u8>),
+    /// A TCP socket accepted by the shell that never sends its request head.
+    Silent {
+        ip: IpAddr,
+    },
     /// A binary frame (the protocol allows none).
     Binary,
     /// The peer closed (or answered our close).
@@ -69,6 +76,8 @@ pub enum Ev {
     Source { index: usize },
     /// A storm connection is let go.
     StormRelease { conn: ConnId },
+    /// A silent socket's `FIRST_BYTE_TIMEOUT` is over.
+    FirstByteTimeout { conn: ConnId },
     /// The AI service: a worker finished.
     AiDone {
         request_id: u64,
@@ -134,6 +143,31 @@ impl Net {
             Ev::ServerArrive {
                 conn,
                 what: Arrive::Open { ip, kind },
+            },
+        );
+        conn
+    }
+
+    /// Opens a TCP socket that will never send its request head: the shell accepts it
+    /// after one latency (the SYN).
+    pub fn open_silent(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        now: Time,
+        owner: Owner,
+        ip: IpAddr,
+    ) -> ConnId {
+        let conn = self.next_conn;
+        self.next_conn += 1;
+        let lat = self.dist.sample_us(&mut self.rng).max(1);
+        self.latency_us.insert(conn, lat);
+        self.owner.insert(conn, owner);
+        self.ip.insert(conn, ip);
+        q.push(
+            now.plus_us(lat),
+            Ev::ServerArrive {
+                conn,
+                what: Arrive::Silent { ip },
             },
         );
         conn

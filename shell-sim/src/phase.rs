@@ -72,6 +72,9 @@ impl Sim {
         self.report.timeline.push(second);
         self.prev_counters = c;
         self.lose_patience(now);
+        for (at, what) in self.host.door_violations.drain(..) {
+            self.report.violation(at, what);
+        }
         for (conn, o) in self.host.outboxes.iter() {
             if !o.within_caps() {
                 self.report
@@ -168,6 +171,9 @@ impl Sim {
     /// The final checks and figures.
     pub fn finish(&mut self, now: Time) {
         let counters = self.host.server.counters().clone();
+        for (at, what) in self.host.door_violations.drain(..) {
+            self.report.violation(at, what);
+        }
         let r = &mut self.report;
         for (k, v) in &counters.errors {
             r.counters.insert(format!("error_{k}"), *v);
@@ -217,6 +223,25 @@ impl Sim {
                 .insert("sockets_closed_at_once".into(), self.host.tcp_dropped);
             r.cover("socket_cap");
         }
+        let door = [
+            ("sockets_evicted", self.host.tcp_evicted, "socket_evicted"),
+            (
+                "first_byte_timeouts",
+                self.host.first_byte_timeouts,
+                "socket_first_byte_timeout",
+            ),
+            ("frame_floods", self.host.frame_floods, "frame_flood"),
+        ];
+        for (name, n, fact) in door {
+            if n > 0 {
+                r.counters.insert(name.into(), n);
+                r.cover(fact);
+            }
+        }
+        r.counters
+            .insert("honest_sockets_refused".into(), self.host.honest_refused);
+        r.counters
+            .insert("sockets_open_max".into(), self.host.sockets_open_max as u64);
         if let Some(ai) = &self.ai {
             r.counters
                 .insert("ai_degraded_queue".into(), ai.degraded_queue);

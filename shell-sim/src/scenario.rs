@@ -85,7 +85,9 @@ pub struct Arrivals {
 
 /// Abusers: flooders (messages as fast as `rate_per_s`), lobby spammers
 /// (`create_lobby` at `rate_per_s`), connection storms (`rate_per_s` new connections,
-/// each held `hold_ms`).
+/// each held `hold_ms`), fragment flooders (`count` connections, each sending one
+/// empty continuation frame at `rate_per_s`), silent sockets (`count` new sockets at
+/// `rate_per_s` that never send a request head).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Attack {
@@ -108,6 +110,12 @@ pub enum AttackKind {
     /// Every kind of wrong message: not JSON, unknown types, bad fields, lobby
     /// operations out of place, moves out of turn, binary frames.
     Junk,
+    /// Row 1 of issue 14: after `hello`, a text frame without FIN, then empty
+    /// continuation frames forever (read by the core's `ws::FrameReader`).
+    Fragments,
+    /// Row 2 of issue 14: TCP sockets that never send a request head (the core's
+    /// `overload::door::Door` and `FIRST_BYTE_TIMEOUT`).
+    Silent,
 }
 
 /// The AI service.

@@ -291,6 +291,7 @@ impl Sim {
                     a.release(&mut cx, now, conn);
                 }
             }
+            Ev::FirstByteTimeout { conn } => self.host.first_byte_timeout(cx.q, cx.net, now, conn),
             Ev::AiDone {
                 request_id,
                 agent,

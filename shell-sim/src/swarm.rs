@@ -33,6 +33,10 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "degraded_queue",
     "degraded_slow",
     "outbox_overflow",
+    // Issue 14 rows 1 and 2: the core's frame reader and door, as the shell uses them.
+    "frame_flood_closed",
+    "socket_evicted",
+    "socket_first_byte_timeout",
 ];
 
 /// A random scenario for `seed`.
@@ -210,7 +214,41 @@ pub fn scenario(seed: u64) -> Scenario {
     if s.ai.is_some() && r.random_bool(0.2) {
         s.env.insert("AI_MAX_INFLIGHT".into(), "1".into());
     }
+    door_and_frames(seed, &mut s);
     s
+}
+
+/// Issue 14's rows 1 and 2, drawn from a stream of their own so that every draw above
+/// stays as it was: fragment flooders (cut by the frame budget with 1008, or at
+/// `MESSAGE_FRAGMENTS_MAX` with 1009 when a full-pace run raised `MESSAGE_RATE`), and
+/// silent sockets from one address (churning its share), a few or many (filling the
+/// door under tight caps), slow enough at times to reach `FIRST_BYTE_TIMEOUT`.
+fn door_and_frames(seed: u64, s: &mut Scenario) {
+    let mut r = fork(seed, 0x14D0);
+    let end = s.duration_s;
+    if r.random_bool(0.3) {
+        s.attacks.push(Attack {
+            kind: AttackKind::Fragments,
+            count: r.random_range(1..6),
+            rate_per_s: r.random_range(50.0..300.0),
+            from_s: r.random_range(0.0..end / 2.0),
+            to_s: end,
+            ips: r.random_range(1..4),
+            hold_ms: 0.0,
+        });
+    }
+    if r.random_bool(0.3) {
+        let ips = [1, r.random_range(2..10), r.random_range(50..400)][r.random_range(0..3)];
+        s.attacks.push(Attack {
+            kind: AttackKind::Silent,
+            count: r.random_range(1..4),
+            rate_per_s: r.random_range(2.0..300.0),
+            from_s: r.random_range(0.0..end / 2.0),
+            to_s: end,
+            ips,
+            hold_ms: 0.0,
+        });
+    }
 }
 
 /// A failed seed.

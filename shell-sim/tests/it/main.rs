@@ -8,6 +8,7 @@ mod ai_faults;
 mod attack;
 mod common;
 mod determinism;
+mod door_and_frames;
 mod limits;
 mod metastability;
 mod reconnect;
