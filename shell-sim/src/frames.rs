@@ -1,5 +1,5 @@
 //! Raw websocket frames: the client frames a fragment flooder builds (masked, as
-//! RFC 6455 requires of a client; the core only encodes server frames), and the
+//! RFC 6455 requires of a client, with the core's `ws::encode::client_frame`), and the
 //! simulated reader task that reads them with the core's `wizard_core::ws::FrameReader`
 //! (the decoder and the per-frame budget shell-smol/src/conn.rs uses). Only
 //! connections that send raw bytes get a reader, so honest clients keep sending whole
@@ -14,23 +14,12 @@ use crate::host::Host;
 use crate::net::Ev;
 use crate::queue::EventQueue;
 
-/// A masked client frame: `fin`, `op`, `payload`, masked with `mask`.
+/// A masked client frame: `fin`, `op`, `payload`, masked with `mask` (the core's
+/// client encoder).
 pub fn client_frame(fin: bool, op: u8, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + 14);
-    out.push(if fin { 0x80 } else { 0 } | (op & 0x0f));
-    match payload.len() {
-        n @ 0..=125 => out.push(0x80 | u8::try_from(n).unwrap_or(125)),
-        n @ 126..=0xffff => {
-            out.push(0x80 | 126);
-            out.extend_from_slice(&u16::try_from(n).unwrap_or(u16::MAX).to_be_bytes());
-        }
-        n => {
-            out.push(0x80 | 127);
-            out.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    out.extend_from_slice(&mask);
-    out.extend(payload.iter().zip(mask.iter().cycle()).map(|(b, m)| b ^ m));
+    let mut out = Vec::new();
+    let first = if fin { 0x80 } else { 0 } | (op & 0x0f);
+    wizard_core::ws::encode::client_frame(&mut out, first, Some(mask), payload);
     out
 }
 

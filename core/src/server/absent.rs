@@ -3,7 +3,8 @@
 //!
 //! - a session without a connection: kept `SESSION_TTL` while seated, forgotten at once
 //!   otherwise; at `MAX_SESSIONS` the one disconnected longest among those not seated
-//!   in a running game is evicted for a new player, found through an index;
+//!   in a running game that someone plays (dormant games' seats count as free) is
+//!   evicted for a new player, found through an index;
 //! - a lobby without a running game whose humans are all disconnected: deleted with
 //!   their sessions after `LOBBY_IDLE_TTL`;
 //! - a running game whose humans are all disconnected: dormant after
@@ -51,13 +52,15 @@ impl Server {
     }
 
     /// Whether a session may be evicted at `MAX_SESSIONS`: it is disconnected and holds
-    /// no seat in a running game (dormant ones included: their players may return).
+    /// no seat in a running game that someone still plays. A dormant game's players have
+    /// all been gone for `ABANDONED_GAME_TTL`: at capacity, a present player comes
+    /// first (the evicted seat turns AI, and a game left with no human is deleted).
     fn evictable(&self, session: SessionId) -> bool {
         self.sessions.get(session).is_some_and(|s| {
             s.conn.is_none()
                 && s.lobby
                     .and_then(|l| self.lobbies.get(l))
-                    .is_none_or(|l| l.status != LobbyStatus::Playing)
+                    .is_none_or(|l| l.status != LobbyStatus::Playing || l.dormant)
         })
     }
 
@@ -146,6 +149,7 @@ impl Server {
             self.timers.cancel(&TimerKey::Away(lobby));
             if dormant {
                 self.lobbies.set_dormant(lobby, false);
+                self.sync_lobby_evictable(lobby);
                 self.counters.games_woken += 1;
                 out.push(Output::Note(Note::GameWoken { lobby }));
                 // Driven once this input's own replies are out (turns start afresh).
@@ -191,6 +195,7 @@ impl Server {
     /// `MAX_ACTIVE_GAMES`. Late AI answers find no turn waiting and are dropped.
     fn make_dormant(&mut self, lobby: LobbyId, out: &mut Vec<Output>) {
         self.lobbies.set_dormant(lobby, true);
+        self.sync_lobby_evictable(lobby);
         if let Some(l) = self.lobbies.get_mut(lobby) {
             l.turns.clear();
         }

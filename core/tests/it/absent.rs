@@ -144,6 +144,53 @@ fn an_idle_lobby_goes_after_lobby_idle_ttl_and_health_agrees_with_create_lobby()
     d.server.check_absent().unwrap();
 }
 
+/// At MAX_SESSIONS, the sessions of dormant games are evictable too (their players
+/// have all been gone for ABANDONED_GAME_TTL): the newcomer takes the place of the one
+/// gone longest, and that game, left without a human, is deleted. Before the games are
+/// dormant, the newcomer is refused.
+#[test]
+fn a_dormant_games_session_gives_way_to_a_new_player_at_max_sessions() {
+    let cfg = config(&[
+        ("MAX_SESSIONS", "3"),
+        ("ABANDONED_GAME_TTL", "5"),
+        ("AI_MOVE_DELAY", "600"),
+        ("RECONNECT_BURST", "100"),
+    ]);
+    let mut d = Driver::new(cfg, 4);
+    for conn in 1..=3 {
+        join(&mut d, conn, &format!("10.2.0.{conn}"), None);
+        start_game(&mut d, conn);
+        d.close(conn);
+        d.advance_ms(10);
+    }
+    let g = d.server.gauges();
+    assert_eq!(
+        (g.sessions, g.evictable_sessions, g.active_games),
+        (3, 0, 3)
+    );
+    join(&mut d, 10, "10.2.1.1", None);
+    assert_eq!(
+        d.seen[&10].closed,
+        Some(CloseCode::ConnectionLimit),
+        "nothing is evictable yet"
+    );
+    d.close(10);
+    d.run_until(wizard_core::Time::from_millis(6_000));
+    let g = d.server.gauges();
+    assert_eq!((g.dormant_games, g.evictable_sessions), (3, 3));
+    join(&mut d, 11, "10.2.1.2", None);
+    assert!(d.seen[&11].player_id.is_some(), "the newcomer was welcomed");
+    assert_eq!(d.seen[&11].closed, None);
+    let g = d.server.gauges();
+    assert_eq!(
+        (g.sessions, g.lobbies, g.dormant_games),
+        (3, 2, 2),
+        "the oldest game went"
+    );
+    assert_eq!(d.server.counters().sessions_evicted, 1);
+    d.server.check_absent().expect("bookkeeping");
+}
+
 /// Row 4: a running game whose humans are all gone goes dormant after
 /// ABANDONED_GAME_TTL: no moves, no MAX_ACTIVE_GAMES slot; its human coming back wakes
 /// it even past the cap, where it stood.
