@@ -39,9 +39,10 @@ pin() { if [ -n "$1" ]; then echo "taskset -c $1"; fi; }
 # row name | server environment | attack arguments
 ROWS_ALL=(
   "1-fragment-flood||--attack fragment-flood --attack-conns 1 --attack-count $(n 100000000)"
-  "2-silent-one-address|MAX_CONNECTIONS=500|--attack silent --attack-conns $(n 660) --attack-ips 1 --attack-count $(n 100000)"
-  "2-silent-many-addresses|MAX_CONNECTIONS=500|--attack silent --attack-conns $(n 660) --attack-ips $(n 660) --attack-count $(n 100000)"
-  "3-session-fill|MAX_SESSIONS=$(n 300) MAX_ACTIVE_GAMES=$(n 400)|--attack session-fill --attack-conns 8 --attack-ips $(n 100) --attack-count $(n 600)"
+  "2-silent-one-address|MAX_CONNECTIONS=500|--attack silent --attack-conns $(n 660) --attack-ips 1 --attack-rate 1 --attack-count $(n 100000)"
+  "2-silent-many-addresses|MAX_CONNECTIONS=500|--attack silent --attack-conns $(n 660) --attack-ips $(n 660) --attack-rate 1 --attack-count $(n 100000)"
+  "2-connect-flood-one-address|MAX_CONNECTIONS=500|--attack silent --attack-conns $(n 660) --attack-ips 1 --attack-count $(n 100000)"
+  "3-session-fill|MAX_SESSIONS=$(n 300) MAX_ACTIVE_GAMES=$(n 400)|--attack session-fill --attack-conns 8 --attack-ips $(n 100) --attack-count $(n 300)"
   "4-abandon-games||--attack abandon-games --attack-conns 5 --attack-ips 5 --attack-count $(n 50)"
   "5-abandon-lobbies-few|MAX_LOBBIES=$((GAMES + 5)) LOBBY_IDLE_TTL=5|--attack abandon-lobbies --attack-conns 5 --attack-ips 5 --attack-count 5"
   "5-abandon-lobbies-many|LOBBY_IDLE_TTL=5|--attack abandon-lobbies --attack-conns 20 --attack-ips $(n 200) --attack-count $(n 1000)"

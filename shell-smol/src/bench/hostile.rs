@@ -117,7 +117,17 @@ pub(super) async fn fragment_flood(ctx: &Ctx, from: IpAddr, w: Window) {
 
 /// Row 2: TCP connections that send nothing, each held until the server ends it.
 pub(super) async fn silent(ctx: &Ctx, from: IpAddr, w: Window) {
+    // With --attack-rate, each connection opens at most that many sockets a second
+    // (the storm: sockets held, opened again when cut); without, as fast as
+    // the server accepts them (a connect flood).
+    let every = (ctx.settings.attack_rate > 0.0)
+        .then(|| Duration::from_secs_f64(1.0 / ctx.settings.attack_rate));
+    let mut next = Instant::now();
     while ctx.attack_budget(w) {
+        if let Some(every) = every {
+            Timer::at(next.min(w.end)).await;
+            next = Instant::now().max(next) + every;
+        }
         ctx.stats.borrow_mut().attack.attempts += 1;
         let within = w.end.saturating_duration_since(Instant::now());
         let Some(mut tcp) = raw::tcp(ctx.settings.addr, from, within).await else {
