@@ -44,8 +44,14 @@ pub const READ_BUFFER_BYTES: usize = 1024;
 pub const READ_FRAMES_PER_YIELD: u32 = 16;
 /// Bytes a reader takes from its socket before yielding to the executor.
 pub const READ_BYTES_PER_YIELD: usize = 16 * 1024;
-/// Input a closing connection reads and discards at most while it lingers.
-pub const LINGER_BYTES_MAX: usize = 64 * 1024;
+/// Input a closing connection reads and discards at most while it lingers (and as
+/// much again after a violation, before its close frame): enough for what an honest
+/// client has in flight, little for a flooder, whose every connection would otherwise
+/// make the server read tens of KiB of junk.
+pub const LINGER_BYTES_MAX: usize = 16 * 1024;
+/// The buffer a closing connection discards input into (allocated only while closing):
+/// 4 reads of it reach [`LINGER_BYTES_MAX`].
+const LINGER_READ_BYTES: usize = 4 * 1024;
 /// How long a closing connection waits for the peer's close or end of stream.
 pub const LINGER: Duration = Duration::from_secs(1);
 
@@ -232,7 +238,7 @@ async fn linger(tcp: &Async<TcpStream>) {
     let until = Instant::now() + LINGER;
     let drain = async {
         // On the heap: a closing connection needs it, an idle one should not carry it.
-        let mut sink = vec![0u8; 512];
+        let mut sink = vec![0u8; LINGER_READ_BYTES];
         let mut reader = tcp;
         let mut read_total = 0usize;
         while let Ok(n) = reader.read(&mut sink).await {
@@ -376,7 +382,7 @@ async fn read_frames(
             // Reading is over; the writer sends the close. Meanwhile notice the peer
             // leaving, so that its connection does not hold its slot for long.
             let wait = links.t.write_timeout.saturating_add(LINGER);
-            return Err(Box::pin(discard_until_eof(links.tcp, &mut st.buf, end, wait)).await);
+            return Err(Box::pin(discard_until_eof(links.tcp, end, wait)).await);
         }
         frames_since_yield += 1;
         if frames_since_yield >= READ_FRAMES_PER_YIELD {
@@ -388,16 +394,14 @@ async fn read_frames(
 
 /// Reads and discards until the peer's end of stream (then [`End::Peer`]), for at most
 /// `limit` and [`LINGER_BYTES_MAX`] bytes (then `end`).
-async fn discard_until_eof(
-    tcp: &Async<TcpStream>,
-    sink: &mut [u8],
-    end: End,
-    limit: Duration,
-) -> End {
+async fn discard_until_eof(tcp: &Async<TcpStream>, end: End, limit: Duration) -> End {
     let drain = async {
         let mut read_total = 0usize;
+        // Closing only: a larger buffer than the connection's own, so that a flooder's
+        // input is discarded in a few reads.
+        let mut sink = vec![0u8; LINGER_READ_BYTES];
         while read_total < LINGER_BYTES_MAX {
-            match read_some(tcp, sink).await {
+            match read_some(tcp, &mut sink).await {
                 Ok(0) | Err(_) => return End::Peer,
                 Ok(n) => read_total += n,
             }
