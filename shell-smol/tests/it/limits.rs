@@ -273,7 +273,9 @@ fn a_client_that_stops_reading_is_cut_and_costs_no_memory() {
         // must hold is that memory did not follow what was asked.
         let asked_kib = sent * 250 / 1024;
         println!("asked {asked_kib} KiB before the cut, RSS grew {grown} KiB");
-        assert!(asked_kib > 8 * 1024, "only {asked_kib} KiB asked for");
+        // With SO_SNDBUF bounded (SOCKET_SEND_BUFFER_BYTES) the cut comes after a few
+        // MiB: still far more than any growth allowed below.
+        assert!(asked_kib > 2 * 1024, "only {asked_kib} KiB asked for");
         assert!(
             grown < 16 * 1024 && grown < asked_kib as u64 / 2,
             "RSS grew {grown} KiB while {asked_kib} KiB were asked for"
