@@ -97,7 +97,7 @@ pub const SETTINGS: &[Setting] = &[
     server("LOAD_RECOVER_SAMPLES", "10", "calmer samples in a row that leave busy or overloaded"),
     server("LOAD_FORCE_LEVEL", "", "pin the load level to normal, busy or overloaded (empty = measure)"),
     server("KEEPALIVE_INTERVAL", "20", "seconds between pings on an idle connection"),
-    server("KEEPALIVE_TIMEOUT", "60", "seconds without any frame after which a connection is closed"),
+    server("KEEPALIVE_TIMEOUT", "60", "seconds without a sign of life (a whole message, a ping or a pong; not a fragment) after which a connection is closed"),
     server("SHUTDOWN_GRACE", "10", "seconds running games may go on after SIGTERM before closing with 1001"),
     server("LOG_LEVEL", "info", "log filter, e.g. info or debug"),
     server("LOG_FORMAT", "text", "log line format: text or json"),
