@@ -15,30 +15,7 @@ use crate::client::{
 /// Says hello from `from` and returns the player, the `accepting_games` its
 /// `server_status` carried, and the `state` that followed.
 async fn hello_from(addr: SocketAddr, from: u8, token: Option<&str>) -> (Player, bool, View) {
-    let mut ws = ws_from(addr, local(from)).await;
-    let hello = ClientMessage::Hello {
-        token: token.map(str::to_owned),
-    };
-    send(&mut ws, &hello).await;
-    let ServerMessage::Welcome {
-        player_id, token, ..
-    } = next_message(&mut ws).await
-    else {
-        panic!("no welcome");
-    };
-    let ServerMessage::ServerStatus {
-        accepting_games, ..
-    } = next_message(&mut ws).await
-    else {
-        panic!("no server_status");
-    };
-    let mut player = Player {
-        ws,
-        id: player_id,
-        token,
-    };
-    let view = player.next_state().await;
-    (player, accepting_games, view)
+    Player::hello_with_status(ws_from(addr, local(from)).await, token).await
 }
 
 /// The `error` the next message must be, with its `retry_after_ms`.

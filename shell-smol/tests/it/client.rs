@@ -221,7 +221,14 @@ impl Player {
     }
 
     /// Says hello on an open websocket.
-    pub async fn hello_on(mut ws: Client, token: Option<&str>) -> (Player, View) {
+    pub async fn hello_on(ws: Client, token: Option<&str>) -> (Player, View) {
+        let (player, _, view) = Player::hello_with_status(ws, token).await;
+        (player, view)
+    }
+
+    /// [`Player::hello_on`], also returning the `accepting_games` of the
+    /// `server_status` that came after `welcome`.
+    pub async fn hello_with_status(mut ws: Client, token: Option<&str>) -> (Player, bool, View) {
         let hello = ClientMessage::Hello {
             token: token.map(str::to_owned),
         };
@@ -237,13 +244,14 @@ impl Player {
             id: player_id,
             token,
         };
-        let status = player.next().await;
-        assert!(
-            matches!(status, ServerMessage::ServerStatus { .. }),
-            "{status:?}"
-        );
+        let ServerMessage::ServerStatus {
+            accepting_games, ..
+        } = player.next().await
+        else {
+            panic!("no server_status after welcome");
+        };
         let view = player.next_state().await;
-        (player, view)
+        (player, accepting_games, view)
     }
 
     pub async fn send(&mut self, message: ClientMessage) {

@@ -322,8 +322,8 @@ fn a_client_that_never_reads_is_cut_within_write_timeout_with_bounded_kernel_mem
         let mut head = [0u8; 129];
         tcp.read_exact(&mut head).await.unwrap();
         let frame = |text: &str| {
-            let mut f = vec![0x81u8, 0x80 | text.len() as u8, 0, 0, 0, 0];
-            f.extend_from_slice(text.as_bytes());
+            let mut f = Vec::new();
+            wizard_core::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
             f
         };
         tcp.write_all(&frame(r#"{"type":"hello","token":null}"#))

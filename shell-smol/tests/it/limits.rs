@@ -232,16 +232,8 @@ fn a_client_that_stops_reading_is_cut_and_costs_no_memory() {
         assert!(head.starts_with(b"HTTP/1.1 101"));
         let frame = |text: &str| {
             // A masked client text frame (mask 0: the payload goes as is).
-            let mut f = vec![0x81u8];
-            let len = text.len();
-            if len < 126 {
-                f.push(0x80 | len as u8);
-            } else {
-                f.push(0x80 | 126);
-                f.extend_from_slice(&(len as u16).to_be_bytes());
-            }
-            f.extend_from_slice(&[0, 0, 0, 0]);
-            f.extend_from_slice(text.as_bytes());
+            let mut f = Vec::new();
+            wizard_core::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
             f
         };
         tcp.write_all(&frame(r#"{"type":"hello","token":null}"#))
