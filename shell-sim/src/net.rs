@@ -122,6 +122,17 @@ impl Net {
         }
     }
 
+    /// A new connection of `owner` from `ip`, with its drawn one-way latency.
+    fn register(&mut self, owner: Owner, ip: IpAddr) -> (ConnId, u64) {
+        let conn = self.next_conn;
+        self.next_conn += 1;
+        let lat = self.dist.sample_us(&mut self.rng).max(1);
+        self.latency_us.insert(conn, lat);
+        self.owner.insert(conn, owner);
+        self.ip.insert(conn, ip);
+        (conn, lat)
+    }
+
     /// Opens a connection: the server sees it after one latency.
     pub fn open(
         &mut self,
@@ -131,12 +142,7 @@ impl Net {
         ip: IpAddr,
         kind: ConnKind,
     ) -> ConnId {
-        let conn = self.next_conn;
-        self.next_conn += 1;
-        let lat = self.dist.sample_us(&mut self.rng).max(1);
-        self.latency_us.insert(conn, lat);
-        self.owner.insert(conn, owner);
-        self.ip.insert(conn, ip);
+        let (conn, lat) = self.register(owner, ip);
         // The TCP and websocket handshakes take about two round trips.
         q.push(
             now.plus_us(3 * lat),
@@ -157,12 +163,7 @@ impl Net {
         owner: Owner,
         ip: IpAddr,
     ) -> ConnId {
-        let conn = self.next_conn;
-        self.next_conn += 1;
-        let lat = self.dist.sample_us(&mut self.rng).max(1);
-        self.latency_us.insert(conn, lat);
-        self.owner.insert(conn, owner);
-        self.ip.insert(conn, ip);
+        let (conn, lat) = self.register(owner, ip);
         q.push(
             now.plus_us(lat),
             Ev::ServerArrive {
