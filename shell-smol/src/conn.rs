@@ -185,8 +185,9 @@ struct Links<'a> {
     t: Timing,
 }
 
-/// Runs an upgraded connection until it ends, then reports [`Input::Closed`]. The core
-/// already got [`CoreMsg::Opened`] with `outbox`.
+/// Runs an upgraded connection until it ends, then reports [`Input::Closed`]; the
+/// caller lingers ([`linger`]) and closes the socket. The core already got
+/// [`CoreMsg::Opened`] with `outbox`.
 pub async fn run(
     tcp: Arc<Async<TcpStream>>,
     leftover: Vec<u8>,
@@ -222,8 +223,6 @@ pub async fn run(
         .frames_dropped
         .fetch_add(drops, std::sync::atomic::Ordering::Relaxed);
     let _ = inbox.send(CoreMsg::Input(Input::Closed { conn })).await;
-    drop(read);
-    linger(&tcp).await;
     end
 }
 
@@ -233,7 +232,7 @@ pub async fn run(
 /// keeps sending keeps every read ready, so a timer raced against the loop would never
 /// get its turn, and the task would hold its executor thread for as long as the client
 /// floods.
-async fn linger(tcp: &Async<TcpStream>) {
+pub async fn linger(tcp: &Async<TcpStream>) {
     let _ = tcp.get_ref().shutdown(Shutdown::Write);
     let until = Instant::now() + LINGER;
     let drain = async {

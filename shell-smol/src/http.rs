@@ -30,6 +30,7 @@ use crate::head::{HEADERS_MAX, Head, HeadError, read_head};
 use crate::limits::{Admission, Gate, TcpSlot};
 use crate::metrics::{self, ShellStats};
 use crate::outbox::Outbox;
+use crate::priority::Priorities;
 use crate::snapshot::Published;
 
 pub use crate::head::HEAD_BYTES_MAX;
@@ -45,6 +46,8 @@ pub struct Ctx {
     pub published: Arc<Published>,
     /// The door, for `/metrics`' open socket count.
     pub gate: Arc<Gate>,
+    /// Where an upgraded websocket's task goes ([`Priorities::games`]).
+    pub executors: Arc<Priorities>,
 }
 
 /// A static file of the web client, embedded in the binary.
@@ -105,7 +108,15 @@ pub async fn serve(
     ctx: Arc<Ctx>,
 ) {
     if let Some(upgrade) = answer_request(&tcp, peer, admission, slot, &ctx).await {
-        websocket(tcp, upgrade, ctx).await;
+        // The websocket's life at the games' priority; its linger and close back here,
+        // at the door's (see `priority`).
+        let live = ctx
+            .executors
+            .games
+            .spawn(websocket(tcp, upgrade, Arc::clone(&ctx)));
+        if let Some(tcp) = live.await {
+            conn::linger(&tcp).await;
+        }
     }
 }
 
@@ -256,7 +267,13 @@ fn accepted(
     }
 }
 
-async fn websocket(tcp: Async<TcpStream>, upgrade: Upgrade, ctx: Arc<Ctx>) {
+/// Runs an upgraded websocket; returns its socket when it still needs its linger
+/// (`None`: it ended before the 101 went out).
+async fn websocket(
+    tcp: Async<TcpStream>,
+    upgrade: Upgrade,
+    ctx: Arc<Ctx>,
+) -> Option<Arc<Async<TcpStream>>> {
     let Upgrade {
         kind,
         ip,
@@ -278,20 +295,20 @@ async fn websocket(tcp: Async<TcpStream>, upgrade: Upgrade, ctx: Arc<Ctx>) {
     // The core learns of the connection before the client sees the 101, so admission
     // (connection limits) follows the order of completed handshakes.
     if ctx.inbox.send(opened).await.is_err() {
-        return;
+        return None;
     }
     if !write_all(&tcp, &ctx, response.as_bytes()).await {
         let _ = ctx
             .inbox
             .send(CoreMsg::Input(wizard_core::io::Input::Closed { conn }))
             .await;
-        return;
+        return None;
     }
     let params = ConnParams::new(config, conn, kind);
     let tcp = Arc::new(tcp);
     let stats = Arc::clone(&ctx.stats);
     let end = conn::run(
-        tcp,
+        Arc::clone(&tcp),
         leftover,
         outbox,
         woken,
@@ -301,6 +318,7 @@ async fn websocket(tcp: Async<TcpStream>, upgrade: Upgrade, ctx: Arc<Ctx>) {
     )
     .await;
     debug!(conn, ?end, "connection ended");
+    Some(tcp)
 }
 
 async fn send_asset(reply: &Reply<'_>, name: &str) {

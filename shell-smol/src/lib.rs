@@ -23,6 +23,7 @@ pub mod limits;
 pub mod log_limit;
 pub mod metrics;
 pub mod outbox;
+pub mod priority;
 pub mod probe;
 pub mod snapshot;
 
@@ -32,7 +33,6 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
-use smol::Executor;
 use tracing::{info, warn};
 use wizard_core::Server;
 use wizard_core::config::Config;
@@ -44,6 +44,7 @@ use crate::http::Ctx;
 use crate::limits::Gate;
 use crate::log_limit::{LineKind, LogLimiter};
 use crate::metrics::ShellStats;
+use crate::priority::Priorities;
 use crate::snapshot::Published;
 
 /// Why the server could not run.
@@ -102,7 +103,7 @@ pub fn run_on(
     let quota = cgroup.as_ref().and_then(probe::Cgroup::quota_cores);
     let threads = probe::threads_for(quota);
     info!(threads, quota_cores = quota, bind = %config.bind, "Starting");
-    let ex = Arc::new(Executor::new());
+    let ex = Arc::new(Priorities::default());
     let (stop, stopped) = async_channel::bounded::<()>(1);
     let mut workers = Vec::new();
     for i in 1..threads {
@@ -129,7 +130,7 @@ pub fn run_on(
 }
 
 async fn serve(
-    ex: Arc<Executor<'static>>,
+    ex: Arc<Priorities>,
     config: Config,
     listener: TcpListener,
     seed: Seed,
@@ -147,16 +148,18 @@ async fn serve(
     let server = Server::new((*config).clone(), seed, clock.now());
     let (inbox, inbox_rx) = async_channel::bounded(INBOX_CAPACITY);
     let (shutdown_tx, shutdown_rx) = async_channel::bounded(1);
-    ex.spawn(async move {
-        shutdown.await;
-        let _ = shutdown_tx.send(()).await;
-    })
-    .detach();
+    ex.games
+        .spawn(async move {
+            shutdown.await;
+            let _ = shutdown_tx.send(()).await;
+        })
+        .detach();
     let stats = Arc::new(ShellStats::default());
     let gate = Arc::new(Gate::new(&config, clock));
     let published = Arc::new(Published::new(&server));
     let interval = Duration::from_micros(config.load_sample_interval_us);
-    ex.spawn(probe::run(inbox.clone(), interval, cgroup))
+    ex.games
+        .spawn(probe::run(inbox.clone(), interval, cgroup))
         .detach();
     let ctx = Arc::new(Ctx {
         config,
@@ -165,6 +168,7 @@ async fn serve(
         next_conn: AtomicU64::new(1),
         published: Arc::clone(&published),
         gate: Arc::clone(&gate),
+        executors: Arc::clone(&ex),
     });
     let core = CoreTask {
         server,
@@ -177,7 +181,9 @@ async fn serve(
     };
     // Its own task: raced against the core task in one future, every wake-up of the
     // core polled the listener too (an `accept4` that fails with EAGAIN each time).
-    let accept = ex.spawn(accept_loop(Arc::clone(&ex), listener, gate, ctx, clock));
+    let accept = ex
+        .door
+        .spawn(accept_loop(Arc::clone(&ex), listener, gate, ctx, clock));
     core.run().await;
     accept.cancel().await;
     info!("Stopped");
@@ -185,7 +191,7 @@ async fn serve(
 }
 
 async fn accept_loop(
-    ex: Arc<Executor<'static>>,
+    ex: Arc<Priorities>,
     listener: Async<TcpListener>,
     gate: Arc<Gate>,
     ctx: Arc<Ctx>,
@@ -231,7 +237,7 @@ async fn accept_failed(logs: &mut LogLimiter, clock: Clock, e: &std::io::Error) 
 
 /// Asks the door about one accepted socket; an admitted one gets its task.
 fn admit(
-    ex: &Arc<Executor<'static>>,
+    ex: &Arc<Priorities>,
     gate: &Arc<Gate>,
     ctx: &Arc<Ctx>,
     stream: std::net::TcpStream,
@@ -252,7 +258,7 @@ fn admit(
         ShellStats::bump(&ctx.stats.tcp_evicted);
     }
     let _ = stream.set_nodelay(true);
-    set_send_buffer(&stream, ctx.config.socket_send_buffer_bytes);
+    set_buffers(&stream, &ctx.config);
     let Ok(stream) = Async::new(stream) else {
         return; // not registered: dropping the slot and the socket closes both
     };
@@ -266,18 +272,30 @@ fn admit(
     };
     // The door may evict this socket while it waits for its head: the abort drops
     // the task, which closes the socket and frees its slot.
-    ex.spawn(async move {
-        let _ = futures_util::future::Abortable::new(serve, abort).await;
-    })
-    .detach();
+    ex.door
+        .spawn(async move {
+            let _ = futures_util::future::Abortable::new(serve, abort).await;
+        })
+        .detach();
 }
 
-/// Bounds the kernel's send buffer for `tcp` (`SO_SNDBUF`; Linux doubles the value for
-/// its bookkeeping and turns off autotuning for the socket), so that a client that does
-/// not read fills it quickly and `WRITE_TIMEOUT` starts: without it the buffer grows to
-/// `net.ipv4.tcp_wmem`'s maximum (4 MB), charged to the server's memory cgroup.
-fn set_send_buffer(tcp: &std::net::TcpStream, bytes: usize) {
-    if let Err(e) = rustix::net::sockopt::set_socket_send_buffer_size(tcp, bytes) {
+/// Bounds the kernel's buffers for `tcp` (Linux doubles each value for its bookkeeping
+/// and turns off autotuning for the socket), both charged to the server's memory cgroup:
+/// - the send buffer (`SO_SNDBUF`), so that a client that does not read fills it quickly
+///   and `WRITE_TIMEOUT` starts: without it the buffer grows to `net.ipv4.tcp_wmem`'s
+///   maximum (4 MB here);
+/// - the receive buffer (`SO_RCVBUF`), so that a client writing faster than its reader
+///   is allowed to (a ping or message flood) is held back by TCP's own window instead of
+///   parking up to `net.ipv4.tcp_rmem`'s maximum (32 MB here) in the kernel. Closing a
+///   socket frees what is queued in it, in the closing call: the ping flood's full
+///   receive queues made `close` a fifth of the server's CPU, in bursts that delayed the
+///   games' moves by 10-15 ms.
+fn set_buffers(tcp: &std::net::TcpStream, config: &Config) {
+    use rustix::net::sockopt;
+    if let Err(e) = sockopt::set_socket_send_buffer_size(tcp, config.socket_send_buffer_bytes) {
         tracing::debug!(error = %e, "SO_SNDBUF not set");
+    }
+    if let Err(e) = sockopt::set_socket_recv_buffer_size(tcp, config.socket_recv_buffer_bytes) {
+        tracing::debug!(error = %e, "SO_RCVBUF not set");
     }
 }

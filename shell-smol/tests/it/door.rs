@@ -89,6 +89,7 @@ fn silent_sockets_from_one_address_lock_nobody_out() {
         let Player { ws, token, id } = ann;
         drop(ws);
         // 300 silent sockets from 127.0.0.2: ten times the whole socket cap.
+        let storm_began = std::time::Instant::now();
         let storm = silent_sockets(addr, 300, |_| local(2)).await;
         for _ in 0..20 {
             let (status, body) = http(addr, "GET", "/health", &[]).await;
@@ -106,8 +107,11 @@ fn silent_sockets_from_one_address_lock_nobody_out() {
         let share = wizard_core::config::default_sockets_per_ip(10) as f64;
         let evicted = metric(addr, "wizard_tcp_evicted_total").await;
         let rate_limited = metric(addr, "wizard_tcp_rate_limited_total").await;
+        // SOCKET_BURST (40) at once, then SOCKET_RATE (20) a second while the storm
+        // lasted (long on a loaded machine).
+        let refilled = 20.0 * storm_began.elapsed().as_secs_f64().ceil();
         assert!(
-            rate_limited >= 300.0 - 40.0,
+            rate_limited >= 300.0 - 40.0 - refilled,
             "{rate_limited} refused for SOCKET_RATE"
         );
         assert!(evicted + rate_limited >= 300.0 - share, "{evicted} evicted");
