@@ -120,9 +120,10 @@ fn defaults_are_the_protocol_values() {
         (
             c.sockets_per_ip_max,
             c.first_byte_timeout_us,
-            c.socket_send_buffer_bytes
+            c.socket_send_buffer_bytes,
+            c.socket_recv_buffer_bytes
         ),
-        (26, 2 * S, 65_536)
+        (26, 2 * S, 65_536, 65_536)
     );
     assert_eq!(
         (c.lobby_idle_ttl_us, c.abandoned_game_ttl_us),
@@ -233,6 +234,7 @@ const OTHER: &[(&str, &str)] = &[
     ("MAX_SOCKETS_PER_IP", "25"),
     ("FIRST_BYTE_TIMEOUT", "1.5"),
     ("SOCKET_SEND_BUFFER_BYTES", "8192"),
+    ("SOCKET_RECV_BUFFER_BYTES", "16384"),
     ("LOBBY_IDLE_TTL", "7"),
     ("ABANDONED_GAME_TTL", "0.5"),
     ("MAX_LOBBIES_PER_IP", "3"),
@@ -327,6 +329,7 @@ fn every_field_is_covered() {
         sockets_per_ip_max,
         first_byte_timeout_us,
         socket_send_buffer_bytes,
+        socket_recv_buffer_bytes,
         lobby_idle_ttl_us,
         abandoned_game_ttl_us,
         lobbies_per_ip_max,
@@ -405,9 +408,10 @@ fn every_field_is_covered() {
         (
             sockets_per_ip_max,
             first_byte_timeout_us,
-            socket_send_buffer_bytes
+            socket_send_buffer_bytes,
+            socket_recv_buffer_bytes
         ),
-        (25, 1_500_000, 8192)
+        (25, 1_500_000, 8192, 16_384)
     );
     assert_eq!((lobby_idle_ttl_us, abandoned_game_ttl_us), (7 * S, S / 2));
     assert_eq!((lobbies_per_ip_max, games_per_ip_max), (3, 2));
@@ -614,6 +618,7 @@ const BAD: &[(&str, &str, &str)] = &[
     ),
     ("FIRST_BYTE_TIMEOUT", "0", "greater than 0"),
     ("SOCKET_SEND_BUFFER_BYTES", "1024", "at least 4096"),
+    ("SOCKET_RECV_BUFFER_BYTES", "0", "at least 4096"),
 ];
 
 const BAD_AI: &[(&str, &str, &str)] = &[
