@@ -104,7 +104,7 @@ impl Attack {
 }
 
 /// What the attack tasks saw.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct AttackStats {
     /// Operations: connections opened, messages or frames sent, lobbies asked for.
     pub attempts: u64,

@@ -54,7 +54,7 @@ use serde_json::{Value, json};
 pub use attack::{ATTACKS, Attack, AttackStats, Window};
 pub use history::{compare, table};
 #[allow(unused_imports)]
-pub use phases::{attack_table, phase_table};
+pub use phases::{attack_table, attack_worker, phase_table};
 #[allow(unused_imports)]
 pub use violations::violation_cases;
 
@@ -136,6 +136,11 @@ pub struct Settings {
     pub history: Option<PathBuf>,
     /// Free text stored with the run (e.g. `limits-off`).
     pub label: String,
+    /// The run's own arguments: a phased run starts each attack phase's worker
+    /// process with them.
+    pub command_line: Vec<String>,
+    /// Set in an attack worker: its attack window, as Unix times in milliseconds.
+    pub worker_window_unix_ms: Option<(u64, u64)>,
 }
 
 impl Settings {
@@ -169,6 +174,8 @@ impl Settings {
             newcomer_lobby: true,
             idle: 0,
             server_pid: None,
+            worker_window_unix_ms: None,
+            command_line: Vec::new(),
             history: None,
             label: String::new(),
         }
@@ -245,7 +252,7 @@ impl Settings {
 }
 
 /// Refusals, counted apart from accepted work.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Refusals {
     /// `busy` to `create_lobby`.
     pub busy_create: u64,

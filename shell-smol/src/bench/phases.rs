@@ -5,9 +5,10 @@
 //! Server RSS comes from `/proc/<pid>/status` (`VmRSS`) of `--server-pid`, sampled every
 //! 250 ms; the server's `/metrics` has no process memory.
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_io::Timer;
 use futures_lite::FutureExt;
@@ -148,6 +149,128 @@ fn phase_json(k: usize, attack: Option<Attack>, st: &Stats, rss: Option<Rss>, s:
     })
 }
 
+/// Attack tasks stop at their window's end by themselves; the worker waits this much
+/// longer for their last counts.
+const ATTACK_LINGER: Duration = Duration::from_secs(3);
+/// The attack worker's CPU priority (nice), the lowest.
+const ATTACK_NICE: i32 = 19;
+/// The line of the worker's output that carries its counts.
+const ATTACK_LINE: &str = "ATTACK ";
+
+/// Starts one phase's attack in a worker process: this program again, with the run's
+/// arguments and the phase's window, at the lowest CPU priority. The attacker stands for
+/// other machines. Run on the honest clients' thread, or on a thread sharing their
+/// reactor, its work delayed their reading of the server's answers, so their latency
+/// measured the generator's own queue rather than the server (row 10's 400 retriers
+/// saturated the generator's core while the server's stayed at a third). The server
+/// sees the same attack either way. Its counts arrive when it is over.
+///
+/// A run without a command line (the library, as the tests drive it) runs the attack on
+/// its own executor `ex` instead, with its own counts all the same.
+fn spawn_attack(
+    ex: &Exec,
+    s: &Settings,
+    w: Window,
+) -> Result<smol::Task<Result<AttackStats, String>>, String> {
+    if s.command_line.is_empty() {
+        let settings = s.clone();
+        return Ok(ex.spawn(async move { Ok(attack_run(settings, w).await) }));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find wizard-bench: {e}"))?;
+    let unix_ms = |at: Instant| {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let at = if at >= Instant::now() {
+            now + (at - Instant::now())
+        } else {
+            now.saturating_sub(Instant::now() - at)
+        };
+        at.as_millis().to_string()
+    };
+    let mut cmd = smol::process::Command::new(exe);
+    cmd.args(&s.command_line)
+        .args(["--worker-start-unix-ms", &unix_ms(w.start)])
+        .args(["--worker-end-unix-ms", &unix_ms(w.end)])
+        .args(["--history", "none"])
+        .stdout(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the attack worker: {e}"))?;
+    Ok(smol::spawn(async move {
+        let out = child
+            .output()
+            .await
+            .map_err(|e| format!("attack worker: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(ATTACK_LINE))
+            .ok_or_else(|| format!("the attack worker gave no counts ({}): {text}", out.status))?;
+        serde_json::from_str(line).map_err(|e| format!("attack worker counts: {e}"))
+    }))
+}
+
+/// Runs `--attack-conns` attack connections within `w` (on the current executor) with
+/// counts of their own, and returns them once every connection stopped or
+/// [`ATTACK_LINGER`] after the window.
+async fn attack_run(settings: Settings, w: Window) -> AttackStats {
+    let Some(attack) = settings.attack else {
+        return AttackStats::default();
+    };
+    let conns = settings.attack_conns.max(1);
+    let ctx = Rc::new(Ctx {
+        settings,
+        stats: RefCell::new(Stats::new()),
+        window_start: w.start,
+        deadline: w.end + ATTACK_LINGER,
+        progress: RefCell::new(Vec::new()),
+    });
+    let tasks: Vec<_> = (0..conns)
+        .map(|i| attack_task(ctx.clone(), attack, i, w))
+        .collect();
+    futures_util::future::join_all(tasks)
+        .or(async {
+            Timer::at(w.end + ATTACK_LINGER).await;
+            Vec::new()
+        })
+        .await;
+    take(&ctx).attack
+}
+
+/// The attack worker (`--worker-start-unix-ms`, set by a phased run): runs the attack
+/// within its window at the lowest CPU priority and prints its counts as one
+/// `ATTACK {json}` line.
+pub fn attack_worker(settings: Settings) -> Result<String, String> {
+    let (start_ms, end_ms) = settings
+        .worker_window_unix_ms
+        .ok_or("an attack worker needs its window")?;
+    settings.attack.ok_or("an attack worker needs --attack")?;
+    // The worker's stderr is the run's own.
+    #[allow(clippy::print_stderr)]
+    if let Err(e) = rustix::process::setpriority_process(None, ATTACK_NICE) {
+        eprintln!(
+            "attack worker: cannot lower its priority ({e}); it competes with the honest clients"
+        );
+    }
+    net::raise_nofile_limit();
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    let at = |ms: u64| Instant::now() + Duration::from_millis(ms.saturating_sub(now_ms));
+    let w = Window {
+        start: at(start_ms),
+        end: at(end_ms.max(start_ms)),
+    };
+    let ex = smol::LocalExecutor::new();
+    let stats = smol::block_on(ex.run(attack_run(settings, w)));
+    let counts = serde_json::to_string(&stats).map_err(|e| e.to_string())?;
+    Ok(format!("{ATTACK_LINE}{counts}\n"))
+}
+
 /// Runs the phases (the games are already spawned in `tasks`) and the report.
 pub(super) async fn run(
     ex: &Exec,
@@ -177,22 +300,21 @@ pub(super) async fn run(
         let length = if on { s.phase_duration } else { s.baseline() };
         let end = start + length;
         let w = Window { start, end };
-        let attackers: Vec<_> = (0..s.attack_conns.max(1))
-            .filter(|_| on)
-            .map(|i| ex.spawn(attack_task(ctx.clone(), attack, i, w)))
-            .collect();
+        let attacker = on.then(|| spawn_attack(ex, s, w)).transpose()?;
         let rss = sample_until(server, end).await;
-        // Attack tasks stop at `end` by themselves; wait a little for their last counts.
-        async {
-            for t in attackers {
-                t.await;
+        let attack_stats = match attacker {
+            Some(worker) => {
+                worker
+                    .or(async {
+                        Timer::at(end + ATTACK_LINGER + Duration::from_secs(2)).await;
+                        Err("the attack worker did not finish".to_owned())
+                    })
+                    .await?
             }
-        }
-        .or(async {
-            Timer::after(Duration::from_secs(3)).await;
-        })
-        .await;
-        let st = take(ctx);
+            None => AttackStats::default(),
+        };
+        let mut st = take(ctx);
+        st.attack = attack_stats;
         let secs = length.as_secs_f64();
         lines.push(phase_json(k, on.then_some(attack), &st, rss, secs));
         if let Some(r) = rss {

@@ -112,7 +112,9 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     | "--health-every-ms"
                     | "--rejoin-every"
                     | "--newcomer-every"
-                    | "--newcomer-lobby" => {}
+                    | "--newcomer-lobby"
+                    | "--worker-start-unix-ms"
+                    | "--worker-end-unix-ms" => {}
                     other => return Err(format!("unknown argument {other}\n{}", usage())),
                 }
             }
@@ -150,12 +152,26 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                         s.history = (v != "none").then(|| PathBuf::from(v));
                     }
                     "--label" => s.label = v.to_owned(),
+                    "--worker-start-unix-ms" | "--worker-end-unix-ms" => {
+                        let ms = num(Some(v), k, 0u64)?;
+                        let (mut a, mut b) = s.worker_window_unix_ms.unwrap_or((ms, ms));
+                        if k == "--worker-start-unix-ms" {
+                            a = ms;
+                        } else {
+                            b = ms;
+                        }
+                        s.worker_window_unix_ms = Some((a, b));
+                    }
                     _ => {}
                 }
             }
             if s.arrival_rate > 0.0 && get("--games").is_none() {
                 // Arrivals go on for the whole duration unless capped with --games.
                 s.games = 0;
+            }
+            s.command_line = args.clone();
+            if s.worker_window_unix_ms.is_some() {
+                return bench::attack_worker(s);
             }
             let report = bench::run(s)?;
             let mut out = String::new();
