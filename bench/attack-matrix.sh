@@ -31,7 +31,7 @@ fi
 n() { echo $(( ($1 + K - 1) / K )); }   # a count scaled down for SCALE=tiny
 
 profile=$([ "$BUILD" = release ] && echo --release || true)
-cargo build $profile -p wizard-server --bin wizard-server --bin wizard-bench \
+cargo build $profile -p wizard-server --bin wizard-server -p wizard-bench \
   --target-dir "$TARGET_DIR" >&2
 BIN="$TARGET_DIR/$BUILD"
 pin() { if [ -n "$1" ]; then echo "taskset -c $1"; fi; }
@@ -78,5 +78,4 @@ for row in "${ROWS_ALL[@]}"; do
   kill -TERM "$sp" 2>/dev/null || true
   wait "$sp" 2>/dev/null || true
 done
-rows=${#ROWS_ALL[@]}
-"$BIN/wizard-bench" attack-table --history "$HISTORY" --last "$rows"
+"$BIN/wizard-bench" attack-table --history "$HISTORY" --last "${#ROWS_ALL[@]}"

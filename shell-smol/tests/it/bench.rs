@@ -1,8 +1,7 @@
-//! `wizard-bench`'s library code (compiled in from `src/bench/`) against a test server:
-//! it counts moves and refusals, measures latency and appends a history line.
+//! `wizard-bench`'s library (the `loadgen` crate) against a test server: it counts
+//! moves and refusals, measures latency and appends a history line.
 
-#[path = "../../src/bench/mod.rs"]
-pub mod bench_lib;
+pub use wizard_bench as bench_lib;
 
 use std::time::Duration;
 

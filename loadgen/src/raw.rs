@@ -107,12 +107,8 @@ fn status_of(head: &[u8]) -> u16 {
         .unwrap_or(0)
 }
 
-/// Opens a raw websocket: TCP from `from`, the upgrade, and the 101 head read.
-pub async fn open(addr: SocketAddr, path: &str, from: IpAddr, until: Instant) -> Result<Tcp, u16> {
-    open_with(addr, path, from, until, None).await
-}
-
-/// [`open`] with a fixed receive buffer of `recv_bytes` (a client that reads little).
+/// Opens a raw websocket: TCP from `from` (with a fixed receive buffer of `recv_bytes`
+/// when set: a client that reads little), the upgrade, and the 101 head read.
 pub async fn open_with(
     addr: SocketAddr,
     path: &str,

@@ -157,7 +157,7 @@ pub fn compare(path: &Path, last: usize) -> Result<String, String> {
     Ok(out)
 }
 
-/// The seed's before/after style table (clients, p95, refused) of the last `last` runs.
+/// A before/after table (clients, p95, refused) of the last `last` runs.
 pub fn table(path: &Path, last: usize) -> Result<String, String> {
     let lines = load(path)?;
     let skip = lines.len().saturating_sub(last);

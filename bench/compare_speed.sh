@@ -4,11 +4,11 @@
 # trace hashes (a change that only makes the simulator faster keeps the hash).
 # Usage: compare_speed.sh BASE_BINARY NEW_BINARY [SCENARIO] [RUNS] [SEED]
 # e.g. build the old commit with CARGO_TARGET_DIR=/tmp/base, then
-#   shell-sim/scripts/compare_speed.sh /tmp/base/release/wizard-sim \
+#   bench/compare_speed.sh /tmp/base/release/wizard-sim \
 #     target/release/wizard-sim fixtures/scenarios/speed_500.json 9
 # Figures only: nothing is asserted.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 BASE="${1:?base binary}"
 NEW="${2:?new binary}"

@@ -74,7 +74,7 @@ pub(super) async fn idle_run(ctx: &Rc<Ctx>, server: &procfs::Sampler) -> Value {
     result
 }
 
-/// The seed's before/after style row for one run: clients, p95, refused.
+/// A before/after row for one run: clients, p95, refused.
 pub fn table_row(line: &Value) -> String {
     let r = &line["results"];
     let s = &line["settings"];

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real CPU quota test (issue 4): the release server runs in a cgroup limited to 15 % of
-# one CPU while examples/overload_client (outside the cgroup) plays 30 games at full
+# one CPU while `wizard-bench overload` (outside the cgroup) plays 30 games at full
 # speed. The client polls /health every second, prints the timeline and checks: the
 # server reports `overloaded` within 5 s, refuses `create_lobby` with `busy`, keeps
 # applying moves while overloaded, and returns to `normal` after the load stops.
@@ -14,7 +14,7 @@
 # decided by the AI workers inside the server, in the same cgroup; 0: by the core's
 # fallback player).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 # Binaries: where cargo puts them, also with CARGO_TARGET_DIR set.
 REL="${CARGO_TARGET_DIR:-target}/release"
 mkdir -p target # logs and timelines go here either way
@@ -35,10 +35,10 @@ skip() {
     exit 0
 }
 
-# shellcheck source=shell-smol/scripts/cgroup_lib.sh
-source shell-smol/scripts/cgroup_lib.sh
+# shellcheck source=bench/cgroup_lib.sh
+source bench/cgroup_lib.sh
 
-cargo build --release --locked -p wizard-server --bin wizard-server --example overload_client
+cargo build --release --locked -p wizard-server --bin wizard-server -p wizard-bench
 make_cgroup
 echo "cgroup $VERSION: $CG limited to $QUOTA_US us per $PERIOD_US us ($QUOTA_PERCENT % of one CPU);" \
     "$GAMES games of 1 human + $AI_SEATS AI seats, EMBEDDED_AI=$EMBEDDED_AI"
@@ -61,7 +61,7 @@ grep -qx "$SERVER_PID" "$CG/cgroup.procs" || { echo "FAIL: the server is not in 
 grep -m1 "Load probe started" "$LOG" || true
 
 status=0
-timeout $((LOAD_SECS + RECOVER_SECS + 60)) "$REL"/examples/overload_client \
+timeout $((LOAD_SECS + RECOVER_SECS + 60)) "$REL"/wizard-bench overload \
     --addr "127.0.0.1:$PORT" --games "$GAMES" --ai "$AI_SEATS" \
     --load-secs "$LOAD_SECS" --recover-secs "$RECOVER_SECS" --timeline "$TIMELINE" || status=$?
 echo "server log lines about load:"

@@ -17,11 +17,9 @@
 //! one JSON line to a history file; [`compare`] shows the latest run against earlier
 //! ones, [`attack_table`] the phased runs as the table.
 //!
-//! Everything runs on one thread (a local executor), so the generator can be pinned to
-//! one core with `taskset`.
-
-// Compiled into the binary and into the integration test, each using a part of it.
-#![allow(dead_code)]
+//! Everything a run measures runs on one thread (a local executor), so the generator can
+//! be pinned to one core with `taskset`; a phased run's attacks run in worker processes
+//! of their own ([`attack_worker`]).
 
 mod absent;
 mod attack;
@@ -31,6 +29,7 @@ mod honest;
 mod hostile;
 mod idle;
 mod net;
+pub mod overload;
 mod phases;
 mod procfs;
 mod raw;
@@ -49,13 +48,10 @@ use futures_lite::FutureExt;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
-// The binary and the integration test each use a part of these.
-#[allow(unused_imports)]
+// The interface: the binary and the server's tests use these.
 pub use attack::{ATTACKS, Attack, AttackStats, Window};
 pub use history::{compare, table};
-#[allow(unused_imports)]
 pub use phases::{attack_table, attack_worker, phase_table};
-#[allow(unused_imports)]
 pub use violations::violation_cases;
 
 /// How bot humans pace their moves.

@@ -3,7 +3,7 @@
 # from 127.0.1.x addresses that each said hello and then idle; prints the server's VmRSS
 # growth per connection. Figures only: nothing is asserted.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 # Binaries: where cargo puts them, also with CARGO_TARGET_DIR set.
 REL="${CARGO_TARGET_DIR:-target}/release"
 mkdir -p target # logs and timelines go here either way
@@ -11,7 +11,7 @@ CONNS="${CONNS:-2000}"
 PORT="${PORT:-$((20000 + RANDOM % 20000))}"
 ulimit -n $((CONNS * 2 + 1000))
 
-cargo build --release --locked -p wizard-server --bin wizard-server --example idle_conns
+cargo build --release --locked -p wizard-server --bin wizard-server -p wizard-bench
 env BIND="127.0.0.1:$PORT" MAX_CONNECTIONS=$((CONNS + 100)) MAX_CONNECTIONS_PER_IP=100 \
     MAX_SESSIONS=$((CONNS * 2)) SHUTDOWN_GRACE=0 LOG_LEVEL=warn EMBEDDED_AI=0 \
     "$REL"/wizard-server > target/idle_memory_server.log 2>&1 &
@@ -21,5 +21,5 @@ for _ in $(seq 100); do
     curl -fsS "http://127.0.0.1:$PORT/health" > /dev/null 2>&1 && break
     sleep 0.1
 done
-timeout 120 "$REL"/examples/idle_conns --addr "127.0.0.1:$PORT" --pid "$SERVER_PID" \
-    --conns "$CONNS" --per-ip 100
+timeout 120 "$REL"/wizard-bench --url "ws://127.0.0.1:$PORT/ws" --server-pid "$SERVER_PID" \
+    --idle "$CONNS" --per-ip 100 --games 0 --duration 60 --ramp 0 --warmup 0 --history none

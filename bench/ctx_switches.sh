@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Context switches and CPU per move (DESIGN.md section 4): the release server plays
-# MOVES moves at full speed (30 games, 1 human + 2 AI seats, examples/overload_client),
+# Context switches and CPU per move (what batching saves): the release server plays
+# MOVES moves at full speed (30 games, 1 human + 2 AI seats, `wizard-bench overload`),
 # once without a quota and once in a cgroup limited to 15 % of one CPU, and reports
 # /proc/<pid>/status voluntary/nonvoluntary_ctxt_switches and /proc/<pid>/stat
 # utime+stime per move. The load level is pinned to normal so that games keep
@@ -8,7 +8,7 @@
 # core's fallback (the shell's own cost), 1 the AI workers inside the server.
 # Figures only: nothing is asserted.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 # Binaries: where cargo puts them, also with CARGO_TARGET_DIR set.
 REL="${CARGO_TARGET_DIR:-target}/release"
 mkdir -p target # logs and timelines go here either way
@@ -25,10 +25,10 @@ skip() {
     exit 0
 }
 
-# shellcheck source=shell-smol/scripts/cgroup_lib.sh
-source shell-smol/scripts/cgroup_lib.sh
+# shellcheck source=bench/cgroup_lib.sh
+source bench/cgroup_lib.sh
 
-cargo build --release --locked -p wizard-server --bin wizard-server --example overload_client
+cargo build --release --locked -p wizard-server --bin wizard-server -p wizard-bench
 
 run() {
     local label="$1" port=$((20000 + RANDOM % 20000))
@@ -44,7 +44,7 @@ run() {
         sleep 0.1
     done
     printf '%-22s ' "$label:"
-    timeout 300 "$REL"/examples/overload_client --addr "127.0.0.1:$port" \
+    timeout 300 "$REL"/wizard-bench overload --addr "127.0.0.1:$port" \
         --games "$GAMES" --moves "$MOVES" --pid "$SERVER_PID"
     kill -TERM "$SERVER_PID"
     wait "$SERVER_PID" || true

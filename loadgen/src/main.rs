@@ -12,6 +12,7 @@
 //! wizard-bench compare [--history FILE] [--last N]
 //! wizard-bench table [--history FILE] [--last N]
 //! wizard-bench attack-table [--history FILE] [--last N]
+//! wizard-bench overload --addr 127.0.0.1:8000 ...   (closed-loop overload, see `overload`)
 //! ```
 //!
 //! With `--phases N` a run prints one `PHASE {json}` line per phase, then the phase
@@ -20,8 +21,7 @@
 //! It starts no server. Each run appends one JSON line to the history
 //! (`bench/history.jsonl` by default).
 
-#[path = "../bench/mod.rs"]
-mod bench;
+use wizard_bench as bench;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +31,9 @@ const DEFAULT_HISTORY: &str = "bench/history.jsonl";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("overload") {
+        return bench::overload::run(&args[1..]);
+    }
     match real_main(args) {
         Ok(out) => {
             print!("{out}");
@@ -234,6 +237,7 @@ fn usage() -> String {
      wizard-bench compare [--history FILE] [--last N]\n       \
      wizard-bench table [--history FILE] [--last N]\n       \
      wizard-bench attack-table [--history FILE] [--last N]\n       \
+     wizard-bench overload --addr HOST:PORT [--games N] [--ai N] [--load-secs S] [--recover-secs S] [--timeline FILE] [--moves N --pid PID]\n       \
      MODE: "
         .to_owned()
         + &bench::Attack::names()

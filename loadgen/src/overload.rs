@@ -1,17 +1,17 @@
-//! A load client that speaks the real protocol: `games` games at full speed, each one
-//! human (this client) and `ai` AI seats, the human moving as soon as a state shows its
-//! turn. Each game connects from its own 127.0.0.x address so per-IP limits do not
-//! interfere. Used by `scripts/cpu_quota_test.sh` (the overload timeline) and
-//! `scripts/ctx_switches.sh` (context switches and CPU per move).
+//! `wizard-bench overload`: closed-loop load that speaks the real protocol: `games`
+//! games at full speed, each one human (this client) and `ai` AI seats, the human
+//! moving as soon as a state shows its turn. Each game connects from its own 127.0.0.x
+//! address so per-IP limits do not interfere. Used by `bench/cpu_quota_test.sh` (the
+//! overload timeline) and `bench/ctx_switches.sh` (context switches and CPU per move).
 //!
 //! ```text
-//! overload_client --addr 127.0.0.1:8000 [--games 30] [--ai 2] [--load-secs 12]
+//! wizard-bench overload --addr 127.0.0.1:8000 [--games 30] [--ai 2] [--load-secs 12]
 //!                 [--recover-secs 20] [--timeline FILE]      # overload timeline + checks
-//! overload_client --addr ... --moves 20000 --pid PID         # per-move figures
+//! wizard-bench overload --addr ... --moves 20000 --pid PID   # per-move figures
 //! ```
 //!
 //! In timeline mode it polls `/health` every second, prints the table (time, level,
-//! lag, CPU, throttled, moves) and checks the seed's overload story: `overloaded` within
+//! lag, CPU, throttled, moves) and checks the overload story: `overloaded` within
 //! 5 s, `create_lobby` refused with `busy` while overloaded, moves going on while
 //! overloaded, back to `normal` once the load stops. Exit status 1 when a check fails.
 
@@ -49,7 +49,7 @@ struct Args {
     pid: Option<u32>,
 }
 
-fn args() -> Args {
+fn args(raw: &[String]) -> Args {
     let mut a = Args {
         addr: "127.0.0.1:8000".parse().unwrap(),
         games: 30,
@@ -60,7 +60,6 @@ fn args() -> Args {
         moves: None,
         pid: None,
     };
-    let raw: Vec<String> = std::env::args().skip(1).collect();
     for pair in raw.chunks(2) {
         let [key, value] = pair else {
             panic!("arguments come in pairs: --name value")
@@ -523,8 +522,9 @@ async fn timeline(args: Args, shared: Arc<Shared>) -> bool {
     ok
 }
 
-fn main() -> std::process::ExitCode {
-    let args = args();
+/// Runs the mode with its arguments (after `overload`); failure when a check fails.
+pub fn run(raw: &[String]) -> std::process::ExitCode {
+    let args = args(raw);
     let shared = Arc::new(Shared::default());
     let ex = Arc::new(smol::Executor::new());
     // Two threads: the client must not be the bottleneck.
