@@ -12,7 +12,7 @@ use wizard_core::io::{BadFrame, ConnId, ConnKind, Input, MoveSource, Note, Outpu
 use wizard_core::overload::connections::TcpCaps;
 use wizard_core::overload::door::Door;
 use wizard_core::overload::level::{LevelState, LoadThresholds, classify, next_level};
-use wizard_core::wire::{self, AiErrorCode, AiReply, ErrorCode};
+use wizard_core::wire::{self, AiErrorCode, AiReply};
 use wizard_core::{Server, Time};
 
 use crate::conn_map::ConnMap;
@@ -179,7 +179,19 @@ impl Checker {
         }
         let (mut errors, mut answers, mut states) = (0, 0, 0);
         let mut busy = false;
-        for o in out {
+        // The answer to the message comes first; what the deadlines due in the same
+        // `handle` call did comes after, starting with the first AI or fallback move
+        // (its broadcast is no second answer to this message).
+        let answer = out.iter().take_while(|o| {
+            !matches!(
+                o,
+                Output::Note(Note::MoveApplied {
+                    by: MoveSource::Ai | MoveSource::Fallback,
+                    ..
+                })
+            )
+        });
+        for o in answer {
             match o {
                 Output::Send { conn: c2, text, .. } if *c2 == conn => {
                     answers += 1;
@@ -462,10 +474,4 @@ impl Observer for Observers<'_> {
         }
         k.after(r, h, server, out);
     }
-}
-
-/// Whether an error text carries `code`.
-pub fn is_error(text: &str, code: ErrorCode) -> bool {
-    text.starts_with("{\"type\":\"error\"")
-        && text.contains(&format!("\"code\":\"{}\"", code.name()))
 }

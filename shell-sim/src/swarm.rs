@@ -296,8 +296,10 @@ impl SwarmResult {
         ));
         for f in &self.failures {
             s.push_str(&format!(
-                "seed {} failed: {:?}\n  reproduce: cargo run --release -p wizard-sim -- run swarm:{} --seed {}\n",
-                f.seed, f.violations, f.seed, f.seed
+                "seed {} failed: {:?}\n  reproduce: {}\n",
+                f.seed,
+                f.violations,
+                crate::repro(&format!("swarm:{}", f.seed), f.seed)
             ));
         }
         s
