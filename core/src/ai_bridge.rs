@@ -152,10 +152,6 @@ impl AiBridge {
         self.breaker.state()
     }
 
-    pub fn breaker_opened_total(&self) -> u64 {
-        self.breaker.opened_total()
-    }
-
     /// Whether a probe request is waiting (at most one ever is).
     pub fn probes_pending(&self) -> usize {
         self.pending.values().filter(|p| p.probe).count()

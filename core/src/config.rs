@@ -106,7 +106,7 @@ pub const SETTINGS: &[Setting] = &[
     server("MAX_MESSAGE_BYTES", "65536", "largest incoming message in bytes; larger closes with 1009"),
     server("OUTBOUND_QUEUE_MESSAGES", "256", "messages queued for one connection before it is disconnected"),
     server("OUTBOUND_QUEUE_BYTES", "1048576", "bytes queued for one connection before it is disconnected"),
-    server("IP_TABLE_MAX", "10000", "entries in each per-IP table (connections, lobby creation)"),
+    server("IP_TABLE_MAX", "10000", "entries in each per-address rate table (lobby creation, reconnects, failed joins, new sockets); past it the bucket soonest full is forgotten"),
     server("MAX_SESSIONS", "5000", "sessions kept in the session registry"),
     // The door (issue 14).
     server("MAX_SOCKETS_PER_IP", "", "TCP sockets one client address may hold, upgraded or not (empty = 2 x MAX_CONNECTIONS_PER_IP, at least MAX_CONNECTIONS_PER_IP + 16)"),

@@ -77,21 +77,75 @@ pub enum Input {
     Shutdown,
 }
 
+impl Input {
+    /// The input for a complete text message from `conn`: the rule every shell (and
+    /// every test driver) turns a text frame into an input with, written once. A
+    /// player's message is decoded ([`Input::Message`] or [`Input::Undecodable`]); an
+    /// AI reply is decoded, and when that fails its `request_id` is peeked so that the
+    /// core can still answer the request it belonged to.
+    pub fn from_text(conn: ConnId, kind: ConnKind, text: &str) -> Input {
+        match kind {
+            ConnKind::Player => match crate::wire::decode_client(text) {
+                Ok(message) => Input::Message { conn, message },
+                Err(error) => Input::Undecodable { conn, error },
+            },
+            ConnKind::Ai => {
+                let reply = crate::wire::decode_ai_reply(text);
+                let request_id = match reply {
+                    Ok(_) => None,
+                    Err(_) => crate::wire::peek_request_id(text),
+                };
+                Input::AiMessage {
+                    conn,
+                    reply,
+                    request_id,
+                }
+            }
+        }
+    }
+}
+
 /// What the world should do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
-    /// Send a text frame. `state` marks a full `state` snapshot without events, which a
-    /// slow reader's queue may replace by a newer one (only the newest view matters; a
-    /// state that carries events is never replaced, or its events would be lost).
+    /// Send a text frame. `replaceable` marks a full `state` snapshot without events,
+    /// which a slow reader's queue may replace by a newer one (only the newest view
+    /// matters; a state that carries events is never replaced, or its events would be
+    /// lost).
     Send {
         conn: ConnId,
         text: String,
-        state: bool,
+        replaceable: bool,
     },
     /// Close the connection with this code after the frames already queued.
     Close { conn: ConnId, code: CloseCode },
     /// Something worth a log line or a metric; nothing to carry out.
     Note(Note),
+}
+
+/// Where a shell carries out outputs: one method per kind of [`Output`].
+pub trait Router {
+    /// Queue `text` on `conn` (replacing a queued replaceable frame when `replaceable`).
+    fn send(&mut self, conn: ConnId, text: String, replaceable: bool);
+    /// Close `conn` with `code` after the frames already queued.
+    fn close(&mut self, conn: ConnId, code: CloseCode);
+    /// A fact for logs and metrics.
+    fn note(&mut self, note: Note);
+}
+
+impl Output {
+    /// Hands this output to `router`.
+    pub fn route(self, router: &mut impl Router) {
+        match self {
+            Output::Send {
+                conn,
+                text,
+                replaceable,
+            } => router.send(conn, text, replaceable),
+            Output::Close { conn, code } => router.close(conn, code),
+            Output::Note(note) => router.note(note),
+        }
+    }
 }
 
 /// Why the fallback player moved instead of the AI service.
@@ -305,15 +359,4 @@ pub enum WakeReason {
     /// A lobby or game whose humans are all disconnected reaches `LOBBY_IDLE_TTL` or
     /// `ABANDONED_GAME_TTL`.
     Absent,
-}
-
-/// A closing helper: the `error` code sent just before a close, if any.
-pub fn error_before_close(code: CloseCode) -> Option<ErrorCode> {
-    match code {
-        CloseCode::ConnectionLimit => Some(ErrorCode::Busy),
-        CloseCode::MessageFlood => Some(ErrorCode::RateLimited),
-        CloseCode::SessionReplaced => Some(ErrorCode::SessionReplaced),
-        CloseCode::ShuttingDown | CloseCode::BinaryFrame | CloseCode::MessageTooLarge => None,
-        CloseCode::ProtocolError | CloseCode::InvalidPayload => None,
-    }
 }

@@ -59,11 +59,13 @@
 //! - [`ws`]: the websocket frame layer (decoder, encoder, per-frame budget).
 
 pub mod ai_bridge;
+pub mod batch;
 pub mod config;
 pub mod game;
 pub mod io;
 pub mod lobby;
 pub mod names;
+pub mod outqueue;
 pub mod overload;
 pub mod rng;
 mod serde_str;

@@ -39,6 +39,14 @@ use crate::wire::{self, AiHealth, CloseCode, DecodeError, ErrorCode, Health, Ser
 /// How often idle per-IP buckets are swept.
 const SWEEP_INTERVAL_US: u64 = 30_000_000;
 
+/// What a `server_status` message says: the load level and whether new games are
+/// accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Status {
+    load: LoadLevel,
+    accepting_games: bool,
+}
+
 /// One open websocket as the core sees it.
 #[derive(Debug)]
 struct Conn {
@@ -49,7 +57,7 @@ struct Conn {
     bucket: TokenBucket,
     drops: u32,
     /// The last `server_status` sent on this connection.
-    status_sent: Option<(LoadLevel, bool)>,
+    status_sent: Option<Status>,
     /// The core asked to close it; further frames are ignored.
     closing: bool,
     /// Whether it holds a slot of the connection limiter.
@@ -121,7 +129,7 @@ pub struct Server {
     counters: Counters,
     last_sample: LoadSample,
     /// The status last published to everyone.
-    status: (LoadLevel, bool),
+    status: Status,
     ai_was_available: bool,
     breaker_was: BreakerState,
     shutting_down: bool,
@@ -177,7 +185,10 @@ impl Server {
         );
         let mut timers = Timers::default();
         timers.set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
-        let status = (levels.level(), true);
+        let status = Status {
+            load: levels.level(),
+            accepting_games: true,
+        };
         Server {
             limiter: ConnectionLimiter::new(config.conns_max, config.conns_per_ip_max),
             sessions: SessionRegistry::new(
@@ -395,7 +406,7 @@ impl Server {
         out.push(Output::Send {
             conn,
             text,
-            state: false,
+            replaceable: false,
         });
     }
 }

@@ -136,10 +136,6 @@ impl SessionRegistry {
             .then_some(id)
     }
 
-    pub fn find_by_player_id(&self, player_id: &str) -> Option<SessionId> {
-        self.by_player.get(player_id).copied()
-    }
-
     pub fn get(&self, id: SessionId) -> Option<&Session> {
         self.sessions.get(&id)
     }
@@ -210,10 +206,6 @@ impl SessionRegistry {
 
     pub fn is_empty(&self) -> bool {
         self.sessions.is_empty()
-    }
-
-    pub fn sessions_max(&self) -> usize {
-        self.sessions_max
     }
 }
 

@@ -48,16 +48,6 @@ impl Dist {
         ms_to_us(ms)
     }
 
-    /// The mean in milliseconds (for reports and capacity estimates).
-    pub fn mean_ms(&self) -> f64 {
-        match *self {
-            Dist::Const(v) => v,
-            Dist::Uniform([a, b]) => (a + b) / 2.0,
-            Dist::Exp(mean) => mean,
-            Dist::Lognormal([median, sigma]) => median * (sigma * sigma / 2.0).exp(),
-        }
-    }
-
     /// The same distribution `factor` times slower.
     pub fn scaled(&self, factor: f64) -> Dist {
         match *self {

@@ -6,8 +6,7 @@
 //! text messages (`Arrive::Text`) and the simulator's speed does not change.
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, ConnKind, Input};
-use wizard_core::wire;
+use wizard_core::io::{ConnId, Input};
 use wizard_core::ws::{FrameReader, Read, opcode};
 
 use crate::host::Host;
@@ -43,26 +42,10 @@ pub fn mask_for(conn: ConnId, n: u64) -> [u8; 4] {
 }
 
 impl Host {
-    /// A complete text message from `conn`, decoded as its reader task does.
+    /// A complete text message from `conn`, decoded as its reader task does (the
+    /// core's one rule, [`Input::from_text`]).
     pub(crate) fn decode_text(&self, conn: ConnId, text: &str) -> Option<Input> {
-        match self.kind(conn)? {
-            ConnKind::Ai => {
-                let reply = wire::decode_ai_reply(text);
-                let request_id = match &reply {
-                    Ok(_) => None,
-                    Err(_) => wire::peek_request_id(text),
-                };
-                Some(Input::AiMessage {
-                    conn,
-                    reply,
-                    request_id,
-                })
-            }
-            ConnKind::Player => Some(match wire::decode_client(text) {
-                Ok(message) => Input::Message { conn, message },
-                Err(error) => Input::Undecodable { conn, error },
-            }),
-        }
+        Some(Input::from_text(conn, self.kind(conn)?, text))
     }
 
     /// Raw frame bytes reached `conn`'s reader task: its `FrameReader` (made on the

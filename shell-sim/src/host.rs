@@ -21,10 +21,7 @@ use crate::outbox::Outbox;
 use crate::probe::Probe;
 use crate::queue::EventQueue;
 
-/// As in shell-smol/src/core_task.rs: inputs per wake-up before routing.
-pub const BATCH_INPUTS_MAX: usize = 1024;
-/// As in shell-smol/src/core_task.rs: the inbox's capacity; readers wait when full.
-pub const INBOX_CAPACITY: usize = 4096;
+pub use wizard_core::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
 
 /// What one handled input was, for the checkers and the report.
 #[derive(Clone, Copy, Debug)]
@@ -154,10 +151,6 @@ impl Host {
     /// The kind of `conn` while the core holds it (its reader task runs).
     pub(crate) fn kind(&self, conn: ConnId) -> Option<ConnKind> {
         self.kinds.get(&conn).copied()
-    }
-
-    pub fn blocked_len(&self) -> usize {
-        self.blocked.len()
     }
 
     /// A frame reached the server: the reader task decodes it into the inbox.
@@ -404,11 +397,16 @@ impl Host {
         observer.handled(&h, &input, &self.out, &self.server);
         let mut sent = Sent::default();
         for o in &self.out {
-            if let Output::Send { conn, text, state } = o {
+            if let Output::Send {
+                conn,
+                text,
+                replaceable,
+            } = o
+            {
                 sent.frames += 1;
                 if self.kinds.get(conn) == Some(&ConnKind::Ai) {
                     sent.ai_requests += 1;
-                } else if *state || text.len() > 512 {
+                } else if *replaceable || text.len() > 512 {
                     sent.states += 1;
                 } else {
                     sent.smalls += 1;

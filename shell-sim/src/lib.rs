@@ -30,8 +30,6 @@ pub mod swarm;
 pub mod world;
 pub mod writer;
 
-use std::path::Path;
-
 pub use report::Report;
 pub use scenario::Scenario;
 
@@ -41,12 +39,13 @@ pub fn run(scenario: Scenario, seed: u64) -> Result<Report, scenario::ScenarioEr
     Ok(sim::Sim::new(resolved, seed)?.run())
 }
 
-/// Loads and runs a scenario file.
-pub fn run_file(path: &Path, seed: u64) -> Result<Report, scenario::ScenarioError> {
-    run(Scenario::load(path)?, seed)
-}
+/// The commit this simulator was built from (`git rev-parse --short=12 HEAD` at build
+/// time; `unknown` outside a checkout).
+pub const COMMIT: &str = env!("WIZARD_SIM_COMMIT");
 
-/// The one-line command that reproduces a run.
+/// The one-line command that reproduces a run: check out the commit, run the seed.
 pub fn repro(scenario: &str, seed: u64) -> String {
-    format!("cargo run --release -p wizard-sim -- run {scenario} --seed {seed}")
+    format!(
+        "git checkout {COMMIT} && cargo run --release -p wizard-sim -- run {scenario} --seed {seed}"
+    )
 }

@@ -185,15 +185,4 @@ impl Net {
             Ev::ServerArrive { conn, what },
         );
     }
-
-    /// Forgets a connection both ends are done with.
-    pub fn forget(&mut self, conn: ConnId) {
-        self.latency_us.remove(&conn);
-        self.owner.remove(&conn);
-        self.ip.remove(&conn);
-    }
-
-    pub fn open_count(&self) -> usize {
-        self.owner.len()
-    }
 }

@@ -1,17 +1,13 @@
-//! A connection's bounded outbound queue, as the shell's writer task keeps it
-//! (shell-smol/src/outbox.rs `Outbox`): a frame the core marked replaceable (a `state`
-//! without events) replaces the queued one before it (dropping events would lose what
-//! happened, so the core never marks those), and
-//! a queue over its message or byte limit marks the connection as overflowed, which
-//! ends it (the reader is too slow).
+//! A connection's bounded outbound queue: the core's rule (`outqueue::OutQueue`, the
+//! one the production shell's writer keeps too: a frame the core marked replaceable
+//! replaces the queued one before it; a queue over its message or byte limit is
+//! overflowed, which ends the connection), with each frame's place in the stream.
 //!
 //! Below the queue sits the socket: the writer moves frames into it while the peer's
 //! receive window (`window_bytes`) has room; a slow reader drains it at its own rate.
 
-use std::collections::VecDeque;
-
 use wizard_core::Time;
-
+use wizard_core::outqueue::OutQueue;
 use wizard_core::wire::CloseCode;
 
 /// A frame on its way to the peer, with its place in the connection's stream, so the
@@ -28,24 +24,27 @@ pub struct Frame {
     pub replaceable: bool,
 }
 
+/// A frame's place in its connection's stream, kept beside it in the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    seq: u64,
+    kept_before: u64,
+}
+
 /// The queue and the socket window of one connection.
 #[derive(Clone, Debug)]
 pub struct Outbox {
-    frames: VecDeque<Frame>,
+    /// The core's queueing rule; the simulator adds each frame's place.
+    queue: OutQueue<Place>,
     /// `seq` of the newest frame routed here.
     routed_seq: u64,
     /// `seq` of the newest routed frame that was not replaceable.
     kept_seq: u64,
-    bytes: usize,
-    messages_max: usize,
-    bytes_max: usize,
-    pub close: Option<CloseCode>,
-    pub overflowed: bool,
+    /// The close frame went out.
+    close_sent: bool,
     /// Bytes written to the socket and not yet read by the peer.
     pub in_flight_bytes: usize,
     pub window_bytes: usize,
-    /// Frames ever queued beyond the limits (for the report).
-    pub frames_max_seen: usize,
     /// When the newest queued frames were routed: the loop computes a batch's outputs
     /// at the start of its CPU time and routes them when that time is spent, so nothing
     /// in the queue may reach the socket before this instant.
@@ -55,57 +54,55 @@ pub struct Outbox {
 impl Outbox {
     pub fn new(messages_max: usize, bytes_max: usize, window_bytes: usize) -> Outbox {
         Outbox {
-            frames: VecDeque::new(),
+            queue: OutQueue::new(messages_max, bytes_max),
             routed_seq: 0,
             kept_seq: 0,
-            bytes: 0,
-            messages_max: messages_max.max(1),
-            bytes_max: bytes_max.max(1),
-            close: None,
-            overflowed: false,
+            close_sent: false,
             in_flight_bytes: 0,
             window_bytes: window_bytes.max(1),
-            frames_max_seen: 0,
             ready_at: Time::ZERO,
         }
     }
 
-    /// Queues a frame; the shell's `Outbox::push`.
-    pub fn push(&mut self, text: String, state: bool) {
-        if self.close.is_some() || self.overflowed {
+    /// Queues a frame by the core's rule ([`OutQueue::push`]), numbered in the stream.
+    pub fn push(&mut self, text: String, replaceable: bool) {
+        if !self.queue.accepting() {
             return;
         }
-        if state
-            && let Some(old) = self.frames.iter().position(|f| f.replaceable)
-            && let Some(old) = self.frames.remove(old)
-        {
-            self.bytes = self.bytes.saturating_sub(old.text.len());
-        }
-        self.bytes = self.bytes.saturating_add(text.len());
         self.routed_seq += 1;
-        let frame = Frame {
-            text,
+        let place = Place {
             seq: self.routed_seq,
             kept_before: self.kept_seq,
-            replaceable: state,
         };
-        if !state {
+        if !replaceable {
             self.kept_seq = self.routed_seq;
         }
-        self.frames.push_back(frame);
-        self.frames_max_seen = self.frames_max_seen.max(self.frames.len());
-        if self.frames.len() > self.messages_max || self.bytes > self.bytes_max {
-            self.overflowed = true;
-            self.frames = VecDeque::new();
-            self.bytes = 0;
-        }
+        self.queue.push(text, replaceable, place);
     }
 
     /// Asks for a close after the queued frames.
     pub fn close(&mut self, code: CloseCode) {
-        if self.close.is_none() {
-            self.close = Some(code);
+        self.queue.close(code);
+    }
+
+    /// The reader was too slow: the queue overflowed.
+    pub fn overflowed(&self) -> bool {
+        self.queue.overflowed()
+    }
+
+    /// The close to send now, once: asked for, not yet sent, nothing left queued.
+    pub fn take_close(&mut self) -> Option<CloseCode> {
+        if self.close_sent || !self.queue.is_empty() {
+            return None;
         }
+        let code = self.queue.close_code()?;
+        self.close_sent = true;
+        Some(code)
+    }
+
+    /// Whether a close is asked for and not yet sent.
+    pub fn close_pending(&self) -> bool {
+        !self.close_sent && self.queue.close_code().is_some()
     }
 
     /// Takes the frames that fit into the socket window now (all of them for a reader
@@ -113,16 +110,20 @@ impl Outbox {
     /// is empty.
     pub fn take_writable(&mut self) -> Vec<Frame> {
         let mut taken = Vec::new();
-        while let Some(f) = self.frames.front() {
+        while let Some(f) = self.queue.front() {
             let len = f.text.len();
             let fits = self.in_flight_bytes == 0 || self.in_flight_bytes + len <= self.window_bytes;
             if !fits {
                 break;
             }
             self.in_flight_bytes += len;
-            self.bytes = self.bytes.saturating_sub(len);
-            if let Some(f) = self.frames.pop_front() {
-                taken.push(f);
+            if let Some(f) = self.queue.pop_front() {
+                taken.push(Frame {
+                    text: f.text,
+                    seq: f.tag.seq,
+                    kept_before: f.tag.kept_before,
+                    replaceable: f.replaceable,
+                });
             }
         }
         taken
@@ -135,16 +136,16 @@ impl Outbox {
 
     /// Frames and bytes queued (not yet in the socket).
     pub fn len(&self) -> (usize, usize) {
-        (self.frames.len(), self.bytes)
+        self.queue.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
+        self.queue.is_empty()
     }
 
     /// Whether the queue is within its limits (the checker's view).
     pub fn within_caps(&self) -> bool {
-        self.frames.len() <= self.messages_max && self.bytes <= self.bytes_max
+        self.queue.within_caps()
     }
 }
 
@@ -173,6 +174,6 @@ mod tests {
         for i in 0..5 {
             o.push(format!("e{i}"), false);
         }
-        assert!(o.overflowed);
+        assert!(o.overflowed());
     }
 }

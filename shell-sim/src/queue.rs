@@ -71,10 +71,6 @@ impl<E> EventQueue<E> {
         self.events.pop().map(|Reverse(e)| (e.at, e.event))
     }
 
-    pub fn peek_time(&self) -> Option<Time> {
-        self.events.peek().map(|Reverse(e)| e.at)
-    }
-
     pub fn len(&self) -> usize {
         self.events.len()
     }

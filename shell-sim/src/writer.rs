@@ -3,11 +3,47 @@
 //! the queued frames, and a reader too slow for its outbox being dropped.
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, Input, Output};
+use wizard_core::io::{ConnId, Input, Note, Output, Router};
+use wizard_core::wire::CloseCode;
 
+use crate::conn_map::ConnMap;
 use crate::host::Host;
 use crate::net::{Arrive, Ev, Net};
+use crate::outbox::Outbox;
 use crate::queue::EventQueue;
+
+/// Routed outputs into the outboxes, at `at` (when the batch's CPU time is spent).
+struct Outboxes<'a> {
+    outboxes: &'a mut ConnMap<Outbox>,
+    /// The connections whose writers have something new.
+    touched: Vec<ConnId>,
+    at: Time,
+}
+
+impl Outboxes<'_> {
+    fn get(&mut self, conn: ConnId) -> Option<&mut Outbox> {
+        let o = self.outboxes.get_mut(&conn)?;
+        o.ready_at = o.ready_at.max(self.at);
+        self.touched.push(conn);
+        Some(o)
+    }
+}
+
+impl Router for Outboxes<'_> {
+    fn send(&mut self, conn: ConnId, text: String, replaceable: bool) {
+        if let Some(o) = self.get(conn) {
+            o.push(text, replaceable);
+        }
+    }
+
+    fn close(&mut self, conn: ConnId, code: CloseCode) {
+        if let Some(o) = self.get(conn) {
+            o.close(code);
+        }
+    }
+
+    fn note(&mut self, _note: Note) {}
+}
 
 impl Host {
     /// Routes outputs into the outboxes and lets writers send what fits.
@@ -18,26 +54,15 @@ impl Host {
         at: Time,
         routed: Vec<Output>,
     ) {
-        let mut touched: Vec<ConnId> = Vec::new();
+        let mut into = Outboxes {
+            outboxes: &mut self.outboxes,
+            touched: Vec::new(),
+            at,
+        };
         for output in routed {
-            match output {
-                Output::Send { conn, text, state } => {
-                    if let Some(o) = self.outboxes.get_mut(&conn) {
-                        o.ready_at = o.ready_at.max(at);
-                        o.push(text, state);
-                        touched.push(conn);
-                    }
-                }
-                Output::Close { conn, code } => {
-                    if let Some(o) = self.outboxes.get_mut(&conn) {
-                        o.ready_at = o.ready_at.max(at);
-                        o.close(code);
-                        touched.push(conn);
-                    }
-                }
-                Output::Note(_) => {}
-            }
+            output.route(&mut into);
         }
+        let mut touched = into.touched;
         touched.dedup();
         for conn in touched {
             self.pump(q, net, at, conn);
@@ -52,7 +77,7 @@ impl Host {
         let lat = net.latency_us(conn);
         // A window opening early must not send frames before they were routed.
         let at = at.max(o.ready_at);
-        if o.overflowed {
+        if o.overflowed() {
             // The writer gives up on a reader this slow: the connection is dropped.
             self.outboxes.remove(&conn);
             self.overflows += 1;
@@ -65,9 +90,7 @@ impl Host {
         if !frames.is_empty() {
             q.push(at.plus_us(lat), Ev::Deliver { conn, frames });
         }
-        if o.is_empty()
-            && let Some(code) = o.close.take()
-        {
+        if let Some(code) = o.take_close() {
             q.push(
                 at.plus_us(lat),
                 Ev::ClientClosed {
@@ -97,7 +120,7 @@ impl Host {
     ) {
         if let Some(o) = self.outboxes.get_mut(&conn) {
             o.consumed(bytes);
-            if !o.is_empty() || o.close.is_some() {
+            if !o.is_empty() || o.close_pending() {
                 self.pump(q, net, now, conn);
             }
         }

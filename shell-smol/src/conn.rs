@@ -30,7 +30,7 @@ use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use wizard_core::Time;
 use wizard_core::config::Config;
 use wizard_core::io::{ConnId, ConnKind, Input};
-use wizard_core::wire::{CloseCode, decode_ai_reply, decode_client, peek_request_id};
+use wizard_core::wire::CloseCode;
 use wizard_core::ws::{FrameReader, Read, encode};
 
 use crate::core_task::CoreMsg;
@@ -349,7 +349,7 @@ async fn read_frames(
             }
             match read {
                 Read::Text(text) => Step {
-                    wait: try_forward(inbox, decode(conn, kind, &text))?,
+                    wait: try_forward(inbox, Input::from_text(conn, kind, &text))?,
                     stop: None,
                 },
                 Read::Ping(payload) => {
@@ -425,27 +425,6 @@ fn try_forward<'a>(
         Ok(()) => Ok(None),
         Err(TrySendError::Closed(_)) => Err(End::CoreGone),
         Err(TrySendError::Full(msg)) => Ok(Some(Box::pin(inbox.send(msg)))),
-    }
-}
-
-fn decode(conn: ConnId, kind: ConnKind, text: &str) -> Input {
-    match kind {
-        ConnKind::Player => match decode_client(text) {
-            Ok(message) => Input::Message { conn, message },
-            Err(error) => Input::Undecodable { conn, error },
-        },
-        ConnKind::Ai => {
-            let reply = decode_ai_reply(text);
-            let request_id = match &reply {
-                Ok(r) => Some(r.request_id()),
-                Err(_) => peek_request_id(text),
-            };
-            Input::AiMessage {
-                conn,
-                reply,
-                request_id,
-            }
-        }
     }
 }
 

@@ -1,12 +1,12 @@
 //! The one task that owns the core [`Server`]: it waits on its inbox or the next
 //! deadline, hands every queued input to the core, then routes all outputs at once.
 //!
-//! Batching is the point (DESIGN.md section 4): after a wake-up the task drains every
+//! Batching is the point: after a wake-up the task drains every
 //! input already queued before routing, so a burst of moves costs one wake-up, and each
 //! connection's writer is woken once per batch and flushes once. After every batch the
 //! task publishes the core's figures ([`crate::snapshot`]) for `/health`, `/ready` and
-//! `/metrics`, which never enter this queue. Notes become the monitoring log lines of
-//! the seeds' "Limits, load control" chapter; those an attacker can cause are rate
+//! `/metrics`, which never enter this queue. Notes become the log lines listed in
+//! `docs/OPERATIONS.md` ("Log lines to watch"); those an attacker can cause are rate
 //! limited ([`crate::log_limit`]).
 
 use std::collections::HashMap;
@@ -18,8 +18,9 @@ use async_channel::Receiver;
 use async_io::Timer;
 use futures_lite::FutureExt;
 use tracing::{debug, info, warn};
-use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output};
+use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output, Router};
 use wizard_core::overload::LoadLevel;
+use wizard_core::wire::CloseCode;
 use wizard_core::{Server, Time, timers};
 
 use crate::deadline::Deadline;
@@ -28,12 +29,7 @@ use crate::metrics::ShellStats;
 use crate::outbox::Outbox;
 use crate::snapshot::Published;
 
-/// Inputs handled per wake-up at most before outputs are routed, so that a flood of
-/// inputs cannot delay every send indefinitely.
-pub const BATCH_INPUTS_MAX: usize = 1024;
-/// Capacity of the core task's inbox; senders wait when it is full (backpressure on
-/// the readers, not unbounded memory).
-pub const INBOX_CAPACITY: usize = 4096;
+pub use wizard_core::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
 /// After shutdown, the process exits at the latest this long after the grace period.
 pub const SHUTDOWN_EXTRA: Duration = Duration::from_secs(3);
 /// After the core finished, how long writers get to send their close frames.
@@ -97,6 +93,31 @@ enum Wake {
 struct State {
     conns: HashMap<ConnId, Arc<Outbox>>,
     out: Vec<Output>,
+}
+
+/// Where the core task carries out outputs: the connections' outboxes and the log.
+struct Outboxes<'a> {
+    conns: &'a HashMap<ConnId, Arc<Outbox>>,
+    logs: &'a mut LogLimiter,
+    now_us: u64,
+}
+
+impl Router for Outboxes<'_> {
+    fn send(&mut self, conn: ConnId, text: String, replaceable: bool) {
+        if let Some(outbox) = self.conns.get(&conn) {
+            outbox.push(text, replaceable);
+        }
+    }
+
+    fn close(&mut self, conn: ConnId, code: CloseCode) {
+        if let Some(outbox) = self.conns.get(&conn) {
+            outbox.close(code);
+        }
+    }
+
+    fn note(&mut self, note: Note) {
+        log_note(&note, self.logs, self.now_us);
+    }
 }
 
 impl CoreTask {
@@ -208,20 +229,13 @@ impl CoreTask {
     }
 
     fn route(&mut self, st: &mut State, now: Time) {
+        let mut into = Outboxes {
+            conns: &st.conns,
+            logs: &mut self.logs,
+            now_us: now.0,
+        };
         for output in st.out.drain(..) {
-            match output {
-                Output::Send { conn, text, state } => {
-                    if let Some(outbox) = st.conns.get(&conn) {
-                        outbox.push(text, state);
-                    }
-                }
-                Output::Close { conn, code } => {
-                    if let Some(outbox) = st.conns.get(&conn) {
-                        outbox.close(code);
-                    }
-                }
-                Output::Note(note) => log_note(&note, &mut self.logs, now.0),
-            }
+            output.route(&mut into);
         }
         self.logs.summaries(now.0, log_suppressed);
     }

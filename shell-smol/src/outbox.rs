@@ -1,26 +1,24 @@
 //! A connection's bounded outbound queue: the core task pushes frames and close
-//! requests, the connection's writer takes everything queued at once. A newer `state`
-//! replaces a queued one the core marked replaceable; a queue over its message or byte
-//! limit marks the connection overflowed (its reader is too slow), which ends it.
+//! requests, the connection's writer takes everything queued at once. The queueing rule
+//! is the core's [`OutQueue`] (a newer `state` replaces a queued one the core marked
+//! replaceable; a queue over its message or byte limit is overflowed, which ends the
+//! connection); this file adds the lock and the writer's wake-up.
 //!
 //! The connection's reader uses it too, for the frames it answers itself: the pong to
 //! the newest ping (one slot: a newer ping's payload replaces an unsent one, so pongs
 //! cannot pile up) and the answer to the peer's close frame.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Poll, Waker};
 
+use wizard_core::outqueue::{OutQueue, Pushed};
 use wizard_core::wire::CloseCode;
 use wizard_core::ws::Control;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Queue {
-    /// Text frames and whether each is a full `state` snapshot.
-    frames: VecDeque<(String, bool)>,
-    bytes: usize,
-    close: Option<CloseCode>,
-    overflowed: bool,
+    /// The text frames, their limits, the close asked for, the overflow.
+    out: OutQueue<()>,
     /// The pong to send: only the newest ping is answered.
     pong: Option<Control>,
     /// The peer sent a close frame: answer with this code (`None`: an empty close).
@@ -38,8 +36,6 @@ struct Queue {
 #[derive(Debug)]
 pub struct Outbox {
     queue: Mutex<Queue>,
-    messages_max: usize,
-    bytes_max: usize,
 }
 
 /// The writer's end of an [`Outbox`]: waits until something was queued.
@@ -81,9 +77,13 @@ impl Outbox {
     /// A new queue and the handle its writer waits on.
     pub fn new(messages_max: usize, bytes_max: usize) -> (Arc<Outbox>, Woken) {
         let outbox = Arc::new(Outbox {
-            queue: Mutex::new(Queue::default()),
-            messages_max: messages_max.max(1),
-            bytes_max: bytes_max.max(1),
+            queue: Mutex::new(Queue {
+                out: OutQueue::new(messages_max, bytes_max),
+                pong: None,
+                echo: None,
+                pending: false,
+                waker: None,
+            }),
         });
         (Arc::clone(&outbox), Woken(outbox))
     }
@@ -100,29 +100,13 @@ impl Outbox {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues a frame. A frame the core marked replaceable (a `state` without events)
-    /// replaces the one queued before it, if any: only the newest view matters. States
-    /// that carry events are never marked, so no event is lost. A queue that still
-    /// exceeds its limits marks the connection for disconnection (the reader is too
-    /// slow) and drops what it holds.
-    pub fn push(&self, text: String, state: bool) {
+    /// Queues a frame by the core's rule ([`OutQueue::push`]): a replaceable one
+    /// replaces the one queued before it; past a limit the connection is overflowed.
+    pub fn push(&self, text: String, replaceable: bool) {
         let waker = {
             let mut q = self.lock();
-            if q.close.is_some() || q.overflowed {
+            if q.out.push(text, replaceable, ()) == Pushed::Refused {
                 return;
-            }
-            if state
-                && let Some(old) = q.frames.iter().position(|(_, replaceable)| *replaceable)
-                && let Some((old_text, _)) = q.frames.remove(old)
-            {
-                q.bytes = q.bytes.saturating_sub(old_text.len());
-            }
-            q.bytes = q.bytes.saturating_add(text.len());
-            q.frames.push_back((text, state));
-            if q.frames.len() > self.messages_max || q.bytes > self.bytes_max {
-                q.overflowed = true;
-                q.frames = VecDeque::new();
-                q.bytes = 0;
             }
             Outbox::mark(&mut q)
         };
@@ -135,9 +119,7 @@ impl Outbox {
     pub fn close(&self, code: CloseCode) {
         let waker = {
             let mut q = self.lock();
-            if q.close.is_none() {
-                q.close = Some(code);
-            }
+            q.out.close(code);
             Outbox::mark(&mut q)
         };
         if let Some(waker) = waker {
@@ -149,7 +131,7 @@ impl Outbox {
     pub fn pong(&self, payload: Control) {
         let waker = {
             let mut q = self.lock();
-            if q.close.is_some() || q.echo.is_some() {
+            if q.out.close_code().is_some() || q.echo.is_some() {
                 return;
             }
             q.pong = Some(payload);
@@ -178,13 +160,11 @@ impl Outbox {
     /// Takes everything queued.
     pub fn take(&self) -> Batch {
         let mut q = self.lock();
-        q.bytes = 0;
-        // Taking the deque (not draining it) leaves an idle connection no allocation.
-        let frames = std::mem::take(&mut q.frames);
+        let frames = q.out.take_all();
         Batch {
-            frames: frames.into_iter().map(|(text, _)| text).collect(),
-            close: q.close,
-            overflowed: q.overflowed,
+            frames: frames.into_iter().map(|f| f.text).collect(),
+            close: q.out.close_code(),
+            overflowed: q.out.overflowed(),
             pong: q.pong.take(),
             echo: q.echo,
         }
@@ -192,8 +172,7 @@ impl Outbox {
 
     /// Frames and bytes queued now.
     pub fn len(&self) -> (usize, usize) {
-        let q = self.lock();
-        (q.frames.len(), q.bytes)
+        self.lock().out.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -204,46 +183,6 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn states_coalesce_and_other_frames_keep_their_order() {
-        let (outbox, _woken) = Outbox::new(10, 1000);
-        let s = |n: u8| format!(r#"{{"type":"state","lobby":{n},"game":null,"events":[]}}"#);
-        // The core marks a state with events as not replaceable.
-        let with_events = r#"{"type":"state","lobby":null,"game":null,"events":[{}]}"#;
-        outbox.push(s(1), true);
-        outbox.push("e1".into(), false);
-        outbox.push(s(2), true);
-        outbox.push("e2".into(), false);
-        outbox.push(with_events.into(), false);
-        outbox.push(s(3), true);
-        let batch = outbox.take();
-        assert_eq!(
-            batch.frames,
-            ["e1".into(), "e2".into(), with_events.into(), s(3)]
-        );
-        assert!(!batch.overflowed && batch.close.is_none());
-        assert!(outbox.is_empty());
-    }
-
-    #[test]
-    fn overflow_in_messages_or_bytes_marks_the_connection() {
-        let (outbox, _woken) = Outbox::new(2, 1000);
-        for i in 0..3 {
-            outbox.push(format!("e{i}"), false);
-        }
-        assert!(outbox.take().overflowed);
-        let (outbox, _woken) = Outbox::new(100, 20);
-        let state = r#"0,"events":[]}"#; // 15 bytes
-        outbox.push(state.into(), true);
-        outbox.push(state.into(), true); // replaces: still within bytes
-        assert!(!outbox.take().overflowed);
-        outbox.push("0123456789".into(), false);
-        outbox.push("0123456789".into(), false);
-        outbox.push("x".into(), false);
-        let batch = outbox.take();
-        assert!(batch.overflowed && batch.frames.is_empty());
-    }
 
     #[test]
     fn nothing_is_queued_after_close() {

@@ -153,11 +153,6 @@ impl ConnectionLimiter {
         self.per_ip.len()
     }
 
-    /// Whether `conn_id` holds a slot.
-    pub fn is_open(&self, conn_id: u64) -> bool {
-        self.open.contains_key(&conn_id)
-    }
-
     pub fn conns_max(&self) -> usize {
         self.conns_max
     }

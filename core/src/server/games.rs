@@ -225,7 +225,7 @@ impl Server {
                 out.push(Output::Send {
                     conn,
                     text,
-                    state: false,
+                    replaceable: false,
                 });
                 self.counters.ai_requests += 1;
                 self.timers.set(TimerKey::AiRequest(request_id), deadline);

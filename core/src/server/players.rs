@@ -140,7 +140,7 @@ impl Server {
             out.push(Output::Send {
                 conn,
                 text: welcome,
-                state: false,
+                replaceable: false,
             });
         }
         self.send_status(conn, out);

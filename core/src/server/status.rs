@@ -9,7 +9,7 @@ use crate::stats::bump;
 use crate::time::Time;
 use crate::wire::{self, CloseCode, ServerMessage};
 
-use super::{SWEEP_INTERVAL_US, Server, TimerKey};
+use super::{SWEEP_INTERVAL_US, Server, Status, TimerKey};
 
 impl Server {
     pub(super) fn on_sample(&mut self, sample: LoadSample, out: &mut Vec<Output>) {
@@ -100,7 +100,7 @@ impl Server {
             Some(t) => self.timers.set(TimerKey::Breaker, t),
             None => self.timers.cancel(&TimerKey::Breaker),
         }
-        let status = (self.levels.level(), self.accepting_games());
+        let status = self.current_status();
         if status != self.status {
             self.status = status;
             let targets: Vec<ConnId> = self
@@ -115,18 +115,26 @@ impl Server {
         }
     }
 
+    /// What `server_status` says now.
+    fn current_status(&self) -> Status {
+        Status {
+            load: self.levels.level(),
+            accepting_games: self.accepting_games(),
+        }
+    }
+
     pub(super) fn send_status(&mut self, conn: ConnId, out: &mut Vec<Output>) {
-        let status = (self.levels.level(), self.accepting_games());
+        let status = self.current_status();
         if let Some(c) = self.conns.get_mut(&conn) {
             c.status_sent = Some(status);
             let text = wire::encode(&ServerMessage::ServerStatus {
-                load: status.0,
-                accepting_games: status.1,
+                load: status.load,
+                accepting_games: status.accepting_games,
             });
             out.push(Output::Send {
                 conn,
                 text,
-                state: false,
+                replaceable: false,
             });
         }
     }

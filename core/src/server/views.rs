@@ -171,7 +171,7 @@ impl Server {
                 text: self.seat_state(now, lobby, lobby_json, public.as_ref(), seat, &events_json),
                 // Only a state without events may be replaced by a newer one: events
                 // are not repeated, so dropping them would lose them.
-                state: events.is_empty(),
+                replaceable: events.is_empty(),
             });
         }
     }
@@ -239,7 +239,7 @@ impl Server {
         out.push(Output::Send {
             conn,
             text,
-            state: true,
+            replaceable: true,
         });
     }
 }

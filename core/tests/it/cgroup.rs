@@ -1,5 +1,8 @@
 //! The cgroup parsers against the samples in `fixtures/cgroup/`, garbage, and arbitrary text.
 
+// A test of the core, not the core: it reads the real cgroup files.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

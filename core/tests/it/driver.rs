@@ -133,25 +133,11 @@ impl Driver {
     }
 
     pub fn send_text(&mut self, conn: ConnId, text: &str) -> &[Output] {
-        let input = match wire::decode_client(text) {
-            Ok(message) => Input::Message { conn, message },
-            Err(error) => Input::Undecodable { conn, error },
-        };
-        self.input(input)
+        self.input(Input::from_text(conn, ConnKind::Player, text))
     }
 
     pub fn ai_send(&mut self, conn: ConnId, text: &str) -> &[Output] {
-        let reply = wire::decode_ai_reply(text);
-        let request_id = if reply.is_err() {
-            wire::peek_request_id(text)
-        } else {
-            None
-        };
-        self.input(Input::AiMessage {
-            conn,
-            reply,
-            request_id,
-        })
+        self.input(Input::from_text(conn, ConnKind::Ai, text))
     }
 
     pub fn close(&mut self, conn: ConnId) {

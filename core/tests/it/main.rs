@@ -12,6 +12,7 @@ mod driver;
 mod game_props;
 mod golden;
 mod limits;
+mod outqueue;
 mod probe;
 mod retry;
 mod rules;

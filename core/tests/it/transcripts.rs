@@ -9,6 +9,9 @@
 //! Client frames go through `wire::decode_client` and AI frames through
 //! `wire::decode_ai_reply` exactly as a shell would, so junk is tested as junk.
 
+// A test of the core, not the core: it reads the transcript files.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
@@ -18,7 +21,6 @@ use wizard_core::config::Config;
 use wizard_core::io::{BadFrame, ConnKind, Input, Output};
 use wizard_core::overload::level::LoadSample;
 use wizard_core::rng::Seed;
-use wizard_core::wire;
 use wizard_core::{Server, Time};
 
 /// Keys a line may carry besides its one input.
@@ -207,16 +209,20 @@ fn matches(expected: &Value, actual: &Value, vars: &mut Vars, path: &str) -> Res
 /// An output as the transcript sees it: `{"conn","state","msg"}` for a frame (the
 /// text parsed as JSON) or `{"conn","close"}` for a close. Notes are dropped.
 ///
-/// Every frame is also checked here: it is flagged replaceable (`state`) exactly when it
+/// Every frame is also checked here: it is flagged `replaceable` exactly when it
 /// is a `state` without events, since events must never be dropped by coalescing.
 fn output_value(output: &Output) -> Option<Value> {
     match output {
-        Output::Send { conn, text, state } => {
+        Output::Send {
+            conn,
+            text,
+            replaceable,
+        } => {
             let msg = serde_json::from_str::<Value>(text).unwrap_or(Value::String(text.clone()));
-            let replaceable =
+            let snapshot =
                 msg["type"] == "state" && msg["events"].as_array().is_some_and(Vec::is_empty);
-            assert_eq!(*state, replaceable, "replaceable flag of {text}");
-            Some(serde_json::json!({"conn": conn, "state": state, "msg": msg}))
+            assert_eq!(*replaceable, snapshot, "replaceable flag of {text}");
+            Some(serde_json::json!({"conn": conn, "state": replaceable, "msg": msg}))
         }
         Output::Close { conn, code } => {
             Some(serde_json::json!({"conn": conn, "close": code.code()}))
@@ -283,26 +289,10 @@ fn input_of(key: &str, arg: &Value, vars: &Vars) -> Result<Input, String> {
                 },
             )?,
         },
-        "send" => {
-            let conn = conn_of(arg)?;
-            match wire::decode_client(&frame_text(arg, vars)?) {
-                Ok(message) => Input::Message { conn, message },
-                Err(error) => Input::Undecodable { conn, error },
-            }
-        }
+        "send" => Input::from_text(conn_of(arg)?, ConnKind::Player, &frame_text(arg, vars)?),
         "ai_send" => {
             let text = frame_text(arg, vars)?;
-            let reply = wire::decode_ai_reply(&text);
-            let request_id = if reply.is_err() {
-                wire::peek_request_id(&text)
-            } else {
-                None
-            };
-            Input::AiMessage {
-                conn: conn_of(arg)?,
-                reply,
-                request_id,
-            }
+            Input::from_text(conn_of(arg)?, ConnKind::Ai, &text)
         }
         "binary" | "too_large" => Input::BadFrame {
             conn: conn_of(arg)?,

@@ -912,3 +912,56 @@ proptest! {
         let _ = decode_ai_reply(&text);
     }
 }
+
+/// `Input::from_text`, the one rule that turns a complete text message into an input:
+/// player messages decode or are undecodable; an AI reply carries a peeked
+/// `request_id` only when it does not decode.
+#[test]
+fn a_text_message_becomes_one_input_by_one_rule() {
+    use wizard_core::io::{ConnKind, Input};
+    // (kind, text, expected input kind, expected peeked request id)
+    let cases: &[(ConnKind, &str, &str, Option<u64>)] = &[
+        (ConnKind::Player, r#"{"type":"hello"}"#, "message", None),
+        (
+            ConnKind::Player,
+            r#"{"type":"nonsense"}"#,
+            "undecodable",
+            None,
+        ),
+        (ConnKind::Player, "not json", "undecodable", None),
+        (
+            ConnKind::Ai,
+            r#"{"type":"decision","request_id":7,"action":{"kind":"bid","bid":1},"agent":"search"}"#,
+            "ai decoded",
+            None,
+        ),
+        (
+            ConnKind::Ai,
+            r#"{"type":"decision","request_id":8,"action":{"kind":"fly"}}"#,
+            "ai undecodable",
+            Some(8),
+        ),
+        (ConnKind::Ai, "garbage", "ai undecodable", None),
+    ];
+    for &(kind, text, want_kind, want_id) in cases {
+        let input = Input::from_text(3, kind, text);
+        let (got_kind, got_id) = match &input {
+            Input::Message { conn: 3, .. } => ("message", None),
+            Input::Undecodable { conn: 3, .. } => ("undecodable", None),
+            Input::AiMessage {
+                conn: 3,
+                reply,
+                request_id,
+            } => (
+                if reply.is_ok() {
+                    "ai decoded"
+                } else {
+                    "ai undecodable"
+                },
+                *request_id,
+            ),
+            other => panic!("{text}: unexpected {other:?}"),
+        };
+        assert_eq!((got_kind, got_id), (want_kind, want_id), "{text}");
+    }
+}
