@@ -31,7 +31,7 @@ fi
 n() { echo $(( ($1 + K - 1) / K )); }   # a count scaled down for SCALE=tiny
 
 profile=$([ "$BUILD" = release ] && echo --release || true)
-cargo build $profile -p wizard-server --bin wizard-server -p wizard-bench \
+cargo build $profile -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench \
   --target-dir "$TARGET_DIR" >&2
 BIN="$TARGET_DIR/$BUILD"
 pin() { if [ -n "$1" ]; then echo "taskset -c $1"; fi; }
