@@ -2,7 +2,7 @@
 //! after every input, and what is published after it (`server_status`, AI availability,
 //! the breaker's state).
 
-use crate::io::{ConnId, Note, Output};
+use crate::io::{ConnId, ConnKind, Note, Output};
 use crate::overload::breaker::BreakerState;
 use crate::overload::level::LoadSample;
 use crate::stats::bump;
@@ -58,6 +58,16 @@ impl Server {
         }
     }
 
+    /// Whether a shutting-down server has nobody to wait for: no player connected and
+    /// no game running (the AI service's connections do not count).
+    fn idle_for_shutdown(&self) -> bool {
+        self.lobbies.active_games() == 0
+            && self
+                .conns
+                .values()
+                .all(|c| c.closing || c.kind != ConnKind::Player)
+    }
+
     fn finish_shutdown(&mut self, out: &mut Vec<Output>) {
         let open: Vec<ConnId> = self
             .conns
@@ -74,6 +84,11 @@ impl Server {
     /// Publishes what changed as a consequence of the last input: the load status, AI
     /// availability and the breaker's state.
     pub(super) fn after_change(&mut self, now: Time, out: &mut Vec<Output>) {
+        if self.shutting_down && !self.finished && self.idle_for_shutdown() {
+            // Nobody to give the grace period to: stop now.
+            self.timers.cancel(&TimerKey::Shutdown);
+            self.finish_shutdown(out);
+        }
         let available = self.bridge.available();
         if available != self.ai_was_available {
             self.ai_was_available = available;

@@ -556,3 +556,39 @@ proptest! {
         }
     }
 }
+
+/// Shutting down, the server waits `SHUTDOWN_GRACE` only for someone: with no player
+/// connected and no game running it stops at once, and it stops as soon as the last
+/// player of a game-less server is gone; a running game gets its grace period.
+#[test]
+fn an_idle_server_shuts_down_without_waiting_out_the_grace() {
+    use wizard_core::io::Input;
+    let grace = [("SHUTDOWN_GRACE", "10"), ("AI_MOVE_DELAY", "600")];
+    // Nobody connected: finished with the shutdown input itself.
+    let mut d = Driver::new(config(&grace), 5);
+    d.input(Input::Shutdown);
+    assert!(d.server.is_finished(), "idle: stops at once");
+    // A player without a game keeps it up until they leave.
+    let mut d = Driver::new(config(&grace), 5);
+    join(&mut d, 1, "10.3.0.1", None);
+    d.input(Input::Shutdown);
+    assert!(
+        !d.server.is_finished(),
+        "a connected player gets the grace period"
+    );
+    d.advance_ms(1_000);
+    d.close(1);
+    assert!(d.server.is_finished(), "the last player left");
+    // A running game with its player gone still holds the grace period.
+    let mut d = Driver::new(config(&grace), 5);
+    join(&mut d, 1, "10.3.0.1", None);
+    start_game(&mut d, 1);
+    d.close(1);
+    d.input(Input::Shutdown);
+    assert!(
+        !d.server.is_finished(),
+        "a running game gets the grace period"
+    );
+    d.run_until(wizard_core::Time::from_millis(20_000));
+    assert!(d.server.is_finished(), "stopped after the grace period");
+}
