@@ -10,7 +10,7 @@
 //! dormant game (see ARCHITECTURE.md, "What the absent hold") still counts for its
 //! address and `MAX_LOBBIES`, but not for `MAX_ACTIVE_GAMES`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand::RngCore;
 use rand_chacha::ChaCha12Rng;
@@ -88,14 +88,28 @@ pub struct Lobby {
     /// The address of the session that created the lobby, charged for it.
     pub owner: IpKey,
     /// Since when every human seat's session has been disconnected (None while one is
-    /// connected).
-    pub away_since: Option<Time>,
+    /// connected). Set through [`LobbyManager::set_away`], which keeps the idle index.
+    away_since: Option<Time>,
+    /// Its key in the manager's idle index, while it is in it.
+    idle_key: Option<Time>,
     /// A running game left by all its humans for `ABANDONED_GAME_TTL`: it makes no
     /// moves and does not count against `MAX_ACTIVE_GAMES` until one of them returns.
     pub dormant: bool,
 }
 
 impl Lobby {
+    /// Since when every human seat's session has been disconnected (None while one is
+    /// connected).
+    pub fn away_since(&self) -> Option<Time> {
+        self.away_since
+    }
+
+    /// A lobby without a running game whose humans are all disconnected: the kind
+    /// `MAX_LOBBIES` may delete for a new one.
+    pub fn is_idle(&self) -> bool {
+        self.status != LobbyStatus::Playing && self.away_since.is_some()
+    }
+
     pub fn seat_of(&self, player_id: &str) -> Option<Seat> {
         self.seats
             .iter()
@@ -186,6 +200,8 @@ pub struct LobbyManager {
     playing: usize,
     dormant: usize,
     per_ip: BTreeMap<IpKey, IpShare>,
+    /// `(away_since, id)` of the idle lobbies ([`Lobby::is_idle`]), idle longest first.
+    idle: BTreeSet<(Time, LobbyId)>,
     rng: ChaCha12Rng,
 }
 
@@ -199,7 +215,63 @@ impl LobbyManager {
             playing: 0,
             dormant: 0,
             per_ip: BTreeMap::new(),
+            idle: BTreeSet::new(),
             rng,
+        }
+    }
+
+    /// Sets since when the lobby's humans are all away (None: one is connected).
+    pub fn set_away(&mut self, id: LobbyId, since: Option<Time>) {
+        if let Some(lobby) = self.lobbies.get_mut(&id) {
+            lobby.away_since = since;
+        }
+        self.reindex_idle(id);
+    }
+
+    /// Brings the lobby's entry in the idle index in line with [`Lobby::is_idle`].
+    fn reindex_idle(&mut self, id: LobbyId) {
+        let Some(lobby) = self.lobbies.get_mut(&id) else {
+            return;
+        };
+        let key = if lobby.is_idle() {
+            lobby.away_since
+        } else {
+            None
+        };
+        if lobby.idle_key == key {
+            return;
+        }
+        if let Some(old) = lobby.idle_key.take() {
+            self.idle.remove(&(old, id));
+        }
+        if let Some(at) = key {
+            lobby.idle_key = Some(at);
+            self.idle.insert((at, id));
+        }
+    }
+
+    /// The idle lobby that has been idle longest.
+    pub fn first_idle(&self) -> Option<LobbyId> {
+        self.idle.first().map(|(_, id)| *id)
+    }
+
+    /// Idle lobbies ([`Lobby::is_idle`]).
+    pub fn idle_len(&self) -> usize {
+        self.idle.len()
+    }
+
+    /// Whether the idle index holds exactly the idle lobbies. For tests; O(lobbies).
+    pub fn check_idle(&self) -> Result<(), String> {
+        let recount: BTreeSet<(Time, LobbyId)> = self
+            .lobbies
+            .values()
+            .filter(|l| l.is_idle())
+            .filter_map(|l| l.away_since.map(|t| (t, l.id)))
+            .collect();
+        if recount == self.idle {
+            Ok(())
+        } else {
+            Err(format!("idle index {:?}, recount {recount:?}", self.idle))
         }
     }
 
@@ -244,6 +316,12 @@ impl LobbyManager {
         self.lobbies.len() >= self.lobbies_max
     }
 
+    /// Whether a new lobby fits, counting the idle ones as room (one would be deleted
+    /// for it).
+    pub fn has_room_for_new(&self) -> bool {
+        !self.is_full() || !self.idle.is_empty()
+    }
+
     fn charge(&mut self, ip: IpKey, f: impl FnOnce(&mut IpShare)) {
         let share = self.per_ip.entry(ip).or_default();
         f(share);
@@ -285,7 +363,7 @@ impl LobbyManager {
     /// Whether a new lobby fits under `MAX_LOBBIES` once `player_id` has left `current`
     /// (leaving deletes a lobby when it was its last human).
     pub fn has_room(&self, current: Option<LobbyId>, player_id: &str) -> bool {
-        self.lobbies.len() < self.lobbies_max || self.is_sole_human(current, player_id)
+        self.has_room_for_new() || self.is_sole_human(current, player_id)
     }
 
     /// Whether `player_id` is the only human of `lobby` (leaving would delete it).
@@ -341,6 +419,7 @@ impl LobbyManager {
                 view_cache: None,
                 owner,
                 away_since: None,
+                idle_key: None,
                 dormant: false,
             },
         );
@@ -416,6 +495,9 @@ impl LobbyManager {
     pub fn delete(&mut self, id: LobbyId) -> Option<Lobby> {
         let lobby = self.lobbies.remove(&id)?;
         self.by_code.remove(&lobby.code);
+        if let Some(at) = lobby.idle_key {
+            self.idle.remove(&(at, id));
+        }
         let playing = lobby.status == LobbyStatus::Playing;
         if playing && lobby.dormant {
             self.dormant -= 1;
@@ -555,6 +637,7 @@ impl LobbyManager {
         let owner = lobby.owner;
         self.playing += 1;
         self.charge(owner, |s| s.games += 1);
+        self.reindex_idle(id);
         Ok(())
     }
 
@@ -591,6 +674,7 @@ impl LobbyManager {
                 self.playing -= 1;
             }
             self.charge(owner, |s| s.games -= 1);
+            self.reindex_idle(id);
         }
         Ok(())
     }
@@ -601,6 +685,7 @@ impl LobbyManager {
         lobby.status = LobbyStatus::Waiting;
         lobby.game = None;
         lobby.turns = TurnBook::default();
+        self.reindex_idle(id);
         Ok(())
     }
 }

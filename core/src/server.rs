@@ -290,10 +290,11 @@ impl Server {
     }
 
     /// Whether new lobbies and games are admitted now: what `/health` and
-    /// `server_status` say. False as well when `MAX_LOBBIES` lobbies exist, so that
-    /// they agree with `create_lobby`.
+    /// `server_status` say. False as well when `MAX_LOBBIES` lobbies exist and none of
+    /// them is idle (which a new lobby would replace), so that they agree with
+    /// `create_lobby`.
     pub fn accepting_games(&self) -> bool {
-        self.games_admitted() && !self.lobbies.is_full()
+        self.games_admitted() && self.lobbies.has_room_for_new()
     }
 
     /// Whether new games may start (in lobbies that exist): not shutting down, not
@@ -331,6 +332,7 @@ impl Server {
             active_games: self.lobbies.active_games() as u64,
             dormant_games: self.lobbies.dormant_games() as u64,
             evictable_sessions: self.sessions.evictable_len() as u64,
+            idle_lobbies: self.lobbies.idle_len() as u64,
             accepting_games: self.accepting_games(),
             level: self.levels.level(),
             ai_connections: self.bridge.connections() as u64,

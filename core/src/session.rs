@@ -5,10 +5,11 @@
 //! then compared in full in constant time, so timing reveals nothing about the secret
 //! part. The registry is bounded by `MAX_SESSIONS`.
 //!
-//! The registry also keeps the index of evictable sessions, ordered by when they
-//! disconnected, so that a `hello` at `MAX_SESSIONS` finds the one to forget in
-//! O(log n). Which sessions are evictable is the server's rule; the registry only keeps
-//! the index exact as sessions come and go.
+//! The registry also keeps the index of evictable sessions, ordered by their
+//! [`Evict`] class and then by when they disconnected, so that a `hello` at
+//! `MAX_SESSIONS` finds the one to forget in O(log n). Which sessions are evictable,
+//! and in which class, is the server's rule; the registry only keeps the index exact
+//! as sessions come and go.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -40,7 +41,19 @@ pub struct Session {
     /// When the session lost its connection (for `SESSION_TTL`).
     pub disconnected_at: Option<Time>,
     /// Its key in the evictable index, while it is in it.
-    evict_key: Option<Time>,
+    evict_key: Option<(Evict, Time)>,
+}
+
+/// How readily a disconnected session gives way to a new player at `MAX_SESSIONS`:
+/// the index is ordered by class first, so every `Free` session goes before any
+/// `AwayGame` one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Evict {
+    /// Holds no seat in a running game that anyone plays: no lobby, a waiting or
+    /// finished lobby, or a dormant game.
+    Free,
+    /// Seated in a running game whose humans are all disconnected, not yet dormant.
+    AwayGame,
 }
 
 impl Session {
@@ -60,8 +73,8 @@ pub struct SessionRegistry {
     sessions: BTreeMap<SessionId, Session>,
     by_locator: BTreeMap<[u8; LOCATOR_BYTES], SessionId>,
     by_player: BTreeMap<String, SessionId>,
-    /// `(disconnected_at, id)` of the sessions marked evictable.
-    evictable: BTreeSet<(Time, SessionId)>,
+    /// `(class, disconnected_at, id)` of the sessions marked evictable.
+    evictable: BTreeSet<(Evict, Time, SessionId)>,
     next_id: SessionId,
     sessions_max: usize,
     token_rng: ChaCha12Rng,
@@ -147,8 +160,8 @@ impl SessionRegistry {
     /// Forgets a session; its token and player id stop working.
     pub fn remove(&mut self, id: SessionId) -> Option<Session> {
         let session = self.sessions.remove(&id)?;
-        if let Some(at) = session.evict_key {
-            self.evictable.remove(&(at, id));
+        if let Some((class, at)) = session.evict_key {
+            self.evictable.remove(&(class, at, id));
         }
         self.by_locator.remove(&locator(&session.token));
         self.by_player.remove(&session.player_id);
@@ -159,39 +172,40 @@ impl SessionRegistry {
         self.sessions.len()
     }
 
-    /// Marks a session evictable (indexed by when it disconnected) or not. A connected
-    /// session is never indexed, whatever `evictable` says.
-    pub fn set_evictable(&mut self, id: SessionId, evictable: bool) {
+    /// Marks a session evictable in `class` (indexed by class, then by when it
+    /// disconnected), or not at all with `None`. A connected session is never indexed,
+    /// whatever `class` says.
+    pub fn set_evictable(&mut self, id: SessionId, class: Option<Evict>) {
         let Some(s) = self.sessions.get_mut(&id) else {
             return;
         };
-        let key = if evictable && s.conn.is_none() {
-            s.disconnected_at
-        } else {
-            None
+        let key = match (class, s.conn, s.disconnected_at) {
+            (Some(class), None, Some(at)) => Some((class, at)),
+            _ => None,
         };
         if s.evict_key == key {
             return;
         }
-        if let Some(old) = s.evict_key.take() {
-            self.evictable.remove(&(old, id));
+        if let Some((class, at)) = s.evict_key.take() {
+            self.evictable.remove(&(class, at, id));
         }
-        if let Some(at) = key {
-            s.evict_key = Some(at);
-            self.evictable.insert((at, id));
+        if let Some((class, at)) = key {
+            s.evict_key = Some((class, at));
+            self.evictable.insert((class, at, id));
         }
     }
 
-    /// Whether the session is in the evictable index.
-    pub fn is_evictable(&self, id: SessionId) -> bool {
+    /// The session's class in the evictable index, if it is in it.
+    pub fn evict_class(&self, id: SessionId) -> Option<Evict> {
         self.sessions
             .get(&id)
-            .is_some_and(|s| s.evict_key.is_some())
+            .and_then(|s| s.evict_key.map(|(class, _)| class))
     }
 
-    /// The evictable session that has been disconnected longest.
-    pub fn oldest_evictable(&self) -> Option<SessionId> {
-        self.evictable.first().map(|(_, id)| *id)
+    /// The evictable session to go first: of the lowest class, the one disconnected
+    /// longest.
+    pub fn first_evictable(&self) -> Option<SessionId> {
+        self.evictable.first().map(|(_, _, id)| *id)
     }
 
     /// Sessions in the evictable index.

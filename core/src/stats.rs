@@ -34,8 +34,9 @@ pub struct Counters {
     /// Load level changes, by the level entered.
     pub level_changes: BTreeMap<&'static str, u64>,
     pub sessions_expired: u64,
-    /// Disconnected sessions outside running games forgotten at `MAX_SESSIONS` to make
-    /// room for a new player.
+    /// Disconnected sessions forgotten at `MAX_SESSIONS` to make room for a new player
+    /// (outside running games that someone plays first, then from games whose humans
+    /// are all away).
     pub sessions_evicted: u64,
     /// Lobby requests refused by a per-address or capacity rule, by reason
     /// (`lobbies_per_ip`, `games_per_ip`, `join_fail_rate`, `max_lobbies`).
@@ -46,6 +47,9 @@ pub struct Counters {
     pub games_woken: u64,
     /// Lobbies without a running game deleted after `LOBBY_IDLE_TTL` with no human.
     pub lobbies_idle_deleted: u64,
+    /// Idle lobbies (no running game, no human connected) deleted at `MAX_LOBBIES` to
+    /// make room for a new one.
+    pub lobbies_evicted: u64,
 }
 
 /// Adds one to `map[key]`.
@@ -66,6 +70,9 @@ pub struct Gauges {
     pub dormant_games: u64,
     /// Disconnected sessions a new player may evict at `MAX_SESSIONS`.
     pub evictable_sessions: u64,
+    /// Lobbies without a running game and without a connected human, which a new
+    /// lobby may replace at `MAX_LOBBIES`.
+    pub idle_lobbies: u64,
     pub accepting_games: bool,
     pub level: crate::overload::LoadLevel,
     pub ai_connections: u64,

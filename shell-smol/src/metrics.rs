@@ -150,6 +150,10 @@ const COUNTERS: &[(&str, &str)] = &[
         "lobbies_idle_deleted",
         "Lobbies without a running game deleted after LOBBY_IDLE_TTL with no human",
     ),
+    (
+        "lobbies_evicted",
+        "Idle lobbies deleted at MAX_LOBBIES to make room for a new one",
+    ),
 ];
 
 const FAMILIES: &[(&str, &str, &str)] = &[
@@ -191,6 +195,10 @@ const GAUGES: &[(&str, &str)] = &[
     (
         "evictable_sessions",
         "Disconnected sessions a new player may evict at MAX_SESSIONS",
+    ),
+    (
+        "idle_lobbies",
+        "Lobbies with no running game and no human connected (MAX_LOBBIES may replace them)",
     ),
     ("accepting_games", "1 while new games are admitted"),
     ("load_level", "Load level: 0 normal, 1 busy, 2 overloaded"),
@@ -286,7 +294,7 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 28] = [
+        let absolute: [(&str, u64); 29] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -313,6 +321,7 @@ impl Metrics {
             ("games_dormant", c.games_dormant),
             ("games_woken", c.games_woken),
             ("lobbies_idle_deleted", c.lobbies_idle_deleted),
+            ("lobbies_evicted", c.lobbies_evicted),
             ("frames_dropped", relaxed(&shell.frames_dropped)),
             ("tcp_rate_limited", relaxed(&shell.tcp_rate_limited)),
         ];
@@ -353,7 +362,7 @@ impl Metrics {
             LoadLevel::Busy => 1,
             LoadLevel::Overloaded => 2,
         };
-        let gauge_values: [(&str, u64); 15] = [
+        let gauge_values: [(&str, u64); 16] = [
             ("connections", g.connections),
             ("player_connections", g.player_connections),
             ("sessions", g.sessions),
@@ -361,6 +370,7 @@ impl Metrics {
             ("active_games", g.active_games),
             ("dormant_games", g.dormant_games),
             ("evictable_sessions", g.evictable_sessions),
+            ("idle_lobbies", g.idle_lobbies),
             ("accepting_games", u64::from(g.accepting_games)),
             ("load_level", level),
             ("ai_connections", g.ai_connections),

@@ -2,16 +2,19 @@
 //! absent hold"):
 //!
 //! - a session without a connection: kept `SESSION_TTL` while seated, forgotten at once
-//!   otherwise; at `MAX_SESSIONS` the one disconnected longest among those not seated
-//!   in a running game that someone plays (dormant games' seats count as free) is
-//!   evicted for a new player, found through an index;
+//!   otherwise; at `MAX_SESSIONS` one is evicted for a new player, found through an
+//!   index: first those not seated in a running game that someone plays (dormant
+//!   games' seats count as free), then those seated in a running game whose humans are
+//!   all disconnected; within a class, the one disconnected longest. A session whose
+//!   game still has a connected human is never evicted;
 //! - a lobby without a running game whose humans are all disconnected: deleted with
-//!   their sessions after `LOBBY_IDLE_TTL`;
+//!   their sessions after `LOBBY_IDLE_TTL`, or sooner at `MAX_LOBBIES` when a new
+//!   lobby needs the room (the one idle longest goes);
 //! - a running game whose humans are all disconnected: dormant after
 //!   `ABANDONED_GAME_TTL` (no moves, no `MAX_ACTIVE_GAMES` slot) until one comes back.
 
 use crate::io::{ConnId, Note, Output};
-use crate::session::{LobbyId, SessionId};
+use crate::session::{Evict, LobbyId, SessionId};
 use crate::time::Time;
 use crate::wire::LobbyStatus;
 
@@ -51,23 +54,33 @@ impl Server {
         }
     }
 
-    /// Whether a session may be evicted at `MAX_SESSIONS`: it is disconnected and holds
-    /// no seat in a running game that someone still plays. A dormant game's players have
-    /// all been gone for `ABANDONED_GAME_TTL`: at capacity, a present player comes
-    /// first (the evicted seat turns AI, and a game left with no human is deleted).
-    fn evictable(&self, session: SessionId) -> bool {
-        self.sessions.get(session).is_some_and(|s| {
-            s.conn.is_none()
-                && s.lobby
-                    .and_then(|l| self.lobbies.get(l))
-                    .is_none_or(|l| l.status != LobbyStatus::Playing || l.dormant)
-        })
+    /// Whether, and how readily, a session may be evicted at `MAX_SESSIONS`. Only a
+    /// disconnected one may: first if it holds no seat in a running game that someone
+    /// plays (a dormant game's players have all been gone for `ABANDONED_GAME_TTL`),
+    /// then if every human of its running game is disconnected too. At capacity a
+    /// present player comes first: the evicted seat turns AI, and a game left with no
+    /// human is deleted, which frees its `MAX_ACTIVE_GAMES` slot as well.
+    fn evictable(&self, session: SessionId) -> Option<Evict> {
+        let s = self.sessions.get(session)?;
+        if s.conn.is_some() {
+            return None;
+        }
+        let Some(l) = s.lobby.and_then(|l| self.lobbies.get(l)) else {
+            return Some(Evict::Free);
+        };
+        if l.status != LobbyStatus::Playing || l.dormant {
+            Some(Evict::Free)
+        } else if l.away_since().is_some() {
+            Some(Evict::AwayGame)
+        } else {
+            None
+        }
     }
 
     /// Brings the session's entry in the evictable index in line with [`Self::evictable`].
     pub(super) fn sync_evictable(&mut self, session: SessionId) {
-        let evictable = self.evictable(session);
-        self.sessions.set_evictable(session, evictable);
+        let class = self.evictable(session);
+        self.sessions.set_evictable(session, class);
     }
 
     /// The same for every human of a lobby whose status changed.
@@ -85,10 +98,13 @@ impl Server {
     /// Forgets the evictable session disconnected longest (its seat is given up as if
     /// it had left). Returns whether one went.
     pub(super) fn evict_idle_session(&mut self, now: Time, out: &mut Vec<Output>) -> bool {
-        let Some(id) = self.sessions.oldest_evictable() else {
+        let Some(id) = self.sessions.first_evictable() else {
             return false;
         };
-        debug_assert!(self.evictable(id), "session {id} indexed but not evictable");
+        debug_assert!(
+            self.evictable(id).is_some(),
+            "session {id} indexed but not evictable"
+        );
         self.timers.cancel(&TimerKey::Session(id));
         self.leave_lobby(now, id, out);
         self.sessions.remove(id);
@@ -140,13 +156,16 @@ impl Server {
     /// when one is back.
     pub(super) fn sync_away(&mut self, now: Time, lobby: LobbyId, out: &mut Vec<Output>) {
         let away = self.all_humans_away(lobby);
-        let Some(l) = self.lobbies.get_mut(lobby) else {
+        let Some(l) = self.lobbies.get(lobby) else {
             return;
         };
+        let (was_away, status, dormant) = (l.away_since(), l.status, l.dormant);
         if !away {
-            l.away_since = None;
-            let dormant = l.dormant;
             self.timers.cancel(&TimerKey::Away(lobby));
+            if was_away.is_some() {
+                self.lobbies.set_away(lobby, None);
+                self.sync_lobby_evictable(lobby);
+            }
             if dormant {
                 self.lobbies.set_dormant(lobby, false);
                 self.sync_lobby_evictable(lobby);
@@ -157,8 +176,15 @@ impl Server {
             }
             return;
         }
-        let since = *l.away_since.get_or_insert(now);
-        let (status, dormant) = (l.status, l.dormant);
+        let since = match was_away {
+            Some(since) => since,
+            None => {
+                self.lobbies.set_away(lobby, Some(now));
+                // Its sessions may now give way at MAX_SESSIONS.
+                self.sync_lobby_evictable(lobby);
+                now
+            }
+        };
         if dormant {
             // Asleep until a human returns or their sessions expire.
             self.timers.cancel(&TimerKey::Away(lobby));
@@ -174,7 +200,7 @@ impl Server {
         let Some(l) = self.lobbies.get(lobby) else {
             return;
         };
-        let (since, status, dormant) = (l.away_since, l.status, l.dormant);
+        let (since, status, dormant) = (l.away_since(), l.status, l.dormant);
         let Some(since) = since.filter(|_| !dormant && self.all_humans_away(lobby)) else {
             self.sync_away(now, lobby, out);
             return;
@@ -187,7 +213,10 @@ impl Server {
         }
         match status {
             LobbyStatus::Playing => self.make_dormant(lobby, out),
-            LobbyStatus::Waiting | LobbyStatus::Finished => self.delete_idle(lobby, out),
+            LobbyStatus::Waiting | LobbyStatus::Finished => {
+                self.counters.lobbies_idle_deleted += 1;
+                self.delete_idle(lobby, out);
+            }
         }
     }
 
@@ -204,6 +233,18 @@ impl Server {
         out.push(Output::Note(Note::GameDormant { lobby }));
     }
 
+    /// At `MAX_LOBBIES`, deletes the lobby idle longest (no running game, every human
+    /// disconnected) to make room for a new one. Returns whether one went.
+    pub(super) fn evict_idle_lobby(&mut self, out: &mut Vec<Output>) -> bool {
+        let Some(lobby) = self.lobbies.first_idle() else {
+            return false;
+        };
+        self.timers.cancel(&TimerKey::Away(lobby));
+        self.delete_idle(lobby, out);
+        self.counters.lobbies_evicted += 1;
+        true
+    }
+
     /// Deletes a lobby nobody is connected to, and its humans' sessions.
     fn delete_idle(&mut self, lobby: LobbyId, out: &mut Vec<Output>) {
         let Some(l) = self.lobbies.delete(lobby) else {
@@ -217,7 +258,6 @@ impl Server {
                 forgotten += 1;
             }
         }
-        self.counters.lobbies_idle_deleted += 1;
         out.push(Output::Note(Note::LobbyIdle {
             lobby,
             sessions: forgotten,
@@ -230,7 +270,7 @@ impl Server {
     /// and the simulator; O(sessions + lobbies).
     pub fn check_absent(&self) -> Result<(), String> {
         for id in self.sessions.ids() {
-            if self.sessions.is_evictable(id) != self.evictable(id) {
+            if self.sessions.evict_class(id) != self.evictable(id) {
                 return Err(format!("session {id}: evictable index is stale"));
             }
         }
@@ -248,8 +288,8 @@ impl Server {
             share.0 += 1;
             share.1 += usize::from(running);
             let away = self.all_humans_away(id);
-            if away != l.away_since.is_some() {
-                return Err(format!("lobby {id}: away_since {:?}", l.away_since));
+            if away != l.away_since().is_some() {
+                return Err(format!("lobby {id}: away_since {:?}", l.away_since()));
             }
             if l.dormant && (!away || !running) {
                 return Err(format!("lobby {id}: dormant with a human present"));
@@ -271,6 +311,6 @@ impl Server {
         if shares.len() != self.lobbies.ips_charged() {
             return Err("per-address table has entries without lobbies".into());
         }
-        Ok(())
+        self.lobbies.check_idle()
     }
 }

@@ -129,7 +129,7 @@ impl Server {
         if let Some(s) = self.sessions.get_mut(session) {
             s.conn = Some(conn);
             s.disconnected_at = None;
-            self.sessions.set_evictable(session, false);
+            self.sessions.set_evictable(session, None);
         }
         if let Some(s) = self.sessions.get(session) {
             let welcome = crate::wire::encode(&ServerMessage::Welcome {
@@ -246,6 +246,10 @@ impl Server {
             return Ok(());
         }
         self.leave_lobby(now, session, out);
+        if self.lobbies.is_full() {
+            // has_room said an idle lobby may make room: the one idle longest goes.
+            self.evict_idle_lobby(out);
+        }
         let lobby = self.lobbies.create(session, &player_id, &name, ip)?;
         self.counters.lobbies_created += 1;
         if let Some(s) = self.sessions.get_mut(session) {
@@ -324,7 +328,7 @@ impl Server {
             return;
         };
         let player_id = self.player_id(session);
-        self.sessions.set_evictable(session, false);
+        self.sessions.set_evictable(session, None);
         if self.lobbies.leave(lobby, &player_id) {
             self.timers.cancel(&TimerKey::Lobby(lobby));
             self.timers.cancel(&TimerKey::Away(lobby));

@@ -56,13 +56,24 @@ fn moves(d: &Driver) -> usize {
         .count()
 }
 
-/// Row 3: at MAX_SESSIONS, a new player evicts the oldest disconnected session that
-/// is not seated in a running game, however many older ones are (more than the old
-/// scan's 64).
+/// Row 3: at MAX_SESSIONS, a new player evicts a disconnected session found through
+/// the index, however many unevictable ones are older (more than the old scan's 64).
+/// Sessions outside running games go first, then those of running games whose humans
+/// are all gone; a game that one of its humans still plays keeps every seat.
 #[test]
 fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
-    for (seated, waiting, admitted) in [(0, 1, true), (70, 1, true), (70, 0, false), (3, 2, true)] {
-        let total = seated + waiting;
+    // (games with a present second human, waiting lobbies, abandoned games, admitted,
+    // which kind went: 'w' a waiting lobby's session, 'g' an abandoned game's)
+    let cases = [
+        (0, 1, 0, true, 'w'),
+        (70, 1, 0, true, 'w'),
+        (70, 0, 0, false, '-'),
+        (70, 0, 1, true, 'g'),
+        (3, 2, 2, true, 'w'),
+        (0, 0, 3, true, 'g'),
+    ];
+    for (held, waiting, abandoned, admitted, kind) in cases {
+        let total = 2 * held + waiting + abandoned;
         let cfg = config(&[
             ("MAX_SESSIONS", &total.to_string()),
             ("MAX_LOBBIES", "500"),
@@ -76,12 +87,34 @@ fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
         ]);
         let mut d = Driver::new(cfg, 3);
         let mut conn = 0;
-        // The seated players leave first: they are the oldest disconnected sessions.
-        for _ in 0..seated {
+        // The held games' hosts leave first: they are the oldest disconnected
+        // sessions, and their guests stay.
+        for _ in 0..held {
+            let (host, guest) = (conn + 1, conn + 2);
+            conn += 2;
+            join(&mut d, host, "10.1.0.1", None);
+            d.send_json(
+                host,
+                json!({"type": "create_lobby", "name": format!("H{host}")}),
+            );
+            let code = d.lobby_code(host).expect("a lobby");
+            join(&mut d, guest, "10.1.0.4", None);
+            d.send_json(
+                guest,
+                json!({"type": "join_lobby", "code": code, "name": format!("G{guest}")}),
+            );
+            d.send_json(host, json!({"type": "add_ai"}));
+            d.send_json(host, json!({"type": "start_game"}));
+            assert_eq!(status(&d, guest).as_deref(), Some("playing"));
+            d.close(host);
+            d.advance_ms(1);
+        }
+        let mut gone = BTreeMap::new();
+        for _ in 0..abandoned {
             conn += 1;
-            join(&mut d, conn, "10.1.0.1", None);
+            join(&mut d, conn, "10.1.0.5", None);
             start_game(&mut d, conn);
-            assert_eq!(status(&d, conn).as_deref(), Some("playing"));
+            gone.insert(token(&d, conn), 'g');
             d.close(conn);
             d.advance_ms(1);
         }
@@ -89,52 +122,64 @@ fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
             conn += 1;
             join(&mut d, conn, "10.1.0.2", None);
             d.send_json(conn, json!({"type": "create_lobby", "name": "W"}));
+            gone.insert(token(&d, conn), 'w');
             d.close(conn);
             d.advance_ms(1);
         }
-        assert_eq!(d.server.gauges().sessions, total as u64);
-        assert_eq!(d.server.gauges().evictable_sessions, waiting as u64);
+        let case = format!("{held} held, {waiting} waiting, {abandoned} abandoned");
+        assert_eq!(d.server.gauges().sessions, total as u64, "{case}");
+        assert_eq!(
+            d.server.gauges().evictable_sessions,
+            (waiting + abandoned) as u64,
+            "{case}"
+        );
         conn += 1;
         join(&mut d, conn, "10.1.0.3", None);
         let refused = d.seen[&conn].closed == Some(CloseCode::ConnectionLimit);
-        assert_eq!(!refused, admitted, "{seated} seated, {waiting} waiting");
+        assert_eq!(!refused, admitted, "{case}");
+        // The evicted session's token names a new session when it comes back.
+        let evicted: Vec<char> = gone
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (tok, kind))| {
+                let c = 1000 + i as u64;
+                join(&mut d, c, "10.1.0.6", Some(tok));
+                let resumed = d.seen[&c].token.as_deref() == Some(tok.as_str());
+                d.close(c);
+                (!resumed).then_some(*kind)
+            })
+            .collect();
+        if admitted {
+            assert_eq!(evicted.first(), Some(&kind), "{case}: evicted {evicted:?}");
+        }
         d.server.check_absent().unwrap();
     }
 }
 
 /// Row 5: a waiting lobby whose humans are all gone is deleted after LOBBY_IDLE_TTL
-/// (not before), with their sessions; MAX_LOBBIES frees up and accepting_games says so.
+/// (not before), with their sessions.
 #[test]
-fn an_idle_lobby_goes_after_lobby_idle_ttl_and_health_agrees_with_create_lobby() {
-    let cfg = config(&[("MAX_LOBBIES", "1"), ("LOBBY_IDLE_TTL", "10")]);
+fn an_idle_lobby_goes_after_lobby_idle_ttl() {
+    let cfg = config(&[("MAX_LOBBIES", "5"), ("LOBBY_IDLE_TTL", "10")]);
     let mut d = Driver::new(cfg, 5);
     join(&mut d, 1, "10.0.0.1", None);
     d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
     let code = d.lobby_code(1).unwrap();
     let ann = token(&d, 1);
-    assert!(!d.server.health().accepting_games, "MAX_LOBBIES is full");
     d.close(1);
-    join(&mut d, 2, "10.0.0.2", None);
-    d.send_json(2, json!({"type": "create_lobby", "name": "Bob"}));
-    assert_eq!(d.last_errors(2), vec!["busy"]);
+    assert_eq!(d.server.gauges().idle_lobbies, 1);
     for (at_ms, gone) in [(9_999, false), (10_000, true)] {
         d.run_until(wizard_core::Time::from_millis(at_ms));
         assert_eq!(d.server.gauges().lobbies == 0, gone, "at {at_ms} ms");
-        assert_eq!(d.server.health().accepting_games, gone, "at {at_ms} ms");
     }
-    // Bob was told, and now creates his lobby; Ann's session went with hers.
-    let pushed = d.seen[&2]
-        .messages
-        .iter()
-        .any(|m| m["type"] == "server_status" && m["accepting_games"] == true);
-    assert!(pushed, "no server_status accepting_games true");
+    assert_eq!(d.server.counters().lobbies_idle_deleted, 1);
+    join(&mut d, 2, "10.0.0.2", None);
     d.send_json(
         2,
         json!({"type": "join_lobby", "code": code, "name": "Bob"}),
     );
     assert_eq!(d.last_errors(2), vec!["not_found"]);
-    d.send_json(2, json!({"type": "create_lobby", "name": "Bob"}));
-    assert!(d.lobby_code(2).is_some());
+    // Ann's session went with her lobby.
     join(&mut d, 3, "10.0.0.1", Some(&ann));
     assert_ne!(
         d.seen[&3].token.as_deref(),
@@ -144,50 +189,150 @@ fn an_idle_lobby_goes_after_lobby_idle_ttl_and_health_agrees_with_create_lobby()
     d.server.check_absent().unwrap();
 }
 
-/// At MAX_SESSIONS, the sessions of dormant games are evictable too (their players
-/// have all been gone for ABANDONED_GAME_TTL): the newcomer takes the place of the one
-/// gone longest, and that game, left without a human, is deleted. Before the games are
-/// dormant, the newcomer is refused.
+/// Row 5: at MAX_LOBBIES, a new lobby takes the place of the idle lobby (no running
+/// game, every human gone) idle longest; a lobby with a human connected, or a running
+/// game, is never taken. `accepting_games` agrees with `create_lobby` at every step.
 #[test]
-fn a_dormant_games_session_gives_way_to_a_new_player_at_max_sessions() {
+fn at_max_lobbies_a_new_lobby_replaces_the_one_idle_longest() {
     let cfg = config(&[
-        ("MAX_SESSIONS", "3"),
+        ("MAX_LOBBIES", "3"),
+        ("LOBBY_IDLE_TTL", "600"),
+        ("AI_MOVE_DELAY", "600"),
+    ]);
+    let mut d = Driver::new(cfg, 6);
+    // Ann's lobby (idle from 1 s), Bob's (idle from 2 s), Cat's game (all gone).
+    let mut codes = Vec::new();
+    for (conn, name) in [(1, "Ann"), (2, "Bob")] {
+        join(&mut d, conn, &format!("10.0.0.{conn}"), None);
+        d.send_json(conn, json!({"type": "create_lobby", "name": name}));
+        codes.push(d.lobby_code(conn).unwrap());
+    }
+    join(&mut d, 3, "10.0.0.3", None);
+    start_game(&mut d, 3);
+    assert!(!d.server.health().accepting_games, "MAX_LOBBIES is full");
+    join(&mut d, 9, "10.0.0.9", None);
+    d.send_json(9, json!({"type": "create_lobby", "name": "Guy"}));
+    assert_eq!(d.last_errors(9), vec!["busy"], "nothing idle: refused");
+    d.run_until(wizard_core::Time::from_millis(1_000));
+    d.close(3);
+    assert!(
+        !d.server.health().accepting_games,
+        "a running game is not idle"
+    );
+    d.close(1);
+    assert!(
+        d.server.health().accepting_games,
+        "an idle lobby makes room"
+    );
+    d.run_until(wizard_core::Time::from_millis(2_000));
+    d.close(2);
+    assert_eq!(d.server.gauges().idle_lobbies, 2);
+    let pushed = |d: &Driver, conn| {
+        d.seen[&conn]
+            .messages
+            .iter()
+            .any(|m| m["type"] == "server_status" && m["accepting_games"] == true)
+    };
+    // Dan replaces Ann's lobby (idle longest), Eve Bob's; Fay finds no room.
+    for (conn, name, gone, accepting) in [(4, "Dan", 0, true), (5, "Eve", 1, false)] {
+        join(&mut d, conn, &format!("10.0.1.{conn}"), None);
+        d.send_json(conn, json!({"type": "create_lobby", "name": name}));
+        assert!(d.lobby_code(conn).is_some(), "{name} has no lobby");
+        join(&mut d, 10 + conn, "10.0.2.1", None);
+        let code = codes[gone].clone();
+        d.send_json(
+            10 + conn,
+            json!({"type": "join_lobby", "code": code, "name": "Zed"}),
+        );
+        assert_eq!(d.last_errors(10 + conn), vec!["not_found"], "{name}");
+        d.close(10 + conn);
+        assert_eq!(d.server.health().accepting_games, accepting, "after {name}");
+    }
+    assert!(pushed(&d, 4), "Dan was not told that games are accepted");
+    join(&mut d, 6, "10.0.1.6", None);
+    d.send_json(6, json!({"type": "create_lobby", "name": "Fay"}));
+    assert_eq!(d.last_errors(6), vec!["busy"]);
+    let c = d.server.counters();
+    assert_eq!((c.lobbies_evicted, c.lobbies_idle_deleted), (2, 0));
+    assert_eq!(d.server.gauges().lobbies, 3);
+    d.server.check_absent().unwrap();
+}
+
+/// At MAX_SESSIONS, the sessions of games whose humans are all gone are evictable,
+/// dormant or not: the newcomer takes the place of one of them, and a game left
+/// without a human is deleted (which frees its MAX_ACTIVE_GAMES slot). Dormant games'
+/// seats count as free, so theirs go first even when another session has been gone
+/// longer; within a class, the one gone longest goes first.
+#[test]
+fn an_abandoned_games_session_gives_way_to_a_new_player_at_max_sessions() {
+    let cfg = config(&[
+        ("MAX_SESSIONS", "4"),
         ("ABANDONED_GAME_TTL", "5"),
         ("AI_MOVE_DELAY", "600"),
         ("RECONNECT_BURST", "100"),
     ]);
     let mut d = Driver::new(cfg, 4);
-    for conn in 1..=3 {
-        join(&mut d, conn, &format!("10.2.0.{conn}"), None);
-        start_game(&mut d, conn);
-        d.close(conn);
-        d.advance_ms(10);
-    }
+    // Game X: Ann (gone at once) and Bob (gone at 4 s). Game Y: Cat alone, gone at 1 s.
+    join(&mut d, 1, "10.2.0.1", None);
+    d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
+    let code = d.lobby_code(1).expect("a lobby");
+    join(&mut d, 2, "10.2.0.2", None);
+    d.send_json(
+        2,
+        json!({"type": "join_lobby", "code": code, "name": "Bob"}),
+    );
+    d.send_json(1, json!({"type": "add_ai"}));
+    d.send_json(1, json!({"type": "start_game"}));
+    assert_eq!(status(&d, 2).as_deref(), Some("playing"));
+    let ann = token(&d, 1);
+    d.close(1);
+    d.run_until(wizard_core::Time::from_millis(1_000));
+    join(&mut d, 3, "10.2.0.3", None);
+    start_game(&mut d, 3);
+    d.close(3);
+    d.run_until(wizard_core::Time::from_millis(4_000));
+    d.close(2);
+    // At 7 s, Y has been abandoned for 6 s (dormant), X for 3 s (awake).
+    d.run_until(wizard_core::Time::from_millis(7_000));
     let g = d.server.gauges();
     assert_eq!(
-        (g.sessions, g.evictable_sessions, g.active_games),
-        (3, 0, 3)
+        (
+            g.sessions,
+            g.evictable_sessions,
+            g.active_games,
+            g.dormant_games
+        ),
+        (3, 3, 1, 1)
     );
     join(&mut d, 10, "10.2.1.1", None);
     assert_eq!(
-        d.seen[&10].closed,
-        Some(CloseCode::ConnectionLimit),
-        "nothing is evictable yet"
+        d.server.counters().sessions_evicted,
+        0,
+        "room without evicting"
     );
-    d.close(10);
-    d.run_until(wizard_core::Time::from_millis(6_000));
-    let g = d.server.gauges();
-    assert_eq!((g.dormant_games, g.evictable_sessions), (3, 3));
-    join(&mut d, 11, "10.2.1.2", None);
-    assert!(d.seen[&11].player_id.is_some(), "the newcomer was welcomed");
-    assert_eq!(d.seen[&11].closed, None);
-    let g = d.server.gauges();
+    // Cat goes first (Y is deleted), although Ann has been gone longer; then Ann
+    // (X keeps Bob's seat); then Bob, and X goes too.
+    for (conn, lobbies, dormant) in [(11, 1, 0), (12, 1, 0), (13, 0, 0)] {
+        join(&mut d, conn, &format!("10.2.1.{conn}"), None);
+        assert_eq!(d.seen[&conn].closed, None, "newcomer {conn} refused");
+        let g = d.server.gauges();
+        assert_eq!(
+            (g.lobbies, g.dormant_games),
+            (lobbies, dormant),
+            "newcomer {conn}"
+        );
+        if conn == 11 {
+            assert_eq!(g.active_games, 1, "X still runs");
+            d.server.check_absent().expect("bookkeeping");
+        }
+    }
+    assert_eq!(d.server.counters().sessions_evicted, 3);
+    join(&mut d, 20, "10.2.0.1", Some(&ann));
     assert_eq!(
-        (g.sessions, g.lobbies, g.dormant_games),
-        (3, 2, 2),
-        "the oldest game went"
+        d.seen[&20].closed,
+        Some(CloseCode::ConnectionLimit),
+        "Ann's seat is gone"
     );
-    assert_eq!(d.server.counters().sessions_evicted, 1);
     d.server.check_absent().expect("bookkeeping");
 }
 
@@ -460,7 +605,23 @@ fn step(d: &mut Driver, m: &mut Model, op: &Op) -> Result<(), TestCaseError> {
         }
         Op::Create { conn } => {
             if let Some((c, ip)) = pick(m, conn) {
+                let idle = d.server.gauges().idle_lobbies;
+                let refused_before = d
+                    .server
+                    .counters()
+                    .requests_refused
+                    .get("max_lobbies")
+                    .copied();
                 d.send_json(c, json!({"type": "create_lobby", "name": format!("P{c}")}));
+                let refused_after = d
+                    .server
+                    .counters()
+                    .requests_refused
+                    .get("max_lobbies")
+                    .copied();
+                if refused_after != refused_before {
+                    prop_assert!(idle == 0, "MAX_LOBBIES refused with {} idle", idle);
+                }
                 if let Some(code) = d.lobby_code(c).filter(|_| d.last_errors(c).is_empty()) {
                     m.codes.insert(code, ip);
                     d.send_json(c, json!({"type": "add_ai"}));

@@ -176,40 +176,22 @@ fn row_5_lobbies_abandoned_from_two_addresses_do_not_lock_lobby_creation() {
 }
 
 #[test]
-fn row_5_lobbies_abandoned_from_many_addresses_go_after_lobby_idle_ttl() {
-    // Forty addresses may fill MAX_LOBBIES for a moment: that is capacity, and new
-    // lobbies are refused with a clear `busy` meanwhile. What must not happen is a
-    // table locked for good: the abandoned lobbies go after LOBBY_IDLE_TTL, so the
-    // baseline after the attack refuses nobody, and nothing but lobby creation is
-    // ever refused.
-    let env = [("MAX_LOBBIES", "20"), ("LOBBY_IDLE_TTL", "1")];
+fn row_5_lobbies_abandoned_from_many_addresses_give_way_to_new_ones() {
+    // Forty addresses fill MAX_LOBBIES with lobbies left at once. They are idle (no
+    // running game, no human connected), so a new lobby takes the place of the one
+    // idle longest: nobody honest is refused, long before LOBBY_IDLE_TTL (default
+    // 5 min) would delete them.
+    let env = [("MAX_LOBBIES", "20"), ("LOBBY_CREATE_RATE", "1000")];
     let report = run(Attack::AbandonLobbies, &env, |s| {
         s.attack_conns = 4;
         s.attack_ips = 40;
-        s.attack_count = 40;
-        s.phases = 2;
-        s.phase_duration = Duration::from_secs(3);
+        s.attack_count = 200;
     });
-    let phases = report.line["phases"].as_array().expect("phased run");
-    assert_eq!(phases.len(), 4, "baseline, attack, baseline, attack");
-    for p in phases {
-        let refused = &p["refused"];
-        let all: u64 = refused
-            .as_object()
-            .map(|m| m.values().filter_map(Value::as_u64).sum())
-            .unwrap_or(0);
-        let creates = refused["busy_create"].as_u64().unwrap_or(0);
-        assert_eq!(
-            all, creates,
-            "refused other than create_lobby: {refused} {p}"
-        );
-        assert_eq!(p["stalled"], 0, "a game went 3 s without a move: {p}");
-        assert_eq!(p["health_failed"], 0, "/health failed: {p}");
-    }
-    assert_eq!(
-        phases[2]["honest_refused"], 0,
-        "lobby creation still refused a phase after the attack: {}",
-        phases[2]
+    assert_honest(&report);
+    let left = attack_stats(&report)["accepted"].as_u64().unwrap_or(0);
+    assert!(
+        left >= 40,
+        "only {left} lobbies left: MAX_LOBBIES never filled twice"
     );
     assert_eq!(
         attack_stats(&report)["busy_without_retry_after"],
