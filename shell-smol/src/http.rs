@@ -97,27 +97,21 @@ struct Upgrade {
     leftover: Vec<u8>,
 }
 
-/// Serves one accepted connection. The request is parsed in [`answer_request`], whose
-/// buffers (head, header array) are gone before a websocket's long life begins, so an
-/// idle connection does not carry them. `slot` is the socket's place in the door.
+/// Serves one accepted connection, at the games' priority: the request head, the
+/// answer or the upgrade, and the websocket's life. The request is parsed in
+/// [`answer_request`], whose buffers (head, header array) are gone before a websocket's
+/// long life begins, so an idle connection does not carry them. `slot` is the socket's
+/// place in the door. Returns an ended websocket's socket, for the caller to linger on
+/// and close at the door's priority (see `priority`).
 pub async fn serve(
     tcp: Async<TcpStream>,
     peer: SocketAddr,
     admission: Admission,
     slot: &TcpSlot,
     ctx: Arc<Ctx>,
-) {
-    if let Some(upgrade) = answer_request(&tcp, peer, admission, slot, &ctx).await {
-        // The websocket's life at the games' priority; its linger and close back here,
-        // at the door's (see `priority`).
-        let live = ctx
-            .executors
-            .games
-            .spawn(websocket(tcp, upgrade, Arc::clone(&ctx)));
-        if let Some(tcp) = live.await {
-            conn::linger(&tcp).await;
-        }
-    }
+) -> Option<Arc<Async<TcpStream>>> {
+    let upgrade = answer_request(&tcp, peer, admission, slot, &ctx).await?;
+    websocket(tcp, upgrade, ctx).await
 }
 
 /// One response: its status, content type and body; `head_only` for `HEAD`.

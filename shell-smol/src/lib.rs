@@ -266,13 +266,25 @@ fn admit(
     let limits::Admitted {
         mode, slot, abort, ..
     } = admitted;
+    let door = Arc::clone(ex);
     let serve = async move {
-        http::serve(stream, peer, mode, &slot, ctx).await;
-        drop(slot);
+        let ended = http::serve(stream, peer, mode, &slot, ctx).await;
+        // An ended websocket's linger and close at the door's priority; the slot is
+        // held until the socket is closed.
+        if let Some(tcp) = ended {
+            door.door
+                .spawn(async move {
+                    conn::linger(&tcp).await;
+                    drop(tcp);
+                    drop(slot);
+                })
+                .detach();
+        }
     };
-    // The door may evict this socket while it waits for its head: the abort drops
-    // the task, which closes the socket and frees its slot.
-    ex.door
+    // The request head and the answer at the games' priority, so that `/health` does
+    // not wait behind a burst of closes. The door may evict this socket while it waits
+    // for its head: the abort drops the task, which closes the socket and frees its slot.
+    ex.games
         .spawn(async move {
             let _ = futures_util::future::Abortable::new(serve, abort).await;
         })
