@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use async_signal::{Signal, Signals};
 use futures_lite::StreamExt;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 use wizard_core::config::{AiServiceConfig, Config, LogFormat};
 use wizard_core::rng::Seed;
@@ -49,6 +49,14 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_START);
         }
     };
+    // std listens with a backlog of 128; listening again on a listening socket sets
+    // the accept queue's length (Linux). A connect flood that outruns the accept loop
+    // for a moment then does not drop an honest client's SYN (its retry comes 1 s
+    // later).
+    let backlog = i32::try_from(config.listen_backlog_max).unwrap_or(i32::MAX);
+    if let Err(e) = rustix::net::listen(&listener, backlog) {
+        warn!(error = %e, "LISTEN_BACKLOG not set");
+    }
     let signals = match Signals::new([Signal::Term, Signal::Int]) {
         Ok(signals) => signals,
         Err(e) => {

@@ -238,6 +238,7 @@ const OTHER: &[(&str, &str)] = &[
     ("FIRST_BYTE_TIMEOUT", "1.5"),
     ("SOCKET_SEND_BUFFER_BYTES", "8192"),
     ("SOCKET_RECV_BUFFER_BYTES", "16384"),
+    ("LISTEN_BACKLOG", "64"),
     ("LOBBY_IDLE_TTL", "7"),
     ("ABANDONED_GAME_TTL", "0.5"),
     ("MAX_LOBBIES_PER_IP", "3"),
@@ -333,6 +334,7 @@ fn every_field_is_covered() {
         first_byte_timeout_us,
         socket_send_buffer_bytes,
         socket_recv_buffer_bytes,
+        listen_backlog_max,
         lobby_idle_ttl_us,
         abandoned_game_ttl_us,
         lobbies_per_ip_max,
@@ -416,6 +418,7 @@ fn every_field_is_covered() {
         ),
         (25, 1_500_000, 8192, 16_384)
     );
+    assert_eq!(listen_backlog_max, 64);
     assert_eq!((lobby_idle_ttl_us, abandoned_game_ttl_us), (7 * S, S / 2));
     assert_eq!((lobbies_per_ip_max, games_per_ip_max), (3, 2));
     assert_eq!((reconnect_rate_per_min, reconnect_burst), (4.5, 6));
@@ -622,6 +625,7 @@ const BAD: &[(&str, &str, &str)] = &[
     ("FIRST_BYTE_TIMEOUT", "0", "greater than 0"),
     ("SOCKET_SEND_BUFFER_BYTES", "1024", "at least 4096"),
     ("SOCKET_RECV_BUFFER_BYTES", "0", "at least 4096"),
+    ("LISTEN_BACKLOG", "0", "at least 1"),
 ];
 
 const BAD_AI: &[(&str, &str, &str)] = &[
