@@ -205,7 +205,10 @@ impl FallbackReason {
     }
 }
 
-/// Why a connection was refused or cut off.
+/// Why the core refused a connection or cut it off: the one vocabulary of the
+/// connection limiter, the session registry, the AI bridge and the reconnect rate. (A
+/// socket the shell refuses before any websocket work is a
+/// [`crate::overload::door::DoorRefusal`].)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RefuseReason {
     /// `MAX_CONNECTIONS` open.
@@ -230,6 +233,12 @@ impl RefuseReason {
             RefuseReason::AiConnections => "ai_connections",
             RefuseReason::Reconnects => "reconnect_rate",
         }
+    }
+}
+
+impl std::fmt::Display for RefuseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

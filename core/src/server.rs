@@ -31,7 +31,7 @@ use crate::overload::level::{LoadLevels, LoadSample, LoadThresholds};
 use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
 use crate::rng::{self, Purpose, Seed};
 use crate::session::{LobbyId, SessionId, SessionRegistry};
-use crate::stats::{Counters, Gauges, bump};
+use crate::stats::{Counters, Gauges};
 use crate::time::Time;
 use crate::timers::Timers;
 use crate::wire::{self, AiHealth, CloseCode, DecodeError, ErrorCode, Health, ServerMessage};
@@ -393,7 +393,7 @@ impl Server {
         retry_after_ms: Option<u64>,
         out: &mut Vec<Output>,
     ) {
-        bump(&mut self.counters.errors, code.name());
+        self.counters.errors.bump(code);
         out.push(Output::Note(Note::Refused { conn, code }));
         // Every `busy` says when to come back (PROTOCOL.md section 6.2).
         let retry_after_ms = match (code, retry_after_ms) {

@@ -5,12 +5,13 @@
 
 use wizard_core::Time;
 use wizard_core::overload::LoadLevel;
-use wizard_core::wire::LobbyStatus;
+use wizard_core::stats::{Counts, Tally};
+use wizard_core::wire::{CloseCode, ErrorCode, LobbyStatus};
 
 use crate::client::Role;
 use crate::dist::Dist;
 use crate::net::Ev;
-use crate::report::Second;
+use crate::report::{Report, Second};
 use crate::scenario::{Pace, Retry};
 use crate::sim::Sim;
 use crate::world::Ctx;
@@ -28,10 +29,6 @@ fn delta(now: u64, before: u64) -> u64 {
     now.saturating_sub(before)
 }
 
-fn sum_map<K: Ord>(m: &std::collections::BTreeMap<K, u64>) -> u64 {
-    m.values().sum()
-}
-
 impl Sim {
     /// A timeline second ends.
     pub fn tick(&mut self, now: Time) {
@@ -39,11 +36,6 @@ impl Sim {
         let c = server.counters().clone();
         let p = &self.prev_counters;
         let g = server.gauges();
-        let get = |m: &std::collections::BTreeMap<&'static str, u64>, k: &str| {
-            m.get(k).copied().unwrap_or(0)
-        };
-        let getc =
-            |m: &std::collections::BTreeMap<u16, u64>, k: u16| m.get(&k).copied().unwrap_or(0);
         let second = Second {
             t_s: now.0 / 1_000_000,
             level: server.level().name(),
@@ -52,21 +44,24 @@ impl Sim {
             cpu: g.last_sample.cpu_share,
             throttled: g.last_sample.throttled_share,
             active_games: g.active_games,
-            moves: delta(sum_map(&c.moves), sum_map(&p.moves)),
-            busy: delta(get(&c.errors, "busy"), get(&p.errors, "busy")),
+            moves: delta(c.moves.total(), p.moves.total()),
+            busy: delta(c.errors.get(ErrorCode::Busy), p.errors.get(ErrorCode::Busy)),
             rate_limited: delta(
-                get(&c.errors, "rate_limited"),
-                get(&p.errors, "rate_limited"),
+                c.errors.get(ErrorCode::RateLimited),
+                p.errors.get(ErrorCode::RateLimited),
             ),
-            conn_refused: delta(
-                sum_map(&c.connections_refused),
-                sum_map(&p.connections_refused),
+            conn_refused: delta(c.connections_refused.total(), p.connections_refused.total()),
+            closed_1008: delta(
+                c.closes.get(CloseCode::MessageFlood),
+                p.closes.get(CloseCode::MessageFlood),
             ),
-            closed_1008: delta(getc(&c.closes, 1008), getc(&p.closes, 1008)),
-            closed_1013: delta(getc(&c.closes, 1013), getc(&p.closes, 1013)),
+            closed_1013: delta(
+                c.closes.get(CloseCode::ConnectionLimit),
+                p.closes.get(CloseCode::ConnectionLimit),
+            ),
             lobbies_created: delta(c.lobbies_created, p.lobbies_created),
             connections: g.connections,
-            ai_fallbacks: delta(sum_map(&c.fallbacks), sum_map(&p.fallbacks)),
+            ai_fallbacks: delta(c.fallbacks.total(), p.fallbacks.total()),
             breaker: g.breaker,
         };
         self.report.timeline.push(second);
@@ -175,21 +170,16 @@ impl Sim {
             self.report.violation(at, what);
         }
         let r = &mut self.report;
-        for (k, v) in &counters.errors {
-            r.counters.insert(format!("error_{k}"), *v);
+        fn put<E: Tally>(r: &mut Report, prefix: &str, counts: &Counts<E>) {
+            for (e, n) in counts.iter().filter(|(_, n)| *n > 0) {
+                r.counters.insert(format!("{prefix}_{}", e.name()), n);
+            }
         }
-        for (k, v) in &counters.closes {
-            r.counters.insert(format!("close_{k}"), *v);
-        }
-        for (k, v) in &counters.moves {
-            r.counters.insert(format!("moves_{k}"), *v);
-        }
-        for (k, v) in &counters.fallbacks {
-            r.counters.insert(format!("fallback_{k}"), *v);
-        }
-        for (k, v) in &counters.connections_refused {
-            r.counters.insert(format!("conn_refused_{k}"), *v);
-        }
+        put(r, "error", &counters.errors);
+        put(r, "close", &counters.closes);
+        put(r, "moves", &counters.moves);
+        put(r, "fallback", &counters.fallbacks);
+        put(r, "conn_refused", &counters.connections_refused);
         r.counters
             .insert("games_started".into(), counters.games_started);
         r.counters

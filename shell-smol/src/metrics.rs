@@ -15,12 +15,12 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use wizard_core::overload::LoadLevel;
-use wizard_core::stats::{Counters, Gauges};
+use wizard_core::stats::{Counters, Counts, Gauges, Tally};
 
 /// The content type of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-type Labels = [(&'static str, String); 1];
+type Labels = [(&'static str, &'static str); 1];
 
 /// What only the shell sees: HTTP traffic, handshakes, slow readers. Shared by the
 /// connection tasks (atomics), read at scrape time.
@@ -330,15 +330,12 @@ impl Metrics {
                 advance(counter, value);
             }
         }
-        let closes = c.closes.iter().map(|(code, n)| (code.to_string(), *n));
-        let by_name = |m: &std::collections::BTreeMap<&'static str, u64>| {
-            m.iter()
-                .map(|(k, n)| ((*k).to_owned(), *n))
-                .collect::<Vec<_>>()
-        };
-        let family_values: [(&str, Vec<(String, u64)>); 7] = [
+        fn by_name<E: Tally>(counts: &Counts<E>) -> Vec<(&'static str, u64)> {
+            counts.iter().map(|(e, n)| (e.name(), n)).collect()
+        }
+        let family_values: [(&str, Vec<(&'static str, u64)>); 7] = [
             ("connections_refused", by_name(&c.connections_refused)),
-            ("closes", closes.collect()),
+            ("closes", by_name(&c.closes)),
             ("errors", by_name(&c.errors)),
             ("moves", by_name(&c.moves)),
             ("fallbacks", by_name(&c.fallbacks)),

@@ -5,34 +5,9 @@
 //! a double close or an unknown id changes nothing, and a slot can neither leak nor go
 //! negative. It has no clock: connections are counted, not timed.
 
-use std::collections::BTreeMap;
-use std::fmt;
-
 use super::limiter::IpKey;
-
-/// Why a connection was refused; both become `error` `busy` and close 1013.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ConnRefusal {
-    /// `conns_max` connections are open.
-    Total,
-    /// `conns_per_ip_max` connections from this IP are open.
-    PerIp,
-}
-
-impl ConnRefusal {
-    pub fn name(self) -> &'static str {
-        match self {
-            ConnRefusal::Total => "total",
-            ConnRefusal::PerIp => "per_ip",
-        }
-    }
-}
-
-impl fmt::Display for ConnRefusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::io::RefuseReason;
+use std::collections::BTreeMap;
 
 /// Slots kept for `/health`, `/metrics` and `/ready` above the socket cap (see `door.rs`).
 pub const TCP_RESERVE_SLOTS: usize = 16;
@@ -88,14 +63,14 @@ impl ConnectionLimiter {
     ///
     /// An id that is already open keeps its slot (and its original IP) and is not
     /// counted twice; the call returns `Ok(())`.
-    pub fn try_open(&mut self, conn_id: u64, ip: IpKey) -> Result<(), ConnRefusal> {
+    pub fn try_open(&mut self, conn_id: u64, ip: IpKey) -> Result<(), RefuseReason> {
         self.open_checked(conn_id, ip, true)
     }
 
     /// Counts `conn_id` past the total cap: a player of a running game coming back may
     /// always have its seat's connection (the shell's socket cap still bounds how many
     /// connections exist). Only the per-IP cap applies.
-    pub fn try_open_past_total(&mut self, conn_id: u64, ip: IpKey) -> Result<(), ConnRefusal> {
+    pub fn try_open_past_total(&mut self, conn_id: u64, ip: IpKey) -> Result<(), RefuseReason> {
         self.open_checked(conn_id, ip, false)
     }
 
@@ -104,19 +79,19 @@ impl ConnectionLimiter {
         self.per_ip.get(&ip).copied().unwrap_or(0) >= self.conns_per_ip_max
     }
 
-    fn open_checked(&mut self, conn_id: u64, ip: IpKey, total: bool) -> Result<(), ConnRefusal> {
+    fn open_checked(&mut self, conn_id: u64, ip: IpKey, total: bool) -> Result<(), RefuseReason> {
         if self.open.contains_key(&conn_id) {
             return Ok(());
         }
         if total && self.open.len() >= self.conns_max {
-            return Err(ConnRefusal::Total);
+            return Err(RefuseReason::Total);
         }
         let for_ip = self.per_ip.entry(ip).or_insert(0);
         if *for_ip >= self.conns_per_ip_max {
             if *for_ip == 0 {
                 self.per_ip.remove(&ip);
             }
-            return Err(ConnRefusal::PerIp);
+            return Err(RefuseReason::PerIp);
         }
         *for_ip += 1;
         self.open.insert(conn_id, ip);

@@ -5,9 +5,7 @@
 use std::net::IpAddr;
 
 use crate::io::{ConnId, ConnKind, FallbackReason, Note, Output, RefuseReason};
-use crate::overload::connections::ConnRefusal;
 use crate::overload::limiter::{IpKey, TokenBucket};
-use crate::stats::bump;
 use crate::time::Time;
 use crate::wire::{CloseCode, ErrorCode, LobbyStatus};
 
@@ -52,13 +50,13 @@ impl Server {
                     entry.counted = true;
                     None
                 }
-                Err(ConnRefusal::PerIp) => Some(RefuseReason::PerIp),
-                Err(ConnRefusal::Total) if self.limiter.ip_full(key) => Some(RefuseReason::PerIp),
                 // It may be a player of a running game coming back: its `hello` tells.
-                Err(ConnRefusal::Total) => {
+                Err(RefuseReason::Total) if !self.limiter.ip_full(key) => {
                     entry.waiting = Some(RefuseReason::Total);
                     None
                 }
+                // The limiter refuses with `Total` or `PerIp` only.
+                Err(_) => Some(RefuseReason::PerIp),
             },
             ConnKind::Ai => (!self.bridge.connect(conn)).then_some(RefuseReason::AiConnections),
         };
@@ -87,7 +85,7 @@ impl Server {
         reason: RefuseReason,
         out: &mut Vec<Output>,
     ) {
-        bump(&mut self.counters.connections_refused, reason.name());
+        self.counters.connections_refused.bump(reason);
         out.push(Output::Note(Note::ConnectionRefused { conn, ip, reason }));
         if self
             .conns
@@ -249,7 +247,7 @@ impl Server {
                 return;
             }
             c.closing = true;
-            bump(&mut self.counters.closes, code.code());
+            self.counters.closes.bump(code);
             out.push(Output::Close { conn, code });
         }
     }

@@ -6,7 +6,6 @@ use crate::game::{Action, Event, Seat, bot};
 use crate::io::{ConnId, FallbackReason, MoveSource, Note, Output};
 use crate::lobby::LobbyError;
 use crate::session::{LobbyId, SessionId};
-use crate::stats::bump;
 use crate::time::Time;
 use crate::turns::{Decider, TurnState, TurnTiming};
 use crate::wire::{self, AiReply, AiRequest, LobbyStatus};
@@ -71,12 +70,7 @@ impl Server {
                 l.turns.pause_until = now.plus_us(trick_pause);
             }
         }
-        let source = match by {
-            MoveSource::Human => "human",
-            MoveSource::Ai => "ai",
-            MoveSource::Fallback => "fallback",
-        };
-        bump(&mut self.counters.moves, source);
+        self.counters.moves.bump(by);
         out.push(Output::Note(Note::MoveApplied { lobby, seat, by }));
         if finished {
             self.counters.games_finished += 1;
@@ -182,7 +176,7 @@ impl Server {
         let source = match by {
             Decider::Ai => MoveSource::Ai,
             Decider::Fallback(reason) => {
-                bump(&mut self.counters.fallbacks, reason.name());
+                self.counters.fallbacks.bump(reason);
                 out.push(Output::Note(Note::Fallback {
                     lobby,
                     seat,

@@ -5,7 +5,7 @@ use crate::io::{ConnId, Note, Output, RefuseReason};
 use crate::lobby::{LobbyError, clean_name};
 use crate::overload::limiter::IpKey;
 use crate::session::{LobbyId, SessionId};
-use crate::stats::bump;
+use crate::stats::RequestRefusal;
 use crate::time::Time;
 use crate::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
 
@@ -189,11 +189,11 @@ impl Server {
     fn refuse_request(
         &mut self,
         conn: ConnId,
-        reason: &'static str,
+        reason: RequestRefusal,
         message: &str,
         out: &mut Vec<Output>,
     ) {
-        bump(&mut self.counters.requests_refused, reason);
+        self.counters.requests_refused.bump(reason);
         self.send_error(conn, ErrorCode::Busy, message, None, out);
     }
 
@@ -213,7 +213,9 @@ impl Server {
         let current = self.sessions.get(session).and_then(|s| s.lobby);
         if !self.lobbies.has_room(current, &player_id) {
             // Refused before leaving the current lobby, so the refusal loses nothing.
-            bump(&mut self.counters.requests_refused, "max_lobbies");
+            self.counters
+                .requests_refused
+                .bump(RequestRefusal::MaxLobbies);
             return Err(LobbyError::TooManyLobbies);
         }
         let Some(ip) = self.conns.get(&conn).map(|c| IpKey::new(c.ip)) else {
@@ -228,7 +230,7 @@ impl Server {
         if owned >= self.config.lobbies_per_ip_max {
             self.refuse_request(
                 conn,
-                "lobbies_per_ip",
+                RequestRefusal::LobbiesPerIp,
                 "Too many lobbies from your address right now.",
                 out,
             );
@@ -277,7 +279,9 @@ impl Server {
             && self.join_fail_rate.available(&ip, now) == 0
         {
             let wait_ms = self.join_fail_rate.wait_us(&ip, now).div_ceil(1000).max(1);
-            bump(&mut self.counters.requests_refused, "join_fail_rate");
+            self.counters
+                .requests_refused
+                .bump(RequestRefusal::JoinFailRate);
             self.send_error(
                 conn,
                 ErrorCode::RateLimited,
@@ -391,7 +395,7 @@ impl Server {
         {
             self.refuse_request(
                 conn,
-                "games_per_ip",
+                RequestRefusal::GamesPerIp,
                 "Too many games from your address right now.",
                 out,
             );

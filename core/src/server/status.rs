@@ -5,7 +5,6 @@
 use crate::io::{ConnId, ConnKind, Note, Output};
 use crate::overload::breaker::BreakerState;
 use crate::overload::level::LoadSample;
-use crate::stats::bump;
 use crate::time::Time;
 use crate::wire::{self, CloseCode, ServerMessage};
 
@@ -15,7 +14,7 @@ impl Server {
     pub(super) fn on_sample(&mut self, sample: LoadSample, out: &mut Vec<Output>) {
         self.last_sample = sample;
         if let Some(change) = self.levels.observe(&sample) {
-            bump(&mut self.counters.level_changes, change.to.name());
+            self.counters.level_changes.bump(change.to);
             out.push(Output::Note(Note::LevelChanged {
                 from: change.from,
                 to: change.to,

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use wizard_core::io::Note;
+use wizard_core::io::{Note, RefuseReason};
+use wizard_core::stats::RequestRefusal;
 use wizard_core::wire::CloseCode;
 
 use super::driver::{Driver, config};
@@ -445,8 +446,11 @@ fn lobbies_and_games_are_capped_per_address() {
         d.server.check_absent().unwrap();
     }
     let counters = d.server.counters();
-    assert_eq!(counters.requests_refused.get("lobbies_per_ip"), Some(&2));
-    assert_eq!(counters.requests_refused.get("games_per_ip"), Some(&1));
+    assert_eq!(
+        counters.requests_refused.get(RequestRefusal::LobbiesPerIp),
+        2
+    );
+    assert_eq!(counters.requests_refused.get(RequestRefusal::GamesPerIp), 1);
 }
 
 /// Row 8: new connections per address; over the rate a connection is held until its
@@ -487,8 +491,8 @@ fn reconnects_are_rate_limited_except_for_players_of_running_games() {
         .server
         .counters()
         .connections_refused
-        .get("reconnect_rate");
-    assert_eq!(refused, Some(&1));
+        .get(RefuseReason::Reconnects);
+    assert_eq!(refused, 1);
 }
 
 /// Row 9: unknown join codes per address; once spent, every join_lobby from the
@@ -610,15 +614,13 @@ fn step(d: &mut Driver, m: &mut Model, op: &Op) -> Result<(), TestCaseError> {
                     .server
                     .counters()
                     .requests_refused
-                    .get("max_lobbies")
-                    .copied();
+                    .get(RequestRefusal::MaxLobbies);
                 d.send_json(c, json!({"type": "create_lobby", "name": format!("P{c}")}));
                 let refused_after = d
                     .server
                     .counters()
                     .requests_refused
-                    .get("max_lobbies")
-                    .copied();
+                    .get(RequestRefusal::MaxLobbies);
                 if refused_after != refused_before {
                     prop_assert!(idle == 0, "MAX_LOBBIES refused with {} idle", idle);
                 }

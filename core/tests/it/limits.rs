@@ -8,9 +8,10 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use wizard_core::Time;
+use wizard_core::io::RefuseReason;
 use wizard_core::overload::LoadLevel;
 use wizard_core::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
-use wizard_core::overload::connections::{ConnRefusal, ConnectionLimiter};
+use wizard_core::overload::connections::ConnectionLimiter;
 use wizard_core::overload::level::{
     LevelChange, LoadLevels, LoadSample, LoadThresholds, SampleClass, classify,
 };
@@ -383,15 +384,15 @@ fn connection_limiter_table() {
     let mut limiter = ConnectionLimiter::new(3, 2);
     assert_eq!(limiter.try_open(1, a), Ok(()));
     assert_eq!(limiter.try_open(2, a), Ok(()));
-    assert_eq!(limiter.try_open(3, a), Err(ConnRefusal::PerIp));
+    assert_eq!(limiter.try_open(3, a), Err(RefuseReason::PerIp));
     assert_eq!(limiter.try_open(1, a), Ok(()), "an open id keeps its slot");
     assert_eq!(limiter.open_for(a), 2);
     assert_eq!(limiter.try_open(4, b), Ok(()));
-    assert_eq!(limiter.try_open(5, b), Err(ConnRefusal::Total));
+    assert_eq!(limiter.try_open(5, b), Err(RefuseReason::Total));
     assert_eq!(limiter.open(), 3);
     // Past the total (a player of a running game coming back) only the per-IP cap holds.
     assert!(limiter.ip_full(a) && !limiter.ip_full(b));
-    assert_eq!(limiter.try_open_past_total(6, a), Err(ConnRefusal::PerIp));
+    assert_eq!(limiter.try_open_past_total(6, a), Err(RefuseReason::PerIp));
     assert_eq!(limiter.try_open_past_total(6, b), Ok(()));
     assert_eq!(limiter.open(), 4);
     assert!(limiter.ip_full(b));
@@ -404,7 +405,7 @@ fn connection_limiter_table() {
     assert!(limiter.close(2));
     assert_eq!(limiter.open_for(a), 0);
     assert_eq!(limiter.ips(), 1, "per-IP entries are removed at zero");
-    assert_eq!(ConnRefusal::PerIp.to_string(), "per_ip");
+    assert_eq!(RefuseReason::PerIp.to_string(), "per_ip");
 }
 
 #[derive(Clone, Debug)]
@@ -432,9 +433,9 @@ proptest! {
                     let expected = if model.iter().any(|&(i, _)| i == id) {
                         Ok(())
                     } else if model.len() >= conns_max {
-                        Err(ConnRefusal::Total)
+                        Err(RefuseReason::Total)
                     } else if model.iter().filter(|&&(_, p)| p == ip).count() >= conns_per_ip_max {
-                        Err(ConnRefusal::PerIp)
+                        Err(RefuseReason::PerIp)
                     } else {
                         model.push((id, ip));
                         Ok(())
