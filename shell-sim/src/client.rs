@@ -83,6 +83,10 @@ pub struct Client {
     pub(crate) latest_state: Option<String>,
     pub inflight: Option<Request>,
     pub(crate) add_ai_sent: bool,
+    /// The options a host sets in its waiting room, and whether it asked for them.
+    pub hidden_bids: bool,
+    pub turn_seconds: u16,
+    pub(crate) options_sent: bool,
     pub(crate) return_sent: bool,
     pub(crate) join_sent: bool,
     pub retry_at: Time,
@@ -128,6 +132,9 @@ impl Client {
             latest_state: None,
             inflight: None,
             add_ai_sent: false,
+            hidden_bids: false,
+            turn_seconds: 0,
+            options_sent: false,
             return_sent: false,
             join_sent: false,
             retry_at: now,
@@ -224,6 +231,17 @@ impl Client {
                 self.send(cx, now, &ClientMessage::CreateLobby { name });
             }
             (Some(l), _) if creates && l.status == LobbyStatus::Waiting && self.is_host() => {
+                let options = (l.options.hidden_bids, l.options.turn_seconds);
+                if options != (self.hidden_bids, self.turn_seconds) && !self.options_sent {
+                    self.options_sent = true;
+                    let set = ClientMessage::SetOptions {
+                        hidden_bids: Some(self.hidden_bids),
+                        bid_restriction: None,
+                        turn_seconds: Some(self.turn_seconds),
+                    };
+                    self.send(cx, now, &set);
+                    return;
+                }
                 let ais = l.players.iter().filter(|p| p.is_ai).count();
                 let full = l.players.len() >= usize::from(self.seats);
                 if ais < usize::from(self.ai_seats) && !full {

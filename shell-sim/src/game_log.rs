@@ -56,6 +56,11 @@ pub struct Seen {
     pub views_whole: u64,
     pub lists: u64,
     pub resyncs: u64,
+    /// Views of a bidding phase under hidden bids, `autoplayed` events, and waits on a
+    /// human's turn timer: how often the rules for them were put to work.
+    pub hidden_bid_views: u64,
+    pub autoplayed: u64,
+    pub timed_waits: u64,
     pub wait_us: u64,
     pub wait_bound_us: u64,
 }
@@ -113,7 +118,7 @@ impl GameLog {
                     self.lists.push(hash);
                     seen.lists += 1;
                     moved = true;
-                    self.list(f.events, resync, bad);
+                    seen.autoplayed += self.list(f.events, resync, bad);
                     at = self.lists.len();
                 }
                 Some(h) if *h == hash => at += 1,
@@ -142,12 +147,17 @@ impl GameLog {
         let Some((you, own)) = self.decode(f.game_part, seen, bad) else {
             return at;
         };
+        if let Some(p) = &self.public {
+            let hidden = p.obs.options.hidden_bids && p.obs.phase == Phase::Bidding;
+            seen.hidden_bid_views += u64::from(hidden);
+        }
         self.view(f, you, &own, resync, at == self.lists.len(), bad);
         self.unseen = false;
         if let (Some(b), Some(p)) = (bound, &self.public) {
-            let due = (f.status == LobbyStatus::Playing)
-                .then(|| served(&p.obs, own.to_act, f.lobby))
-                .and_then(|(ai, turn_us)| b.for_wait(ai, turn_us));
+            let served =
+                (f.status == LobbyStatus::Playing).then(|| served(&p.obs, own.to_act, f.lobby));
+            seen.timed_waits += u64::from(served.is_some_and(|(_, turn_us)| turn_us > 0));
+            let due = served.and_then(|(ai, turn_us)| b.for_wait(ai, turn_us));
             progress(&mut self.wait, due, f.now, moved, seen, bad);
         }
         at
@@ -177,7 +187,9 @@ impl GameLog {
                 leak::cards_in_public(&public) + own.hand.len() + own.plays.len(),
             );
             if strings != fields {
-                bad.push(format!("{strings} cards in the view, {fields} where cards may be"));
+                bad.push(format!(
+                    "{strings} cards in the view, {fields} where cards may be"
+                ));
             }
             self.new_public(None, public, bad);
             return Some((whole.you, own));
@@ -218,12 +230,13 @@ impl GameLog {
     }
 
     /// A list no seat received before: its events go to the oracle and the owners.
-    fn list(&mut self, text: &str, resync: bool, bad: &mut Vec<String>) {
+    /// Returns the number of `autoplayed` events.
+    fn list(&mut self, text: &str, resync: bool, bad: &mut Vec<String>) -> u64 {
         let events: Vec<Event> = match serde_json::from_str(text) {
             Ok(e) => e,
             Err(e) => {
                 bad.push(format!("undecodable events: {e}"));
-                return;
+                return 0;
             }
         };
         if leak::card_strings(text) != leak::cards_in_events(&events) {
@@ -240,6 +253,10 @@ impl GameLog {
                 o.event(e, bad);
             }
         }
+        let autoplayed = events
+            .iter()
+            .filter(|e| matches!(e, Event::Autoplayed { .. }));
+        autoplayed.count() as u64
     }
 
     /// Seat `you`'s view (its own fields `own`, the public part judged already): what
@@ -284,14 +301,12 @@ impl GameLog {
                 "lobby finished in round {} of {} ({:?})",
                 obs.round, obs.rounds, obs.phase
             )),
-            LobbyStatus::Playing | LobbyStatus::Waiting if over => bad.push(format!(
-                "the game is over but the lobby is {:?}",
-                f.status
-            )),
+            LobbyStatus::Playing | LobbyStatus::Waiting if over => {
+                bad.push(format!("the game is over but the lobby is {:?}", f.status))
+            }
             _ => {}
         }
     }
-
 }
 
 /// The progress clock: a list is a move (or the start); a game that waits on a seat

@@ -181,6 +181,17 @@ impl Sim {
             .insert("progress_wait_ms_max".into(), seen.wait_us / 1000);
         r.counters
             .insert("progress_bound_ms".into(), seen.wait_bound_us / 1000);
+        let facts = [
+            (seen.hidden_bid_views, "views_hidden_bids"),
+            (seen.autoplayed, "autoplayed"),
+            (seen.timed_waits, "progress_turn_timer"),
+            (seen.resyncs, "oracle_resync"),
+        ];
+        for (n, fact) in facts {
+            if n > 0 {
+                r.cover(fact);
+            }
+        }
         fn put<E: Tally>(r: &mut Report, prefix: &str, counts: &Counts<E>) {
             for (e, n) in counts.iter().filter(|(_, n)| *n > 0) {
                 r.counters.insert(format!("{prefix}_{}", e.name()), n);

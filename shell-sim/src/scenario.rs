@@ -62,6 +62,10 @@ pub struct Tables {
     /// Tables whose second player drops and resumes with its token this often.
     pub reconnectors: u32,
     pub reconnect_every_s: f64,
+    /// The lobby options the host sets before starting: hidden bids, and a turn timer
+    /// (0: none; else 10 to 300 s).
+    pub hidden_bids: bool,
+    pub turn_seconds: u16,
 }
 
 /// Open-loop arrivals of new games: each arrival is a new client that connects, says

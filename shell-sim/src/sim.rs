@@ -153,6 +153,8 @@ impl Sim {
                     c.think = spec.think_ms.unwrap_or(Dist::Const(500.0));
                     c.retry = spec.retry;
                     c.ai_seats = spec.ai_seats;
+                    c.hidden_bids = spec.hidden_bids;
+                    c.turn_seconds = spec.turn_seconds;
                     c.seats = spec.humans.max(1) + spec.ai_seats;
                     c.replay = spec.replay;
                     if seat == 1 && t < spec.slow_readers {

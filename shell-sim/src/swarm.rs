@@ -37,6 +37,10 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "frame_flood_closed",
     "socket_evicted",
     "socket_first_byte_timeout",
+    // The view checkers' rules for hidden bids and turn timers at work.
+    "views_hidden_bids",
+    "autoplayed",
+    "progress_turn_timer",
 ];
 
 /// A random scenario for `seed`.
@@ -215,7 +219,25 @@ pub fn scenario(seed: u64) -> Scenario {
         s.env.insert("AI_MAX_INFLIGHT".into(), "1".into());
     }
     door_and_frames(seed, &mut s);
+    table_options(seed, &mut s);
     s
+}
+
+/// Lobby options, from a stream of their own so that every draw above stays as it was:
+/// hidden bids (the views' rules on bids) and a turn timer (the fallback playing for a
+/// slow or absent human, which the progress checker then holds to its bound), half of
+/// the time with players slow enough to run out of it.
+fn table_options(seed: u64, s: &mut Scenario) {
+    let mut r = fork(seed, 0x0B75);
+    for t in &mut s.tables {
+        t.hidden_bids = r.random_bool(0.3);
+        if r.random_bool(0.3) {
+            t.turn_seconds = r.random_range(10..15);
+            if r.random_bool(0.5) {
+                t.think_ms = Some(Dist::Lognormal([6000.0, 0.6]));
+            }
+        }
+    }
 }
 
 /// Issue 14's rows 1 and 2, drawn from a stream of their own so that every draw above
