@@ -23,8 +23,13 @@ enum Step {
     Out(Time, Output),
 }
 
+/// A recording an edit changes (a newtype, so that an edit may drop or add steps).
+#[derive(Clone, Debug)]
+struct Steps(Vec<Step>);
+
 /// A table to record: its humans and AI seats, hidden bids, and whether the second
-/// human drops its connection after this many moves and comes back with its token.
+/// human (the only one, at a table of one) drops its connection after this many moves
+/// and comes back with its token.
 #[derive(Clone, Copy, Debug)]
 struct Table {
     humans: u64,
@@ -54,6 +59,14 @@ const HIDDEN: Table = Table {
 const RECONNECT: Table = Table {
     humans: 3,
     ai: 1,
+    hidden_bids: false,
+    drop_after_moves: Some(40),
+};
+
+/// The only human drops: nobody sees the game until it comes back.
+const ALONE: Table = Table {
+    humans: 1,
+    ai: 2,
     hidden_bids: false,
     drop_after_moves: Some(40),
 };
@@ -163,11 +176,13 @@ fn record(t: Table) -> Vec<Step> {
     for _ in 0..10_000 {
         rec.now = rec.now.plus_us(50_000);
         rec.handle(Input::Timeout);
-        if t.drop_after_moves.is_some_and(|m| rec.moves >= m) && conns[1] == 2 {
-            rec.handle(Input::Closed { conn: 2 });
-            let token = rec.tokens.get(&2).cloned();
+        let k = usize::from(conns.len() > 1);
+        if t.drop_after_moves.is_some_and(|m| rec.moves >= m) && conns[k] < 100 {
+            let gone = conns[k];
+            rec.handle(Input::Closed { conn: gone });
+            let token = rec.tokens.get(&gone).cloned();
             rec.open(100, token);
-            conns[1] = 100;
+            conns[k] = 100;
         }
         let mut finished = true;
         for &c in &conns {
@@ -296,7 +311,7 @@ fn assert_fails(name: &str, steps: &[Step], expected: &str) {
 
 #[test]
 fn real_games_pass_every_checker_of_views() {
-    for t in [OPEN, WITH_AI, HIDDEN, RECONNECT] {
+    for t in [OPEN, WITH_AI, HIDDEN, RECONNECT, ALONE] {
         let steps = record(t);
         // Every frame survives a decode and an encode unchanged, so the edits below
         // change only what they mean to.
@@ -310,6 +325,8 @@ fn real_games_pass_every_checker_of_views() {
         // Every view was judged, each split into its own fields and the public rest.
         assert!(seen.views > 100 && seen.lists > 100, "{t:?}: {seen:?}");
         assert_eq!(seen.views_whole, 0, "{t:?}");
+        // Only a game nobody saw for a while has the oracle start again from a view.
+        assert_eq!(seen.resyncs, u64::from(t.humans == 1), "{t:?}");
         let finished = steps
             .iter()
             .filter(|s| matches!(s, Step::Out(_, Output::Note(Note::GameFinished { .. }))))
@@ -349,7 +366,7 @@ fn views_in_another_layout_are_decoded_whole_and_judged_alike() {
     for (name, edit, expected) in [
         (
             "a card of another seat",
-            card_of_another_seat as fn(&mut Vec<Step>) -> bool,
+            card_of_another_seat as fn(&mut Steps) -> bool,
             "in its hand in round 3",
         ),
         (
@@ -363,8 +380,9 @@ fn views_in_another_layout_are_decoded_whole_and_judged_alike() {
             "view shows totals",
         ),
     ] {
-        let mut steps = record(OPEN);
+        let mut steps = Steps(record(OPEN));
         assert!(edit(&mut steps), "{name}: the edit found its frame");
+        let mut steps = steps.0;
         reorder(&mut steps);
         assert_fails(name, &steps, expected);
     }
@@ -372,12 +390,7 @@ fn views_in_another_layout_are_decoded_whole_and_judged_alike() {
 
 /// Each rule, broken by hand in a copy of a real game: (rule, table, edit, what the
 /// violation says).
-type Case = (
-    &'static str,
-    Table,
-    fn(&mut Vec<Step>) -> bool,
-    &'static str,
-);
+type Case = (&'static str, Table, fn(&mut Steps) -> bool, &'static str);
 
 const CASES: &[Case] = &[
     // 1. No frame holds another seat's hand or a hidden bid.
@@ -432,6 +445,12 @@ const CASES: &[Case] = &[
         view_totals_wrong,
         "view shows totals",
     ),
+    (
+        "wrong totals after a resync",
+        ALONE,
+        totals_wrong_after_resync,
+        "view shows totals",
+    ),
     // 4. The status never goes back, a game finishes only after its last round.
     (
         "playing to waiting",
@@ -464,13 +483,14 @@ const CASES: &[Case] = &[
 #[test]
 fn every_rule_fails_on_its_violation() {
     for (name, table, edit, expected) in CASES {
-        let mut steps = record(*table);
+        let mut steps = Steps(record(*table));
         assert!(edit(&mut steps), "{name}: the edit found its frame");
-        assert_fails(name, &steps, expected);
+        assert_fails(name, &steps.0, expected);
     }
 }
 
-fn card_of_another_seat(steps: &mut Vec<Step>) -> bool {
+fn card_of_another_seat(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     let all = states(steps);
     let theirs = all
         .iter()
@@ -486,7 +506,8 @@ fn card_of_another_seat(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn card_in_unknown_field(steps: &mut Vec<Step>) -> bool {
+fn card_in_unknown_field(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     for (i, c, d) in states(steps) {
         if c == 1 && in_round(&d, 2, Phase::Playing) {
             let text = encode(d).replacen("\"hand\":[", "\"peek\":[\"h14\"],\"hand\":[", 1);
@@ -497,7 +518,8 @@ fn card_in_unknown_field(steps: &mut Vec<Step>) -> bool {
     false
 }
 
-fn hidden_bid_shown(steps: &mut Vec<Step>) -> bool {
+fn hidden_bid_shown(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     edit_first(steps, 1, |d| {
         let Some(g) = &mut d.1 else { return false };
         let o = &mut g.observation;
@@ -512,7 +534,8 @@ fn hidden_bid_shown(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn another_seats_view(steps: &mut Vec<Step>) -> bool {
+fn another_seats_view(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     let all = states(steps);
     let Some((_, _, theirs)) = all
         .iter()
@@ -530,7 +553,8 @@ fn another_seats_view(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn list_dropped(steps: &mut Vec<Step>) -> bool {
+fn list_dropped(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     let found = states(steps)
         .into_iter()
         .find(|(_, c, d)| *c == 2 && !d.2.is_empty() && in_round(d, 2, Phase::Playing));
@@ -539,7 +563,8 @@ fn list_dropped(steps: &mut Vec<Step>) -> bool {
     true
 }
 
-fn list_changed(steps: &mut Vec<Step>) -> bool {
+fn list_changed(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     edit_first(steps, 2, |d| {
         let fits = d.2.len() > 1 && in_round(d, 2, Phase::Playing);
         if fits {
@@ -549,7 +574,8 @@ fn list_changed(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn round_scored_wrong(steps: &mut Vec<Step>) -> bool {
+fn round_scored_wrong(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     edit_list(steps, |events| {
         let mut hit = false;
         for e in events.iter_mut() {
@@ -563,7 +589,8 @@ fn round_scored_wrong(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn trick_to_wrong_seat(steps: &mut Vec<Step>) -> bool {
+fn trick_to_wrong_seat(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     edit_list(steps, |events| {
         let mut hit = false;
         for e in events.iter_mut() {
@@ -578,7 +605,8 @@ fn trick_to_wrong_seat(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn view_totals_wrong(steps: &mut Vec<Step>) -> bool {
+fn view_totals_wrong(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     edit_first(steps, 3, |d| {
         let fits = in_round(d, 4, Phase::Playing);
         if let (true, Some(g)) = (fits, &mut d.1) {
@@ -588,7 +616,21 @@ fn view_totals_wrong(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn back_to_waiting(steps: &mut Vec<Step>) -> bool {
+/// After the only human came back (connection 100), the oracle starts from its
+/// snapshot and judges the views after it.
+fn totals_wrong_after_resync(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
+    edit_first(steps, 100, |d| {
+        let fits = in_round(d, 6, Phase::Playing);
+        if let (true, Some(g)) = (fits, &mut d.1) {
+            g.observation.scores[1] -= 10;
+        }
+        fits
+    })
+}
+
+fn back_to_waiting(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     edit_first(steps, 1, |d| {
         let fits = in_round(d, 2, Phase::Playing);
         if let (true, Some(l)) = (fits, &mut d.0) {
@@ -598,7 +640,8 @@ fn back_to_waiting(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn finished_early(steps: &mut Vec<Step>) -> bool {
+fn finished_early(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     edit_first(steps, 1, |d| {
         let fits = in_round(d, 3, Phase::Bidding);
         if let (true, Some(l)) = (fits, &mut d.0) {
@@ -608,7 +651,8 @@ fn finished_early(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn game_finished_event_early(steps: &mut Vec<Step>) -> bool {
+fn game_finished_event_early(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     edit_list(steps, |events| {
         let fits = events
             .iter()
@@ -622,7 +666,8 @@ fn game_finished_event_early(steps: &mut Vec<Step>) -> bool {
     })
 }
 
-fn finished_note_early(steps: &mut Vec<Step>) -> bool {
+fn finished_note_early(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     let mut moves = 0;
     let cut = steps.iter().position(|s| {
         if let Step::Out(_, Output::Note(Note::MoveApplied { .. })) = s {
@@ -648,7 +693,8 @@ fn finished_note_early(steps: &mut Vec<Step>) -> bool {
 
 /// Everything after the first state frame of round 2 that shows an AI seat to act
 /// happens later by more than the bound: the AI's move comes late.
-fn ai_move_late(steps: &mut Vec<Step>) -> bool {
+fn ai_move_late(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
     let waiting = states(steps).into_iter().find(|(_, _, (l, g, _))| {
         let (Some(l), Some(g)) = (l, g) else {
             return false;
