@@ -282,7 +282,7 @@ impl Games {
             v.synced = Some((epoch, at));
         }
         for what in self.bad.drain(..) {
-            r.violation(now, format!("lobby {}: {what}", t.lobby.code));
+            r.violation(now, format!("lobby {} conn {conn}: {what}", t.lobby.code));
         }
     }
 

@@ -13,6 +13,7 @@ mod door_and_frames;
 mod limits;
 mod metastability;
 mod reconnect;
+mod recorded;
 mod seed_overload;
 mod stalls;
 mod swarm;
