@@ -133,6 +133,7 @@ impl Server {
         cmd.env_clear()
             .env("BIND", addr.to_string())
             .env("SHUTDOWN_GRACE", "0")
+            .env("STORE", "memory")
             .env("LOG_LEVEL", "info")
             .envs(pairs.iter().copied())
             .stdin(Stdio::null())
