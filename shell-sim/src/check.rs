@@ -16,6 +16,7 @@ use wizard_core::wire::{self, AiErrorCode, AiReply};
 use wizard_core::{Server, Time};
 
 use crate::conn_map::ConnMap;
+use crate::games::Games;
 use crate::host::{Handled, Observer};
 use crate::report::Report;
 
@@ -48,6 +49,8 @@ pub struct Checker {
     pub started_by: BTreeMap<u64, ConnId>,
     /// Lobbies deleted while their game ran (judged at the end, by who started them).
     pub deleted_running: Vec<(Time, u64)>,
+    /// What the players of each game are shown (`games.rs`).
+    pub games: Games,
 }
 
 /// The checkers and the report seen together by the host.
@@ -420,6 +423,11 @@ impl Observer for Observers<'_> {
                 Output::Note(_) => {}
             }
         }
+        k.games.input(input);
+        for o in out {
+            k.games.output(r, h.now, o);
+        }
+        k.games.sweep(r, h.now, false);
         let c = server.config();
         if k.thresholds.is_none() {
             k.thresholds = Some(Checker::config_thresholds(c));

@@ -169,7 +169,16 @@ impl Sim {
         for (at, what) in self.host.door_violations.drain(..) {
             self.report.violation(at, what);
         }
+        self.check.games.sweep(&mut self.report, now, true);
         let r = &mut self.report;
+        let seen = self.check.games.seen;
+        r.counters.insert("views_checked".into(), seen.views);
+        r.counters.insert("event_lists_checked".into(), seen.lists);
+        r.counters.insert("oracle_resyncs".into(), seen.resyncs);
+        r.counters
+            .insert("progress_wait_ms_max".into(), seen.wait_us / 1000);
+        r.counters
+            .insert("progress_bound_ms".into(), seen.wait_bound_us / 1000);
         fn put<E: Tally>(r: &mut Report, prefix: &str, counts: &Counts<E>) {
             for (e, n) in counts.iter().filter(|(_, n)| *n > 0) {
                 r.counters.insert(format!("{prefix}_{}", e.name()), n);

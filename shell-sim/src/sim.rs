@@ -70,6 +70,7 @@ impl Sim {
     /// Builds the world of `scenario` (already resolved) for `seed`.
     pub fn new(scenario: Scenario, seed: u64) -> Result<Sim, ScenarioError> {
         let config = scenario.config()?;
+        let progress = crate::progress::bound(&scenario, &config);
         let server = Server::new(config, Seed::from_u64(seed), Time::ZERO);
         let cpu = Cpu::new(scenario.cpu_quota_cores, ms_to_us(scenario.cfs_period_ms));
         let host = Host::new(server, cpu, scenario.cost, scenario.window_bytes);
@@ -109,6 +110,7 @@ impl Sim {
             seed,
             scenario,
         };
+        sim.check.games = crate::games::Games::new(progress);
         sim.populate();
         Ok(sim)
     }

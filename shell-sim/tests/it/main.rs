@@ -6,6 +6,7 @@
 
 mod ai_faults;
 mod attack;
+mod checkers;
 mod common;
 mod determinism;
 mod door_and_frames;
