@@ -5,13 +5,14 @@
 //! it to the log and every other seat must receive the same list next.
 
 use wizard_core::Time;
-use wizard_core::game::{Event, Observation, Phase, Seat};
-use wizard_core::wire::{LobbyStatus, LobbyView};
+use wizard_core::game::{Event, Phase, Seat};
+use wizard_core::wire::{GameView, LobbyStatus, LobbyView};
 
 use crate::leak::{self, Owners};
 use crate::oracle::Oracle;
 use crate::progress::ProgressBound;
 use crate::report::{FNV_OFFSET, fnv};
+use crate::seat_view::{self, Own, Public as PublicPart};
 
 /// One game's log and what the checkers derive from it.
 #[derive(Debug)]
@@ -24,6 +25,18 @@ pub(crate) struct GameLog {
     /// snapshot restarts the oracle from its view.
     pub unseen: bool,
     pub wait: Option<Wait>,
+    /// The newest public part of a view, decoded and judged once for every seat that
+    /// shares it.
+    public: Option<Public>,
+}
+
+/// A view's public part: its text (`None`: a view that did not split), the view it
+/// came with, and whether the oracle judged it.
+#[derive(Debug)]
+struct Public {
+    text: Option<String>,
+    obs: PublicPart,
+    oracle_checked: bool,
 }
 
 /// The game waits on a seat the server plays (an AI, or a human with `turn_seconds`).
@@ -34,11 +47,13 @@ pub(crate) struct Wait {
     pub reported: bool,
 }
 
-/// What the checkers saw, for the report: views and lists checked, oracle restarts,
-/// and the longest wait the progress bound judged (with its bound).
+/// What the checkers saw, for the report: views and lists checked (and views that
+/// did not split), oracle restarts, and the longest wait the progress bound judged (with its bound).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Seen {
     pub views: u64,
+    /// Views not in the core's layout, decoded whole (`seat_view.rs`).
+    pub views_whole: u64,
     pub lists: u64,
     pub resyncs: u64,
     pub wait_us: u64,
@@ -51,8 +66,8 @@ pub(crate) struct View<'a> {
     pub now: Time,
     pub events: &'a str,
     pub game_part: &'a str,
-    pub obs: &'a Observation,
-    pub you: Seat,
+    /// The connection's seat, from its player id (`None`: not known).
+    pub seat: Option<usize>,
     pub lobby: &'a LobbyView,
     pub status: LobbyStatus,
 }
@@ -67,6 +82,7 @@ impl GameLog {
             oracle,
             owners: Owners::default(),
             wait: None,
+            public: None,
         }
     }
 
@@ -80,12 +96,9 @@ impl GameLog {
         seen: &mut Seen,
         bad: &mut Vec<String>,
     ) -> usize {
-        let you = f.you;
         let fresh = at.is_none();
         if fresh && f.events != "[]" {
-            bad.push(format!(
-                "seat {you}: its first view of the game carries events (no snapshot first)"
-            ));
+            bad.push("its first view of the game carries events (no snapshot first)".into());
         }
         // A snapshot after a stretch nobody saw: the oracle starts again from it.
         let resync = fresh && self.unseen;
@@ -106,16 +119,13 @@ impl GameLog {
                 Some(h) if *h == hash => at += 1,
                 Some(_) => match self.lists[at..].iter().position(|h| *h == hash) {
                     Some(k) => {
-                        bad.push(format!(
-                            "seat {you}: missed lists of events {at} to {}",
-                            at + k - 1
-                        ));
+                        bad.push(format!("missed lists of events {at} to {}", at + k - 1));
                         at += k + 1;
                     }
                     None => {
                         bad.push(format!(
-                            "seat {you}: its list of events {at} differs from the other \
-                             seats' (of {} lists)",
+                            "its list of events {at} differs from the other seats' (of {} \
+                             lists)",
                             self.lists.len()
                         ));
                         at = self.lists.len();
@@ -124,17 +134,87 @@ impl GameLog {
             }
         } else if at != self.lists.len() {
             bad.push(format!(
-                "seat {you}: missed lists of events {at} to {} before a view without events",
+                "missed lists of events {at} to {} before a view without events",
                 self.lists.len() - 1
             ));
             at = self.lists.len();
         }
-        self.view(f, resync, at == self.lists.len(), bad);
+        let Some((you, own)) = self.decode(f.game_part, seen, bad) else {
+            return at;
+        };
+        self.view(f, you, &own, resync, at == self.lists.len(), bad);
         self.unseen = false;
-        if let Some(b) = bound {
-            self.progress(f, b, moved, seen, bad);
+        if let (Some(b), Some(p)) = (bound, &self.public) {
+            let due = (f.status == LobbyStatus::Playing)
+                .then(|| served(&p.obs, own.to_act, f.lobby))
+                .and_then(|(ai, turn_us)| b.for_wait(ai, turn_us));
+            progress(&mut self.wait, due, f.now, moved, seen, bad);
         }
         at
+    }
+
+    /// The viewer's seat and own fields; decodes and judges the public part when it is
+    /// not the one judged last.
+    fn decode(
+        &mut self,
+        game: &str,
+        seen: &mut Seen,
+        bad: &mut Vec<String>,
+    ) -> Option<(Seat, Own)> {
+        let Some(sv) = seat_view::split(game) else {
+            seen.views_whole += 1;
+            let whole: GameView = match serde_json::from_str(game) {
+                Ok(g) => g,
+                Err(e) => {
+                    bad.push(format!("undecodable game part: {e}"));
+                    return None;
+                }
+            };
+            let own = Own::of(&whole.observation);
+            let public = PublicPart::of(whole.observation);
+            let (strings, fields) = (
+                leak::card_strings(game),
+                leak::cards_in_public(&public) + own.hand.len() + own.plays.len(),
+            );
+            if strings != fields {
+                bad.push(format!("{strings} cards in the view, {fields} where cards may be"));
+            }
+            self.new_public(None, public, bad);
+            return Some((whole.you, own));
+        };
+        let same = self
+            .public
+            .as_ref()
+            .and_then(|p| p.text.as_deref())
+            .is_some_and(|t| sv.public_is(t));
+        if !same {
+            let obs: PublicPart = match serde_json::from_str(sv.observation) {
+                Ok(o) => o,
+                Err(e) => {
+                    bad.push(format!("undecodable observation: {e}"));
+                    return None;
+                }
+            };
+            let strings: usize = sv.public.iter().map(|p| leak::card_strings(p)).sum();
+            if strings != leak::cards_in_public(&obs) {
+                bad.push(format!(
+                    "{strings} cards in the public part of the view, {} where cards may be",
+                    leak::cards_in_public(&obs)
+                ));
+            }
+            self.new_public(Some(sv.public_text()), obs, bad);
+        }
+        Some((sv.you, sv.own))
+    }
+
+    fn new_public(&mut self, text: Option<String>, obs: PublicPart, bad: &mut Vec<String>) {
+        leak::public_rules(&obs, bad);
+        self.owners.view_public(&obs, bad);
+        self.public = Some(Public {
+            text,
+            obs,
+            oracle_checked: false,
+        });
     }
 
     /// A list no seat received before: its events go to the oracle and the owners.
@@ -152,6 +232,9 @@ impl GameLog {
             ));
         }
         self.owners.events(&events, bad);
+        if let Some(p) = &mut self.public {
+            p.oracle_checked = false;
+        }
         if let (false, Some(o)) = (resync || self.unseen, &mut self.oracle) {
             for e in &events {
                 o.event(e, bad);
@@ -159,99 +242,104 @@ impl GameLog {
         }
     }
 
-    /// The view itself: what its seat may know, and the oracle's figures.
-    fn view(&mut self, f: &View<'_>, resync: bool, at_head: bool, bad: &mut Vec<String>) {
-        let (obs, you) = (f.obs, f.you);
-        let before = bad.len();
-        leak::view_rules(obs, you, bad);
-        let strings = leak::card_strings(f.game_part);
-        let fields = leak::cards_in_view(obs);
-        if strings != fields {
-            bad.push(format!(
-                "seat {you}: {strings} cards in its view, {fields} of them where cards may be"
-            ));
+    /// Seat `you`'s view (its own fields `own`, the public part judged already): what
+    /// its seat may know, the oracle's figures, the lobby's status.
+    fn view(
+        &mut self,
+        f: &View<'_>,
+        you: Seat,
+        own: &Own,
+        resync: bool,
+        at_head: bool,
+        bad: &mut Vec<String>,
+    ) {
+        let Some(p) = &mut self.public else {
+            return;
+        };
+        let obs = &p.obs;
+        if let Some(seat) = f.seat.filter(|s| *s != usize::from(you)) {
+            bad.push(format!("seat {seat} was sent the view of seat {you}"));
         }
-        self.owners.view(obs, you, bad);
-        if resync || self.oracle.is_none() {
-            self.oracle = Some(Oracle::resync(obs, you));
-        } else if let (true, Some(o)) = (at_head, &self.oracle) {
-            o.check_view(obs, you, bad);
+        leak::own_rules(obs, own, you, bad);
+        self.owners.view_hand(&own.hand, you, bad);
+        match &self.oracle {
+            Some(o) if !resync => {
+                if at_head {
+                    if !p.oracle_checked {
+                        o.check_public(obs, bad);
+                        p.oracle_checked = true;
+                    }
+                    o.check_bids(obs, own, you, bad);
+                }
+            }
+            _ => {
+                self.oracle = Some(Oracle::resync(obs, own, you));
+                p.oracle_checked = true;
+            }
         }
         let over = obs.phase == Phase::Finished;
         let last = obs.round == obs.rounds;
         match f.status {
             LobbyStatus::Finished if !over || !last => bad.push(format!(
-                "seat {you}: lobby finished in round {} of {} ({:?})",
+                "lobby finished in round {} of {} ({:?})",
                 obs.round, obs.rounds, obs.phase
             )),
             LobbyStatus::Playing | LobbyStatus::Waiting if over => bad.push(format!(
-                "seat {you}: the game is over but the lobby is {:?}",
+                "the game is over but the lobby is {:?}",
                 f.status
             )),
             _ => {}
         }
-        for m in &mut bad[before..] {
-            if !m.starts_with("seat ") {
-                *m = format!("seat {you}: {m}");
-            }
-        }
     }
 
-    /// The progress clock: a list is a move (or the start); a game that waits on a seat
-    /// the server plays must get its next move within the bound.
-    fn progress(
-        &mut self,
-        f: &View<'_>,
-        b: &ProgressBound,
-        moved: bool,
-        seen: &mut Seen,
-        bad: &mut Vec<String>,
-    ) {
-        let due = if f.status == LobbyStatus::Playing {
-            let (ai, timed) = served(f.obs, f.lobby);
-            b.for_wait(ai, timed)
-        } else {
-            None
-        };
-        let fresh = |bound_us| Wait {
-            since: f.now,
-            bound_us,
-            reported: false,
-        };
-        if moved {
-            if let Some(w) = self.wait {
-                let waited = f.now.since_us(w.since);
-                // The longest wait relative to its bound.
-                if u128::from(waited) * u128::from(seen.wait_bound_us.max(1))
-                    > u128::from(seen.wait_us) * u128::from(w.bound_us)
-                {
-                    (seen.wait_us, seen.wait_bound_us) = (waited, w.bound_us);
-                }
-            }
-            if let Some(w) = self.wait
-                && !w.reported
-                && f.now.since_us(w.since) > w.bound_us
-            {
-                bad.push(format!(
-                    "a move came {:.1} s after the last, over the bound of {:.1} s",
-                    f.now.since_us(w.since) as f64 / 1e6,
-                    w.bound_us as f64 / 1e6
-                ));
-            }
-            self.wait = due.map(fresh);
-        } else {
-            match (due, self.wait) {
-                (None, _) => self.wait = None,
-                (Some(bound_us), None) => self.wait = Some(fresh(bound_us)),
-                (Some(_), Some(_)) => {}
-            }
+}
+
+/// The progress clock: a list is a move (or the start); a game that waits on a seat
+/// the server plays (`due`: its bound) must get its next move within the bound.
+fn progress(
+    wait: &mut Option<Wait>,
+    due: Option<u64>,
+    now: Time,
+    moved: bool,
+    seen: &mut Seen,
+    bad: &mut Vec<String>,
+) {
+    let fresh = |bound_us| Wait {
+        since: now,
+        bound_us,
+        reported: false,
+    };
+    if !moved {
+        match (due, *wait) {
+            (None, _) => *wait = None,
+            (Some(bound_us), None) => *wait = Some(fresh(bound_us)),
+            (Some(_), Some(_)) => {}
+        }
+        return;
+    }
+    if let Some(w) = *wait {
+        let waited = now.since_us(w.since);
+        // The longest wait relative to its bound.
+        if u128::from(waited) * u128::from(seen.wait_bound_us.max(1))
+            > u128::from(seen.wait_us) * u128::from(w.bound_us)
+        {
+            (seen.wait_us, seen.wait_bound_us) = (waited, w.bound_us);
+        }
+        if !w.reported && waited > w.bound_us {
+            bad.push(format!(
+                "a move came {:.1} s after the last, over the bound of {:.1} s",
+                waited as f64 / 1e6,
+                w.bound_us as f64 / 1e6
+            ));
         }
     }
+    *wait = due.map(fresh);
 }
 
 /// Whether the game waits on an AI seat, and `turn_seconds` in microseconds when it
-/// waits on a human with a turn timer (else 0): the seats whose move the server owes.
-pub(crate) fn served(obs: &Observation, lobby: &LobbyView) -> (bool, u64) {
+/// waits on a human with a turn timer (else 0): the seats whose move the server owes,
+/// from a view's public part and its seat's `to_act`.
+pub(crate) fn served(obs: &PublicPart, to_act: Option<Seat>, lobby: &LobbyView) -> (bool, u64) {
     let awaited: Vec<Seat> = match obs.phase {
         Phase::Finished => Vec::new(),
         Phase::Bidding if obs.options.hidden_bids => (0u8..)
@@ -259,7 +347,7 @@ pub(crate) fn served(obs: &Observation, lobby: &LobbyView) -> (bool, u64) {
             .filter(|(_, b)| !**b)
             .map(|(s, _)| s)
             .collect(),
-        _ => obs.to_act.into_iter().collect(),
+        _ => to_act.into_iter().collect(),
     };
     let is_ai = |s: &Seat| lobby.players.get(usize::from(*s)).is_some_and(|p| p.is_ai);
     let ai = awaited.iter().any(is_ai);

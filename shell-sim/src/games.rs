@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wizard_core::Time;
 use wizard_core::io::{ConnId, Input, Note, Output};
-use wizard_core::wire::{self, GameView, LobbyStatus, LobbyView, ServerMessage, peek};
+use wizard_core::wire::{self, LobbyStatus, LobbyView, ServerMessage, peek};
 
 use crate::conn_map::ConnMap;
 use crate::game_log::{GameLog, Seen, View};
@@ -28,7 +28,8 @@ const SWEEP_US: u64 = 1_000_000;
 pub struct Games {
     bound: Option<ProgressBound>,
     viewers: ConnMap<Viewer>,
-    tables: BTreeMap<String, Table>,
+    /// By lobby code (packed, `code_key`).
+    tables: BTreeMap<u64, Table>,
     /// Per lobby id, from the notes: the running game's players and moves applied.
     moves: BTreeMap<u64, (u8, u64)>,
     next_sweep: Time,
@@ -41,8 +42,8 @@ pub struct Games {
 #[derive(Debug, Default)]
 struct Viewer {
     player_id: Option<String>,
-    /// The code of the lobby its newest view showed.
-    table: Option<String>,
+    /// The lobby its newest view showed (`code_key`).
+    table: Option<u64>,
     /// (the game's epoch, the place in its log): the lists of events it received.
     synced: Option<(u64, usize)>,
 }
@@ -62,6 +63,17 @@ struct Table {
 /// The lobby code at the start of a lobby part (`{"code":"ABC234",...`).
 fn lobby_code(raw: &str) -> Option<&str> {
     raw.strip_prefix("{\"code\":\"")?.split('"').next()
+}
+
+/// A lobby code as a number: its bytes (six, from a 32-letter alphabet, fit), or a
+/// hash of a longer one.
+fn code_key(code: &str) -> u64 {
+    let b = code.as_bytes();
+    if b.len() < 8 {
+        b.iter().fold(b.len() as u64, |k, c| (k << 8) | u64::from(*c))
+    } else {
+        crate::report::fnv(crate::report::FNV_OFFSET, b) | 1 << 63
+    }
 }
 
 impl Games {
@@ -110,7 +122,8 @@ impl Games {
             return;
         }
         self.next_sweep = now.plus_us(SWEEP_US);
-        for (code, t) in &mut self.tables {
+        for t in self.tables.values_mut() {
+            let code = &t.lobby.code;
             let Some(w) = t.game.as_mut().and_then(|g| g.wait.as_mut()) else {
                 continue;
             };
@@ -203,10 +216,9 @@ impl Games {
     }
 
     fn state(&mut self, r: &mut Report, now: Time, conn: ConnId, text: &str) {
-        let known_code = self.viewers.get(&conn).and_then(|v| v.table.clone());
+        let known_code = self.viewers.get(&conn).and_then(|v| v.table);
         let known_raw = known_code
-            .as_ref()
-            .and_then(|c| self.tables.get(c))
+            .and_then(|c| self.tables.get(&c))
             .map_or("", |t| t.lobby_raw.as_str());
         let Some(parts) = peek::state_parts(text, known_raw) else {
             r.violation(now, format!("conn {conn}: a state frame out of shape"));
@@ -216,22 +228,22 @@ impl Games {
             self.detach(conn);
             return;
         }
-        let code = match (&known_code, parts.lobby_known) {
-            (Some(c), true) => c.clone(),
+        let code = match (known_code, parts.lobby_known) {
+            (Some(c), true) => c,
             _ => match lobby_code(parts.lobby) {
-                Some(c) => c.to_string(),
+                Some(c) => code_key(c),
                 None => {
                     r.violation(now, format!("conn {conn}: a lobby without its code first"));
                     return;
                 }
             },
         };
-        if !self.lobby(r, now, &code, parts.lobby) {
+        if !self.lobby(r, now, code, parts.lobby) {
             return;
         }
-        if known_code.as_deref() != Some(code.as_str()) {
+        if known_code != Some(code) {
             self.detach(conn);
-            self.viewer(conn).table = Some(code.clone());
+            self.viewer(conn).table = Some(code);
         }
         let Some(t) = self.tables.get_mut(&code) else {
             return;
@@ -240,13 +252,6 @@ impl Games {
         if t.game.is_none() || parts.game == "null" {
             return;
         }
-        let game: GameView = match serde_json::from_str(parts.game) {
-            Ok(g) => g,
-            Err(e) => {
-                r.violation(now, format!("lobby {code}: undecodable game part: {e}"));
-                return;
-            }
-        };
         let v = self
             .viewers
             .get_mut(&conn)
@@ -255,57 +260,43 @@ impl Games {
             .player_id
             .as_ref()
             .and_then(|id| t.lobby.players.iter().position(|p| &p.id == id));
-        if let Some(seat) = seat
-            && seat != usize::from(game.you)
-        {
-            self.bad.push(format!(
-                "conn {conn} (seat {seat}) was sent the view of seat {}",
-                game.you
-            ));
-        }
         let epoch = t.epoch;
         let at = v.synced.filter(|(e, _)| *e == epoch).map(|(_, at)| at);
         let view = View {
             now,
             events: parts.events,
             game_part: parts.game,
-            obs: &game.observation,
-            you: game.you,
+            seat,
             lobby: &t.lobby,
             status: t.status,
         };
         if let Some(g) = &mut t.game {
-            let at = g.frame(
-                at,
-                &view,
-                self.bound.as_ref(),
-                &mut self.seen,
-                &mut self.bad,
-            );
+            let at = g.frame(at, &view, self.bound.as_ref(), &mut self.seen, &mut self.bad);
             v.synced = Some((epoch, at));
         }
         for what in self.bad.drain(..) {
-            r.violation(now, format!("lobby {code}: {what}"));
+            r.violation(now, format!("lobby {}: {what}", t.lobby.code));
         }
     }
 
     /// Brings the table of `code` up to the lobby part `raw`; checks its status change.
-    fn lobby(&mut self, r: &mut Report, now: Time, code: &str, raw: &str) -> bool {
-        let same = self.tables.get(code).is_some_and(|t| t.lobby_raw == raw);
+    fn lobby(&mut self, r: &mut Report, now: Time, code: u64, raw: &str) -> bool {
+        let same = self.tables.get(&code).is_some_and(|t| t.lobby_raw == raw);
         if same {
             return true;
         }
         let lobby: LobbyView = match serde_json::from_str(raw) {
             Ok(l) => l,
             Err(e) => {
-                r.violation(now, format!("lobby {code}: undecodable lobby part: {e}"));
+                r.violation(now, format!("undecodable lobby part {raw}: {e}"));
                 return false;
             }
         };
         let status = lobby.status;
+        let name = lobby.code.clone();
         let t = self
             .tables
-            .entry(code.to_string())
+            .entry(code)
             .or_insert_with(|| Table {
                 lobby_raw: String::new(),
                 lobby: lobby.clone(),
@@ -324,14 +315,14 @@ impl Games {
             (LobbyStatus::Playing, LobbyStatus::Waiting) => {
                 r.violation(
                     now,
-                    format!("lobby {code}: status went from playing to waiting"),
+                    format!("lobby {name}: status went from playing to waiting"),
                 );
                 t.game = None;
             }
             (LobbyStatus::Finished, LobbyStatus::Playing) => {
                 r.violation(
                     now,
-                    format!("lobby {code}: a new game without the waiting room"),
+                    format!("lobby {name}: a new game without the waiting room"),
                 );
                 t.game = None;
             }

@@ -8,7 +8,9 @@
 //! that seat's for the round ([`Owners`]); the same card claimed by two seats in one
 //! round means one of them was shown the other's card.
 
-use wizard_core::game::{Action, Card, Event, Observation, Phase, Seat};
+use wizard_core::game::{Card, Event, Phase, Seat};
+
+use crate::seat_view::{Own, Public, is_card_code};
 
 /// No seat claimed the card yet.
 const NOBODY: u8 = u8::MAX;
@@ -81,81 +83,78 @@ impl Owners {
         }
     }
 
-    /// Claims the cards `obs` (the view of seat `you`) shows as held or played.
-    pub fn view(&mut self, obs: &Observation, you: Seat, bad: &mut Vec<String>) {
+    /// Claims the cards the public part of a view shows played (the trick on the
+    /// table, the last trick); a view of a new round starts it.
+    pub fn view_public(&mut self, obs: &Public, bad: &mut Vec<String>) {
         if obs.round != self.round {
             self.start_round(obs.round);
         }
-        for card in &obs.hand {
-            if let Err(other) = self.claim(*card, you) {
-                bad.push(format!(
-                    "seat {you} was shown {card} in its hand in round {}, which is seat {other}'s",
-                    obs.round
-                ));
-            }
-        }
-        let played = obs
-            .trick
-            .iter()
-            .chain(obs.last_trick.iter().flat_map(|t| &t.cards));
+        let played = obs.trick.iter().chain(obs.last_trick.iter().flat_map(|t| &t.cards));
         for p in played {
             self.played(p.card, p.player, bad);
         }
     }
+
+    /// Claims the cards of seat `you`'s hand.
+    pub fn view_hand(&mut self, hand: &[Card], you: Seat, bad: &mut Vec<String>) {
+        for card in hand {
+            if let Err(other) = self.claim(*card, you) {
+                bad.push(format!(
+                    "seat {you} was shown {card} in its hand in round {}, which is seat {other}'s",
+                    self.round
+                ));
+            }
+        }
+    }
 }
 
-/// The rules one view must keep by itself: its seat is `you`, its hand fits the round
-/// and holds no card shown as played or turned, its legal plays are from its hand, and
-/// under hidden bids no other seat's bid shows while bidding runs.
-pub fn view_rules(obs: &Observation, you: Seat, bad: &mut Vec<String>) {
+/// The rules of a view's public part: the cards on the table are cards played.
+pub fn public_rules(obs: &Public, bad: &mut Vec<String>) {
+    let on_table = obs.trick.iter().chain(obs.last_trick.iter().flat_map(|t| &t.cards));
+    for p in on_table {
+        if !obs.played.contains(&p.card) {
+            bad.push(format!("{} on the table but not played", p.card));
+        }
+    }
+    if let Some(card) = obs.trump_card.filter(|c| obs.played.contains(c)) {
+        bad.push(format!("the turned card {card} was played"));
+    }
+}
+
+/// The rules of seat `you`'s own fields (`own`) in a view whose public part is `obs`:
+/// its hand fits the round and holds no card shown as played or turned, its legal
+/// plays are from its hand, and under hidden bids no other seat's bid shows while
+/// bidding runs.
+pub fn own_rules(obs: &Public, own: &Own, you: Seat, bad: &mut Vec<String>) {
     let n = usize::from(obs.players.max(1));
     if obs.phase == Phase::Finished {
-        if !obs.hand.is_empty() {
+        if !own.hand.is_empty() {
             bad.push(format!("seat {you}: a finished game shows a hand"));
         }
     } else {
         let completed = obs.played.len().saturating_sub(obs.trick.len()) / n;
         let in_trick = usize::from(obs.trick.iter().any(|p| p.player == you));
         let expected = usize::from(obs.round).saturating_sub(completed + in_trick);
-        if obs.hand.len() != expected {
+        if own.hand.len() != expected {
             bad.push(format!(
                 "seat {you}: {} cards in hand in round {}, {completed} tricks played",
-                obs.hand.len(),
+                own.hand.len(),
                 obs.round
             ));
         }
     }
-    let public = obs.played.iter().chain(obs.trump_card.iter());
-    for card in public {
-        if obs.hand.contains(card) {
-            bad.push(format!(
-                "seat {you}: {card} is in its hand and on the table"
-            ));
+    for card in obs.played.iter().chain(obs.trump_card.iter()) {
+        if own.hand.contains(card) {
+            bad.push(format!("seat {you}: {card} is in its hand and on the table"));
         }
     }
-    let on_table = obs
-        .trick
-        .iter()
-        .chain(obs.last_trick.iter().flat_map(|t| &t.cards));
-    for p in on_table {
-        if !obs.played.contains(&p.card) {
-            bad.push(format!(
-                "seat {you}: {} on the table but not played",
-                p.card
-            ));
-        }
-    }
-    for a in &obs.legal_actions {
-        if let Action::Play { card } = a
-            && !obs.hand.contains(card)
-        {
-            bad.push(format!(
-                "seat {you}: may play {card}, which is not in its hand"
-            ));
+    for card in &own.plays {
+        if !own.hand.contains(card) {
+            bad.push(format!("seat {you}: may play {card}, which is not in its hand"));
         }
     }
     if obs.options.hidden_bids && obs.phase == Phase::Bidding {
-        for (seat, bid) in (0u8..).zip(&obs.bids) {
+        for (seat, bid) in (0u8..).zip(&own.bids) {
             if seat != you && bid.is_some() {
                 bad.push(format!(
                     "seat {you} sees the hidden bid {bid:?} of seat {seat} before every bid is in"
@@ -165,19 +164,12 @@ pub fn view_rules(obs: &Observation, you: Seat, bad: &mut Vec<String>) {
     }
 }
 
-/// How many cards `obs` holds in the fields that may hold cards.
-pub fn cards_in_view(obs: &Observation) -> usize {
-    let plays = obs
-        .legal_actions
-        .iter()
-        .filter(|a| matches!(a, Action::Play { .. }))
-        .count();
-    obs.hand.len()
-        + obs.played.len()
+/// How many cards the public part of a view holds in the fields that may hold cards.
+pub fn cards_in_public(obs: &Public) -> usize {
+    obs.played.len()
         + obs.trick.len()
         + obs.last_trick.as_ref().map_or(0, |t| t.cards.len())
         + usize::from(obs.trump_card.is_some())
-        + plays
 }
 
 /// How many cards `events` hold in the fields that may hold cards.
@@ -194,7 +186,7 @@ pub fn cards_in_events(events: &[Event]) -> usize {
 }
 
 /// How many JSON strings in `json` are card codes (`"h14"`, `"W1"`, `"J4"`). Compared
-/// with [`cards_in_view`] or [`cards_in_events`], it finds a card in a field the
+/// with [`cards_in_public`] or [`cards_in_events`], it finds a card in a field the
 /// decoder does not know (an added field would be ignored by a typed decoder).
 pub fn card_strings(json: &str) -> usize {
     let b = json.as_bytes();
@@ -205,8 +197,7 @@ pub fn card_strings(json: &str) -> usize {
             i += 1;
             continue;
         }
-        // A string from the quote at `i` to its closing quote; a card code has no
-        // escapes.
+        // A string from the quote at `i` to the next quote not escaped.
         let mut j = i + 1;
         let mut escaped = false;
         while j < b.len() && b[j] != b'"' {
@@ -224,18 +215,22 @@ pub fn card_strings(json: &str) -> usize {
     n
 }
 
-fn is_card_code(s: &[u8]) -> bool {
-    let number = |d: &[u8]| -> Option<u8> {
-        if d.is_empty() || d.len() > 2 || d[0] == b'0' || !d.iter().all(u8::is_ascii_digit) {
-            return None;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Card codes are counted as whole strings, never inside another string.
+    #[test]
+    fn card_strings_counts_whole_strings() {
+        let cases = [
+            (r#"{"a":"h14","c":["W1","J4"]}"#, 3),
+            (r#"{"b":"x\"h2\"","d":"\\","e":"s2"}"#, 1),
+            (r#"{"h14":1,"f":"h140","g":"h1","k":"J5"}"#, 1),
+            (r#""c2"#, 0),
+            ("", 0),
+        ];
+        for (json, n) in cases {
+            assert_eq!(card_strings(json), n, "{json}");
         }
-        std::str::from_utf8(d).ok()?.parse().ok()
-    };
-    match s.split_first() {
-        Some((b'c' | b'd' | b'h' | b's', rest)) => {
-            number(rest).is_some_and(|r| (2..=14).contains(&r))
-        }
-        Some((b'W' | b'J', rest)) => number(rest).is_some_and(|r| (1..=4).contains(&r)),
-        _ => false,
     }
 }

@@ -30,6 +30,7 @@ pub mod progress;
 pub mod queue;
 pub mod report;
 pub mod scenario;
+pub mod seat_view;
 pub mod sim;
 pub mod swarm;
 pub mod world;

@@ -7,7 +7,9 @@
 //! view (after a stretch nobody saw: then the view's totals, bids and tricks are taken
 //! as given and everything after them is recomputed).
 
-use wizard_core::game::{Card, Event, Observation, Phase, Placing, Seat, Suit};
+use wizard_core::game::{Card, Event, Phase, Placing, Seat, Suit};
+
+use crate::seat_view::{Own, Public};
 
 /// The seat that takes a trick of `cards` (in play order) when `trump` is trump: the
 /// first Wizard; else the highest trump; else the highest card of the suit led (the
@@ -123,11 +125,11 @@ impl Oracle {
         }
     }
 
-    /// A game picked up from `obs` (after a stretch nobody saw): its public state is
-    /// taken as given.
-    pub fn resync(obs: &Observation, you: Seat) -> Oracle {
+    /// A game picked up from a view (`obs`, with the own fields `own` of seat `you`)
+    /// after a stretch nobody saw: its public state is taken as given.
+    pub fn resync(obs: &Public, own: &Own, you: Seat) -> Oracle {
         let n = usize::from(obs.players);
-        let mut bids = obs.bids.clone();
+        let mut bids = own.bids.clone();
         bids.resize(n, None);
         let hidden_now = obs.options.hidden_bids && obs.phase == Phase::Bidding;
         if hidden_now && let Some(b) = bids.get_mut(usize::from(you)) {
@@ -349,13 +351,10 @@ impl Oracle {
         self.finished_round = self.round;
     }
 
-    /// Where a seat's view of the game disagrees with the oracle.
-    pub fn check_view(&self, obs: &Observation, you: Seat, bad: &mut Vec<String>) {
+    /// Where the public part of a view disagrees with the oracle.
+    pub fn check_public(&self, obs: &Public, bad: &mut Vec<String>) {
         if self.round.is_some_and(|r| r != obs.round) {
-            bad.push(format!(
-                "view in round {}, the oracle in {:?}",
-                obs.round, self.round
-            ));
+            bad.push(format!("view in round {}, the oracle in {:?}", obs.round, self.round));
             return;
         }
         if self.scores.as_ref().is_some_and(|s| *s != obs.scores) {
@@ -380,14 +379,6 @@ impl Oracle {
                 obs.tricks_won, self.tricks
             ));
         }
-        let own_hidden = self.hidden_bids && obs.phase == Phase::Bidding;
-        for (seat, (shown, known)) in (0u8..).zip(obs.bids.iter().zip(&self.bids)) {
-            if shown.is_some() && shown != known && !(own_hidden && seat == you) {
-                bad.push(format!(
-                    "view shows bid {shown:?} of seat {seat}, seen {known:?}"
-                ));
-            }
-        }
         if obs.phase == Phase::Finished {
             let ok = match (&obs.ranking, &self.scores) {
                 (Some(r), Some(s)) => ranking_is(r, s),
@@ -396,6 +387,17 @@ impl Oracle {
             };
             if !ok {
                 bad.push(format!("finished view ranks {:?}", obs.ranking));
+            }
+        }
+    }
+
+    /// Where the bids seat `you` is shown disagree with the oracle (its own hidden bid
+    /// aside: the others learn it with `bids_revealed`).
+    pub fn check_bids(&self, obs: &Public, own: &Own, you: Seat, bad: &mut Vec<String>) {
+        let own_hidden = self.hidden_bids && obs.phase == Phase::Bidding;
+        for (seat, (shown, known)) in (0u8..).zip(own.bids.iter().zip(&self.bids)) {
+            if shown.is_some() && shown != known && !(own_hidden && seat == you) {
+                bad.push(format!("view shows bid {shown:?} of seat {seat}, seen {known:?}"));
             }
         }
     }

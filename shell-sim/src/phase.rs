@@ -173,6 +173,8 @@ impl Sim {
         let r = &mut self.report;
         let seen = self.check.games.seen;
         r.counters.insert("views_checked".into(), seen.views);
+        r.counters
+            .insert("views_decoded_whole".into(), seen.views_whole);
         r.counters.insert("event_lists_checked".into(), seen.lists);
         r.counters.insert("oracle_resyncs".into(), seen.resyncs);
         r.counters

@@ -12,6 +12,7 @@ use wizard_core::rng::Seed;
 use wizard_core::wire::{self, ClientMessage, GameView, LobbyStatus, LobbyView, ServerMessage};
 use wizard_core::{Server, Time};
 use wizard_sim::Report;
+use wizard_sim::game_log::Seen;
 use wizard_sim::games::Games;
 use wizard_sim::progress::ProgressBound;
 
@@ -189,6 +190,11 @@ fn record(t: Table) -> Vec<Step> {
 /// Feeds `steps` to the checkers; sweeps the waits at `end` (after the last step when
 /// `None`).
 fn check(steps: &[Step], end: Option<Time>) -> Report {
+    check_seen(steps, end).0
+}
+
+/// [`check`], with what the checkers saw.
+fn check_seen(steps: &[Step], end: Option<Time>) -> (Report, Seen) {
     let mut games = Games::new(Some(BOUND));
     let mut r = Report::default();
     let mut last = Time::ZERO;
@@ -202,7 +208,7 @@ fn check(steps: &[Step], end: Option<Time>) -> Report {
         }
     }
     games.sweep(&mut r, end.unwrap_or(last), true);
-    r
+    (r, games.seen)
 }
 
 type Decoded = (Option<LobbyView>, Option<GameView>, Vec<Event>);
@@ -299,13 +305,53 @@ fn real_games_pass_every_checker_of_views() {
                 assert_eq!(&encode(d), text);
             }
         }
-        let r = check(&steps, None);
+        let (r, seen) = check_seen(&steps, None);
         assert!(r.violations.is_empty(), "{t:?}: {:#?}", r.violations);
+        // Every view was judged, each split into its own fields and the public rest.
+        assert!(seen.views > 100 && seen.lists > 100, "{t:?}: {seen:?}");
+        assert_eq!(seen.views_whole, 0, "{t:?}");
         let finished = steps
             .iter()
             .filter(|s| matches!(s, Step::Out(_, Output::Note(Note::GameFinished { .. }))))
             .count();
         assert_eq!(finished, 1, "{t:?}: the recorded game finished");
+    }
+}
+
+/// Rewrites every game part with its keys in another order (sorted), so that no view
+/// is in the core's layout.
+fn reorder(steps: &mut [Step]) {
+    for s in steps.iter_mut() {
+        let Step::Out(_, Output::Send { text, .. }) = s else {
+            continue;
+        };
+        let Some(parts) = wizard_core::wire::peek::state_parts(text, "") else {
+            continue;
+        };
+        let game: serde_json::Value = serde_json::from_str(parts.game).unwrap();
+        *text = format!(
+            "{{\"type\":\"state\",\"lobby\":{},\"game\":{},\"events\":{}}}",
+            parts.lobby, game, parts.events
+        );
+    }
+}
+
+#[test]
+fn views_in_another_layout_are_decoded_whole_and_judged_alike() {
+    let mut steps = record(RECONNECT);
+    reorder(&mut steps);
+    let (r, seen) = check_seen(&steps, None);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert!(seen.views > 100 && seen.views_whole == seen.views, "{seen:?}");
+    for (name, edit, expected) in [
+        ("a card of another seat", card_of_another_seat as fn(&mut Vec<Step>) -> bool, "in its hand in round 3"),
+        ("a card in an unknown field", card_in_unknown_field, "where cards may be"),
+        ("a view with wrong totals", view_totals_wrong, "view shows totals"),
+    ] {
+        let mut steps = record(OPEN);
+        assert!(edit(&mut steps), "{name}: the edit found its frame");
+        reorder(&mut steps);
+        assert_fails(name, &steps, expected);
     }
 }
 
