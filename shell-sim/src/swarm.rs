@@ -367,10 +367,8 @@ impl SwarmResult {
         };
         self.runs += 1;
         self.wall_ms += report.wall_ms;
-        self.trace_hash = crate::report::fnv(
-            self.trace_hash ^ o.seed,
-            &report.trace_hash.to_le_bytes(),
-        );
+        self.trace_hash =
+            crate::report::fnv(self.trace_hash ^ o.seed, &report.trace_hash.to_le_bytes());
         for k in report.coverage {
             *self.coverage.entry(k).or_insert(0) += 1;
         }
