@@ -12,8 +12,8 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use rand::SeedableRng;
-use sha2::Digest as _;
 use rand_chacha::ChaCha12Rng;
+use sha2::Digest as _;
 use wizard_core::config::Config;
 use wizard_core::game::{Game, Options, bot};
 use wizard_core::io::MoveSource;
@@ -73,7 +73,9 @@ fn main() {
         let mut game = Game::new(4, Options::default(), seed, &mut events).unwrap();
         // A 4-player game has 15 rounds: play the first 7 and a half.
         while u32::from(game.round()) * 2 <= u32::from(game.rounds()) + 1 {
-            let Some(seat) = game.next_to_act() else { break };
+            let Some(seat) = game.next_to_act() else {
+                break;
+            };
             let action = bot::decide(&game.observation(seat), &mut rng).unwrap();
             game.apply(seat, action, &mut events).unwrap();
             events.clear();
@@ -104,7 +106,8 @@ fn main() {
     for run in 0..runs {
         let input = records.clone();
         let started = Instant::now();
-        let server = Server::restore(config.clone(), Seed::from_u64(run), Time::ZERO, input).unwrap();
+        let server =
+            Server::restore(config.clone(), Seed::from_u64(run), Time::ZERO, input).unwrap();
         times.push(started.elapsed().as_secs_f64());
         assert_eq!(server.gauges().active_games, games);
     }

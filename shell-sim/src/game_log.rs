@@ -177,7 +177,9 @@ impl GameLog {
                 leak::cards_in_public(&public) + own.hand.len() + own.plays.len(),
             );
             if strings != fields {
-                bad.push(format!("{strings} cards in the view, {fields} where cards may be"));
+                bad.push(format!(
+                    "{strings} cards in the view, {fields} where cards may be"
+                ));
             }
             self.new_public(None, public, bad);
             return Some((whole.you, own));
@@ -284,14 +286,12 @@ impl GameLog {
                 "lobby finished in round {} of {} ({:?})",
                 obs.round, obs.rounds, obs.phase
             )),
-            LobbyStatus::Playing | LobbyStatus::Waiting if over => bad.push(format!(
-                "the game is over but the lobby is {:?}",
-                f.status
-            )),
+            LobbyStatus::Playing | LobbyStatus::Waiting if over => {
+                bad.push(format!("the game is over but the lobby is {:?}", f.status))
+            }
             _ => {}
         }
     }
-
 }
 
 /// The progress clock: a list is a move (or the start); a game that waits on a seat

@@ -70,7 +70,8 @@ fn lobby_code(raw: &str) -> Option<&str> {
 fn code_key(code: &str) -> u64 {
     let b = code.as_bytes();
     if b.len() < 8 {
-        b.iter().fold(b.len() as u64, |k, c| (k << 8) | u64::from(*c))
+        b.iter()
+            .fold(b.len() as u64, |k, c| (k << 8) | u64::from(*c))
     } else {
         crate::report::fnv(crate::report::FNV_OFFSET, b) | 1 << 63
     }
@@ -271,7 +272,13 @@ impl Games {
             status: t.status,
         };
         if let Some(g) = &mut t.game {
-            let at = g.frame(at, &view, self.bound.as_ref(), &mut self.seen, &mut self.bad);
+            let at = g.frame(
+                at,
+                &view,
+                self.bound.as_ref(),
+                &mut self.seen,
+                &mut self.bad,
+            );
             v.synced = Some((epoch, at));
         }
         for what in self.bad.drain(..) {
@@ -294,17 +301,14 @@ impl Games {
         };
         let status = lobby.status;
         let name = lobby.code.clone();
-        let t = self
-            .tables
-            .entry(code)
-            .or_insert_with(|| Table {
-                lobby_raw: String::new(),
-                lobby: lobby.clone(),
-                status,
-                epoch: 0,
-                game: None,
-                viewers: BTreeSet::new(),
-            });
+        let t = self.tables.entry(code).or_insert_with(|| Table {
+            lobby_raw: String::new(),
+            lobby: lobby.clone(),
+            status,
+            epoch: 0,
+            game: None,
+            viewers: BTreeSet::new(),
+        });
         let fresh = t.lobby_raw.is_empty();
         t.lobby_raw.clear();
         t.lobby_raw.push_str(raw);

@@ -89,7 +89,10 @@ impl Owners {
         if obs.round != self.round {
             self.start_round(obs.round);
         }
-        let played = obs.trick.iter().chain(obs.last_trick.iter().flat_map(|t| &t.cards));
+        let played = obs
+            .trick
+            .iter()
+            .chain(obs.last_trick.iter().flat_map(|t| &t.cards));
         for p in played {
             self.played(p.card, p.player, bad);
         }
@@ -110,7 +113,10 @@ impl Owners {
 
 /// The rules of a view's public part: the cards on the table are cards played.
 pub fn public_rules(obs: &Public, bad: &mut Vec<String>) {
-    let on_table = obs.trick.iter().chain(obs.last_trick.iter().flat_map(|t| &t.cards));
+    let on_table = obs
+        .trick
+        .iter()
+        .chain(obs.last_trick.iter().flat_map(|t| &t.cards));
     for p in on_table {
         if !obs.played.contains(&p.card) {
             bad.push(format!("{} on the table but not played", p.card));
@@ -145,12 +151,16 @@ pub fn own_rules(obs: &Public, own: &Own, you: Seat, bad: &mut Vec<String>) {
     }
     for card in obs.played.iter().chain(obs.trump_card.iter()) {
         if own.hand.contains(card) {
-            bad.push(format!("seat {you}: {card} is in its hand and on the table"));
+            bad.push(format!(
+                "seat {you}: {card} is in its hand and on the table"
+            ));
         }
     }
     for card in &own.plays {
         if !own.hand.contains(card) {
-            bad.push(format!("seat {you}: may play {card}, which is not in its hand"));
+            bad.push(format!(
+                "seat {you}: may play {card}, which is not in its hand"
+            ));
         }
     }
     if obs.options.hidden_bids && obs.phase == Phase::Bidding {

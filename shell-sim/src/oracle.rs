@@ -354,7 +354,10 @@ impl Oracle {
     /// Where the public part of a view disagrees with the oracle.
     pub fn check_public(&self, obs: &Public, bad: &mut Vec<String>) {
         if self.round.is_some_and(|r| r != obs.round) {
-            bad.push(format!("view in round {}, the oracle in {:?}", obs.round, self.round));
+            bad.push(format!(
+                "view in round {}, the oracle in {:?}",
+                obs.round, self.round
+            ));
             return;
         }
         if self.scores.as_ref().is_some_and(|s| *s != obs.scores) {
@@ -397,7 +400,9 @@ impl Oracle {
         let own_hidden = self.hidden_bids && obs.phase == Phase::Bidding;
         for (seat, (shown, known)) in (0u8..).zip(own.bids.iter().zip(&self.bids)) {
             if shown.is_some() && shown != known && !(own_hidden && seat == you) {
-                bad.push(format!("view shows bid {shown:?} of seat {seat}, seen {known:?}"));
+                bad.push(format!(
+                    "view shows bid {shown:?} of seat {seat}, seen {known:?}"
+                ));
             }
         }
     }

@@ -203,7 +203,10 @@ impl Cursor<'_> {
 
     /// Steps over `key` (with its quotes, comma and colon).
     fn key(&mut self, key: &[u8]) -> Option<()> {
-        self.b.get(self.at..)?.starts_with(key).then(|| self.at += key.len())
+        self.b
+            .get(self.at..)?
+            .starts_with(key)
+            .then(|| self.at += key.len())
     }
 
     /// Steps over a number, `null`, `true`, `false` or a string without escapes.
