@@ -61,7 +61,7 @@ for row in "${ROWS_ALL[@]}"; do
   if [ -n "${ROWS:-}" ] && ! grep -qw -- "$name" <<<"$ROWS"; then continue; fi
   port=$((20000 + RANDOM % 20000))
   # shellcheck disable=SC2086
-  env BIND=127.0.0.1:$port EMBEDDED_AI=0 LOG_LEVEL=warn SHUTDOWN_GRACE=0 $env \
+  env BIND=127.0.0.1:$port EMBEDDED_AI=0 LOG_LEVEL=warn SHUTDOWN_GRACE=0 STORE=memory $env \
     $(pin "$SERVER_CPU") "$BIN/wizard-server" >"/tmp/attack-matrix-$name.log" 2>&1 &
   sp=$!
   for _ in $(seq 100); do

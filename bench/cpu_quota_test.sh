@@ -48,7 +48,7 @@ LOG=target/cpu_quota_server.log
 (
     echo "$BASHPID" > "$CG/cgroup.procs"
     exec env BIND="127.0.0.1:$PORT" AI_MOVE_DELAY=0 TRICK_PAUSE=0 EMBEDDED_AI="$EMBEDDED_AI" \
-        MESSAGE_RATE=1000 MESSAGE_BURST=1000 SHUTDOWN_GRACE=0 LOG_LEVEL=info \
+        MESSAGE_RATE=1000 MESSAGE_BURST=1000 SHUTDOWN_GRACE=0 LOG_LEVEL=info STORE=memory \
         "$REL"/wizard-server
 ) > "$LOG" 2>&1 &
 SERVER_PID=$!

@@ -36,7 +36,7 @@ run() {
         if [[ -n "$CG" ]]; then echo "$BASHPID" > "$CG/cgroup.procs"; fi
         exec env BIND="127.0.0.1:$port" AI_MOVE_DELAY=0 TRICK_PAUSE=0 EMBEDDED_AI="$EMBEDDED_AI" \
             MESSAGE_RATE=100000 MESSAGE_BURST=100000 LOAD_FORCE_LEVEL=normal \
-            SHUTDOWN_GRACE=0 LOG_LEVEL=warn "$REL"/wizard-server
+            SHUTDOWN_GRACE=0 LOG_LEVEL=warn STORE=memory "$REL"/wizard-server
     ) > "target/ctx_switches_server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 100); do

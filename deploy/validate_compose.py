@@ -39,7 +39,7 @@ CAPS = {
 
 # Settings that compose.yaml sets to a fixed value instead of reading them from .env.
 FIXED = {
-    "wizard_server": {"BIND", "EMBEDDED_AI", "TRUSTED_PROXIES", "AI_SHARED_SECRET"},
+    "wizard_server": {"BIND", "EMBEDDED_AI", "TRUSTED_PROXIES", "AI_SHARED_SECRET", "STORE"},
     "wizard_ai": {"AI_SERVER_URL", "AI_SHARED_SECRET"},
 }
 

@@ -114,6 +114,9 @@ pub const SETTINGS: &[Setting] = &[
     server("SOCKET_SEND_BUFFER_BYTES", "65536", "kernel send buffer asked for each accepted socket (SO_SNDBUF)"),
     server("SOCKET_RECV_BUFFER_BYTES", "65536", "kernel receive buffer asked for each accepted socket (SO_RCVBUF)"),
     server("LISTEN_BACKLOG", "1024", "connections the kernel queues for accept (capped by net.core.somaxconn)"),
+    // Durable games (PROTOCOL.md 6.1).
+    server("STORE", "sqlite:wizard-data/wizard.db", "where games are kept: memory, or sqlite:PATH (created with its folder)"),
+    server("STORE_SYNC_INTERVAL", "1", "seconds between the store's syncs to disk (the most a power loss can take)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
     server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
     server("MAX_LOBBIES_PER_IP", "10", "lobbies (waiting, running or finished) created from one client IP that may exist at once"),
@@ -169,6 +172,43 @@ pub enum LogFormat {
     #[default]
     Text,
     Json,
+}
+
+/// Where the server keeps its games (`STORE`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreSpec {
+    /// In memory only: a restart ends every game.
+    Memory,
+    /// A SQLite file at this path (relative to the working directory).
+    Sqlite(String),
+}
+
+impl StoreSpec {
+    pub fn is_durable(&self) -> bool {
+        !matches!(self, StoreSpec::Memory)
+    }
+}
+
+impl std::str::FromStr for StoreSpec {
+    type Err = ();
+    fn from_str(text: &str) -> Result<StoreSpec, ()> {
+        match text.split_once(':') {
+            None if text == "memory" => Ok(StoreSpec::Memory),
+            Some(("sqlite", path)) if !path.trim().is_empty() => {
+                Ok(StoreSpec::Sqlite(path.trim().to_string()))
+            }
+            _ => Err(()),
+        }
+    }
+}
+
+impl std::fmt::Display for StoreSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreSpec::Memory => f.write_str("memory"),
+            StoreSpec::Sqlite(path) => write!(f, "sqlite:{path}"),
+        }
+    }
 }
 
 /// Everything the server reads from its environment.
@@ -227,6 +267,9 @@ pub struct Config {
     pub socket_recv_buffer_bytes: usize,
     /// The listening socket's accept queue (`listen`'s backlog).
     pub listen_backlog_max: u32,
+    pub store: StoreSpec,
+    /// How often the store syncs its committed records to disk.
+    pub store_sync_interval_us: u64,
     pub lobby_idle_ttl_us: u64,
     pub abandoned_game_ttl_us: u64,
     pub lobbies_per_ip_max: usize,
@@ -289,6 +332,8 @@ impl Default for Config {
             socket_send_buffer_bytes: 65_536,
             socket_recv_buffer_bytes: 65_536,
             listen_backlog_max: 1024,
+            store: StoreSpec::Sqlite("wizard-data/wizard.db".to_string()),
+            store_sync_interval_us: US_PER_SEC,
             lobby_idle_ttl_us: 300 * US_PER_SEC,
             abandoned_game_ttl_us: 90 * US_PER_SEC,
             lobbies_per_ip_max: 10,
@@ -364,6 +409,8 @@ impl Config {
                 "SOCKET_SEND_BUFFER_BYTES" => c.socket_send_buffer_bytes = v.count(4096)?,
                 "SOCKET_RECV_BUFFER_BYTES" => c.socket_recv_buffer_bytes = v.count(4096)?,
                 "LISTEN_BACKLOG" => c.listen_backlog_max = v.count(1)?,
+                "STORE" => c.store = v.parsed("is not memory or sqlite:PATH")?,
+                "STORE_SYNC_INTERVAL" => c.store_sync_interval_us = v.duration_us(1000)?,
                 "LOBBY_IDLE_TTL" => c.lobby_idle_ttl_us = v.duration_us(1)?,
                 "ABANDONED_GAME_TTL" => c.abandoned_game_ttl_us = v.duration_us(1)?,
                 "MAX_LOBBIES_PER_IP" => c.lobbies_per_ip_max = v.count(1)?,

@@ -340,7 +340,8 @@ pub enum Note {
 }
 
 /// Who made a move.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MoveSource {
     Human,
     /// The AI service's answer; `agent` is not kept (it is free text from the service).

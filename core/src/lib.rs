@@ -67,6 +67,7 @@ pub mod lobby;
 pub mod names;
 pub mod outqueue;
 pub mod overload;
+pub mod records;
 pub mod rng;
 mod serde_str;
 pub mod server;

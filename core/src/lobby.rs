@@ -80,6 +80,10 @@ pub struct Lobby {
     pub game: Option<Game>,
     /// Counts games started in this lobby, so late answers for an old game are ignored.
     pub game_no: u64,
+    /// The current game's seed (while playing or finished).
+    pub seed: Option<u64>,
+    /// Moves applied to the current game.
+    pub moves: u64,
     /// Whose turn is running since when, and what the AI has decided.
     pub turns: TurnBook,
     /// The lobby part of `state` as last sent and its JSON, reused while the lobby
@@ -202,6 +206,8 @@ pub struct LobbyManager {
     per_ip: BTreeMap<IpKey, IpShare>,
     /// `(away_since, id)` of the idle lobbies ([`Lobby::is_idle`]), idle longest first.
     idle: BTreeSet<(Time, LobbyId)>,
+    /// Lobbies deleted since [`LobbyManager::take_gone`] was last called.
+    gone: Vec<LobbyId>,
     rng: ChaCha12Rng,
 }
 
@@ -216,8 +222,98 @@ impl LobbyManager {
             dormant: 0,
             per_ip: BTreeMap::new(),
             idle: BTreeSet::new(),
+            gone: Vec::new(),
             rng,
         }
+    }
+
+    /// The lobbies deleted since the last call, in order.
+    pub fn take_gone(&mut self) -> Vec<LobbyId> {
+        std::mem::take(&mut self.gone)
+    }
+
+    /// Puts back a lobby read from a store, its game rebuilt by replaying `moves`
+    /// through the rules engine. Human seats are `sessions` (which must be restored
+    /// already). A record that does not fit (an id or code taken, an impossible game,
+    /// a move the rules refuse) is the store's fault.
+    pub fn restore(
+        &mut self,
+        record: &crate::records::LobbyRecord,
+        moves: &[(Seat, Action)],
+    ) -> Result<(), String> {
+        let id = record.lobby;
+        let code = record.code.trim().to_ascii_uppercase();
+        if self.lobbies.contains_key(&id) || self.by_code.contains_key(&code) {
+            return Err(format!("lobby {id}: id or code {code} taken"));
+        }
+        if self.lobbies.len() >= self.lobbies_max {
+            return Err(format!("lobby {id}: over MAX_LOBBIES"));
+        }
+        let seats: Vec<SeatInfo> = record
+            .seats
+            .iter()
+            .map(|s| SeatInfo {
+                player_id: s.player_id.clone(),
+                name: s.name.clone(),
+                occupant: s.session.map_or(Occupant::Ai, Occupant::Human),
+            })
+            .collect();
+        if seats.is_empty() || seats.len() > usize::from(PLAYERS_MAX) {
+            return Err(format!("lobby {id}: {} seats", seats.len()));
+        }
+        let mut status = record.status;
+        let game = match (status, record.seed) {
+            (LobbyStatus::Waiting, _) => None,
+            (_, None) => return Err(format!("lobby {id}: a game without a seed")),
+            (_, Some(seed)) => {
+                let players = u8::try_from(seats.len()).unwrap_or(0);
+                let mut events = Vec::new();
+                let mut game = Game::new(players, record.options, seed, &mut events)
+                    .map_err(|e| format!("lobby {id}: {e:?}"))?;
+                for (i, (seat, action)) in moves.iter().enumerate() {
+                    game.apply(*seat, *action, &mut events)
+                        .map_err(|e| format!("lobby {id}: move {i}: {e}"))?;
+                    events.clear();
+                }
+                // The finishing move and the finished lobby are committed together;
+                // the game itself is the authority anyway.
+                if game.phase() == Phase::Finished {
+                    status = LobbyStatus::Finished;
+                }
+                Some(game)
+            }
+        };
+        let owner = IpKey::new(record.owner);
+        let playing = status == LobbyStatus::Playing;
+        self.by_code.insert(code.clone(), id);
+        self.lobbies.insert(
+            id,
+            Lobby {
+                id,
+                code,
+                status,
+                host: record.host.clone(),
+                options: record.options,
+                seats,
+                game,
+                game_no: record.game_no,
+                seed: record.seed.filter(|_| status != LobbyStatus::Waiting),
+                moves: moves.len() as u64,
+                turns: TurnBook::default(),
+                view_cache: None,
+                owner,
+                away_since: None,
+                idle_key: None,
+                dormant: false,
+            },
+        );
+        self.next_id = self.next_id.max(id + 1);
+        self.playing += usize::from(playing);
+        self.charge(owner, |s| {
+            s.lobbies += 1;
+            s.games += usize::from(playing);
+        });
+        Ok(())
     }
 
     /// Sets since when the lobby's humans are all away (None: one is connected).
@@ -415,6 +511,8 @@ impl LobbyManager {
                 }],
                 game: None,
                 game_no: 0,
+                seed: None,
+                moves: 0,
                 turns: TurnBook::default(),
                 view_cache: None,
                 owner,
@@ -494,6 +592,7 @@ impl LobbyManager {
     /// Deletes a lobby whatever its seats (for `LOBBY_IDLE_TTL`); returns it.
     pub fn delete(&mut self, id: LobbyId) -> Option<Lobby> {
         let lobby = self.lobbies.remove(&id)?;
+        self.gone.push(id);
         self.by_code.remove(&lobby.code);
         if let Some(at) = lobby.idle_key {
             self.idle.remove(&(at, id));
@@ -631,6 +730,8 @@ impl LobbyManager {
             .map_err(|_| LobbyError::NotAllowed("A game needs 3 to 6 players."))?;
         lobby.game = Some(game);
         lobby.game_no += 1;
+        lobby.seed = Some(seed);
+        lobby.moves = 0;
         lobby.status = LobbyStatus::Playing;
         lobby.turns = TurnBook::default();
         lobby.dormant = false;
@@ -664,6 +765,7 @@ impl LobbyManager {
             .ok_or(LobbyError::NotAllowed("No game."))?;
         game.apply(seat, action, events)
             .map_err(LobbyError::Illegal)?;
+        lobby.moves += 1;
         if game.phase() == Phase::Finished {
             lobby.status = LobbyStatus::Finished;
             let owner = lobby.owner;
@@ -684,6 +786,8 @@ impl LobbyManager {
         let lobby = self.host_lobby(id, host, LobbyStatus::Finished)?;
         lobby.status = LobbyStatus::Waiting;
         lobby.game = None;
+        lobby.seed = None;
+        lobby.moves = 0;
         lobby.turns = TurnBook::default();
         self.reindex_idle(id);
         Ok(())

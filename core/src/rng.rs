@@ -35,7 +35,7 @@ pub enum Purpose {
     PlayerIds = 2,
     LobbyCodes = 3,
     GameSeeds = 4,
-    Fallback = 5,
+    // 5 was the fallback player's; it now draws from each game's seed and move number.
     Breaker = 6,
     /// The spread of `busy`'s `retry_after_ms`.
     Retry = 7,

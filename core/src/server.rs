@@ -10,6 +10,7 @@
 
 mod absent;
 mod conns;
+mod durable;
 mod games;
 mod players;
 mod status;
@@ -29,6 +30,7 @@ use crate::overload::breaker::{BreakerConfig, BreakerState};
 use crate::overload::connections::ConnectionLimiter;
 use crate::overload::level::{LoadLevels, LoadSample, LoadThresholds};
 use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
+use crate::records::{LobbyRecord, Record};
 use crate::rng::{self, Purpose, Seed};
 use crate::session::{LobbyId, SessionId, SessionRegistry};
 use crate::stats::{Counters, Gauges};
@@ -124,7 +126,6 @@ pub struct Server {
     join_fail_rate: KeyedRateLimiter<IpKey>,
     timers: Timers<TimerKey>,
     game_seeds: ChaCha12Rng,
-    fallback_rng: ChaCha12Rng,
     retry_rng: ChaCha12Rng,
     counters: Counters,
     last_sample: LoadSample,
@@ -134,7 +135,13 @@ pub struct Server {
     breaker_was: BreakerState,
     shutting_down: bool,
     finished: bool,
+    /// Records for a durable store, while it keeps them ([`Server::keep_records`]).
+    records: Option<Vec<Record>>,
+    /// Each lobby's last record, so that an unchanged lobby is not recorded again.
+    persisted_lobbies: BTreeMap<LobbyId, LobbyRecord>,
 }
+
+pub use durable::RestoreError;
 
 /// Exact integer rate from a per-period figure with three decimals.
 pub(crate) fn rate_from(per_period: f64, period_us: u64) -> Rate {
@@ -198,7 +205,6 @@ impl Server {
             ),
             lobbies: LobbyManager::new(config.lobbies_max, rng::fork(&seed, Purpose::LobbyCodes)),
             game_seeds: rng::fork(&seed, Purpose::GameSeeds),
-            fallback_rng: rng::fork(&seed, Purpose::Fallback),
             retry_rng: rng::fork(&seed, Purpose::Retry),
             breaker_was: bridge.breaker_state(),
             bridge,
@@ -213,6 +219,8 @@ impl Server {
             ai_was_available: false,
             shutting_down: false,
             finished: false,
+            records: None,
+            persisted_lobbies: BTreeMap::new(),
             conns: BTreeMap::new(),
             now,
             config,
@@ -279,6 +287,7 @@ impl Server {
         }
         self.run_due(now, out);
         self.after_change(now, out);
+        self.flush_gone();
     }
 
     /// The next instant the core must be woken with [`Input::Timeout`], and why.

@@ -1,9 +1,10 @@
 //! The session registry: who a player is across reconnects.
 //!
 //! A session has a public `player_id` (12 hex characters, shown to others) and a secret
-//! token the client keeps to resume it. Tokens are looked up by their first 8 bytes and
-//! then compared in full in constant time, so timing reveals nothing about the secret
-//! part. The registry is bounded by `MAX_SESSIONS`.
+//! token the client keeps to resume it. The registry keeps only the token's SHA-256
+//! digest, never the token (so neither memory nor a store holds it): a presented token
+//! is hashed, looked up by the digest's first 8 bytes and then compared in full in
+//! constant time. The registry is bounded by `MAX_SESSIONS`.
 //!
 //! The registry also keeps the index of evictable sessions, ordered by their
 //! [`Evict`] class and then by when they disconnected, so that a `hello` at
@@ -14,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand_chacha::ChaCha12Rng;
+use sha2::{Digest as _, Sha256};
 
 use crate::io::ConnId;
 use crate::rng::{self, TOKEN_BYTES, TokenBytes};
@@ -33,7 +35,8 @@ pub const PLAYER_ID_CHARS: usize = 12;
 pub struct Session {
     pub id: SessionId,
     pub player_id: String,
-    token: TokenBytes,
+    /// SHA-256 of the token.
+    digest: TokenDigest,
     /// The name last used to create or join a lobby ("" before that).
     pub name: String,
     pub lobby: Option<LobbyId>,
@@ -56,18 +59,60 @@ pub enum Evict {
     AwayGame,
 }
 
+/// SHA-256 of a session token.
+pub type TokenDigest = [u8; 32];
+
+/// The digest the registry keeps of `token`.
+pub fn token_digest(token: &TokenBytes) -> TokenDigest {
+    Sha256::digest(token).into()
+}
+
 impl Session {
-    /// The token as sent to the client.
-    pub fn token(&self) -> String {
-        rng::encode_token(&self.token)
+    /// The token's SHA-256 digest, in lower-case hex (for a store).
+    pub fn digest_hex(&self) -> String {
+        hex(&self.digest)
     }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes
+        .iter()
+        .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
+        .map(char::from)
+        .collect()
+}
+
+/// The digest of a hex string written by [`Session::digest_hex`].
+pub fn digest_from_hex(text: &str) -> Option<TokenDigest> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks(2).enumerate() {
+        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
 }
 
 /// The registry is full (`MAX_SESSIONS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegistryFull;
 
-/// All sessions, by id, token locator and player id.
+/// A new session: its id and the token to hand to the client (the only copy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Created {
+    pub id: SessionId,
+    pub token: String,
+}
+
+/// All sessions, by id, digest locator and player id.
 #[derive(Debug)]
 pub struct SessionRegistry {
     sessions: BTreeMap<SessionId, Session>,
@@ -79,11 +124,13 @@ pub struct SessionRegistry {
     sessions_max: usize,
     token_rng: ChaCha12Rng,
     id_rng: ChaCha12Rng,
+    /// Sessions removed since [`SessionRegistry::take_gone`] was last called.
+    gone: Vec<SessionId>,
 }
 
-fn locator(token: &TokenBytes) -> [u8; LOCATOR_BYTES] {
+fn locator(digest: &TokenDigest) -> [u8; LOCATOR_BYTES] {
     let mut out = [0u8; LOCATOR_BYTES];
-    out.copy_from_slice(&token[..LOCATOR_BYTES]);
+    out.copy_from_slice(&digest[..LOCATOR_BYTES]);
     out
 }
 
@@ -98,20 +145,22 @@ impl SessionRegistry {
             sessions_max,
             token_rng,
             id_rng,
+            gone: Vec::new(),
         }
     }
 
     /// A new session with a fresh token and player id.
-    pub fn create(&mut self) -> Result<SessionId, RegistryFull> {
+    pub fn create(&mut self) -> Result<Created, RegistryFull> {
         if self.sessions.len() >= self.sessions_max {
             return Err(RegistryFull);
         }
         // Collisions of 64-bit locators or 48-bit ids are vanishingly rare; drawing
         // again keeps the indexes exact anyway.
-        let token = loop {
+        let (token, digest) = loop {
             let t = rng::new_token(&mut self.token_rng);
-            if !self.by_locator.contains_key(&locator(&t)) {
-                break t;
+            let d = token_digest(&t);
+            if !self.by_locator.contains_key(&locator(&d)) {
+                break (t, d);
             }
         };
         let player_id = loop {
@@ -122,14 +171,22 @@ impl SessionRegistry {
         };
         let id = self.next_id;
         self.next_id += 1;
-        self.by_locator.insert(locator(&token), id);
+        self.insert(id, player_id, digest);
+        Ok(Created {
+            id,
+            token: rng::encode_token(&token),
+        })
+    }
+
+    fn insert(&mut self, id: SessionId, player_id: String, digest: TokenDigest) {
+        self.by_locator.insert(locator(&digest), id);
         self.by_player.insert(player_id.clone(), id);
         self.sessions.insert(
             id,
             Session {
                 id,
                 player_id,
-                token,
+                digest,
                 name: String::new(),
                 lobby: None,
                 conn: None,
@@ -137,16 +194,42 @@ impl SessionRegistry {
                 evict_key: None,
             },
         );
-        Ok(id)
+    }
+
+    /// Puts back a session read from a store, disconnected since `now`. Refused when
+    /// its id, player id or digest locator is taken, or the registry is full.
+    pub fn restore(
+        &mut self,
+        id: SessionId,
+        player_id: String,
+        digest: TokenDigest,
+        now: Time,
+    ) -> Result<(), RegistryFull> {
+        let taken = self.sessions.contains_key(&id)
+            || self.by_player.contains_key(&player_id)
+            || self.by_locator.contains_key(&locator(&digest));
+        if taken || self.sessions.len() >= self.sessions_max {
+            return Err(RegistryFull);
+        }
+        self.insert(id, player_id, digest);
+        if let Some(s) = self.sessions.get_mut(&id) {
+            s.disconnected_at = Some(now);
+        }
+        self.next_id = self.next_id.max(id + 1);
+        Ok(())
+    }
+
+    /// The sessions removed since the last call, in order.
+    pub fn take_gone(&mut self) -> Vec<SessionId> {
+        std::mem::take(&mut self.gone)
     }
 
     /// The session a client's token names, if the token is valid.
     pub fn find_by_token(&self, token: &str) -> Option<SessionId> {
-        let bytes = rng::decode_token(token)?;
-        let id = *self.by_locator.get(&locator(&bytes))?;
+        let digest = token_digest(&rng::decode_token(token)?);
+        let id = *self.by_locator.get(&locator(&digest))?;
         let session = self.sessions.get(&id)?;
-        rng::constant_time_eq(&session.token[LOCATOR_BYTES..], &bytes[LOCATOR_BYTES..])
-            .then_some(id)
+        rng::constant_time_eq(&session.digest, &digest).then_some(id)
     }
 
     pub fn get(&self, id: SessionId) -> Option<&Session> {
@@ -163,7 +246,8 @@ impl SessionRegistry {
         if let Some((class, at)) = session.evict_key {
             self.evictable.remove(&(class, at, id));
         }
-        self.by_locator.remove(&locator(&session.token));
+        self.gone.push(id);
+        self.by_locator.remove(&locator(&session.digest));
         self.by_player.remove(&session.player_id);
         Some(session)
     }
@@ -223,7 +307,4 @@ impl SessionRegistry {
     }
 }
 
-const _: () = assert!(
-    TOKEN_BYTES - LOCATOR_BYTES >= 16,
-    "at least 128 secret bits"
-);
+const _: () = assert!(TOKEN_BYTES >= 16, "at least 128 secret bits");

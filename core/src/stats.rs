@@ -141,6 +141,7 @@ tally!(
         CloseCode::SessionReplaced,
         CloseCode::ProtocolError,
         CloseCode::InvalidPayload,
+        CloseCode::ServiceRestart,
     ],
     |c| match c {
         CloseCode::ShuttingDown => "1001",
@@ -151,6 +152,7 @@ tally!(
         CloseCode::SessionReplaced => "4000",
         CloseCode::ProtocolError => "1002",
         CloseCode::InvalidPayload => "1007",
+        CloseCode::ServiceRestart => "1012",
     }
 );
 tally!(

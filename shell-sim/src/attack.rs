@@ -11,6 +11,7 @@ use wizard_core::Time;
 use wizard_core::io::{ConnId, ConnKind};
 use wizard_core::wire::{self, ClientMessage};
 
+use crate::conn_map::ConnMap;
 use crate::net::{Arrive, Ev, Owner};
 use crate::scenario::{Attack, AttackKind};
 use crate::world::Ctx;
@@ -20,11 +21,13 @@ use crate::world::Ctx;
 pub struct Attacker {
     pub index: usize,
     pub spec: Attack,
-    /// (connection, the client's address, when it may send).
-    pub conns: Vec<(ConnId, IpAddr, Time)>,
+    /// Open connections: the client's address, when it may send. A table by id (ids
+    /// are handed out in order, so it iterates in the order they opened), since a
+    /// silent attack holds thousands of sockets and closes one at each eviction.
+    pub conns: ConnMap<(IpAddr, Time)>,
     opened: u64,
     /// Fragment flooders: frames sent per connection (the first opens the message).
-    frames: crate::conn_map::ConnMap<u64>,
+    frames: ConnMap<u64>,
     pub stopped: bool,
 }
 
@@ -72,9 +75,9 @@ impl Attacker {
         Attacker {
             index,
             spec,
-            conns: Vec::new(),
+            conns: ConnMap::default(),
             opened: 0,
-            frames: crate::conn_map::ConnMap::default(),
+            frames: ConnMap::default(),
             stopped: false,
         }
     }
@@ -91,7 +94,7 @@ impl Attacker {
         self.opened += 1;
         if self.spec.kind == AttackKind::Silent {
             let conn = cx.net.open_silent(cx.q, now, owner, ip);
-            self.conns.push((conn, ip, now));
+            self.conns.insert(conn, (ip, now));
             return;
         }
         let conn = cx.net.open(cx.q, now, owner, ip, ConnKind::Player);
@@ -106,7 +109,7 @@ impl Attacker {
                 },
             );
         }
-        self.conns.push((conn, ip, ready.plus_us(1)));
+        self.conns.insert(conn, (ip, ready.plus_us(1)));
         if self.spec.kind == AttackKind::Storm {
             let hold = crate::dist::ms_to_us(self.spec.hold_ms.max(1.0));
             cx.q.push(now.plus_us(hold), Ev::StormRelease { conn });
@@ -138,7 +141,7 @@ impl Attacker {
                     self.open(cx, now, Owner::Attacker(self.index));
                 }
                 let pick = self.opened.wrapping_mul(7).wrapping_add(now.0 / 1000);
-                for (i, &(conn, _, ready)) in self.conns.iter().enumerate() {
+                for (i, (conn, &(_, ready))) in self.conns.iter().enumerate() {
                     if now >= ready {
                         let what = junk(pick.wrapping_add(i as u64));
                         cx.net.to_server(cx.q, now, conn, what);
@@ -156,7 +159,7 @@ impl Attacker {
                         name: "spam".into(),
                     })
                 };
-                for &(conn, _, ready) in &self.conns {
+                for (conn, &(_, ready)) in self.conns.iter() {
                     if now >= ready {
                         cx.net
                             .to_server(cx.q, now, conn, Arrive::Text(text.clone()));
@@ -171,7 +174,7 @@ impl Attacker {
     /// One frame on every ready connection of a fragment flooder: the first opens a
     /// text message without FIN, every later one is an empty continuation frame.
     fn fragments(&mut self, cx: &mut Ctx<'_>, now: Time) {
-        for &(conn, _, ready) in &self.conns {
+        for (conn, &(_, ready)) in self.conns.iter() {
             if now < ready {
                 continue;
             }
@@ -190,22 +193,22 @@ impl Attacker {
     /// The server closed one of ours: flooders and spammers come back at once.
     pub fn closed(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId) {
         cx.net.to_server(cx.q, now, conn, Arrive::Close);
-        self.conns.retain(|(c, _, _)| *c != conn);
+        self.conns.remove(&conn);
         self.frames.remove(&conn);
     }
 
     /// Ends the attack: every connection is closed.
     pub fn stop(&mut self, cx: &mut Ctx<'_>, now: Time) {
         self.stopped = true;
-        for (conn, _, _) in self.conns.drain(..) {
+        for (conn, _) in std::mem::take(&mut self.conns).iter() {
             cx.net.to_server(cx.q, now, conn, Arrive::Close);
         }
-        self.frames = crate::conn_map::ConnMap::default();
+        self.frames = ConnMap::default();
     }
 
     /// A storm connection's hold time is over.
     pub fn release(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId) {
-        if self.conns.iter().any(|(c, _, _)| *c == conn) {
+        if self.conns.contains_key(&conn) {
             self.closed(cx, now, conn);
         }
     }

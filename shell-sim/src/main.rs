@@ -1,7 +1,7 @@
 //! The `wizard-sim` command: `run <scenario> [--seed N] [--json]` prints the per-second
-//! timeline and the summary of one run; `swarm --seeds N [--from S]` runs random
-//! scenarios and reports coverage. A failing run exits non-zero with its seed and the
-//! one-line command that reproduces it.
+//! timeline and the summary of one run; `swarm --seeds N [--from S] [--jobs J]` runs
+//! random scenarios (on J threads) and reports coverage. A failing run exits non-zero
+//! with its seed and the one-line command that reproduces it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +15,7 @@ fn usage() -> ExitCode {
     println!(
         "usage: wizard-sim run <scenario name, file, or swarm:N> [--seed N] [--json] [--print-scenario]"
     );
-    println!("       wizard-sim swarm [--seeds N] [--from S]");
+    println!("       wizard-sim swarm [--seeds N] [--from S] [--jobs J]");
     ExitCode::from(2)
 }
 
@@ -100,7 +100,8 @@ fn main() -> ExitCode {
         Some("swarm") => {
             let seeds = flag(&args, "--seeds").unwrap_or(100);
             let from = flag(&args, "--from").unwrap_or(1);
-            let result = swarm::run(from, seeds);
+            let jobs = flag(&args, "--jobs").unwrap_or(1);
+            let result = swarm::run_parallel(from, seeds, usize::try_from(jobs).unwrap_or(1));
             print!("{}", result.render());
             if result.failures.is_empty() {
                 ExitCode::SUCCESS

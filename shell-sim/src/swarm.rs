@@ -280,14 +280,58 @@ pub struct Failure {
     pub violations: Vec<String>,
 }
 
-/// The result of a batch.
+/// The result of a batch. It does not depend on how many threads ran it (only
+/// `wall_ms` and `elapsed_ms` do): seeds are merged in order.
 #[derive(Clone, Debug, Default)]
 pub struct SwarmResult {
     pub runs: u64,
     pub failures: Vec<Failure>,
     pub coverage: BTreeMap<String, u64>,
+    /// The runs' own wall time, summed.
     pub wall_ms: f64,
+    /// The batch's wall time (less than `wall_ms` when threads share the seeds).
+    pub elapsed_ms: f64,
+    pub jobs: usize,
     pub simulated_s: f64,
+    /// The runs' trace hashes folded in seed order: the same code and seeds give the
+    /// same hash, so a change meant only to make the simulator faster keeps it.
+    pub trace_hash: u64,
+}
+
+/// What one seed gave: the parts of its report a batch keeps (a whole report per seed
+/// would hold every latency of 10 000 runs).
+#[derive(Debug)]
+struct Outcome {
+    seed: u64,
+    simulated_s: f64,
+    report: Result<Summary, String>,
+}
+
+#[derive(Debug)]
+struct Summary {
+    wall_ms: f64,
+    trace_hash: u64,
+    coverage: Vec<String>,
+    /// Empty when the run passed.
+    violations: Vec<String>,
+}
+
+impl Summary {
+    fn of(r: crate::Report) -> Summary {
+        let violations = if r.passed() {
+            Vec::new()
+        } else if r.violations.is_empty() {
+            vec!["failed without a violation listed".to_string()]
+        } else {
+            r.violations
+        };
+        Summary {
+            wall_ms: r.wall_ms,
+            trace_hash: r.trace_hash,
+            coverage: r.coverage.into_keys().collect(),
+            violations,
+        }
+    }
 }
 
 impl SwarmResult {
@@ -302,11 +346,14 @@ impl SwarmResult {
 
     pub fn render(&self) -> String {
         let mut s = format!(
-            "swarm: {} runs, {} failed, {:.0} s simulated in {:.0} ms\n",
+            "swarm: {} runs, {} failed, {:.0} s simulated in {:.0} ms ({} threads, {:.0} ms of runs), trace hash {:016x}\n",
             self.runs,
             self.failures.len(),
             self.simulated_s,
-            self.wall_ms
+            self.elapsed_ms,
+            self.jobs,
+            self.wall_ms,
+            self.trace_hash
         );
         s.push_str("coverage (runs reaching each fact):\n");
         for (k, v) in &self.coverage {
@@ -326,35 +373,109 @@ impl SwarmResult {
         }
         s
     }
+
+    /// Adds one seed's outcome (seeds must come in order, for the trace hash).
+    fn add(&mut self, o: Outcome) {
+        self.simulated_s += o.simulated_s;
+        let report = match o.report {
+            Ok(r) => r,
+            Err(e) => {
+                self.failures.push(Failure {
+                    seed: o.seed,
+                    violations: vec![e],
+                });
+                return;
+            }
+        };
+        self.runs += 1;
+        self.wall_ms += report.wall_ms;
+        self.trace_hash =
+            crate::report::fnv(self.trace_hash ^ o.seed, &report.trace_hash.to_le_bytes());
+        for k in report.coverage {
+            *self.coverage.entry(k).or_insert(0) += 1;
+        }
+        if !report.violations.is_empty() {
+            self.failures.push(Failure {
+                seed: o.seed,
+                violations: report.violations,
+            });
+        }
+    }
+}
+
+/// Runs one seed's scenario; a panic (a broken assertion in the core or the
+/// simulator) is a failure of that seed, not the end of the batch.
+fn run_seed(seed: u64) -> Outcome {
+    let sc = scenario(seed);
+    let simulated_s = sc.duration_s + sc.liveness_s;
+    let run = std::panic::catch_unwind(|| {
+        crate::run(sc, seed)
+            .map(Summary::of)
+            .map_err(|e| e.to_string())
+    });
+    let report = match run {
+        Ok(outcome) => outcome,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)");
+            Err(format!("panicked: {what}"))
+        }
+    };
+    Outcome {
+        seed,
+        simulated_s,
+        report,
+    }
 }
 
 /// Runs `count` swarm seeds from `from`.
 pub fn run(from: u64, count: u64) -> SwarmResult {
-    let mut result = SwarmResult::default();
-    for seed in from..from.saturating_add(count) {
-        let sc = scenario(seed);
-        result.simulated_s += sc.duration_s + sc.liveness_s;
-        let report = match crate::run(sc, seed) {
-            Ok(r) => r,
-            Err(e) => {
-                result.failures.push(Failure {
-                    seed,
-                    violations: vec![e.to_string()],
-                });
-                continue;
+    run_parallel(from, count, 1)
+}
+
+/// Runs `count` swarm seeds from `from` on `jobs` threads, each taking the next seed
+/// not yet taken. Every run is a single-threaded pure function of its seed, so the
+/// result is the one [`run`] gives; only the wall time shrinks.
+pub fn run_parallel(from: u64, count: u64, jobs: usize) -> SwarmResult {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    #[allow(clippy::disallowed_methods)]
+    let started = std::time::Instant::now();
+    let end = from.saturating_add(count);
+    let next = AtomicU64::new(from);
+    let take = || {
+        let mut done = Vec::new();
+        loop {
+            let seed = next.fetch_add(1, Ordering::Relaxed);
+            if seed >= end {
+                return done;
             }
-        };
-        result.runs += 1;
-        result.wall_ms += report.wall_ms;
-        for k in report.coverage.keys() {
-            *result.coverage.entry(k.clone()).or_insert(0) += 1;
+            done.push(run_seed(seed));
         }
-        if !report.passed() {
-            result.failures.push(Failure {
-                seed,
-                violations: report.violations.clone(),
-            });
+    };
+    let jobs = jobs.max(1);
+    let mut outcomes: Vec<Outcome> = std::thread::scope(|s| {
+        let threads: Vec<_> = (1..jobs).map(|_| s.spawn(take)).collect();
+        let mut all = take();
+        for t in threads {
+            // `run_seed` catches the runs' panics: any other is the batch's own bug.
+            match t.join() {
+                Ok(mut done) => all.append(&mut done),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
         }
+        all
+    });
+    outcomes.sort_by_key(|o| o.seed);
+    let mut result = SwarmResult {
+        jobs,
+        ..SwarmResult::default()
+    };
+    for o in outcomes {
+        result.add(o);
     }
+    result.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     result
 }

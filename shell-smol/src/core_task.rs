@@ -80,6 +80,9 @@ pub struct CoreTask {
     /// Where `/health`, `/ready` and `/metrics` read the core's figures.
     pub published: Arc<Published>,
     pub logs: LogLimiter,
+    /// The durable store, if `STORE` names one: each pass's records are committed
+    /// before its frames are sent.
+    pub store: Option<crate::store::Store>,
 }
 
 enum Wake {
@@ -122,8 +125,10 @@ impl Router for Outboxes<'_> {
 
 impl CoreTask {
     /// Runs until the core reports it finished after a shutdown (or the grace period
-    /// plus [`SHUTDOWN_EXTRA`] passed).
-    pub async fn run(mut self) {
+    /// plus [`SHUTDOWN_EXTRA`] passed). Fails when a commit to the store fails: the
+    /// frames of that pass are not sent, and the process should exit, so that it
+    /// restarts from what was committed.
+    pub async fn run(mut self) -> Result<(), crate::RunError> {
         let mut st = State {
             conns: HashMap::new(),
             out: Vec::with_capacity(256),
@@ -149,9 +154,15 @@ impl CoreTask {
                 Wake::Deadline => self.server.handle(now, Input::Timeout, &mut st.out),
                 Wake::Shutdown => {
                     shutdown_open = false;
-                    info!(
-                        "Shutting down: refusing new games, closing everyone after the grace period"
-                    );
+                    if self.store.is_some() {
+                        info!(
+                            "Shutting down: games are kept in the store; closing everyone with 1012"
+                        );
+                    } else {
+                        info!(
+                            "Shutting down: refusing new games, closing everyone after the grace period"
+                        );
+                    }
                     self.server.handle(now, Input::Shutdown, &mut st.out);
                     let grace = Duration::from_micros(self.server.config().shutdown_grace_us);
                     hard_stop = Some(Instant::now() + grace + SHUTDOWN_EXTRA);
@@ -170,12 +181,25 @@ impl CoreTask {
             // Before routing: a client that sees this batch's frames and then asks
             // `/health` or `/metrics` finds them counted.
             self.published.publish(&self.server);
+            // Commit before acknowledge: nothing of this pass is sent before its records
+            // are in the store.
+            let records = self.server.take_records();
+            if let (Some(store), false) = (&self.store, records.is_empty()) {
+                if let Err(e) = store.commit(records).await {
+                    st.out.clear();
+                    return Err(crate::RunError::Store(e));
+                }
+                ShellStats::bump(&self.stats.store_commits);
+            }
             self.route(&mut st, now);
             if self.server.is_finished() || hard_stop.is_some_and(|h| Instant::now() >= h) {
                 break;
             }
         }
         self.drain_closes(&mut st).await;
+        // The store's last sync happens when it is dropped, after the closes.
+        drop(self.store.take());
+        Ok(())
     }
 
     /// The next reason to run: a message, `timer` (pending forever while unset), or the

@@ -26,6 +26,7 @@ pub mod outbox;
 pub mod priority;
 pub mod probe;
 pub mod snapshot;
+pub mod store;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -35,7 +36,7 @@ use std::time::{Duration, Instant};
 use async_io::{Async, Timer};
 use tracing::{info, warn};
 use wizard_core::Server;
-use wizard_core::config::Config;
+use wizard_core::config::{Config, StoreSpec};
 use wizard_core::overload::door::DoorRefusal;
 use wizard_core::rng::Seed;
 
@@ -54,6 +55,8 @@ pub enum RunError {
     Listener(std::io::Error),
     /// An executor thread could not be started.
     Thread(std::io::Error),
+    /// `STORE` cannot be opened or restored, or a commit failed.
+    Store(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -61,6 +64,7 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Listener(e) => write!(f, "listener: {e}"),
             RunError::Thread(e) => write!(f, "executor thread: {e}"),
+            RunError::Store(e) => write!(f, "STORE: {e}"),
         }
     }
 }
@@ -145,7 +149,7 @@ async fn serve(
     }
     let clock = Clock::new(Instant::now());
     let config = Arc::new(config);
-    let server = Server::new((*config).clone(), seed, clock.now());
+    let (store, server) = open_store(&config, seed, clock)?;
     let (inbox, inbox_rx) = async_channel::bounded(INBOX_CAPACITY);
     let (shutdown_tx, shutdown_rx) = async_channel::bounded(1);
     ex.games
@@ -178,16 +182,48 @@ async fn serve(
         stats,
         published,
         logs: LogLimiter::default(),
+        store,
     };
     // Its own task: raced against the core task in one future, every wake-up of the
     // core polled the listener too (an `accept4` that fails with EAGAIN each time).
     let accept = ex
         .door
         .spawn(accept_loop(Arc::clone(&ex), listener, gate, ctx, clock));
-    core.run().await;
+    let result = core.run().await;
     accept.cancel().await;
     info!("Stopped");
-    Ok(())
+    result
+}
+
+/// Opens `STORE` and restores the server from it, or starts an empty server for
+/// `memory`.
+fn open_store(
+    config: &Config,
+    seed: Seed,
+    clock: Clock,
+) -> Result<(Option<store::Store>, Server), RunError> {
+    match &config.store {
+        StoreSpec::Memory => Ok((None, Server::new(config.clone(), seed, clock.now()))),
+        StoreSpec::Sqlite(path) => {
+            let interval = Duration::from_micros(config.store_sync_interval_us);
+            let (store, records) = store::Store::open_sqlite(std::path::Path::new(path), interval)
+                .map_err(|e| RunError::Store(e.to_string()))?;
+            let started = Instant::now();
+            let count = records.len();
+            let server = Server::restore(config.clone(), seed, clock.now(), records)
+                .map_err(|e| RunError::Store(e.to_string()))?;
+            let g = server.gauges();
+            info!(
+                records = count,
+                lobbies = g.lobbies,
+                games = g.active_games,
+                sessions = g.sessions,
+                restore_ms = started.elapsed().as_millis() as u64,
+                "Restored"
+            );
+            Ok((Some(store), server))
+        }
+    }
 }
 
 async fn accept_loop(

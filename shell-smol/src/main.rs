@@ -84,6 +84,11 @@ fn main() -> ExitCode {
     info!(bind = %config.bind, embedded_ai = config.embedded_ai, "Listening");
     match wizard_server::run_on(config, listener, seed, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
+        // A store that cannot be opened is a setting to fix, like a bad variable.
+        Err(e @ wizard_server::RunError::Store(_)) => {
+            error!(error = %e, "server failed");
+            ExitCode::from(EXIT_CONFIG)
+        }
         Err(e) => {
             error!(error = %e, "server failed");
             ExitCode::from(EXIT_START)

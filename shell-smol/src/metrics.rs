@@ -26,6 +26,8 @@ type Labels = [(&'static str, &'static str); 1];
 /// connection tasks (atomics), read at scrape time.
 #[derive(Debug, Default)]
 pub struct ShellStats {
+    /// Passes of the core loop whose records were committed to the store.
+    pub store_commits: AtomicU64,
     /// TCP connections accepted.
     pub tcp_accepted: AtomicU64,
     /// TCP connections closed at once because even the reserve slots were taken.
@@ -153,6 +155,10 @@ const COUNTERS: &[(&str, &str)] = &[
     (
         "lobbies_evicted",
         "Idle lobbies deleted at MAX_LOBBIES to make room for a new one",
+    ),
+    (
+        "store_commits",
+        "Passes of the core loop whose records were committed to the store before their frames were sent",
     ),
 ];
 
@@ -294,7 +300,7 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 29] = [
+        let absolute: [(&str, u64); 30] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -322,6 +328,7 @@ impl Metrics {
             ("games_woken", c.games_woken),
             ("lobbies_idle_deleted", c.lobbies_idle_deleted),
             ("lobbies_evicted", c.lobbies_evicted),
+            ("store_commits", relaxed(&shell.store_commits)),
             ("frames_dropped", relaxed(&shell.frames_dropped)),
             ("tcp_rate_limited", relaxed(&shell.tcp_rate_limited)),
         ];

@@ -1,6 +1,7 @@
 // The websocket to /ws: hello with the session token kept in sessionStorage, automatic
 // reconnect with jittered exponential backoff, the 1013 "server full" retry schedule,
-// and no reconnect after 4000 (the session was opened in another window).
+// a quick return after 1012 (the server restarts and keeps the game), and no reconnect
+// after 4000 (the session was opened in another window).
 
 const TOKEN_KEY = 'wizard.token';
 /** Retries after a 1013 close ("try again later") when the server named no time:
@@ -8,6 +9,10 @@ const TOKEN_KEY = 'wizard.token';
 export const FULL_RETRY_MS = [15000, 30000, 60000];
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_MAX_MS = 15000;
+/** After a 1012 close (service restart) the client is back after 100-500 ms, spread at
+ * random so that a restarted server is not met by every client at once; the usual
+ * backoff follows if the server is not up yet. */
+export const RESTART_RETRY_MS = [100, 500];
 
 export class Connection {
   /**
@@ -94,6 +99,13 @@ export class Connection {
       if (ev.code === 4000) {
         this.stopped = true;
         this.handlers.onStatus('replaced');
+        return;
+      }
+      if (ev.code === 1012) {
+        const [low, high] = RESTART_RETRY_MS;
+        const delay = low + Math.random() * (high - low);
+        this.handlers.onStatus('reconnecting', delay);
+        this.timer = setTimeout(() => this.open(), delay);
         return;
       }
       if (ev.code === 1013) {

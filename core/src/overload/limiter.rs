@@ -174,6 +174,15 @@ pub enum IpKey {
 }
 
 impl IpKey {
+    /// The address this key stands for (an IPv6 prefix as its first address), so that
+    /// `IpKey::new(key.addr()) == key`.
+    pub fn addr(self) -> IpAddr {
+        match self {
+            IpKey::V4(v4) => IpAddr::V4(v4),
+            IpKey::V6Prefix(v6) => IpAddr::V6(v6),
+        }
+    }
+
     pub fn new(ip: IpAddr) -> IpKey {
         match ip {
             IpAddr::V4(v4) => IpKey::V4(v4),

@@ -1,6 +1,9 @@
 //! Running games: human moves, AI turns through the bridge, the fallback player, and
 //! the timing of AI moves (`AI_MOVE_DELAY`, `TRICK_PAUSE`) and of `turn_seconds`.
 
+use rand::SeedableRng;
+use rand_chacha::ChaCha12Rng;
+
 use crate::ai_bridge::{Answer, Ask, Outcome, Pending};
 use crate::game::{Action, Event, Seat, bot};
 use crate::io::{ConnId, FallbackReason, MoveSource, Note, Output};
@@ -42,6 +45,7 @@ impl Server {
             .ok_or(LobbyError::NotFound("You have no seat in this lobby."))?;
         let mut events = Vec::new();
         self.lobbies.apply(lobby, seat, action, &mut events)?;
+        self.persist_move(lobby, seat, action, MoveSource::Human, false);
         self.after_move(now, lobby, seat, MoveSource::Human, events, out);
         self.drive(now, lobby, out);
         Ok(())
@@ -185,14 +189,20 @@ impl Server {
                 MoveSource::Fallback
             }
         };
+        self.persist_move(lobby, seat, action, source, autoplayed);
         self.after_move(now, lobby, seat, source, events, out);
     }
 
     /// The heuristic's move for `seat`, from that seat's own view.
+    /// Its randomness comes from the game's seed and the number of moves made so far,
+    /// so a restored server plays the same fallback moves as the one before it.
     fn fallback_action(&mut self, lobby: LobbyId, seat: Seat) -> Option<Action> {
-        let game = self.lobbies.get(lobby)?.game.as_ref()?;
+        let l = self.lobbies.get(lobby)?;
+        let game = l.game.as_ref()?;
         let obs = game.observation(seat);
-        bot::decide(&obs, &mut self.fallback_rng).or_else(|| obs.legal_actions.first().copied())
+        let mut rng = ChaCha12Rng::seed_from_u64(l.seed.unwrap_or_default());
+        rng.set_stream(l.moves);
+        bot::decide(&obs, &mut rng).or_else(|| obs.legal_actions.first().copied())
     }
 
     /// Asks the AI service for `seat`'s move, or decides with the fallback at once.

@@ -99,10 +99,15 @@ impl Server {
 
     fn hello(&mut self, now: Time, conn: ConnId, token: Option<&str>, out: &mut Vec<Output>) {
         let known = token.and_then(|t| self.sessions.find_by_token(t));
-        let session = match known {
+        let (session, token) = match known {
             Some(id) => {
                 self.resume(now, id, conn, out);
-                id
+                // The registry keeps no token: the welcome repeats the one presented.
+                let token = token
+                    .and_then(crate::rng::decode_token)
+                    .map(|b| crate::rng::encode_token(&b))
+                    .unwrap_or_default();
+                (id, token)
             }
             None => match self.sessions.create().or_else(|full| {
                 // At MAX_SESSIONS a player who left a lobby that is not playing makes
@@ -113,7 +118,10 @@ impl Server {
                     Err(full)
                 }
             }) {
-                Ok(id) => id,
+                Ok(created) => {
+                    self.persist_session(created.id);
+                    (created.id, created.token)
+                }
                 Err(_) => {
                     let ip = self.conns.get(&conn).map(|c| c.ip);
                     if let Some(ip) = ip {
@@ -134,7 +142,7 @@ impl Server {
         if let Some(s) = self.sessions.get(session) {
             let welcome = crate::wire::encode(&ServerMessage::Welcome {
                 player_id: s.player_id.clone(),
-                token: s.token(),
+                token,
                 name: s.name.clone(),
             });
             out.push(Output::Send {

@@ -29,6 +29,13 @@ impl Server {
         }
         self.shutting_down = true;
         out.push(Output::Note(Note::ShutdownStarted));
+        if self.records.is_some() {
+            // A durable store keeps every game: nothing to wait for. Every player is
+            // told to come back soon (1012) and the process may exit once the shell
+            // committed this pass.
+            self.finish_shutdown(CloseCode::ServiceRestart, out);
+            return;
+        }
         self.timers.set(
             TimerKey::Shutdown,
             now.plus_us(self.config.shutdown_grace_us),
@@ -50,7 +57,7 @@ impl Server {
                     self.timers
                         .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
                 }
-                TimerKey::Shutdown => self.finish_shutdown(out),
+                TimerKey::Shutdown => self.finish_shutdown(CloseCode::ShuttingDown, out),
                 TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, None, out),
                 TimerKey::Away(lobby) => self.on_away_due(now, lobby, out),
             }
@@ -67,7 +74,7 @@ impl Server {
                 .all(|c| c.closing || c.kind != ConnKind::Player)
     }
 
-    fn finish_shutdown(&mut self, out: &mut Vec<Output>) {
+    fn finish_shutdown(&mut self, code: CloseCode, out: &mut Vec<Output>) {
         let open: Vec<ConnId> = self
             .conns
             .iter()
@@ -75,7 +82,14 @@ impl Server {
             .map(|(id, _)| *id)
             .collect();
         for conn in open {
-            self.close(conn, CloseCode::ShuttingDown, out);
+            // The AI service is told the server is shutting down either way.
+            let kind = self.conns.get(&conn).map(|c| c.kind);
+            let code = if kind == Some(ConnKind::Player) {
+                code
+            } else {
+                CloseCode::ShuttingDown
+            };
+            self.close(conn, code, out);
         }
         self.finished = true;
     }
@@ -86,7 +100,7 @@ impl Server {
         if self.shutting_down && !self.finished && self.idle_for_shutdown() {
             // Nobody to give the grace period to: stop now.
             self.timers.cancel(&TimerKey::Shutdown);
-            self.finish_shutdown(out);
+            self.finish_shutdown(CloseCode::ShuttingDown, out);
         }
         let available = self.bridge.available();
         if available != self.ai_was_available {

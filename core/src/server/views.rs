@@ -147,6 +147,8 @@ impl Server {
         if !self.refresh_lobby_json(lobby_id) {
             return;
         }
+        // Committed before anyone sees it (the shell commits a pass's records first).
+        self.persist_lobby(lobby_id);
         let Some(lobby) = self.lobbies.get(lobby_id) else {
             return;
         };
@@ -222,6 +224,12 @@ impl Server {
             return;
         };
         let Some(conn) = s.conn else {
+            return;
+        };
+        if let Some(lobby) = s.lobby {
+            self.persist_lobby(lobby);
+        }
+        let Some(s) = self.sessions.get(session) else {
             return;
         };
         let seated = s.lobby.and_then(|id| self.lobbies.get(id)).and_then(|l| {

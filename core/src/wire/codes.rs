@@ -85,11 +85,13 @@ pub enum CloseCode {
     ProtocolError,
     /// 1007: a text message or close reason that is not UTF-8.
     InvalidPayload,
+    /// 1012: the server restarts with a durable store; reconnect soon, the game is kept.
+    ServiceRestart,
 }
 
 impl CloseCode {
     /// Every close code, in the order of PROTOCOL.md (the frame layer's last).
-    pub const ALL: [CloseCode; 8] = [
+    pub const ALL: [CloseCode; 9] = [
         CloseCode::ShuttingDown,
         CloseCode::BinaryFrame,
         CloseCode::MessageFlood,
@@ -98,6 +100,7 @@ impl CloseCode {
         CloseCode::SessionReplaced,
         CloseCode::ProtocolError,
         CloseCode::InvalidPayload,
+        CloseCode::ServiceRestart,
     ];
 
     /// The websocket close status code.
@@ -111,6 +114,7 @@ impl CloseCode {
             CloseCode::SessionReplaced => 4000,
             CloseCode::ProtocolError => 1002,
             CloseCode::InvalidPayload => 1007,
+            CloseCode::ServiceRestart => 1012,
         }
     }
 
@@ -125,6 +129,7 @@ impl CloseCode {
             CloseCode::SessionReplaced => "session opened elsewhere",
             CloseCode::ProtocolError => "websocket protocol error",
             CloseCode::InvalidPayload => "text is not valid UTF-8",
+            CloseCode::ServiceRestart => "server restarting, reconnect soon",
         }
     }
 

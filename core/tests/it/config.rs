@@ -239,6 +239,8 @@ const OTHER: &[(&str, &str)] = &[
     ("SOCKET_SEND_BUFFER_BYTES", "8192"),
     ("SOCKET_RECV_BUFFER_BYTES", "16384"),
     ("LISTEN_BACKLOG", "64"),
+    ("STORE", "sqlite:/var/lib/wizard/games.db"),
+    ("STORE_SYNC_INTERVAL", "2.5"),
     ("LOBBY_IDLE_TTL", "7"),
     ("ABANDONED_GAME_TTL", "0.5"),
     ("MAX_LOBBIES_PER_IP", "3"),
@@ -335,6 +337,8 @@ fn every_field_is_covered() {
         socket_send_buffer_bytes,
         socket_recv_buffer_bytes,
         listen_backlog_max,
+        store,
+        store_sync_interval_us,
         lobby_idle_ttl_us,
         abandoned_game_ttl_us,
         lobbies_per_ip_max,
@@ -419,6 +423,11 @@ fn every_field_is_covered() {
         (25, 1_500_000, 8192, 16_384)
     );
     assert_eq!(listen_backlog_max, 64);
+    assert_eq!(
+        store,
+        wizard_core::config::StoreSpec::Sqlite("/var/lib/wizard/games.db".into())
+    );
+    assert_eq!(store_sync_interval_us, 2_500_000);
     assert_eq!((lobby_idle_ttl_us, abandoned_game_ttl_us), (7 * S, S / 2));
     assert_eq!((lobbies_per_ip_max, games_per_ip_max), (3, 2));
     assert_eq!((reconnect_rate_per_min, reconnect_burst), (4.5, 6));
@@ -626,6 +635,14 @@ const BAD: &[(&str, &str, &str)] = &[
     ("SOCKET_SEND_BUFFER_BYTES", "1024", "at least 4096"),
     ("SOCKET_RECV_BUFFER_BYTES", "0", "at least 4096"),
     ("LISTEN_BACKLOG", "0", "at least 1"),
+    (
+        "STORE",
+        "postgres://db/wizard",
+        "is not memory or sqlite:PATH",
+    ),
+    ("STORE", "sqlite:", "is not memory or sqlite:PATH"),
+    ("STORE", "disk", "is not memory or sqlite:PATH"),
+    ("STORE_SYNC_INTERVAL", "0", "greater than 0"),
 ];
 
 const BAD_AI: &[(&str, &str, &str)] = &[

@@ -9,6 +9,7 @@ mod cgroup;
 mod config;
 mod door;
 mod driver;
+mod durable;
 mod game_props;
 mod golden;
 mod limits;

@@ -835,7 +835,10 @@ fn health_matches_the_protocol_example() {
 #[test]
 fn close_codes_and_error_codes_are_complete() {
     let codes: Vec<u16> = CloseCode::ALL.iter().map(|c| c.code()).collect();
-    assert_eq!(codes, [1001, 1003, 1008, 1009, 1013, 4000, 1002, 1007]);
+    assert_eq!(
+        codes,
+        [1001, 1003, 1008, 1009, 1013, 4000, 1002, 1007, 1012]
+    );
     for close in CloseCode::ALL {
         assert_eq!(CloseCode::from_code(close.code()), Some(close));
         assert!(!close.reason().is_empty() && close.reason().len() <= 123);

@@ -27,3 +27,25 @@ fn an_ai_broadcast_in_the_same_call_is_no_second_answer() {
         );
     }
 }
+
+/// The same seeds on three threads give the serial batch's result: failures, coverage
+/// and the trace hash folded in seed order.
+#[test]
+fn threads_change_only_the_wall_time() {
+    let serial = wizard_sim::swarm::run(1, 12);
+    let parallel = wizard_sim::swarm::run_parallel(1, 12, 3);
+    assert_eq!(parallel.jobs, 3);
+    assert_eq!(serial.runs, 12);
+    assert_eq!(parallel.runs, serial.runs);
+    assert_eq!(parallel.coverage, serial.coverage);
+    assert_eq!(parallel.trace_hash, serial.trace_hash);
+    let seeds = |r: &wizard_sim::swarm::SwarmResult| -> Vec<u64> {
+        r.failures.iter().map(|f| f.seed).collect()
+    };
+    assert_eq!(seeds(&parallel), seeds(&serial));
+    assert_ne!(
+        wizard_sim::swarm::run(2, 12).trace_hash,
+        serial.trace_hash,
+        "the trace hash tells batches apart"
+    );
+}

@@ -55,7 +55,7 @@ trap cleanup EXIT
 start() {
   local name="$1" port="$2"
   shift 2
-  env SHUTDOWN_GRACE=1 "$@" BIND="127.0.0.1:$port" EMBEDDED_AI=0 LOG_LEVEL=info "$server" >"$out/$name.log" 2>&1 &
+  env SHUTDOWN_GRACE=1 STORE=memory "$@" BIND="127.0.0.1:$port" EMBEDDED_AI=0 LOG_LEVEL=info "$server" >"$out/$name.log" 2>&1 &
   pids+=("$!")
   for _ in $(seq 1 100); do
     if node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' \

@@ -148,8 +148,8 @@ fn games_left_by_everyone_go_dormant_free_their_slot_and_wake_for_their_player()
 }
 
 #[test]
-fn idle_lobbies_go_after_lobby_idle_ttl_and_health_says_when_max_lobbies_is_full() {
-    let server = TestServer::start(&[("MAX_LOBBIES", "2"), ("LOBBY_IDLE_TTL", "0.3")]);
+fn idle_lobbies_give_way_at_max_lobbies_and_health_says_when_it_is_full() {
+    let server = TestServer::start(&[("MAX_LOBBIES", "2")]);
     let addr = server.addr;
     bounded(10, async {
         let (mut ann, ..) = hello_from(addr, 2, None).await;
@@ -164,16 +164,19 @@ fn idle_lobbies_go_after_lobby_idle_ttl_and_health_says_when_max_lobbies_is_full
         wes.send(ClientMessage::CreateLobby { name: "Wes".into() })
             .await;
         assert_eq!(wes.next_error().await, ErrorCode::Busy);
+        // Ann and Bob leave: their lobbies are idle, which a new lobby may replace.
         drop(ann);
         drop(bob);
         until_accepting(&mut wes).await;
-        wes.send(ClientMessage::JoinLobby {
+        wes.create_lobby("Wes").await;
+        // Ann's lobby, idle longest, gave way.
+        let (mut cy, ..) = hello_from(addr, 5, None).await;
+        cy.send(ClientMessage::JoinLobby {
             code,
-            name: "Wes".into(),
+            name: "Cy".into(),
         })
         .await;
-        assert_eq!(wes.next_error().await, ErrorCode::NotFound);
-        wes.create_lobby("Wes").await;
+        assert_eq!(cy.next_error().await, ErrorCode::NotFound);
     });
 }
 

@@ -34,7 +34,11 @@ impl TestServer {
 
     /// Starts a server on `addr` (e.g. the address of one that was stopped).
     pub fn start_on(addr: SocketAddr, pairs: &[(&str, &str)]) -> TestServer {
-        let mut all = vec![("SHUTDOWN_GRACE", "0"), ("BIND", "127.0.0.1:0")];
+        let mut all = vec![
+            ("SHUTDOWN_GRACE", "0"),
+            ("BIND", "127.0.0.1:0"),
+            ("STORE", "memory"),
+        ];
         all.extend_from_slice(pairs);
         let config = Config::from_pairs(all).unwrap();
         let listener = TcpListener::bind(addr).unwrap();

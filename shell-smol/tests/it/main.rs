@@ -10,6 +10,7 @@ mod attacks;
 mod bench;
 mod client;
 mod door;
+mod durable;
 mod frame_attacks;
 mod frames;
 mod game;

@@ -43,7 +43,7 @@ fn caddy() -> Option<PathBuf> {
     found
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -71,7 +71,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// `GET path` with `Connection: close` (Caddy keeps connections alive otherwise), read
 /// to the end within 5 seconds: the status and the body.
-fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+pub(super) fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     let attempt = || -> std::io::Result<String> {
         let mut tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
         tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
@@ -89,7 +89,12 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String) {
 
 /// Polls `addr`'s `path` until it answers 200 (true), for at most `secs` seconds, or
 /// until `gone` says the process behind it has exited (false).
-fn poll_200(addr: SocketAddr, path: &str, secs: u64, gone: &mut dyn FnMut() -> bool) -> bool {
+pub(super) fn poll_200(
+    addr: SocketAddr,
+    path: &str,
+    secs: u64,
+    gone: &mut dyn FnMut() -> bool,
+) -> bool {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < deadline && !gone() {
         if get(addr, path).0 == 200 {
@@ -133,6 +138,7 @@ impl Server {
         cmd.env_clear()
             .env("BIND", addr.to_string())
             .env("SHUTDOWN_GRACE", "0")
+            .env("STORE", "memory")
             .env("LOG_LEVEL", "info")
             .envs(pairs.iter().copied())
             .stdin(Stdio::null())

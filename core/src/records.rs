@@ -1,0 +1,181 @@
+//! Durable records: what the core asks a store to keep so that a restart loses no game
+//! (`Output::Persist`), and the versioned form they are stored in.
+//!
+//! Records are game-level facts, never raw inputs: a newer binary replays them through
+//! its own rules engine and gets the same games. Each record names the lobby or the
+//! session it belongs to ([`Record::key`]), so a store can forget a lobby's or a
+//! session's records when it is gone, and restore time follows the live games, not the
+//! history:
+//! - [`Record::Session`]: a session exists (its player id and the SHA-256 digest of its
+//!   token, never the token);
+//! - [`Record::Lobby`]: a lobby as it now is, everything but its game's moves: code,
+//!   status, host, options, seats, creator's address, the current game's number and
+//!   seed. Written whenever one of those changes, so the newest one of a lobby
+//!   supersedes the older ones;
+//! - [`Record::Move`]: a move applied to the lobby's current game, with its seat,
+//!   action and who made it (human, AI or fallback, autoplay included);
+//! - [`Record::SessionGone`], [`Record::LobbyGone`]: forgotten, with their records.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::game::{Action, Options, Seat};
+use crate::io::MoveSource;
+use crate::session::{LobbyId, SessionId};
+use crate::wire::LobbyStatus;
+
+/// The version this build writes. A reader accepts every version it knows how to read
+/// (today only this one), and refuses the others with [`RecordError::Version`].
+pub const RECORD_VERSION: u32 = 1;
+
+/// One seat of a [`Record::Lobby`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatRecord {
+    pub player_id: String,
+    pub name: String,
+    /// The human's session; `None` for an AI seat.
+    pub session: Option<SessionId>,
+}
+
+/// A lobby as the players see it, with what a restore needs besides.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LobbyRecord {
+    pub lobby: LobbyId,
+    pub code: String,
+    pub status: LobbyStatus,
+    /// The host's player id.
+    pub host: String,
+    pub options: Options,
+    pub seats: Vec<SeatRecord>,
+    /// The address the lobby is charged to (an IPv6 one is its /64 prefix).
+    pub owner: IpAddr,
+    /// Games started in this lobby; the moves of game `game_no` follow.
+    pub game_no: u64,
+    /// The current game's seed (while playing or finished).
+    pub seed: Option<u64>,
+}
+
+/// A fact to keep.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Session {
+        session: SessionId,
+        player_id: String,
+        /// SHA-256 of the token's bytes, in lower-case hex.
+        token_sha256: String,
+    },
+    SessionGone {
+        session: SessionId,
+    },
+    Lobby(LobbyRecord),
+    Move {
+        lobby: LobbyId,
+        game_no: u64,
+        seat: Seat,
+        action: Action,
+        by: MoveSource,
+        /// Played for a human whose `turn_seconds` ran out.
+        #[serde(default)]
+        autoplayed: bool,
+    },
+    LobbyGone {
+        lobby: LobbyId,
+    },
+}
+
+/// What a record belongs to: a store forgets a key's records when it is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RecordKey {
+    Session(SessionId),
+    Lobby(LobbyId),
+}
+
+impl Record {
+    pub fn key(&self) -> RecordKey {
+        match self {
+            Record::Session { session, .. } | Record::SessionGone { session } => {
+                RecordKey::Session(*session)
+            }
+            Record::Lobby(l) => RecordKey::Lobby(l.lobby),
+            Record::Move { lobby, .. } | Record::LobbyGone { lobby } => RecordKey::Lobby(*lobby),
+        }
+    }
+
+    /// Whether the key is gone with this record (its older records may be deleted,
+    /// and this one too).
+    pub fn ends_key(&self) -> bool {
+        matches!(self, Record::SessionGone { .. } | Record::LobbyGone { .. })
+    }
+
+    /// Whether this record makes the key's older records of its kind useless: a lobby
+    /// record supersedes the older lobby records, and a new game (a new `game_no`)
+    /// the older games' moves. Stores may use it to stay small; restoring works
+    /// without it.
+    pub fn supersedes(&self, older: &Record) -> bool {
+        match (self, older) {
+            (Record::Lobby(new), Record::Lobby(old)) => new.lobby == old.lobby,
+            (Record::Lobby(new), Record::Move { lobby, game_no, .. }) => {
+                new.lobby == *lobby && new.game_no != *game_no
+            }
+            (Record::Session { session, .. }, Record::Session { session: old, .. }) => {
+                session == old
+            }
+            _ => false,
+        }
+    }
+
+    /// The stored text: `{"v":1,"type":...}`.
+    pub fn encode(&self) -> String {
+        let versioned = Versioned {
+            v: RECORD_VERSION,
+            record: self.clone(),
+        };
+        serde_json::to_string(&versioned).unwrap_or_default()
+    }
+
+    /// Reads a stored text of a version this build knows.
+    pub fn decode(text: &str) -> Result<Record, RecordError> {
+        #[derive(Deserialize)]
+        struct Version {
+            v: u32,
+        }
+        let version: Version =
+            serde_json::from_str(text).map_err(|e| RecordError::Malformed(e.to_string()))?;
+        if version.v != RECORD_VERSION {
+            return Err(RecordError::Version(version.v));
+        }
+        let versioned: Versioned =
+            serde_json::from_str(text).map_err(|e| RecordError::Malformed(e.to_string()))?;
+        Ok(versioned.record)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Versioned {
+    v: u32,
+    #[serde(flatten)]
+    record: Record,
+}
+
+/// A stored record this build cannot read (the store's or the operator's fault).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordError {
+    /// Written by a version this build does not know.
+    Version(u32),
+    /// Not a record.
+    Malformed(String),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Version(v) => write!(
+                f,
+                "record version {v}, this build reads version {RECORD_VERSION}"
+            ),
+            RecordError::Malformed(e) => write!(f, "malformed record: {e}"),
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Durable games: the records the server keeps for a store, and [`Server::restore`],
+//! which rebuilds every session, lobby and game from them.
+//!
+//! The rule the shell keeps is *commit before acknowledge*: after each pass of its
+//! loop it takes the pass's records ([`Server::take_records`]), commits them, and only
+//! then sends the pass's frames. Records are made where players see things: every
+//! `state` the server sends first records its lobby if the lobby's record changed, and
+//! every move is recorded as it is applied. So nothing a player has seen can be lost.
+
+use std::collections::BTreeMap;
+
+use crate::config::Config;
+use crate::game::{Action, Seat};
+use crate::io::MoveSource;
+use crate::lobby::Occupant;
+use crate::records::{LobbyRecord, Record, SeatRecord};
+use crate::rng::Seed;
+use crate::session::{LobbyId, SessionId, digest_from_hex};
+use crate::time::Time;
+use crate::wire::LobbyStatus;
+
+use super::{Server, TimerKey};
+
+/// Records that cannot be restored: the store's fault (or an operator's edit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoreError(pub String);
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot restore: {}", self.0)
+    }
+}
+
+impl Server {
+    /// Turns records on (a durable store): from now on every change worth keeping is
+    /// recorded, for [`Server::take_records`]. Without it none are kept.
+    pub fn keep_records(&mut self) {
+        if self.records.is_none() {
+            self.records = Some(Vec::new());
+        }
+    }
+
+    /// The records made since the last call, in order: the shell commits them before
+    /// it sends the frames of the same inputs.
+    pub fn take_records(&mut self) -> Vec<Record> {
+        self.flush_gone();
+        self.records
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn persist(&mut self, record: Record) {
+        if let Some(records) = &mut self.records {
+            records.push(record);
+        }
+    }
+
+    /// Records a new session (its token's digest, never the token).
+    pub(super) fn persist_session(&mut self, session: SessionId) {
+        if self.records.is_none() {
+            return;
+        }
+        let Some(s) = self.sessions.get(session) else {
+            return;
+        };
+        let record = Record::Session {
+            session,
+            player_id: s.player_id.clone(),
+            token_sha256: s.digest_hex(),
+        };
+        self.persist(record);
+    }
+
+    pub(super) fn persist_move(
+        &mut self,
+        lobby: LobbyId,
+        seat: Seat,
+        action: Action,
+        by: MoveSource,
+        autoplayed: bool,
+    ) {
+        if self.records.is_none() {
+            return;
+        }
+        let game_no = self.lobbies.get(lobby).map_or(0, |l| l.game_no);
+        self.persist(Record::Move {
+            lobby,
+            game_no,
+            seat,
+            action,
+            by,
+            autoplayed,
+        });
+    }
+
+    /// Records the lobby if its record changed since it was last recorded (called
+    /// before any `state` of it is sent).
+    pub(super) fn persist_lobby(&mut self, lobby: LobbyId) {
+        if self.records.is_none() {
+            return;
+        }
+        let Some(record) = self.lobby_record(lobby) else {
+            return;
+        };
+        if self.persisted_lobbies.get(&lobby) == Some(&record) {
+            return;
+        }
+        self.persisted_lobbies.insert(lobby, record.clone());
+        self.persist(Record::Lobby(record));
+    }
+
+    /// Sessions and lobbies forgotten since the last call become records.
+    pub(super) fn flush_gone(&mut self) {
+        let sessions = self.sessions.take_gone();
+        let lobbies = self.lobbies.take_gone();
+        if self.records.is_none() {
+            return;
+        }
+        for session in sessions {
+            self.persist(Record::SessionGone { session });
+        }
+        for lobby in lobbies {
+            self.persisted_lobbies.remove(&lobby);
+            self.persist(Record::LobbyGone { lobby });
+        }
+    }
+
+    /// The lobby's record as it is now.
+    pub fn lobby_record(&self, lobby: LobbyId) -> Option<LobbyRecord> {
+        let l = self.lobbies.get(lobby)?;
+        Some(LobbyRecord {
+            lobby,
+            code: l.code.clone(),
+            status: l.status,
+            host: l.host.clone(),
+            options: l.options,
+            seats: l
+                .seats
+                .iter()
+                .map(|s| SeatRecord {
+                    player_id: s.player_id.clone(),
+                    name: s.name.clone(),
+                    session: match s.occupant {
+                        Occupant::Human(id) => Some(id),
+                        Occupant::Ai => None,
+                    },
+                })
+                .collect(),
+            owner: l.owner.addr(),
+            game_no: l.game_no,
+            seed: l.seed,
+        })
+    }
+
+    /// What every seat of every lobby sees of its game, with the lobby's record: for
+    /// comparing a restored server with the one it was restored from. Per seat, the
+    /// observation as JSON (`None` before a game).
+    pub fn durable_views(&self) -> Vec<(LobbyRecord, Vec<Option<String>>)> {
+        self.lobbies
+            .ids()
+            .into_iter()
+            .filter_map(|id| {
+                let record = self.lobby_record(id)?;
+                let l = self.lobbies.get(id)?;
+                let seats = (0..l.seats.len())
+                    .map(|seat| {
+                        let seat = Seat::try_from(seat).ok()?;
+                        let game = l.game.as_ref()?;
+                        serde_json::to_string(&game.observation(seat)).ok()
+                    })
+                    .collect();
+                Some((record, seats))
+            })
+            .collect()
+    }
+
+    /// A server rebuilt from `records` (oldest first), started at `now` with `seed`
+    /// (a fresh one: with the old seed new tokens and codes would repeat old ones).
+    /// Every lobby and game is rebuilt, its game by replaying its moves through the
+    /// rules engine; humans count as disconnected since `now` until they say `hello`
+    /// with their token (`SESSION_TTL` starts again), AI turns and timers start afresh.
+    /// Sessions without a seat are not kept (a disconnected one would be forgotten
+    /// anyway). Records stay on.
+    pub fn restore(
+        config: Config,
+        seed: Seed,
+        now: Time,
+        records: impl IntoIterator<Item = Record>,
+    ) -> Result<Server, RestoreError> {
+        let mut sessions: BTreeMap<SessionId, (String, String)> = BTreeMap::new();
+        let mut lobbies: BTreeMap<LobbyId, (LobbyRecord, Vec<(Seat, Action)>)> = BTreeMap::new();
+        for record in records {
+            match record {
+                Record::Session {
+                    session,
+                    player_id,
+                    token_sha256,
+                } => {
+                    sessions.insert(session, (player_id, token_sha256));
+                }
+                Record::SessionGone { session } => {
+                    sessions.remove(&session);
+                }
+                Record::Lobby(l) => match lobbies.get_mut(&l.lobby) {
+                    Some((old, moves)) => {
+                        if old.game_no != l.game_no {
+                            moves.clear();
+                        }
+                        *old = l;
+                    }
+                    None => {
+                        lobbies.insert(l.lobby, (l, Vec::new()));
+                    }
+                },
+                Record::Move {
+                    lobby,
+                    game_no,
+                    seat,
+                    action,
+                    ..
+                } => {
+                    if let Some((l, moves)) = lobbies.get_mut(&lobby)
+                        && l.game_no == game_no
+                    {
+                        moves.push((seat, action));
+                    }
+                }
+                Record::LobbyGone { lobby } => {
+                    lobbies.remove(&lobby);
+                }
+            }
+        }
+        let mut server = Server::new(config, seed, now);
+        server.keep_records();
+        for (id, (player_id, hex)) in sessions {
+            let digest = digest_from_hex(&hex)
+                .ok_or_else(|| RestoreError(format!("session {id}: bad digest")))?;
+            server
+                .sessions
+                .restore(id, player_id, digest, now)
+                .map_err(|_| RestoreError(format!("session {id}: taken or over MAX_SESSIONS")))?;
+        }
+        let mut out = Vec::new();
+        for (id, (mut record, moves)) in lobbies {
+            // A seat whose session is gone is played by the AI (its record was written
+            // before the session's end, in the same commit).
+            for seat in &mut record.seats {
+                if seat
+                    .session
+                    .is_some_and(|s| server.sessions.get(s).is_none())
+                {
+                    seat.session = None;
+                }
+            }
+            server
+                .lobbies
+                .restore(&record, &moves)
+                .map_err(RestoreError)?;
+            for seat in &record.seats {
+                if let Some(s) = seat.session.and_then(|s| server.sessions.get_mut(s)) {
+                    s.lobby = Some(id);
+                    s.name = seat.name.clone();
+                }
+            }
+            if let Some(r) = server.lobby_record(id) {
+                server.persisted_lobbies.insert(id, r);
+            }
+        }
+        let ids: Vec<SessionId> = server.sessions.ids().collect();
+        for session in ids {
+            let seated = server.sessions.get(session).and_then(|s| s.lobby).is_some();
+            if seated {
+                let ttl = server.config.session_ttl_us;
+                server
+                    .timers
+                    .set(TimerKey::Session(session), now.plus_us(ttl));
+                server.sync_evictable(session);
+            } else {
+                server.sessions.remove(session);
+            }
+        }
+        for lobby in server.lobbies.ids() {
+            server.sync_away(now, lobby, &mut out);
+            let playing = server
+                .lobbies
+                .get(lobby)
+                .is_some_and(|l| l.status == LobbyStatus::Playing);
+            if playing {
+                // Driven at once: turns start afresh, AI seats are asked again.
+                server.timers.set(TimerKey::Lobby(lobby), now);
+            }
+        }
+        // Nobody is connected yet: what restoring would send goes nowhere.
+        drop(out);
+        Ok(server)
+    }
+}

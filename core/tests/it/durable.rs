@@ -1,0 +1,420 @@
+//! Durable games: a server restored from the records committed up to any input shows
+//! every seat what the live server showed it, and both go on alike. Random games with
+//! every rule option, AI seats (played by the fallback, as no AI service is connected)
+//! and turn timers; the records go through their stored text form. And the store
+//! fixture written by version 1 still restores.
+
+// The fixture test reads `fixtures/store/`.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use wizard_core::Server;
+use wizard_core::io::Input;
+use wizard_core::records::{Record, RecordError};
+use wizard_core::rng::Seed;
+
+use super::driver::{Driver, config};
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// A new player from address `ip`, saying hello.
+    Join {
+        ip: u8,
+    },
+    Create {
+        conn: u8,
+    },
+    /// A lobby with two AI seats, started at once (a game in a few inputs).
+    Table {
+        conn: u8,
+    },
+    Enter {
+        conn: u8,
+        lobby: u8,
+    },
+    AddAi {
+        conn: u8,
+    },
+    Options {
+        conn: u8,
+        hidden: bool,
+        restriction: u8,
+        timed: bool,
+    },
+    Start {
+        conn: u8,
+    },
+    Move {
+        conn: u8,
+        pick: u8,
+    },
+    Leave {
+        conn: u8,
+    },
+    Close {
+        conn: u8,
+    },
+    Back {
+        conn: u8,
+    },
+    Advance {
+        ms: u16,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let c = 0..6u8;
+    prop_oneof![
+        2 => (0..3u8).prop_map(|ip| Op::Join { ip }),
+        2 => c.clone().prop_map(|conn| Op::Create { conn }),
+        2 => c.clone().prop_map(|conn| Op::Table { conn }),
+        2 => (c.clone(), 0..3u8).prop_map(|(conn, lobby)| Op::Enter { conn, lobby }),
+        2 => c.clone().prop_map(|conn| Op::AddAi { conn }),
+        1 => (c.clone(), any::<bool>(), 0..3u8, any::<bool>())
+            .prop_map(|(conn, hidden, restriction, timed)| Op::Options { conn, hidden, restriction, timed }),
+        2 => c.clone().prop_map(|conn| Op::Start { conn }),
+        12 => (c.clone(), any::<u8>()).prop_map(|(conn, pick)| Op::Move { conn, pick }),
+        1 => c.clone().prop_map(|conn| Op::Leave { conn }),
+        1 => c.clone().prop_map(|conn| Op::Close { conn }),
+        1 => c.clone().prop_map(|conn| Op::Back { conn }),
+        4 => (0..15_000u16).prop_map(|ms| Op::Advance { ms }),
+    ]
+}
+
+const CONFIG: &[(&str, &str)] = &[
+    ("AI_MOVE_DELAY", "0.2"),
+    ("TRICK_PAUSE", "0.1"),
+    ("MAX_CONNECTIONS_PER_IP", "20"),
+    ("RECONNECT_BURST", "100"),
+    ("LOBBY_CREATE_RATE", "100"),
+    ("SESSION_TTL", "60"),
+    ("LOBBY_IDLE_TTL", "30"),
+    ("ABANDONED_GAME_TTL", "20"),
+];
+
+/// The live side of a run: the driver, its open connections and the records of every
+/// input so far (one entry per input, as a shell commits them).
+struct Live {
+    d: Driver,
+    conns: Vec<u64>,
+    next: u64,
+    codes: Vec<String>,
+    commits: Vec<Vec<Record>>,
+}
+
+impl Live {
+    fn new(seed: u64) -> Live {
+        let mut d = Driver::new(config(CONFIG), seed);
+        d.server.keep_records();
+        Live {
+            d,
+            conns: Vec::new(),
+            next: 0,
+            codes: Vec::new(),
+            commits: Vec::new(),
+        }
+    }
+
+    fn commit(&mut self) {
+        let records = self.d.server.take_records();
+        self.commits.push(records);
+    }
+
+    fn pick(&self, i: u8) -> Option<u64> {
+        (!self.conns.is_empty()).then(|| self.conns[usize::from(i) % self.conns.len()])
+    }
+
+    fn step(&mut self, op: &Op) {
+        match *op {
+            Op::Join { ip } => {
+                self.next += 1;
+                let conn = self.next;
+                self.d.open(conn, &format!("10.0.0.{ip}"));
+                self.commit();
+                self.d.hello(conn, None);
+                self.conns.push(conn);
+            }
+            Op::Create { conn } => {
+                if let Some(c) = self.pick(conn) {
+                    self.d
+                        .send_json(c, json!({"type": "create_lobby", "name": format!("P{c}")}));
+                    if let Some(code) = self.d.lobby_code(c)
+                        && !self.codes.contains(&code)
+                    {
+                        self.codes.push(code);
+                    }
+                }
+            }
+            Op::Table { conn } => {
+                if let Some(c) = self.pick(conn) {
+                    self.d
+                        .send_json(c, json!({"type": "create_lobby", "name": format!("T{c}")}));
+                    self.commit();
+                    for _ in 0..2 {
+                        self.d.send_json(c, json!({"type": "add_ai"}));
+                        self.commit();
+                    }
+                    self.d.send_json(c, json!({"type": "start_game"}));
+                }
+            }
+            Op::Enter { conn, lobby } => {
+                if let (Some(c), false) = (self.pick(conn), self.codes.is_empty()) {
+                    let code = self.codes[usize::from(lobby) % self.codes.len()].clone();
+                    self.d.send_json(
+                        c,
+                        json!({"type": "join_lobby", "code": code, "name": format!("J{c}")}),
+                    );
+                }
+            }
+            Op::AddAi { conn } => self.send(conn, json!({"type": "add_ai"})),
+            Op::Options {
+                conn,
+                hidden,
+                restriction,
+                timed,
+            } => {
+                let restriction = ["none", "house", "canadian"][usize::from(restriction) % 3];
+                let turn = if timed { 10 } else { 0 };
+                self.send(
+                    conn,
+                    json!({"type": "set_options", "hidden_bids": hidden,
+                        "bid_restriction": restriction, "turn_seconds": turn}),
+                );
+            }
+            Op::Start { conn } => self.send(conn, json!({"type": "start_game"})),
+            Op::Move { conn, pick } => {
+                if let Some(c) = self.pick(conn) {
+                    let legal = self.d.legal(c);
+                    if !legal.is_empty() {
+                        let action = legal[usize::from(pick) % legal.len()].clone();
+                        self.d
+                            .send_json(c, json!({"type": "action", "action": action}));
+                    }
+                }
+            }
+            Op::Leave { conn } => self.send(conn, json!({"type": "leave_lobby"})),
+            Op::Back { conn } => self.send(conn, json!({"type": "return_to_lobby"})),
+            Op::Close { conn } => {
+                if let Some(c) = self.pick(conn) {
+                    self.d.close(c);
+                    self.conns.retain(|x| *x != c);
+                }
+            }
+            Op::Advance { ms } => {
+                // Every deadline on the way is its own pass, as in a shell.
+                let until = self.d.now.plus_us(u64::from(ms) * 1000);
+                while let Some((t, _)) = self.d.server.poll_timeout() {
+                    if t > until {
+                        break;
+                    }
+                    self.d.now = self.d.now.max(t);
+                    self.d.input(Input::Timeout);
+                    self.commit();
+                }
+                self.d.now = until;
+            }
+        }
+        self.commit();
+    }
+
+    fn send(&mut self, conn: u8, msg: Value) {
+        if let Some(c) = self.pick(conn) {
+            self.d.send_json(c, msg);
+        }
+    }
+}
+
+/// The records of the first `inputs` inputs, through their stored text.
+fn stored(commits: &[Vec<Record>], inputs: usize) -> Vec<Record> {
+    commits[..inputs]
+        .iter()
+        .flatten()
+        .map(|r| Record::decode(&r.encode()).expect("a record reads back"))
+        .collect()
+}
+
+fn restore(live: &Live, inputs: usize, seed: u64) -> Driver {
+    let records = stored(&live.commits, inputs);
+    let server = Server::restore(config(CONFIG), Seed::from_u64(seed), live.d.now, records)
+        .expect("the records restore");
+    let mut d = Driver::new(config(CONFIG), seed);
+    d.server = server;
+    d.now = live.d.now;
+    d
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Crash after any input: the records committed so far restore a server whose
+    /// every seat sees what the live server shows it.
+    #[test]
+    fn a_crash_after_any_input_restores_what_every_seat_saw(
+        ops in prop::collection::vec(op(), 1..90),
+        seed in any::<u64>(),
+        crash in any::<prop::sample::Index>(),
+    ) {
+        let mut live = Live::new(seed);
+        let mut checkpoints = Vec::new();
+        for op in &ops {
+            live.step(op);
+            checkpoints.push((live.commits.len(), live.d.server.durable_views()));
+        }
+        let (inputs, views) = &checkpoints[crash.index(checkpoints.len())];
+        let records = stored(&live.commits, *inputs);
+        let restored = Server::restore(config(CONFIG), Seed::from_u64(!seed), live.d.now, records)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&restored.durable_views(), views);
+    }
+
+    /// After a crash at the end, both servers go on alike: every human comes back with
+    /// its token and makes the same moves, time passes the same, and every seat's view
+    /// stays the same on both.
+    #[test]
+    fn a_restored_server_goes_on_like_the_live_one(
+        ops in prop::collection::vec(op(), 1..90),
+        seed in any::<u64>(),
+        picks in prop::collection::vec(any::<u8>(), 40),
+    ) {
+        let mut live = Live::new(seed);
+        for op in &ops {
+            live.step(op);
+        }
+        let mut restored = restore(&live, live.commits.len(), !seed);
+        // The crash: every connection of the live server is gone too.
+        for c in live.conns.clone() {
+            live.d.close(c);
+        }
+        let tokens: Vec<String> = live
+            .d
+            .seen
+            .values()
+            .filter_map(|s| s.token.clone())
+            .collect();
+        let mut conns = Vec::new();
+        for (i, token) in tokens.iter().enumerate() {
+            let conn = 1000 + i as u64;
+            for d in [&mut live.d, &mut restored] {
+                d.open(conn, "10.0.1.1");
+                d.hello(conn, Some(token));
+            }
+            conns.push(conn);
+        }
+        prop_assert_eq!(restored.server.durable_views(), live.d.server.durable_views());
+        for pick in picks {
+            // A human both sides wait for moves on both; otherwise time passes on
+            // both (the AI seats' turns started at different times on each side).
+            let mover = conns
+                .iter()
+                .copied()
+                .find(|c| !live.d.legal(*c).is_empty() && !restored.legal(*c).is_empty());
+            let Some(c) = mover else {
+                for d in [&mut live.d, &mut restored] {
+                    d.advance_ms(150);
+                }
+                continue;
+            };
+            let (a, b) = (live.d.server.durable_views(), restored.server.durable_views());
+            if !ai_to_act(&a) && !ai_to_act(&b) {
+                prop_assert_eq!(&b, &a);
+            }
+            let legal = live.d.legal(c);
+            prop_assert_eq!(&legal, &restored.legal(c), "conn {}", c);
+            let action = legal[usize::from(pick) % legal.len()].clone();
+            for d in [&mut live.d, &mut restored] {
+                d.send_json(c, json!({"type": "action", "action": action}));
+            }
+        }
+    }
+}
+
+/// Whether an AI seat of some game has a move to make (its turn runs on a timer).
+fn ai_to_act(views: &[(wizard_core::records::LobbyRecord, Vec<Option<String>>)]) -> bool {
+    views.iter().any(|(record, seats)| {
+        record.seats.iter().zip(seats).any(|(seat, view)| {
+            seat.session.is_none()
+                && view.as_deref().is_some_and(|v| {
+                    let v: Value = serde_json::from_str(v).unwrap_or_default();
+                    v["legal_actions"].as_array().is_some_and(|a| !a.is_empty())
+                })
+        })
+    })
+}
+
+/// The stored form names its version; another version is refused, not misread.
+#[test]
+fn a_record_of_another_version_is_refused() {
+    let record = Record::LobbyGone { lobby: 7 };
+    let text = record.encode();
+    assert_eq!(text, r#"{"v":1,"type":"lobby_gone","lobby":7}"#);
+    assert_eq!(Record::decode(&text), Ok(record));
+    for (text, expected) in [
+        (
+            r#"{"v":2,"type":"lobby_gone","lobby":7}"#,
+            Some(RecordError::Version(2)),
+        ),
+        (r#"{"type":"lobby_gone","lobby":7}"#, None),
+        (r#"{"v":1,"type":"no_such_record"}"#, None),
+        ("junk", None),
+    ] {
+        let got = Record::decode(text);
+        match expected {
+            Some(e) => assert_eq!(got, Err(e), "{text}"),
+            None => assert!(
+                matches!(got, Err(RecordError::Malformed(_))),
+                "{text}: {got:?}"
+            ),
+        }
+    }
+}
+
+/// Neither a record nor its stored text holds a session token.
+#[test]
+fn records_hold_no_token() {
+    let mut live = Live::new(3);
+    live.step(&Op::Join { ip: 1 });
+    live.step(&Op::Create { conn: 0 });
+    let token = live.d.seen[&1].token.clone().expect("welcomed");
+    let text: String = live.commits.iter().flatten().map(Record::encode).collect();
+    assert!(text.contains("\"type\":\"session\""), "{text}");
+    assert!(
+        !text.contains(&token),
+        "the token is in the records: {text}"
+    );
+    // And the digest still names the session after a restore.
+    let mut restored = restore(&live, live.commits.len(), 99);
+    restored.open(5, "10.0.0.1");
+    restored.hello(5, Some(&token));
+    assert_eq!(restored.seen[&5].token.as_deref(), Some(token.as_str()));
+    assert_eq!(restored.seen[&5].player_id, live.d.seen[&1].player_id);
+    assert!(restored.lobby_code(5).is_some(), "back in the lobby");
+}
+
+/// `fixtures/store/v1.jsonl`, written by record version 1
+/// (`core/examples/write_store_fixture.rs`), restores to what every seat saw then.
+#[test]
+fn the_version_1_store_fixture_restores() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/store");
+    let text = std::fs::read_to_string(format!("{dir}/v1.jsonl")).expect("the fixture");
+    let records: Vec<Record> = text
+        .lines()
+        .map(|l| Record::decode(l).expect("a version 1 record"))
+        .collect();
+    assert!(records.len() > 50, "{} records", records.len());
+    let server = Server::restore(
+        config(&[]),
+        Seed::from_u64(5),
+        wizard_core::Time::from_millis(1),
+        records,
+    )
+    .expect("version 1 restores");
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{dir}/v1.views.json")).expect("the views"),
+    )
+    .expect("JSON");
+    let got = serde_json::to_value(server.durable_views()).expect("JSON");
+    assert_eq!(got, expected);
+    let lobbies = expected.as_array().map_or(0, Vec::len);
+    assert_eq!(lobbies, 2, "a running game and a waiting lobby");
+}

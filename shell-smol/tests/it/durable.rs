@@ -1,0 +1,329 @@
+//! Durable games against the real server: a game and its players' sessions survive a
+//! restart on the same SQLite store, SIGTERM closes players with 1012, a new process
+//! waits for the old one's lock, and a store that cannot be opened stops start-up.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use wizard_core::config::Config;
+use wizard_core::game::Observation;
+use wizard_core::rng::Seed;
+use wizard_core::wire::ClientMessage;
+
+use super::client::{Player, TestServer, bounded, close_code};
+
+/// A fresh folder for one test's store, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("wizard-durable-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        TempDir(dir)
+    }
+
+    fn store(&self) -> String {
+        format!("sqlite:{}/wizard.db", self.0.display())
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Ann's game with two AI seats (slow enough not to move during the test), and her
+/// first move when the deal starts with her.
+async fn start_game(player: &mut Player) -> wizard_core::wire::GameView {
+    player.create_lobby("Ann").await;
+    player.send(ClientMessage::AddAi).await;
+    player.send(ClientMessage::AddAi).await;
+    player
+        .state_where(|v| v.lobby.as_ref().is_some_and(|l| l.players.len() == 3))
+        .await;
+    player.send(ClientMessage::StartGame).await;
+    let view = player.state_where(|v| v.game.is_some()).await;
+    let game = view.game.expect("a game");
+    match game.observation.legal_actions.first().copied() {
+        Some(action) => {
+            player.send(ClientMessage::Action { action }).await;
+            let view = player
+                .state_where(|v| {
+                    v.game
+                        .as_ref()
+                        .is_some_and(|g| g.observation.legal_actions.is_empty())
+                })
+                .await;
+            view.game.expect("a game")
+        }
+        None => game,
+    }
+}
+
+#[test]
+fn a_game_and_its_sessions_survive_a_restart_on_the_store() {
+    let dir = TempDir::new();
+    let store = dir.store();
+    let env = [("STORE", store.as_str()), ("AI_MOVE_DELAY", "120")];
+    let server = TestServer::start(&env);
+    let (ann, before) = bounded(30, async {
+        let (mut ann, _) = Player::hello(server.addr, None).await;
+        let game = start_game(&mut ann).await;
+        (ann, game)
+    });
+    // SIGTERM with a durable store: everyone is told to come back soon, at once.
+    let mut ws = ann.ws;
+    server.shutdown();
+    assert_eq!(bounded(10, close_code(&mut ws)), 1012);
+    assert!(server.join(10), "the server did not stop");
+    let server = TestServer::start(&env);
+    bounded(30, async {
+        let (back, view) = Player::hello(server.addr, Some(&ann.token)).await;
+        assert_eq!(back.id, ann.id, "the same player");
+        assert_eq!(back.token, ann.token, "the same token");
+        let after = view.game.expect("back in the game");
+        assert_eq!(
+            after.observation, before.observation,
+            "the game where it stood"
+        );
+    });
+    // The store file is the player's data: only the server's user may read it.
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.0.join("wizard.db");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", path.display());
+}
+
+#[test]
+fn a_new_server_waits_for_the_old_ones_store_and_then_restores_it() {
+    let dir = TempDir::new();
+    let store = dir.store();
+    let env = [("STORE", store.as_str()), ("AI_MOVE_DELAY", "120")];
+    let old = TestServer::start(&env);
+    let ann = bounded(30, async {
+        let (mut ann, _) = Player::hello(old.addr, None).await;
+        ann.create_lobby("Ann").await;
+        ann
+    });
+    // Started during a deploy: it holds its port but waits for the store's lock.
+    let new = TestServer::start(&env);
+    old.shutdown();
+    assert!(old.join(10), "the old server did not stop");
+    bounded(30, async {
+        let (back, view) = Player::hello(new.addr, Some(&ann.token)).await;
+        assert_eq!(back.id, ann.id);
+        assert!(view.lobby.is_some(), "back in the lobby");
+    });
+}
+
+#[test]
+fn a_store_that_cannot_be_opened_stops_start_up() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(&dir.0).unwrap();
+    // A file where the store's folder should be.
+    let blocker = dir.0.join("not-a-folder");
+    std::fs::write(&blocker, b"x").unwrap();
+    let store = format!("sqlite:{}/wizard.db", blocker.display());
+    let config = Config::from_pairs([("STORE", store.as_str()), ("BIND", "127.0.0.1:0")]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let result = wizard_server::run_on(config, listener, Seed::from_u64(1), async {});
+    let e = result.expect_err("started on a store it cannot open");
+    assert!(matches!(e, wizard_server::RunError::Store(_)), "{e}");
+    assert!(e.to_string().starts_with("STORE: "), "{e}");
+}
+
+/// The real binary on `store`, at `port`; killed (SIGKILL) when dropped.
+struct Process {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+}
+
+impl Process {
+    fn start(store: &str, port: u16, log: &std::path::Path) -> Process {
+        use std::process::{Command, Stdio};
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
+            .env_clear()
+            .env("BIND", addr.to_string())
+            .env("STORE", store)
+            .env("EMBEDDED_AI", "0")
+            .env("LOG_LEVEL", "warn")
+            // The test's players move as fast as they are answered.
+            .env("MESSAGE_RATE", "1000")
+            .env("MESSAGE_BURST", "1000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .expect("wizard-server starts");
+        assert!(
+            super::proxy::poll_200(addr, "/health", 20, &mut || false),
+            "no /health: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        Process { child, addr }
+    }
+
+    /// `kill -9`.
+    fn crash(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits for the exit.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How far a game is, growing with every move: round, trump chosen, bids made, tricks
+/// won, cards on the table, finished.
+fn progress(o: &Observation) -> (u8, bool, usize, u32, usize, bool) {
+    (
+        o.round,
+        o.trump_suit.is_some(),
+        o.has_bid.iter().filter(|b| **b).count(),
+        o.tricks_won.iter().map(|t| u32::from(*t)).sum(),
+        o.trick.len(),
+        o.ranking.is_some(),
+    )
+}
+
+/// No move a player saw is missing or changed in `after`, the view the player gets
+/// when it comes back: the rounds scored stay scored, and within the same round every
+/// bid stays and cards only leave the hand.
+fn extends(before: &Observation, after: &Observation) -> Result<(), String> {
+    if !after.round_scores.starts_with(&before.round_scores) {
+        return Err(format!(
+            "scored rounds changed: {:?} then {:?}",
+            before.round_scores, after.round_scores
+        ));
+    }
+    if after.round < before.round {
+        return Err(format!("round {} then {}", before.round, after.round));
+    }
+    if after.round == before.round {
+        for (seat, (b, a)) in before.bids.iter().zip(&after.bids).enumerate() {
+            if b.is_some() && a != b {
+                return Err(format!("seat {seat}'s bid {b:?} then {a:?}"));
+            }
+        }
+        if let Some(card) = after.hand.iter().find(|c| !before.hand.contains(c)) {
+            return Err(format!("{card:?} came back into the hand"));
+        }
+        if after.played.len() < before.played.len() {
+            return Err(format!(
+                "{} cards played then {}",
+                before.played.len(),
+                after.played.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Three players play a whole game while the server is killed (`kill -9`) ten times at
+/// moments drawn from a seed and restarted on the same store, then stopped with SIGTERM
+/// once: every player comes back with its token each time, never sees a move it saw
+/// missing or changed, and the game ends with every round scored.
+#[test]
+fn a_game_survives_ten_kill_9s_and_a_sigterm() {
+    use rand::{Rng, SeedableRng};
+    let dir = TempDir::new();
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = dir.store();
+    let port = super::proxy::free_port();
+    let log = dir.0.join("server.log");
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(16);
+    // After how many moves each crash comes (the game has about 700).
+    let mut crashes: Vec<usize> = (0..10).map(|_| rng.random_range(10..650)).collect();
+    crashes.sort_unstable();
+    let term_at = 660;
+    let mut server = Some(Process::start(&store, port, &log));
+    let addr = server.as_ref().unwrap().addr;
+    bounded(240, async {
+        let (mut ann, _) = Player::hello(addr, None).await;
+        let (mut bob, _) = Player::hello(addr, None).await;
+        let (mut cat, _) = Player::hello(addr, None).await;
+        let code = ann.create_lobby("Ann").await;
+        bob.join_lobby(&code, "Bob").await;
+        cat.join_lobby(&code, "Cat").await;
+        ann.send(ClientMessage::StartGame).await;
+        let mut players = [ann, bob, cat];
+        let mut seen: Vec<Observation> = Vec::new();
+        for p in players.iter_mut() {
+            let v = p.state_where(|v| v.game.is_some()).await;
+            seen.push(v.game.unwrap().observation);
+        }
+        let (mut moves, mut restarts) = (0usize, 0usize);
+        while seen[0].ranking.is_none() {
+            let crash = crashes.first() == Some(&moves);
+            if crash || moves == term_at {
+                let p = server.take().unwrap();
+                if crash {
+                    crashes.remove(0);
+                    p.crash();
+                } else {
+                    // SIGTERM with a durable store: 1012 for everyone, and exit 0.
+                    let mut codes = Vec::new();
+                    let status = p.stop();
+                    for pl in players.iter_mut() {
+                        codes.push(close_code(&mut pl.ws).await);
+                    }
+                    assert!(status.success(), "{status}");
+                    assert_eq!(codes, [1012, 1012, 1012]);
+                }
+                server = Some(Process::start(&store, port, &log));
+                restarts += 1;
+                for (i, pl) in players.iter_mut().enumerate() {
+                    let (back, view) = Player::hello(addr, Some(&pl.token)).await;
+                    assert_eq!(back.id, pl.id, "the same player after restart {restarts}");
+                    let now = view.game.expect("back in the game").observation;
+                    if let Err(e) = extends(&seen[i], &now) {
+                        panic!("player {i} after restart {restarts} at move {moves}: {e}");
+                    }
+                    seen[i] = now;
+                    *pl = back;
+                }
+                moves += 1; // a restart may have taken a move the players did not see
+                continue;
+            }
+            let Some((i, action)) = seen
+                .iter()
+                .enumerate()
+                .find_map(|(i, o)| o.legal_actions.first().map(|a| (i, *a)))
+            else {
+                panic!("nobody may move at move {moves}: {:?}", seen[0]);
+            };
+            players[i].send(ClientMessage::Action { action }).await;
+            // Every player's view moves on (a move may come with more than one state).
+            for (j, pl) in players.iter_mut().enumerate() {
+                let before = progress(&seen[j]);
+                let v = pl
+                    .state_where(|v| {
+                        v.game
+                            .as_ref()
+                            .is_some_and(|g| progress(&g.observation) > before)
+                    })
+                    .await;
+                seen[j] = v.game.expect("a game").observation;
+            }
+            moves += 1;
+        }
+        assert_eq!(restarts, 11, "ten crashes and a SIGTERM");
+        let rounds = usize::from(seen[0].rounds);
+        assert_eq!(seen[0].round_scores.len(), rounds, "every round scored");
+    });
+}
