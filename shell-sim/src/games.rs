@@ -46,6 +46,9 @@ struct Viewer {
     table: Option<u64>,
     /// (the game's epoch, the place in its log): the lists of events it received.
     synced: Option<(u64, usize)>,
+    /// The core closed it: what it sends there after the close is never delivered
+    /// (the outbound queue takes nothing after a close), so it is not a view.
+    closing: bool,
 }
 
 /// A lobby and its current game, as the frames showed them.
@@ -97,6 +100,7 @@ impl Games {
     /// One output of the core, in the order the core produced them.
     pub fn output(&mut self, r: &mut Report, now: Time, o: &Output) {
         match o {
+            Output::Send { conn, .. } if self.viewers.get(conn).is_some_and(|v| v.closing) => {}
             Output::Send { conn, text, .. } => match peek::frame_type(text) {
                 "state" => self.state(r, now, *conn, text),
                 "welcome" => {
@@ -108,7 +112,10 @@ impl Games {
                 }
                 _ => {}
             },
-            Output::Close { conn, .. } => self.detach(*conn),
+            Output::Close { conn, .. } => {
+                self.detach(*conn);
+                self.viewer(*conn).closing = true;
+            }
             Output::Note(n) => self.note(r, now, n),
         }
         for what in self.bad.drain(..) {

@@ -424,3 +424,24 @@ fn a_game_left_waiting_on_its_ai_fails_at_the_bound_not_before() {
         past.violations
     );
 }
+
+/// The core may still address a connection it asked to close (its session is not gone
+/// until the close is reported): those frames are never delivered, the outbound queue
+/// takes nothing after a close, so they are no views. Swarm seed 6764 (a junk sender
+/// closed with 1003, then shown an AI's move) found the checkers judging them.
+#[test]
+fn frames_after_the_cores_close_are_no_views() {
+    let mut steps = record(WITH_AI);
+    let first = states(&steps)
+        .into_iter()
+        .find(|(_, c, d)| *c == 2 && !d.2.is_empty() && in_round(d, 2, Phase::Playing));
+    let (i, _, _) = first.unwrap();
+    let now = match &steps[i] {
+        Step::Out(now, _) => *now,
+        Step::In(_) => unreachable!("a state frame is an output"),
+    };
+    let code = wizard_core::wire::CloseCode::BinaryFrame;
+    steps.insert(i, Step::Out(now, Output::Close { conn: 2, code }));
+    let r = check(&steps, None);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+}
