@@ -79,11 +79,13 @@ pub fn head_end(buf: &[u8]) -> Result<Option<usize>, HeadError> {
 }
 
 /// Reads until the end of a request head: the first byte within `first_byte`, the
-/// whole head within `whole`, at most [`HEAD_BYTES_MAX`] bytes in all.
+/// whole head within `whole`, at most [`HEAD_BYTES_MAX`] bytes in all; `spoke` runs
+/// once the first bytes arrived.
 pub async fn read_head(
     mut reader: impl AsyncRead + Unpin,
     first_byte: Duration,
     whole: Duration,
+    spoke: impl FnOnce(),
 ) -> Result<Head, HeadError> {
     let until = Instant::now() + whole;
     let mut buf = vec![0u8; HEAD_BYTES_MAX];
@@ -99,6 +101,7 @@ pub async fn read_head(
             Err(HeadError::FirstByteTimeout)
         })
         .await?;
+    spoke();
     let rest = async {
         loop {
             let seen = buf.get(..filled).unwrap_or(&[]);

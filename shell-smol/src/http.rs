@@ -140,7 +140,7 @@ async fn answer_request(
     let config = &ctx.config;
     let first_byte = Duration::from_micros(config.first_byte_timeout_us);
     let whole = Duration::from_micros(config.handshake_timeout_us);
-    let head = match read_head(tcp, first_byte, whole).await {
+    let head = match read_head(tcp, first_byte, whole, || slot.spoke()).await {
         Ok(head) => head,
         Err(e) => {
             match e {

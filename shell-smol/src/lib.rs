@@ -244,7 +244,14 @@ async fn accept_loop(
         }
         for _ in 0..ACCEPT_BATCH_MAX {
             match listener.get_ref().accept() {
-                Ok((stream, peer)) => admit(&ex, &gate, &ctx, stream, peer),
+                // An eviction ends the batch: the sockets admitted so far get their
+                // tasks' first turn (their heads may be on the way) before the next
+                // accept can evict one of them.
+                Ok((stream, peer)) => {
+                    if admit(&ex, &gate, &ctx, stream, peer) {
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => {
                     accept_failed(&mut logs, clock, &e).await;
@@ -271,14 +278,15 @@ async fn accept_failed(logs: &mut LogLimiter, clock: Clock, e: &std::io::Error) 
     Timer::after(ACCEPT_BACKOFF).await;
 }
 
-/// Asks the door about one accepted socket; an admitted one gets its task.
+/// Asks the door about one accepted socket; an admitted one gets its task. Returns
+/// whether another socket was evicted to make room.
 fn admit(
     ex: &Arc<Priorities>,
     gate: &Arc<Gate>,
     ctx: &Arc<Ctx>,
     stream: std::net::TcpStream,
     peer: std::net::SocketAddr,
-) {
+) -> bool {
     ShellStats::bump(&ctx.stats.tcp_accepted);
     let admitted = match gate.admit(peer.ip()) {
         Ok(admitted) => admitted,
@@ -287,16 +295,22 @@ fn admit(
             if refusal == DoorRefusal::Rate {
                 ShellStats::bump(&ctx.stats.tcp_rate_limited);
             }
-            return; // dropping `stream` closes it
+            return false; // dropping `stream` closes it
         }
     };
-    if admitted.evicted {
+    let evicted = admitted.evicted;
+    if evicted {
         ShellStats::bump(&ctx.stats.tcp_evicted);
+    }
+    // A request already in the kernel's queue marks the socket as speaking before the
+    // next accept can evict it (see `Door::spoke`): one non-blocking peek.
+    if stream.set_nonblocking(true).is_ok() && stream.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0) {
+        admitted.slot.spoke();
     }
     let _ = stream.set_nodelay(true);
     set_buffers(&stream, &ctx.config);
     let Ok(stream) = Async::new(stream) else {
-        return; // not registered: dropping the slot and the socket closes both
+        return evicted; // not registered: dropping the slot and the socket closes both
     };
     let ctx = Arc::clone(ctx);
     let limits::Admitted {
@@ -325,6 +339,7 @@ fn admit(
             let _ = futures_util::future::Abortable::new(serve, abort).await;
         })
         .detach();
+    evicted
 }
 
 /// Bounds the kernel's buffers for `tcp` (Linux doubles each value for its bookkeeping

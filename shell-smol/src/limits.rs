@@ -136,6 +136,12 @@ impl TcpSlot {
     pub fn head_read(&self, client: IpAddr) -> Result<(), DoorRefusal> {
         self.gate.lock().door.head_read(self.id, client)
     }
+
+    /// The first bytes of the request head arrived: the door evicts this socket only
+    /// after every silent one.
+    pub fn spoke(&self) {
+        self.gate.lock().door.spoke(self.id);
+    }
 }
 
 impl Drop for TcpSlot {

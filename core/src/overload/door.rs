@@ -15,6 +15,10 @@
 //! - Past the cap, up to `caps.hard_cap`, sockets are admitted in [`Mode::Reserve`]
 //!   (only `/health`, `/metrics`, `/ready`); a waiting reserve socket is evicted the same
 //!   way, so silent sockets can never hold the reserve against a health check.
+//! - Eviction takes silent sockets first: a socket whose first bytes arrived
+//!   ([`Door::spoke`]) goes only when no silent one is left (a storm from many
+//!   addresses reconnects as fast as it is cut, and would otherwise cut an honest
+//!   request that was already on its way before the shell could read it).
 //! - A socket whose head was read is never evicted: it is being answered (a plain route,
 //!   closed right after) or it became a websocket, which only the core's connection
 //!   limits govern.
@@ -92,7 +96,13 @@ struct Socket {
     since: Time,
     /// No request head read yet: the socket may be evicted.
     waiting: bool,
+    /// Bytes of its head arrived ([`Door::spoke`]): evicted only after every silent one.
+    spoke: bool,
 }
+
+/// A waiting socket's place in an eviction order: silent sockets first, then the
+/// oldest.
+type Rank = (bool, Time, u64);
 
 /// The socket table; every map is bounded by the open sockets (at most `hard_cap`).
 #[derive(Clone, Debug)]
@@ -103,10 +113,10 @@ pub struct Door {
     sockets: BTreeMap<u64, Socket>,
     /// Open sockets per mode, `[Full, Reserve]`.
     open: [usize; 2],
-    /// Waiting sockets per mode, oldest first.
-    waiting: [BTreeSet<(Time, u64)>; 2],
-    /// Waiting sockets per charged address, oldest first.
-    waiting_by_key: BTreeSet<(IpKey, Time, u64)>,
+    /// Waiting sockets per mode, silent ones first, then oldest first.
+    waiting: [BTreeSet<Rank>; 2],
+    /// Waiting sockets per charged address, in the same order.
+    waiting_by_key: BTreeSet<(IpKey, Rank)>,
     /// Sockets charged per address; an address is removed at zero.
     per_key: BTreeMap<IpKey, usize>,
     /// New sockets per address (`SOCKET_RATE`); `None`: unlimited. Bounded by its own
@@ -177,11 +187,11 @@ impl Door {
         }
         if let Some(key) = key.filter(|k| self.open_for_key(*k) >= self.sockets_per_ip_max) {
             // The address's own oldest waiting socket makes room, in its mode.
-            let (_, _, victim) = *self
+            let (_, (_, _, victim)) = *self
                 .waiting_by_key
-                .range((key, Time(0), 0)..)
+                .range((key, (false, Time(0), 0))..)
                 .next()
-                .filter(|(k, _, _)| *k == key)
+                .filter(|(k, _)| *k == key)
                 .ok_or(DoorRefusal::PerIp)?;
             let mode = self.sockets.get(&victim).map_or(Mode::Full, |s| s.mode);
             self.close(victim);
@@ -201,7 +211,7 @@ impl Door {
                     evicted: None,
                 });
             }
-            if let Some(&(_, victim)) = self.waiting[slot(mode)].first() {
+            if let Some(&(_, _, victim)) = self.waiting[slot(mode)].first() {
                 self.close(victim);
                 self.insert(id, key, mode, now);
                 return Ok(Admit {
@@ -222,12 +232,7 @@ impl Door {
         let Some(s) = self.sockets.get(&id).copied() else {
             return Ok(());
         };
-        if s.waiting {
-            self.waiting[slot(s.mode)].remove(&(s.since, id));
-            if let Some(key) = s.key {
-                self.waiting_by_key.remove(&(key, s.since, id));
-            }
-        }
+        self.unrank(id, &s);
         let charged = match s.key {
             Some(key) => Some(key),
             None => {
@@ -257,21 +262,58 @@ impl Door {
             return false;
         };
         self.open[slot(s.mode)] = self.open[slot(s.mode)].saturating_sub(1);
-        if s.waiting {
-            self.waiting[slot(s.mode)].remove(&(s.since, id));
-        }
-        if let Some(key) = s.key {
-            if s.waiting {
-                self.waiting_by_key.remove(&(key, s.since, id));
-            }
-            if let Some(n) = self.per_key.get_mut(&key) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    self.per_key.remove(&key);
-                }
+        self.unrank(id, &s);
+        if let Some(key) = s.key
+            && let Some(n) = self.per_key.get_mut(&key)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.per_key.remove(&key);
             }
         }
         true
+    }
+
+    /// The first bytes of socket `id`'s head arrived (its head is not complete yet): it
+    /// is evicted only after every silent socket, so that an honest client whose
+    /// request is already on its way is not cut by a storm of silent sockets in the
+    /// moment before the shell reads it. Unknown ids and sockets past their head are a
+    /// no-op.
+    pub fn spoke(&mut self, id: u64) {
+        let Some(s) = self.sockets.get(&id).copied() else {
+            return;
+        };
+        if !s.waiting || s.spoke {
+            return;
+        }
+        self.unrank(id, &s);
+        let spoke = Socket { spoke: true, ..s };
+        self.rank(id, &spoke);
+        self.sockets.insert(id, spoke);
+    }
+
+    /// Puts waiting socket `id` into the eviction orders.
+    fn rank(&mut self, id: u64, s: &Socket) {
+        if !s.waiting {
+            return;
+        }
+        let rank = (s.spoke, s.since, id);
+        self.waiting[slot(s.mode)].insert(rank);
+        if let Some(key) = s.key {
+            self.waiting_by_key.insert((key, rank));
+        }
+    }
+
+    /// Takes socket `id` out of the eviction orders.
+    fn unrank(&mut self, id: u64, s: &Socket) {
+        if !s.waiting {
+            return;
+        }
+        let rank = (s.spoke, s.since, id);
+        self.waiting[slot(s.mode)].remove(&rank);
+        if let Some(key) = s.key {
+            self.waiting_by_key.remove(&(key, rank));
+        }
     }
 
     fn is_trusted(&self, ip: IpAddr) -> bool {
@@ -281,16 +323,16 @@ impl Door {
     fn insert(&mut self, id: u64, key: Option<IpKey>, mode: Mode, now: Time) {
         if let Some(key) = key {
             *self.per_key.entry(key).or_insert(0) += 1;
-            self.waiting_by_key.insert((key, now, id));
         }
         self.open[slot(mode)] += 1;
-        self.waiting[slot(mode)].insert((now, id));
         let socket = Socket {
             key,
             mode,
             since: now,
             waiting: true,
+            spoke: false,
         };
+        self.rank(id, &socket);
         self.sockets.insert(id, socket);
     }
 

@@ -81,6 +81,47 @@ fn a_storm_from_many_addresses_evicts_the_oldest_waiting_socket() {
 }
 
 #[test]
+fn a_socket_whose_request_is_on_its_way_outlives_a_storm_of_silent_ones() {
+    // The health check (socket 0, first bytes in) and a slow honest client (socket 1,
+    // silent yet) are older than every attacker; the storm from many addresses must
+    // take its own sockets and the silent client, never the health check.
+    let mut door = Door::new(caps(4, 0), 2, Vec::new());
+    door.admit(0, ip("192.0.2.1"), Time(0)).unwrap();
+    door.spoke(0);
+    door.admit(1, ip("192.0.2.2"), Time(1)).unwrap();
+    let mut evicted = Vec::new();
+    for id in 2..100u64 {
+        let admit = door
+            .admit(id, ip(&format!("203.0.113.{id}")), Time(id))
+            .unwrap();
+        evicted.extend(admit.evicted);
+    }
+    assert_eq!(
+        evicted.first(),
+        Some(&1),
+        "the oldest silent socket goes first"
+    );
+    assert!(
+        !evicted.contains(&0),
+        "the speaking socket was evicted: {evicted:?}"
+    );
+    assert!(door.is_waiting(0));
+    // With only speaking sockets left, the oldest of them goes.
+    for id in 96..100u64 {
+        door.spoke(id);
+    }
+    let admit = door.admit(100, ip("198.51.100.1"), Time(100)).unwrap();
+    assert_eq!(admit.evicted, Some(0));
+    // The same order within an address's share.
+    let mut door = Door::new(caps(10, 0), 2, Vec::new());
+    door.admit(0, ip("192.0.2.1"), Time(0)).unwrap();
+    door.spoke(0);
+    door.admit(1, ip("192.0.2.1"), Time(1)).unwrap();
+    let admit = door.admit(2, ip("192.0.2.1"), Time(2)).unwrap();
+    assert_eq!(admit.evicted, Some(1));
+}
+
+#[test]
 fn served_sockets_fill_the_cap_then_the_reserve_then_refuse() {
     let mut door = Door::new(caps(3, 2), 10, Vec::new());
     for id in 0..3u64 {
@@ -166,6 +207,7 @@ struct RefSocket {
     mode: Mode,
     since: Time,
     waiting: bool,
+    spoke: bool,
 }
 
 #[derive(Debug)]
@@ -183,7 +225,9 @@ impl RefDoor {
 
     fn oldest_waiting(&self, pick: impl Fn(&RefSocket) -> bool) -> Option<u64> {
         let waiting = self.sockets.iter().filter(|s| s.waiting && pick(s));
-        waiting.min_by_key(|s| (s.since, s.id)).map(|s| s.id)
+        waiting
+            .min_by_key(|s| (s.spoke, s.since, s.id))
+            .map(|s| s.id)
     }
 
     fn admit(
@@ -207,6 +251,7 @@ impl RefDoor {
                 mode,
                 since: now,
                 waiting: true,
+                spoke: false,
             });
         };
         if let Some(k) = key.filter(|k| self.count_key(*k) >= self.share) {
@@ -257,6 +302,12 @@ impl RefDoor {
         Ok(())
     }
 
+    fn spoke(&mut self, id: u64) {
+        if let Some(s) = self.sockets.iter_mut().find(|s| s.id == id) {
+            s.spoke = true;
+        }
+    }
+
     fn close(&mut self, id: u64) -> bool {
         let before = self.sockets.len();
         self.sockets.retain(|s| s.id != id);
@@ -268,6 +319,7 @@ impl RefDoor {
 enum Op {
     Admit { peer: u8 },
     HeadRead { pick: usize, client: u8 },
+    Spoke { pick: usize },
     Close { pick: usize },
     Wait { us: u64 },
 }
@@ -276,6 +328,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (0u8..6).prop_map(|peer| Op::Admit { peer }),
         2 => (any::<usize>(), 0u8..6).prop_map(|(pick, client)| Op::HeadRead { pick, client }),
+        2 => any::<usize>().prop_map(|pick| Op::Spoke { pick }),
         2 => any::<usize>().prop_map(|pick| Op::Close { pick }),
         1 => (0u64..3).prop_map(|us| Op::Wait { us }),
     ]
@@ -314,6 +367,13 @@ proptest! {
                     prop_assert_eq!(door.head_read(id, addr(client)), model.head_read(id, addr(client)));
                     prop_assert!(!door.is_waiting(id));
                 }
+                Op::Spoke { pick } if !model.sockets.is_empty() => {
+                    let id = model.sockets[pick % model.sockets.len()].id;
+                    let waiting = door.is_waiting(id);
+                    door.spoke(id);
+                    model.spoke(id);
+                    prop_assert_eq!(door.is_waiting(id), waiting);
+                }
                 Op::Close { pick } => {
                     let id = if model.sockets.is_empty() { next_id } else {
                         model.sockets[pick % model.sockets.len()].id
@@ -321,7 +381,7 @@ proptest! {
                     prop_assert_eq!(door.close(id), model.close(id));
                 }
                 Op::Wait { us } => now = now.plus_us(us),
-                Op::HeadRead { .. } => {}
+                Op::HeadRead { .. } | Op::Spoke { .. } => {}
             }
             // The bounds hold after every step.
             prop_assert_eq!(door.open(), model.sockets.len());

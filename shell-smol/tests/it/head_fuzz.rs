@@ -61,7 +61,7 @@ fn serve(bytes: Vec<Vec<u8>>) -> (End, usize) {
         taken: 0,
     };
     let long = Duration::from_secs(30);
-    let result = smol::block_on(read_head(&mut reader, long, long));
+    let result = smol::block_on(read_head(&mut reader, long, long, || ()));
     let end = match result {
         Err(e) => e
             .response()
