@@ -95,12 +95,37 @@ pub(super) async fn player(
     let mut ai_needed = s.seats - s.humans;
     let mut seen = Seen::default();
     let mut token: Option<String> = None;
+    // Set when the connection ended before the run did: its close code (1006: none).
+    let mut ended: Option<u16> = None;
     // The last human of each game is the one that leaves and comes back.
     let rejoins = !s.rejoin_every.is_zero() && h + 1 == s.humans;
     let mut rejoin_due = false;
     let mut last_rejoin = Instant::now();
+    // `resume`: the game part of the last state, and when the connection ended.
+    let mut last_game = String::new();
+    let mut broke: Option<(Instant, String)> = None;
     let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
     loop {
+        if let Some(code) = ended.take() {
+            // The connection ended before the run: come back with the token if the
+            // server restarted or crashed (`resume`), or stop.
+            let Some(t) = token.as_deref().filter(|_| s.resume && resumable(code)) else {
+                break;
+            };
+            {
+                let mut st = ctx.stats.borrow_mut();
+                st.closed();
+                *st.resume_ended.entry(code).or_default() += 1;
+            }
+            broke = Some((Instant::now(), std::mem::take(&mut last_game)));
+            let Some(back) = super::resume::reconnect(&ctx, from, t, index).await else {
+                ctx.stats.borrow_mut().resume_failed += 1;
+                return;
+            };
+            ws = back;
+            seen = Seen::default();
+            (pending, awaiting, retry_at) = (None, None, None);
+        }
         if rejoin_due && pending.is_none() && awaiting.is_none() {
             rejoin_due = false;
             let _ = ws.close(None).await;
@@ -152,23 +177,25 @@ pub(super) async fn player(
                 }
             }
             Wake::Message(None) | Wake::Message(Some(Err(_))) => {
-                if now < ctx.deadline {
-                    ctx.stats.borrow_mut().honest_closed += 1;
+                if now >= ctx.deadline {
+                    break;
                 }
-                break;
+                ctx.stats.borrow_mut().honest_closed += 1;
+                ended = Some(1006);
             }
             Wake::Message(Some(Ok(Message::Close(frame)))) => {
-                let code = frame.map_or(0, |f| u16::from(f.code));
+                let code = frame.map_or(1005, |f| u16::from(f.code));
                 let mut st = ctx.stats.borrow_mut();
-                if now < ctx.deadline {
-                    st.honest_closed += 1;
+                if now >= ctx.deadline {
+                    break;
                 }
+                st.honest_closed += 1;
                 match code {
                     1013 => st.refusals.close_1013 += 1,
                     1008 => st.refusals.close_1008 += 1,
                     _ => {}
                 }
-                break;
+                ended = Some(code);
             }
             Wake::Message(Some(Ok(Message::Text(text)))) if peek::frame_type(&text) == "state" => {
                 let want_events = (host && ctx.measuring(now)) || awaiting.is_some();
@@ -176,6 +203,13 @@ pub(super) async fn player(
                     count_error(&ctx, "undecodable");
                     continue;
                 };
+                if s.resume {
+                    if let Some((at, before)) = broke.take() {
+                        back_in_game(&ctx, at, &before, state.game, state.lobby.is_some());
+                    }
+                    last_game.clear();
+                    last_game.push_str(state.game);
+                }
                 let events = &state.events;
                 if let Some((seat, _)) = state.turn {
                     you = Some(seat);
@@ -275,7 +309,12 @@ pub(super) async fn player(
                     LobbyStatus::Finished if step == Step::Playing => {
                         if host {
                             ctx.game_playing(g, false, now);
-                            ctx.stats.borrow_mut().games_finished += 1;
+                            let scored = every_round_scored(state.game);
+                            let mut st = ctx.stats.borrow_mut();
+                            st.games_finished += 1;
+                            if !scored {
+                                st.games_unscored += 1;
+                            }
                         }
                         pending = None;
                         awaiting = None;
@@ -374,6 +413,40 @@ pub(super) async fn player(
     }
     let _ = ws.close(None).await;
     ctx.stats.borrow_mut().closed();
+}
+
+/// Whether a connection that ended with `code` is one a client comes back from: the
+/// server restarting (1012) or gone without a close (1006: a crash); not a refusal
+/// or a policy close.
+fn resumable(code: u16) -> bool {
+    matches!(code, 1012 | 1006)
+}
+
+/// Whether a finished game's part (`game`, as sent) has a score for every round.
+fn every_round_scored(game: &str) -> bool {
+    serde_json::from_str::<Option<wizard_core::wire::GameView>>(game)
+        .ok()
+        .flatten()
+        .is_some_and(|g| g.observation.round_scores.len() == usize::from(g.observation.rounds))
+}
+
+/// A resumed bot's first `state`: how long it was away, and whether its game still
+/// holds what it saw before (`game_before`).
+fn back_in_game(ctx: &Ctx, broke_at: Instant, game_before: &str, game: &str, in_lobby: bool) {
+    let mut st = ctx.stats.borrow_mut();
+    if !in_lobby {
+        st.resume_failed += 1;
+        return;
+    }
+    st.resumed += 1;
+    let us = broke_at.elapsed().as_micros() as u64;
+    st.resume_latency.saturating_record(us);
+    if let Err(lost) = super::resume::continues(game_before, game) {
+        st.resume_mismatch += 1;
+        if st.resume_mismatches.len() < 8 {
+            st.resume_mismatches.push(lost);
+        }
+    }
 }
 
 pub(super) fn count_error(ctx: &Ctx, what: &str) {

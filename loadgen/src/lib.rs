@@ -33,6 +33,7 @@ pub mod overload;
 mod phases;
 mod procfs;
 mod raw;
+mod resume;
 mod seen;
 mod violations;
 
@@ -125,6 +126,11 @@ pub struct Settings {
     /// with `newcomer_lobby` creates a lobby and leaves it.
     pub newcomer_every: Duration,
     pub newcomer_lobby: bool,
+    /// A bot whose connection ends before the run does (the server restarted: a 1012
+    /// close, or a crash: the socket just ends) reconnects after 100-500 ms with its
+    /// token, as PROTOCOL.md 6.1 asks of clients, and plays on; it checks that nothing
+    /// it saw of its game is missing or changed.
+    pub resume: bool,
     /// Idle mode: open this many connections, say hello, measure server RSS per one.
     pub idle: usize,
     pub server_pid: Option<u32>,
@@ -168,6 +174,7 @@ impl Settings {
             rejoin_every: Duration::ZERO,
             newcomer_every: Duration::ZERO,
             newcomer_lobby: true,
+            resume: false,
             idle: 0,
             server_pid: None,
             worker_window_unix_ms: None,
@@ -241,6 +248,7 @@ impl Settings {
             "rejoin_every_s": self.rejoin_every.as_secs_f64(),
             "newcomer_every_s": self.newcomer_every.as_secs_f64(),
             "newcomer_lobby": self.newcomer_lobby,
+            "resume": self.resume,
             "idle": self.idle,
             "label": self.label,
         })
@@ -295,6 +303,8 @@ pub struct Stats {
     pub lobbies: u64,
     pub games_started: u64,
     pub games_finished: u64,
+    /// Finished games whose final view lacks a round's score.
+    pub games_unscored: u64,
     pub welcomed: u64,
     pub refusals: Refusals,
     /// Other error replies by code.
@@ -320,6 +330,20 @@ pub struct Stats {
     /// Returning players that got their seat back / newcomers served.
     pub rejoined: u64,
     pub newcomers: u64,
+    /// `resume`: bots back in their game after their connection ended.
+    pub resumed: u64,
+    /// `resume`: from a bot's connection ending to its first `state` back in its
+    /// lobby, in microseconds.
+    pub resume_latency: Histogram<u64>,
+    /// `resume`: bots that came back to no lobby, or not at all before the run ended.
+    pub resume_failed: u64,
+    /// `resume`: bots whose game, once back, lacked or changed something they had seen
+    /// (a card played, a bid, a round's score); the first few reasons.
+    pub resume_mismatch: u64,
+    pub resume_mismatches: Vec<String>,
+    /// `resume`: how the bots' connections ended before they came back, by close code
+    /// (1012: the server restarting; 1006: gone without a close).
+    pub resume_ended: BTreeMap<u16, u64>,
 }
 
 impl Stats {
@@ -330,6 +354,7 @@ impl Stats {
             lobbies: 0,
             games_started: 0,
             games_finished: 0,
+            games_unscored: 0,
             welcomed: 0,
             refusals: Refusals::default(),
             errors: BTreeMap::new(),
@@ -345,6 +370,12 @@ impl Stats {
             move_gap_max_us: 0,
             rejoined: 0,
             newcomers: 0,
+            resumed: 0,
+            resume_latency: histogram(),
+            resume_failed: 0,
+            resume_mismatch: 0,
+            resume_mismatches: Vec::new(),
+            resume_ended: BTreeMap::new(),
         }
     }
 
@@ -591,6 +622,7 @@ fn finish(
             "lobbies": stats.lobbies,
             "games_started": stats.games_started,
             "games_finished": stats.games_finished,
+            "games_unscored": stats.games_unscored,
             "moves": stats.moves,
             "moves_per_s": (stats.moves as f64 / window).round(),
             "human_moves": stats.human_moves,
@@ -624,6 +656,14 @@ fn finish(
             "rejoined": stats.rejoined,
             "newcomers": stats.newcomers,
         },
+        "resume": settings.resume.then(|| json!({
+            "resumed": stats.resumed,
+            "failed": stats.resume_failed,
+            "mismatched": stats.resume_mismatch,
+            "mismatches": stats.resume_mismatches,
+            "ended": stats.resume_ended.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+            "latency_ms": percentiles(&stats.resume_latency),
+        })),
     });
     let line = json!({
         "ts": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),

@@ -8,6 +8,7 @@
 //!     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--baseline-duration S]
 //!     [--stall-after S]
 //!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
+//!     [--resume 0|1]
 //!     [--idle N] [--history FILE|none] [--label TEXT]
 //! wizard-bench compare [--history FILE] [--last N]
 //! wizard-bench table [--history FILE] [--last N]
@@ -116,6 +117,7 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     | "--rejoin-every"
                     | "--newcomer-every"
                     | "--newcomer-lobby"
+                    | "--resume"
                     | "--worker-start-unix-ms"
                     | "--worker-end-unix-ms" => {}
                     other => return Err(format!("unknown argument {other}\n{}", usage())),
@@ -151,6 +153,7 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     "--rejoin-every" => s.rejoin_every = secs(v, k)?,
                     "--newcomer-every" => s.newcomer_every = secs(v, k)?,
                     "--newcomer-lobby" => s.newcomer_lobby = v != "0",
+                    "--resume" => s.resume = v != "0",
                     "--history" => {
                         s.history = (v != "none").then(|| PathBuf::from(v));
                     }
@@ -233,7 +236,7 @@ fn usage() -> String {
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
      [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
      [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
-     [--idle N] [--history FILE|none] [--label TEXT]\n       \
+     [--resume 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \
      wizard-bench table [--history FILE] [--last N]\n       \
      wizard-bench attack-table [--history FILE] [--last N]\n       \

@@ -327,3 +327,95 @@ fn a_game_survives_ten_kill_9s_and_a_sigterm() {
         assert_eq!(seen[0].round_scores.len(), rounds, "every round scored");
     });
 }
+
+/// The number of open player connections `/metrics` reports (`wizard_player_connections`).
+fn player_connections(addr: std::net::SocketAddr) -> Option<u64> {
+    let (status, body) = super::proxy::get(addr, "/metrics");
+    (status == 200).then_some(())?;
+    body.lines()
+        .find_map(|l| l.strip_prefix("wizard_player_connections "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+}
+
+/// The load generator's bots (4 games of 3 humans, moving as fast as they are answered,
+/// with `resume` on) while the real binary is killed (`kill -9`) ten times and stopped
+/// with SIGTERM once, each time at a moment drawn from a seed once every bot is back,
+/// and restarted on the same store. Every bot comes back with its token after every
+/// restart; the SIGTERM closes every one with 1012; no bot finds a card, a bid or a
+/// round's score it saw missing or changed; games keep finishing, each with every round
+/// scored.
+#[test]
+fn load_generator_bots_come_back_after_ten_kill_9s_and_a_sigterm() {
+    use super::bench::bench_lib::{self, Pacing, Settings};
+    use rand::{Rng, SeedableRng};
+    const BOTS: u64 = 12;
+    let dir = TempDir::new();
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = dir.store();
+    let port = super::proxy::free_port();
+    let log = dir.0.join("server.log");
+    let first = Process::start(&store, port, &log);
+    let addr = first.addr;
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let restarter = std::thread::spawn(move || {
+        let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(16);
+        let mut server = Some(first);
+        let mut restarts = 0u32;
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while restarts < 11 && std::time::Instant::now() < give_up {
+            // Every bot is back in (asked every 100 ms, or the run ended)...
+            if player_connections(addr) != Some(BOTS) {
+                let poll = std::time::Duration::from_millis(100);
+                if stop_rx.recv_timeout(poll).is_ok() {
+                    break;
+                }
+                continue;
+            }
+            // ...then the fault, at a moment of play drawn from the seed.
+            let after = std::time::Duration::from_millis(rng.random_range(50..600));
+            if stop_rx.recv_timeout(after).is_ok() {
+                break;
+            }
+            let p = server.take().unwrap();
+            if restarts < 10 {
+                p.crash();
+            } else {
+                let status = p.stop();
+                assert!(status.success(), "SIGTERM: {status}");
+            }
+            server = Some(Process::start(&store, port, &log));
+            restarts += 1;
+        }
+        (server, restarts)
+    });
+    let mut s = Settings::new(addr);
+    s.games = 4;
+    s.humans = 3;
+    s.seats = 3;
+    s.pacing = Pacing::Full;
+    s.think = std::time::Duration::ZERO;
+    s.ramp = std::time::Duration::from_millis(200);
+    s.warmup = std::time::Duration::ZERO;
+    s.duration = std::time::Duration::from_secs(25);
+    s.resume = true;
+    s.history = None;
+    let report = bench_lib::run(s).expect("the generator runs");
+    let _ = stop_tx.send(());
+    let (server, restarts) = restarter.join().expect("the restarter");
+    drop(server);
+    let st = &report.stats;
+    let results = &report.line["results"];
+    assert_eq!(restarts, 11, "ten crashes and a SIGTERM: {results}");
+    assert_eq!(st.resume_mismatch, 0, "{:?}", st.resume_mismatches);
+    assert_eq!(st.resume_failed, 0, "{results}");
+    assert_eq!(
+        st.resumed,
+        11 * BOTS,
+        "every bot back after every restart: {results}"
+    );
+    let ended: Vec<(u16, u64)> = st.resume_ended.iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(ended, [(1006, 10 * BOTS), (1012, BOTS)], "{results}");
+    assert!(st.games_finished >= 4, "{results}");
+    assert_eq!(st.games_unscored, 0, "{results}");
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Issue 16's figures for durable games, release builds on loopback (figures only:
+# nothing is asserted; the tests assert the behaviour).
+#
+#   bench/durable.sh cost      # CPU per move and move latency, STORE=sqlite against
+#                              # STORE=memory, runs interleaved (memory, sqlite, memory,
+#                              # ...), at 1000 paced games and at full speed
+#   bench/durable.sh restart   # 1000 paced games with --resume while the server is
+#                              # stopped with SIGTERM and killed with kill -9, each time
+#                              # restarted on the same store: from a bot's connection
+#                              # ending to its first state back in its game
+#   bench/durable.sh all
+#
+# Settings (environment): PAIRS (cost: interleaved pairs per kind, default 3), GAMES
+# (default 1000), RESTARTS (restart: rounds of one SIGTERM and one kill -9, default 2),
+# TARGET_DIR (default CARGO_TARGET_DIR or target), HISTORY (default bench/durable.jsonl),
+# LABEL (default the commit), SERVER_CPU / BENCH_CPU (taskset CPU lists, default 0 / 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WHAT=${1:-all}
+PAIRS=${PAIRS:-3}
+GAMES=${GAMES:-1000}
+RESTARTS=${RESTARTS:-2}
+TARGET_DIR=${TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
+HISTORY=${HISTORY:-bench/durable.jsonl}
+LABEL=${LABEL:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+SERVER_CPU=${SERVER_CPU-0}
+BENCH_CPU=${BENCH_CPU-1}
+
+cargo build --release -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench \
+  --target-dir "$TARGET_DIR" >&2
+BIN="$TARGET_DIR/release"
+pin() { if [ -n "$1" ]; then echo "taskset -c $1"; fi; }
+ulimit -n "$(ulimit -Hn)" || true
+
+# Nothing refused: the bots come from few addresses (as in docs/BENCHMARKS.md).
+BIG="MAX_ACTIVE_GAMES=20000 AI_MAX_INFLIGHT=20000 MAX_LOBBIES=20000 MAX_CONNECTIONS=20000 \
+MAX_CONNECTIONS_PER_IP=100 MAX_SESSIONS=40000 LOBBY_CREATE_RATE=1000 \
+MAX_LOBBIES_PER_IP=1000 MAX_GAMES_PER_IP=1000 RECONNECT_BURST=1000 SOCKET_BURST=1000"
+FULL="AI_MOVE_DELAY=0 TRICK_PAUSE=0 MESSAGE_RATE=100000 MESSAGE_BURST=100000"
+PACED_ARGS="--games $GAMES --humans 1 --seats 4 --pacing realistic --duration 30 --ramp 10 --warmup 5"
+FULL_ARGS="--games 100 --humans 4 --pacing full --duration 20 --ramp 2 --warmup 3"
+
+SCRATCH=$(mktemp -d /tmp/wizard-durable-bench.XXXXXX)
+SP=""
+cleanup() {
+  if [ -n "$SP" ]; then kill -9 "$SP" 2>/dev/null || true; fi
+  rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+
+# start_server PORT STORE ENV...: starts wizard-server in the background (its pid in SP)
+# and waits for /health.
+start_server() {
+  local port=$1 store=$2
+  shift 2
+  # shellcheck disable=SC2046,SC2086
+  env BIND=127.0.0.1:$port EMBEDDED_AI=0 LOG_LEVEL=info SHUTDOWN_GRACE=0 STORE=$store "$@" \
+    $(pin "$SERVER_CPU") "$BIN/wizard-server" >>"$SCRATCH/server.log" 2>&1 &
+  SP=$!
+  for _ in $(seq 300); do
+    curl -sf -o /dev/null "http://127.0.0.1:$port/health" && return 0
+    sleep 0.1
+  done
+  echo "no /health on port $port" >&2
+  tail -20 "$SCRATCH/server.log" >&2
+  return 1
+}
+
+# One measured run: run STORE KIND SERVER_ENV BENCH_ARGS
+run() {
+  local store=$1 kind=$2 env=$3 args=$4 port=$((20000 + RANDOM % 20000)) spec=memory
+  if [ "$store" = sqlite ]; then
+    rm -rf "$SCRATCH/store"
+    mkdir -p "$SCRATCH/store"
+    spec="sqlite:$SCRATCH/store/wizard.db"
+  fi
+  # shellcheck disable=SC2086
+  start_server "$port" "$spec" $env
+  echo "== $kind, STORE=$store" >&2
+  # shellcheck disable=SC2086
+  $(pin "$BENCH_CPU") "$BIN/wizard-bench" --url "ws://127.0.0.1:$port/ws" --server-pid "$SP" \
+    $args --history "$HISTORY" --label "$LABEL durable $kind $store" >/dev/null
+  if [ "$store" = sqlite ]; then
+    du -k "$SCRATCH/store" | tail -1 | awk -v k="$kind" '{ printf "   store folder after the %s run: %d KiB\n", k, $1 }' >&2
+  fi
+  kill -TERM "$SP"
+  wait "$SP" 2>/dev/null || true
+  SP=""
+}
+
+cost() {
+  local n0 n
+  n0=$(wc -l <"$HISTORY" 2>/dev/null || echo 0)
+  for _ in $(seq "$PAIRS"); do
+    for store in memory sqlite; do run "$store" paced "$BIG" "$PACED_ARGS"; done
+    for store in memory sqlite; do run "$store" full "$BIG $FULL" "$FULL_ARGS"; done
+  done
+  n=$(wc -l <"$HISTORY")
+  tail -n $((n - n0)) "$HISTORY" | python3 -c '
+import json, sys
+rows = {}
+for line in sys.stdin:
+    d = json.loads(line)
+    label = d["settings"]["label"].split()
+    kind, store = label[-2], label[-1]
+    r = d["results"]
+    rows.setdefault(kind, {}).setdefault(store, []).append((
+        r["server_cpu_us_per_move"], r["move_latency_ms"]["p99"],
+        d["server"].get("cpu_percent_of_core"), r["accepted"]["moves"]))
+print("| kind | store | CPU us per move (each run) | move p99 ms (each run) | server CPU % | moves |")
+print("|---|---|---|---|---|---|")
+for kind, stores in rows.items():
+    for store, runs in stores.items():
+        f = lambda i: ", ".join(str(x[i]) for x in runs)
+        print(f"| {kind} | {store} | {f(0)} | {f(1)} | {f(2)} | {f(3)} |")
+    if "memory" in stores and "sqlite" in stores:
+        mean = lambda s, i: sum(x[i] for x in stores[s]) / len(stores[s])
+        cpu = mean("sqlite", 0) / mean("memory", 0)
+        p99 = mean("sqlite", 1) - mean("memory", 1)
+        print(f"| {kind} | sqlite / memory (means) | {cpu:.3f} | {p99:+.2f} ms | | |")
+'
+}
+
+restart() {
+  local port=$((20000 + RANDOM % 20000)) spec="sqlite:$SCRATCH/restart/wizard.db" bp n0 n
+  mkdir -p "$SCRATCH/restart"
+  local duration=$((40 + 20 * 2 * RESTARTS))
+  n0=$(wc -l <"$HISTORY" 2>/dev/null || echo 0)
+  # shellcheck disable=SC2086
+  start_server "$port" "$spec" $BIG
+  # shellcheck disable=SC2086
+  $(pin "$BENCH_CPU") "$BIN/wizard-bench" --url "ws://127.0.0.1:$port/ws" \
+    --games "$GAMES" --humans 1 --seats 4 --pacing realistic --duration "$duration" \
+    --ramp 10 --warmup 5 --resume 1 \
+    --history "$HISTORY" --label "$LABEL durable restart $GAMES games" >/dev/null &
+  bp=$!
+  sleep 30 # every game set up and playing
+  for r in $(seq "$RESTARTS"); do
+    for how in TERM KILL; do
+      echo "== restart $r: SIG$how, then a new server on the same store" >&2
+      kill -"$how" "$SP"
+      # With SIGTERM the old process may still be stopping: the new one waits for the
+      # store's lock, then restores and listens.
+      local old=$SP
+      # shellcheck disable=SC2086
+      start_server "$port" "$spec" $BIG
+      wait "$old" 2>/dev/null || true
+      sleep 15
+    done
+  done
+  wait "$bp" || true
+  grep '"Restored"\|Restored' "$SCRATCH/server.log" | sed -e 's/^/   /' >&2 || true
+  kill -TERM "$SP"
+  wait "$SP" 2>/dev/null || true
+  SP=""
+  n=$(wc -l <"$HISTORY")
+  tail -n $((n - n0)) "$HISTORY" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    r = d["results"]
+    print(json.dumps({"label": d["settings"]["label"], "resume": r["resume"],
+                      "moves": r["accepted"]["moves"],
+                      "games_finished": r["accepted"]["games_finished"],
+                      "games_unscored": r["accepted"]["games_unscored"],
+                      "move_latency_ms": r["move_latency_ms"]}, indent=1))
+'
+}
+
+case "$WHAT" in
+  cost) cost ;;
+  restart) restart ;;
+  all) cost; restart ;;
+  *) echo "usage: bench/durable.sh cost|restart|all" >&2; exit 2 ;;
+esac
