@@ -488,9 +488,20 @@ async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
                 }
                 match finish {
                     Some(Finish::Closed(code)) => {
-                        // Give the peer a moment to answer with its close; the reader
-                        // ends the task first when it does.
-                        Box::pin(Timer::after(LINGER)).await;
+                        // Give the peer a moment to answer with its close: the close
+                        // handshake is over once the reader saw the peer's (it wakes
+                        // this writer), else after LINGER. Waiting for the peer's end
+                        // of stream instead held every connection, and a durable
+                        // shutdown's exit, for LINGER after a browser had answered.
+                        let answered = async {
+                            while !links.outbox.peer_has_closed() {
+                                woken.wait().await;
+                            }
+                        };
+                        let linger = async {
+                            Timer::after(LINGER).await;
+                        };
+                        Box::pin(answered.or(linger)).await;
                         return End::Closed(code);
                     }
                     Some(Finish::Answered) => return End::Peer,

@@ -157,6 +157,11 @@ impl Outbox {
         }
     }
 
+    /// Whether the peer's close frame arrived.
+    pub fn peer_has_closed(&self) -> bool {
+        self.lock().echo.is_some()
+    }
+
     /// Takes everything queued.
     pub fn take(&self) -> Batch {
         let mut q = self.lock();

@@ -2,27 +2,32 @@
 // headless Chromium driven by playwright-core. Started by run.sh, which passes:
 //   BASE_URL  a server with AI_MOVE_DELAY=0, a short TRICK_PAUSE and MAX_ACTIVE_GAMES=1
 //   BUSY_URL  a server with LOAD_FORCE_LEVEL=overloaded and MAX_CONNECTIONS_PER_IP=1
+//   DURABLE_URL       a server on a SQLite store, started again whenever it exits
+//   DURABLE_PID_FILE  where run.sh keeps that server's current pid
 //   OUT_DIR   where screenshots go (target/e2e)
 // Scenarios: busy notice and the 1013 "server full" banner with its retry; a second
 // browser context joining by code; host options and the rate-limit toast; Start game
 // disabled with "Server busy" once the one allowed game runs; a full 3-player game
 // (one human, two AI) clicked through to the ranking, with a reload in the middle
 // (reconnect restores the view); return to the lobby; the session opened in another
-// window (close 4000); no errors in any browser console.
+// window (close 4000); a server restart (SIGTERM: 1012, then back in the same game
+// without a click); no errors in any browser console.
 
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
+const DURABLE = process.env.DURABLE_URL;
+const DURABLE_PID_FILE = process.env.DURABLE_PID_FILE;
 const OUT = process.env.OUT_DIR ?? 'target/e2e';
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const TOTAL_LIMIT_MS = Number(process.env.E2E_TIMEOUT_MS ?? 8 * 60 * 1000);
 
-if (!BASE || !BUSY) {
-  console.error('BASE_URL and BUSY_URL must be set (run.sh does)');
+if (!BASE || !BUSY || !DURABLE || !DURABLE_PID_FILE) {
+  console.error('BASE_URL, BUSY_URL, DURABLE_URL and DURABLE_PID_FILE must be set (run.sh does)');
   process.exit(2);
 }
 mkdirSync(OUT, { recursive: true });
@@ -387,6 +392,76 @@ async function main() {
     assert(await page.getByTestId('card-W1').isDisabled(), 'cards not clickable while bidding');
     await page.getByTestId('bid-1').click();
     assert(JSON.stringify(sent.at(-1)) === '{"type":"action","action":{"kind":"bid","bid":1}}', 'bid on the wire');
+    await context.close();
+  });
+
+  await scenario('a server restart (SIGTERM, 1012): back in the game with no click', async () => {
+    // Its own context: while the server restarts, a reconnect may find nobody
+    // listening yet, which Chromium reports on the console; nothing else may be there.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const p = await context.newPage();
+    p.on('console', (m) => {
+      if (m.type() === 'error' && !/WebSocket connection to .* failed/.test(m.text())) consoleErrors.push(`dana: ${m.text()}`);
+    });
+    p.on('pageerror', (e) => consoleErrors.push(`dana: uncaught ${e.message}`));
+    p.setDefaultTimeout(15000);
+    // Every websocket's close code, and the state messages after the last close, as
+    // the page's own code sees them (these listeners run before the client's own).
+    await p.addInitScript(() => {
+      window.closeCodes = [];
+      window.statesSinceClose = 0;
+      const Native = window.WebSocket;
+      window.WebSocket = class extends Native {
+        constructor(...args) {
+          super(...args);
+          this.addEventListener('close', (e) => {
+            window.closeCodes.push(e.code);
+            window.statesSinceClose = 0;
+          });
+          this.addEventListener('message', (e) => {
+            if (String(e.data).startsWith('{"type":"state"')) window.statesSinceClose += 1;
+          });
+        }
+      };
+    });
+    await p.goto(DURABLE);
+    await p.getByTestId('name-input').fill('Dana');
+    await p.getByTestId('create-lobby').click();
+    await visible(p, 'lobby-code');
+    await p.getByTestId('add-ai').click();
+    await p.locator('#seats li').nth(1).waitFor();
+    await p.getByTestId('add-ai').click();
+    await p.locator('#seats li').nth(2).waitFor();
+    await p.getByTestId('start-game').click();
+    // Our turn (the AI seats move at once and wait for us): what we see of the game.
+    const offered = '#action-bar [data-testid^="bid-"]:not(:disabled), #action-bar [data-testid^="trump-"]:not(:disabled), #hand [data-testid^="card-"]:not(:disabled)';
+    await p.locator(offered).first().waitFor();
+    const seen = () => p.evaluate((sel) => ({
+      hand: [...document.querySelectorAll('#hand li')].map((li) => li.textContent.trim()),
+      round: document.querySelector('.round-pill')?.textContent ?? '',
+      offered: [...document.querySelectorAll(sel)].map((b) => b.dataset.testid).sort(),
+    }), offered);
+    const before = await seen();
+    assert(before.hand.length > 0 && before.offered.length > 0, `a hand and a choice: ${JSON.stringify(before)}`);
+    const pid = Number(readFileSync(DURABLE_PID_FILE, 'utf8'));
+    process.kill(pid, 'SIGTERM');
+    const stopped = Date.now();
+    // No click: the client reconnects by itself and the new server's state arrives
+    // (and is rendered, in the same event).
+    await p.waitForFunction(() => window.closeCodes[0] === 1012 && window.statesSinceClose > 0, null, { timeout: 15000 });
+    log(`  back in the game ${Date.now() - stopped} ms after the SIGTERM`);
+    // Closed with 1012; any later close is a try that found nobody listening yet.
+    const codes = await p.evaluate(() => window.closeCodes);
+    assert(codes[0] === 1012 && codes.slice(1).every((c) => c === 1006), `close codes ${codes}`);
+    assert(Number(readFileSync(DURABLE_PID_FILE, 'utf8')) !== pid, 'a new server process');
+    const after = await seen();
+    assert(JSON.stringify(after) === JSON.stringify(before), `the same game after the restart: ${JSON.stringify(before)} then ${JSON.stringify(after)}`);
+    assert(await p.locator('#view-game').isVisible(), 'the game view is shown');
+    assert((await p.locator('#conn-status').textContent()).trim() === '', 'no connection notice left');
+    // The game goes on: our move is applied by the new server.
+    const pick = after.offered[0];
+    await p.getByTestId(pick).click();
+    await p.waitForFunction((id) => !document.querySelector(`[data-testid="${id}"]:not(:disabled)`), pick);
     await context.close();
   });
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Browser end-to-end test of the web client (see e2e.mjs): installs Debian's chromium
 # and playwright-core when missing, builds wizard-server, starts two servers on free
-# loopback ports, runs the test in headless Chromium and stops the servers.
+# loopback ports (and a third on a SQLite store, started again whenever it exits), runs
+# the test in headless Chromium and stops the servers.
 # Screenshots and server logs go to target/e2e/. Bounded in time throughout.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,7 +36,11 @@ free_port() {
 }
 
 pids=()
+durable_dir="$out/durable"
 cleanup() {
+  # The durable server's loop first, so that it starts no new server.
+  rm -f "$durable_dir/run"
+  if [ -s "$durable_dir/server.pid" ]; then pids+=("$(cat "$durable_dir/server.pid")"); fi
   for pid in "${pids[@]}"; do
     kill "$pid" 2>/dev/null || true
   done
@@ -57,6 +62,12 @@ start() {
   shift 2
   env SHUTDOWN_GRACE=1 STORE=memory "$@" BIND="127.0.0.1:$port" EMBEDDED_AI=0 LOG_LEVEL=info "$server" >"$out/$name.log" 2>&1 &
   pids+=("$!")
+  wait_health "$name" "$port"
+}
+
+# wait_health NAME PORT: until the server answers /health (10 s at most).
+wait_health() {
+  local name="$1" port="$2"
   for _ in $(seq 1 100); do
     if node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' \
       "http://127.0.0.1:$port/health" 2>/dev/null; then
@@ -73,9 +84,30 @@ game_port="$(free_port)"
 busy_port="$(free_port)"
 while [ "$busy_port" = "$game_port" ]; do busy_port="$(free_port)"; done
 
+durable_port="$(free_port)"
+while [ "$durable_port" = "$game_port" ] || [ "$durable_port" = "$busy_port" ]; do durable_port="$(free_port)"; done
+
 start game "$game_port" AI_MOVE_DELAY=0 TRICK_PAUSE=0.3 MAX_ACTIVE_GAMES=1
 start busy "$busy_port" LOAD_FORCE_LEVEL=overloaded MAX_CONNECTIONS_PER_IP=1
 
+# The durable server keeps its games in SQLite and is started again whenever it exits,
+# as a container's restart policy would: the restart scenario stops it with SIGTERM
+# (its pid in durable/server.pid) and the player must be back in the game unaided.
+rm -rf "$durable_dir"
+mkdir -p "$durable_dir"
+touch "$durable_dir/run"
+(
+  while [ -e "$durable_dir/run" ]; do
+    env SHUTDOWN_GRACE=1 STORE="sqlite:$durable_dir/wizard.db" AI_MOVE_DELAY=0 TRICK_PAUSE=0.3 \
+      BIND="127.0.0.1:$durable_port" EMBEDDED_AI=0 LOG_LEVEL=info "$server" >>"$out/durable.log" 2>&1 &
+    echo "$!" >"$durable_dir/server.pid"
+    wait "$!" || true
+  done
+) &
+pids+=("$!")
+wait_health durable "$durable_port"
+
 cd "$here"
 BASE_URL="http://127.0.0.1:$game_port" BUSY_URL="http://127.0.0.1:$busy_port" OUT_DIR="$out" \
+  DURABLE_URL="http://127.0.0.1:$durable_port" DURABLE_PID_FILE="$durable_dir/server.pid" \
   timeout 600 node e2e.mjs
