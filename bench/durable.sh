@@ -11,7 +11,8 @@
 #                              # ending to its first state back in its game
 #   bench/durable.sh all
 #
-# Settings (environment): PAIRS (cost: interleaved pairs per kind, default 3), GAMES
+# Settings (environment): PAIRS (cost: interleaved pairs per kind, default 3), KINDS
+# (cost: "paced full" by default, or one of them), GAMES
 # (default 1000), RESTARTS (restart: rounds of one SIGTERM and one kill -9, default 2),
 # TARGET_DIR (default CARGO_TARGET_DIR or target), HISTORY (default bench/durable.jsonl),
 # LABEL (default the commit), SERVER_CPU / BENCH_CPU (taskset CPU lists, default 0 / 1).
@@ -22,6 +23,7 @@ WHAT=${1:-all}
 PAIRS=${PAIRS:-3}
 GAMES=${GAMES:-1000}
 RESTARTS=${RESTARTS:-2}
+KINDS=${KINDS:-paced full}
 TARGET_DIR=${TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
 HISTORY=${HISTORY:-bench/durable.jsonl}
 LABEL=${LABEL:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -94,8 +96,12 @@ cost() {
   local n0 n
   n0=$(wc -l <"$HISTORY" 2>/dev/null || echo 0)
   for _ in $(seq "$PAIRS"); do
-    for store in memory sqlite; do run "$store" paced "$BIG" "$PACED_ARGS"; done
-    for store in memory sqlite; do run "$store" full "$BIG $FULL" "$FULL_ARGS"; done
+    if [[ " $KINDS " = *" paced "* ]]; then
+      for store in memory sqlite; do run "$store" paced "$BIG" "$PACED_ARGS"; done
+    fi
+    if [[ " $KINDS " = *" full "* ]]; then
+      for store in memory sqlite; do run "$store" full "$BIG $FULL" "$FULL_ARGS"; done
+    fi
   done
   n=$(wc -l <"$HISTORY")
   tail -n $((n - n0)) "$HISTORY" | python3 -c '

@@ -447,7 +447,7 @@ fn the_write_ahead_log_stays_bounded_under_steady_writes() {
                 })
                 .collect();
             written += records.iter().map(|r| r.encode().len()).sum::<usize>();
-            store.commit(records).await.unwrap();
+            store.commit(&records).unwrap();
             k += 1;
             let now = std::fs::metadata(&wal).map_or(0, |m| m.len());
             wal_bytes_max = wal_bytes_max.max(now);
