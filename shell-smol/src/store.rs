@@ -166,7 +166,12 @@ impl Drop for Store {
     /// Closes the writer's connection, then stops the sync thread after one last sync
     /// of everything committed.
     fn drop(&mut self) {
-        drop(self.conn.lock().unwrap_or_else(PoisonError::into_inner).take());
+        drop(
+            self.conn
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
         debug!("Store writer stopped");
         drop(self.sync_stop.take());
         if let Some(syncer) = self.syncer.take() {
