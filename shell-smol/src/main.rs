@@ -42,7 +42,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_START);
         }
     };
-    let listener = match TcpListener::bind(config.bind) {
+    let listener = match bind(config.bind) {
         Ok(listener) => listener,
         Err(e) => {
             error!(bind = %config.bind, error = %e, "cannot listen");
@@ -119,4 +119,31 @@ fn os_seed() -> Result<Seed, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
     Ok(Seed(bytes))
+}
+
+/// How long a new server waits for its address while an old one on it still stops (a
+/// deploy that starts the new process before the old one is gone), and how often it
+/// tries again meanwhile.
+const BIND_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+const BIND_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Binds `addr`, waiting up to [`BIND_WAIT`] while another process holds it.
+fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let until = std::time::Instant::now() + BIND_WAIT;
+    let mut said = false;
+    loop {
+        match TcpListener::bind(addr) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < until =>
+            {
+                if !said {
+                    warn!(bind = %addr, "Waiting for the address (another server still listens on it)");
+                    said = true;
+                }
+                std::thread::sleep(BIND_RETRY);
+            }
+            result => return result,
+        }
+    }
 }

@@ -143,6 +143,17 @@ struct Process {
 
 impl Process {
     fn start(store: &str, port: u16, log: &std::path::Path) -> Process {
+        let p = Process::spawn(store, port, log);
+        assert!(
+            super::proxy::poll_200(p.addr, "/health", 20, &mut || false),
+            "no /health: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        p
+    }
+
+    /// Starts the binary without waiting for it to listen.
+    fn spawn(store: &str, port: u16, log: &std::path::Path) -> Process {
         use std::process::{Command, Stdio};
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
@@ -156,15 +167,22 @@ impl Process {
             .env("MESSAGE_BURST", "1000")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log).unwrap())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)
+                    .unwrap(),
+            )
             .spawn()
             .expect("wizard-server starts");
-        assert!(
-            super::proxy::poll_200(addr, "/health", 20, &mut || false),
-            "no /health: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
         Process { child, addr }
+    }
+
+    /// SIGTERM, without waiting for the exit.
+    fn term(&self) {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     }
 
     /// `kill -9`.
@@ -461,4 +479,42 @@ fn the_write_ahead_log_stays_bounded_under_steady_writes() {
         wal_bytes_max >> 20,
         written >> 20
     );
+}
+
+/// A deploy that starts the new binary before the old one is gone: the old one gets
+/// SIGTERM and the new one starts at once, on the same address and store. The new one
+/// waits for the address and the store's lock, then serves the old one's lobby to its
+/// player, who comes back with the token.
+#[test]
+fn a_new_binary_started_while_the_old_one_stops_takes_over_its_address_and_games() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let store = dir.store();
+    let port = super::proxy::free_port();
+    let log = dir.0.join("server.log");
+    let mut old = Process::start(&store, port, &log);
+    let addr = old.addr;
+    // Ann does not read while the old server stops: it waits for her close answer
+    // (up to a second), so it still holds the address when the new one starts.
+    let (ann, code) = bounded(30, async {
+        let (mut ann, _) = Player::hello(addr, None).await;
+        let code = ann.create_lobby("Ann").await;
+        (ann, code)
+    });
+    let token = ann.token.clone();
+    old.term();
+    let mut new = Process::spawn(&store, port, &log);
+    let status = old.child.wait().unwrap();
+    assert!(status.success(), "the old server: {status}");
+    let mut exited = || new.child.try_wait().ok().flatten().is_some();
+    assert!(
+        super::proxy::poll_200(addr, "/health", 30, &mut exited),
+        "the new server did not take over: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    drop(ann);
+    bounded(30, async {
+        let (_, view) = Player::hello(addr, Some(&token)).await;
+        assert_eq!(view.lobby.expect("back in the lobby").code, code);
+    });
 }
