@@ -43,6 +43,18 @@ async fn until_accepting(player: &mut Player) {
     }
 }
 
+/// Asks `/metrics` every 20 ms until it counts `n` idle lobbies.
+async fn until_idle_lobbies(addr: SocketAddr, n: u64) {
+    let line = format!("wizard_idle_lobbies {n}\n");
+    loop {
+        let (_, metrics) = http(addr, "GET", "/metrics", &[]).await;
+        if metrics.contains(&line) {
+            return;
+        }
+        smol::Timer::after(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// Creates a lobby with two AI seats and starts its game.
 async fn start_with_ai(player: &mut Player, name: &str) -> String {
     let code = player.create_lobby(name).await;
@@ -166,10 +178,14 @@ fn idle_lobbies_give_way_at_max_lobbies_and_health_says_when_it_is_full() {
         wes.send(ClientMessage::CreateLobby { name: "Wes".into() })
             .await;
         assert_eq!(wes.next_error().await, ErrorCode::Busy);
-        // Ann and Bob leave: their lobbies are idle, which a new lobby may replace.
+        // Ann and then Bob leave: their lobbies are idle, which a new lobby may replace.
+        // One after the other as the server sees it (two sockets closed together may
+        // be read in either order): Ann's lobby is idle once Wes is told new games are
+        // accepted again, Bob's once /metrics counts two idle lobbies.
         drop(ann);
-        drop(bob);
         until_accepting(&mut wes).await;
+        drop(bob);
+        until_idle_lobbies(addr, 2).await;
         wes.create_lobby("Wes").await;
         // Ann's lobby, idle longest, gave way.
         let (mut cy, ..) = hello_from(addr, 5, None).await;
