@@ -76,7 +76,8 @@ pub(super) async fn reconnect(ctx: &Ctx, from: IpAddr, token: &str, index: usize
 }
 
 /// Whether the game part `after` (a `state`'s `game`, as sent) holds everything the
-/// game part `before` showed: the same or a later round, every finished round's score
+/// game part `before` showed (anything may follow a finished game: the host may have
+/// started the next one): the same or a later round, every finished round's score
 /// unchanged, and within the same round every card seen played still played in that
 /// order, every bid and the trump seen still there, and no card back in the bot's
 /// hand. `Err` says what was lost.
@@ -93,6 +94,10 @@ pub(super) fn continues(before: &str, after: &str) -> Result<(), String> {
         }
         _ => return Ok(()),
     };
+    if b.phase == Phase::Finished {
+        // The host may have started the next game meanwhile.
+        return Ok(());
+    }
     if !a.round_scores.starts_with(&b.round_scores) {
         return Err(format!(
             "finished rounds' scores changed: {:?} then {:?}",
@@ -184,6 +189,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_finished_game_may_give_way_to_the_next_one() {
+        let mut events = Vec::new();
+        let mut game = Game::new(3, Options::default(), 5, &mut events).unwrap();
+        while game.observation(0).phase != Phase::Finished {
+            let (seat, action) = (0..3u8)
+                .find_map(|s| game.observation(s).legal_actions.first().map(|a| (s, *a)))
+                .unwrap();
+            game.apply(seat, action, &mut events).unwrap();
+        }
+        let view = |g: &Game| {
+            let v = GameView {
+                you: 0,
+                observation: g.observation(0),
+            };
+            serde_json::to_string(&Some(v)).unwrap()
+        };
+        let finished = view(&game);
+        let next = view(&Game::new(3, Options::default(), 6, &mut events).unwrap());
+        assert_eq!(continues(&finished, &next), Ok(()));
+        assert_eq!(continues(&finished, "null"), Ok(()));
+        // A running game that starts over is a loss.
+        let v = views(80);
+        assert!(continues(&v[79], &next).is_err());
     }
 
     #[test]
