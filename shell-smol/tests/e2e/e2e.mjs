@@ -82,6 +82,19 @@ async function text(page, id) {
   return (await page.getByTestId(id).textContent())?.trim() ?? '';
 }
 
+/** Opens `url`, creates a lobby as `name`, adds two AI seats and starts the game. */
+async function startWithTwoAi(page, url, name) {
+  await page.goto(url);
+  await page.getByTestId('name-input').fill(name);
+  await page.getByTestId('create-lobby').click();
+  await visible(page, 'lobby-code');
+  await page.getByTestId('add-ai').click();
+  await page.locator('#seats li').nth(1).waitFor();
+  await page.getByTestId('add-ai').click();
+  await page.locator('#seats li').nth(2).waitFor();
+  await page.getByTestId('start-game').click();
+}
+
 /** Plays until the ranking shows, clicking only what the client offers as enabled. */
 async function playToEnd(page, { onTurn } = {}) {
   let actions = 0;
@@ -224,15 +237,7 @@ async function main() {
   const ann = await newPage('ann');
   await scenario('full 3-player game (one human, two AI) played by clicking to the ranking', async () => {
     const p = ann.page;
-    await p.goto(BASE);
-    await p.getByTestId('name-input').fill('Ann');
-    await p.getByTestId('create-lobby').click();
-    await visible(p, 'lobby-code');
-    await p.getByTestId('add-ai').click();
-    await p.locator('#seats li').nth(1).waitFor();
-    await p.getByTestId('add-ai').click();
-    await p.locator('#seats li').nth(2).waitFor();
-    await p.getByTestId('start-game').click();
+    await startWithTwoAi(p, BASE, 'Ann');
     await visible(p, 'turn-indicator');
     await visible(p, 'scoreboard');
 
@@ -424,15 +429,7 @@ async function main() {
         }
       };
     });
-    await p.goto(DURABLE);
-    await p.getByTestId('name-input').fill('Dana');
-    await p.getByTestId('create-lobby').click();
-    await visible(p, 'lobby-code');
-    await p.getByTestId('add-ai').click();
-    await p.locator('#seats li').nth(1).waitFor();
-    await p.getByTestId('add-ai').click();
-    await p.locator('#seats li').nth(2).waitFor();
-    await p.getByTestId('start-game').click();
+    await startWithTwoAi(p, DURABLE, 'Dana');
     // Our turn (the AI seats move at once and wait for us): what we see of the game.
     const offered = '#action-bar [data-testid^="bid-"]:not(:disabled), #action-bar [data-testid^="trump-"]:not(:disabled), #hand [data-testid^="card-"]:not(:disabled)';
     await p.locator(offered).first().waitFor();
