@@ -10,7 +10,9 @@
 # Settings (environment): BUILD=release|debug, TARGET_DIR (default CARGO_TARGET_DIR or target),
 # HISTORY (default bench/attacks.jsonl), ROWS (space-separated row names, default all),
 # SCALE=full|tiny, PHASES, PHASE_S, SERVER_CPU / BENCH_CPU (taskset CPU lists, empty =
-# no pinning), LABEL (stored with each run).
+# no pinning), ATTACK_CPU (the attack worker's CPUs, wizard-bench --attack-cpus; default
+# SERVER_CPU, see docs/BENCHMARKS.md "Attacks"), SERVER_BIN (another server binary, e.g. an
+# older build, against the same generator), LABEL (stored with each run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +23,7 @@ SCALE=${SCALE:-full}
 LABEL=${LABEL:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 SERVER_CPU=${SERVER_CPU-0}
 BENCH_CPU=${BENCH_CPU-1}
+ATTACK_CPU=${ATTACK_CPU-$SERVER_CPU}
 if [ "$SCALE" = tiny ]; then
   GAMES=${GAMES:-2}; PHASES=${PHASES:-1}; PHASE_S=${PHASE_S:-3}; K=10
   THINK="--think-ms 100"
@@ -34,6 +37,7 @@ profile=$([ "$BUILD" = release ] && echo --release || true)
 cargo build $profile -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench \
   --target-dir "$TARGET_DIR" >&2
 BIN="$TARGET_DIR/$BUILD"
+SERVER_BIN=${SERVER_BIN:-$BIN/wizard-server}
 pin() { if [ -n "$1" ]; then echo "taskset -c $1"; fi; }
 
 # row name | server environment | attack arguments
@@ -51,6 +55,7 @@ ROWS_ALL=(
   "8-reconnect-flood||--attack reconnect-flood --attack-conns 10 --attack-ips 1 --attack-count $(n 10000000)"
   "9-code-guess||--attack code-guess --attack-conns 20 --attack-ips $(n 20) --attack-count $(n 10000000)"
   "10-busy-retry|MAX_ACTIVE_GAMES=$GAMES|--attack busy-retry --attack-conns $(n 400) --attack-ips $(n 100) --attack-count $(n 10000000) --newcomer-lobby 0"
+  "10-busy-retry-room-for-all|MAX_ACTIVE_GAMES=$GAMES MAX_CONNECTIONS=1000|--attack busy-retry --attack-conns $(n 400) --attack-ips $(n 100) --attack-count $(n 10000000) --newcomer-lobby 0"
   "11-violations||--attack violations --attack-conns 4 --attack-ips 200 --attack-count $(n 100000)"
   "12-names||--attack names --attack-conns 1"
 )
@@ -62,7 +67,7 @@ for row in "${ROWS_ALL[@]}"; do
   port=$((20000 + RANDOM % 20000))
   # shellcheck disable=SC2086
   env BIND=127.0.0.1:$port EMBEDDED_AI=0 LOG_LEVEL=warn SHUTDOWN_GRACE=0 STORE=memory $env \
-    $(pin "$SERVER_CPU") "$BIN/wizard-server" >"/tmp/attack-matrix-$name.log" 2>&1 &
+    $(pin "$SERVER_CPU") "$SERVER_BIN" >"/tmp/attack-matrix-$name.log" 2>&1 &
   sp=$!
   for _ in $(seq 100); do
     curl -sf -o /dev/null "http://127.0.0.1:$port/health" && break
@@ -74,7 +79,7 @@ for row in "${ROWS_ALL[@]}"; do
     --games "$GAMES" --humans 3 --seats 3 $THINK --ramp 2 --warmup 2 \
     --phases "$PHASES" --phase-duration "$PHASE_S" --stall-after 5 \
     --health-every-ms 50 --rejoin-every 5 --newcomer-every 0.5 \
-    --history "$HISTORY" --label "$LABEL $name" $args | grep -E '^(PHASE|MATRIX)' >&2 || true
+    --history "$HISTORY" --label "$LABEL $name" ${ATTACK_CPU:+--attack-cpus "$ATTACK_CPU"} $args | grep -E '^(PHASE|MATRIX)' >&2 || true
   kill -TERM "$sp" 2>/dev/null || true
   wait "$sp" 2>/dev/null || true
 done

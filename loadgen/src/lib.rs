@@ -109,6 +109,10 @@ pub struct Settings {
     /// Operations per second per attack connection where a mode paces itself (0: as
     /// fast as the server answers; the no-reader then sends 8 a second).
     pub attack_rate: f64,
+    /// The CPUs the attack worker process runs on (empty: those it inherits). On one
+    /// machine, the attacker's CPU stands for its own machines' and for the server
+    /// host's network stack (see `spawn_attack`).
+    pub attack_cpus: Vec<usize>,
     /// Phased mode: this many pairs of a baseline phase (no attack) and an attack
     /// phase, interleaved, each `phase_duration` long (0: one window of `duration`).
     pub phases: usize,
@@ -166,6 +170,7 @@ impl Settings {
             attack_count: 10_000,
             attack_ips: 1,
             attack_rate: 0.0,
+            attack_cpus: Vec::new(),
             phases: 0,
             phase_duration: Duration::from_secs(10),
             baseline_duration: Duration::ZERO,
@@ -240,6 +245,7 @@ impl Settings {
             "attack_count": self.attack_count,
             "attack_ips": self.attack_ips,
             "attack_rate": self.attack_rate,
+            "attack_cpus": self.attack_cpus,
             "phases": self.phases,
             "phase_duration_s": self.phase_duration.as_secs_f64(),
             "baseline_duration_s": self.baseline().as_secs_f64(),

@@ -5,7 +5,7 @@
 //!     [--games N] [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS]
 //!     [--duration S] [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S]
 //!     [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N]
-//!     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--baseline-duration S]
+//!     [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S]
 //!     [--stall-after S]
 //!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
 //!     [--resume 0|1]
@@ -109,6 +109,7 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     | "--history"
                     | "--label"
                     | "--attack-rate"
+                    | "--attack-cpus"
                     | "--phases"
                     | "--phase-duration"
                     | "--baseline-duration"
@@ -143,6 +144,12 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     "--attack-ips" => s.attack_ips = num(Some(v), k, 0)?,
                     "--idle" => s.idle = num(Some(v), k, 0)?,
                     "--attack-rate" => s.attack_rate = num(Some(v), k, 0.0)?,
+                    "--attack-cpus" => {
+                        s.attack_cpus = v
+                            .split(',')
+                            .map(|c| num(Some(c.trim()), k, 0usize))
+                            .collect::<Result<_, _>>()?;
+                    }
                     "--phases" => s.phases = num(Some(v), k, 0)?,
                     "--phase-duration" => s.phase_duration = secs(v, k)?,
                     "--baseline-duration" => s.baseline_duration = secs(v, k)?,
@@ -234,7 +241,7 @@ fn usage() -> String {
      [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS] [--duration S] \
      [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S] \
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
-     [--attack-rate OPS_PER_S] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
+     [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
      [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
      [--resume 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \

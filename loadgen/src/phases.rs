@@ -255,6 +255,21 @@ pub fn attack_worker(settings: Settings) -> Result<String, String> {
             "attack worker: cannot lower its priority ({e}); it competes with the honest clients"
         );
     }
+    if !settings.attack_cpus.is_empty() {
+        let mut cpus = rustix::thread::CpuSet::new();
+        for &cpu in &settings.attack_cpus {
+            if cpu >= rustix::thread::CpuSet::MAX_CPU {
+                return Err(format!("--attack-cpus: no CPU {cpu}"));
+            }
+            cpus.set(cpu);
+        }
+        rustix::thread::sched_setaffinity(None, &cpus).map_err(|e| {
+            format!(
+                "--attack-cpus: cannot run on {:?}: {e}",
+                settings.attack_cpus
+            )
+        })?;
+    }
     net::raise_nofile_limit();
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
