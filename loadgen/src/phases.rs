@@ -165,6 +165,13 @@ const ATTACK_LINE: &str = "ATTACK ";
 /// saturated the generator's core while the server's stayed at a third). The server
 /// sees the same attack either way. Its counts arrive when it is over.
 ///
+/// `--attack-cpus` pins the worker. Even at the lowest priority, a worker on the honest
+/// clients' core delays them: on loopback the sender's CPU also runs the receiving
+/// side of the network stack, in soft interrupts that no priority defers (the ping
+/// flood kept the generator's core 80 % busy, a fifth of it in `sendto`, while the
+/// server's core was 88 % idle). On the server's core the attack's packets cost what
+/// they would cost a real server host, and the honest clients stand for other machines.
+///
 /// A run without a command line (the library, as the tests drive it) runs the attack on
 /// its own executor `ex` instead, with its own counts all the same.
 fn spawn_attack(
