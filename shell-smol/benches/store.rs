@@ -1,0 +1,102 @@
+//! Criterion benchmark of the SQLite store's commit: what a pass of the core task pays
+//! to make its records durable before its frames go out (issue 16's CPU per move).
+//!
+//! `one_move`: one move record per transaction, each from the next of `LOBBIES` running
+//! games (the paced case: one move a pass). `moves_per_commit/N`: N moves of N games in
+//! one transaction (a busier pass). The store runs in a temporary folder with its sync
+//! thread, as in the server. Times are the process's CPU time per commit (its threads'
+//! user and system time), not wall time: the issue's target is CPU per move, and the
+//! disk's waits would drown it in noise.
+
+#![allow(clippy::expect_used)] // a benchmark may stop on a broken setup
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use wizard_core::game::{Action, Card};
+use wizard_core::io::MoveSource;
+use wizard_core::records::Record;
+use wizard_server::store::Store;
+
+/// Running games the moves belong to.
+const LOBBIES: u64 = 1000;
+/// Moves already in each game's record before measuring (a game halfway through).
+const MOVES_BEFORE: u64 = 100;
+
+fn a_move(k: u64) -> Record {
+    Record::Move {
+        lobby: k % LOBBIES + 1,
+        game_no: 1,
+        seat: (k % 4) as u8,
+        action: if k.is_multiple_of(3) {
+            Action::Bid { bid: (k % 5) as u8 }
+        } else {
+            Action::Play {
+                card: Card::Wizard((k % 4 + 1) as u8),
+            }
+        },
+        by: if k.is_multiple_of(4) {
+            MoveSource::Human
+        } else {
+            MoveSource::Ai
+        },
+        autoplayed: false,
+    }
+}
+
+/// The CPU time of the whole process (the sync thread's checkpoints included): what
+/// the issue counts, without the waits for the disk that make wall time noisy.
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+fn folder() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wizard-store-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temporary folder");
+    dir
+}
+
+fn commits(c: &mut Criterion) {
+    let dir = folder();
+    let (store, _) =
+        Store::open_sqlite(&dir.join("bench.db"), Duration::from_secs(1)).expect("store");
+    let mut k = 0u64;
+    let fill: Vec<Record> = (0..LOBBIES * MOVES_BEFORE).map(a_move).collect();
+    for chunk in fill.chunks(10_000) {
+        store.commit(chunk).expect("fill");
+    }
+    k += LOBBIES * MOVES_BEFORE;
+    let mut group = c.benchmark_group("store_commit");
+    for n in [1u64, 4, 16] {
+        group.throughput(Throughput::Elements(n));
+        let name = if n == 1 {
+            "one_move".to_owned()
+        } else {
+            format!("moves_per_commit/{n}")
+        };
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let passes: Vec<Vec<Record>> = (0..iters)
+                    .map(|_| {
+                        k += n;
+                        (k - n..k).map(a_move).collect()
+                    })
+                    .collect();
+                let before = cpu_time();
+                for records in &passes {
+                    store.commit(records).expect("commit");
+                }
+                cpu_time().saturating_sub(before)
+            })
+        });
+    }
+    group.finish();
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, commits);
+criterion_main!(benches);
