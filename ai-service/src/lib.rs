@@ -15,5 +15,6 @@
 pub mod admission;
 pub mod agent;
 pub mod evaluate;
+pub mod logging;
 pub mod search;
 pub mod service;

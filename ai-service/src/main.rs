@@ -10,7 +10,7 @@ use std::time::Duration;
 use wizard_ai::agent::AgentSpecError;
 use wizard_ai::evaluate::{self, EvalConfig, EvalError};
 use wizard_ai::service::{self, ServiceOptions};
-use wizard_core::config::{AiServiceConfig, LogFormat};
+use wizard_core::config::AiServiceConfig;
 use wizard_core::game::{BidRestriction, Options};
 
 const USAGE: &str = "usage:
@@ -111,14 +111,7 @@ fn run_serve() -> ExitCode {
 }
 
 fn init_logging(config: &AiServiceConfig) -> Result<(), String> {
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
-        .map_err(|e| format!("bad setting LOG_LEVEL: {:?} {e}", config.log_level))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let result = match config.log_format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.try_init(),
-    };
-    result.map_err(|e| format!("cannot start logging: {e}"))
+    wizard_ai::logging::init(&config.log_level, config.log_format)
 }
 
 fn value<'a>(args: &'a [String], i: usize, name: &str) -> Result<&'a str, CliError> {

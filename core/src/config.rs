@@ -127,7 +127,7 @@ pub const SETTINGS: &[Setting] = &[
     server("JOIN_FAIL_BURST", "10", "join_lobby attempts with an unknown code one client IP may make in a burst"),
     server("SOCKET_RATE", "20", "new TCP sockets one client IP may open per second (beyond: closed at once)"),
     server("SOCKET_BURST", "40", "new TCP sockets one client IP may open in a burst"),
-    ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to"),
+    ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to (ws:// only)"),
     ai("AI_SHARED_SECRET", "", "secret presented to the server (must match the server's)"),
     ai("AI_WORKERS", "1", "decisions computed at the same time"),
     ai("AI_MAX_QUEUE", "64", "requests in progress before refusing with overloaded"),

@@ -8,8 +8,7 @@ use std::process::ExitCode;
 use async_signal::{Signal, Signals};
 use futures_lite::StreamExt;
 use tracing::{error, info, warn};
-use tracing_subscriber::EnvFilter;
-use wizard_core::config::{AiServiceConfig, Config, LogFormat};
+use wizard_core::config::{AiServiceConfig, Config};
 use wizard_core::rng::Seed;
 use wizard_server::embedded;
 
@@ -104,14 +103,7 @@ fn fail_early(message: &str) -> ExitCode {
 }
 
 fn init_logging(config: &Config) -> Result<(), String> {
-    let filter = EnvFilter::try_new(&config.log_level)
-        .map_err(|e| format!("bad setting LOG_LEVEL: {:?} {e}", config.log_level))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let result = match config.log_format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.try_init(),
-    };
-    result.map_err(|e| format!("cannot start logging: {e}"))
+    wizard_ai::logging::init(&config.log_level, config.log_format)
 }
 
 /// The root seed from OS entropy; never logged (it would reveal session tokens).

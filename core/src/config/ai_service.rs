@@ -17,7 +17,8 @@ pub enum AiAgent {
 /// Everything the AI service reads from its environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AiServiceConfig {
-    /// `ws://` or `wss://` URL of the server's `/internal/ai` endpoint.
+    /// `ws://` URL of the server's `/internal/ai` endpoint (`wss://` is refused: the
+    /// service has no TLS client).
     pub server_url: String,
     pub shared_secret: String,
     pub workers: usize,

@@ -142,14 +142,18 @@ impl<'a> Raw<'a> {
             .collect()
     }
 
+    /// A `ws://` URL. `wss://` is refused here, by name: the AI service has no TLS
+    /// client, and a URL it cannot open would only make it retry forever.
     pub(super) fn ws_url(&self) -> Result<String, ConfigError> {
-        let rest = self
-            .text
-            .strip_prefix("ws://")
-            .or_else(|| self.text.strip_prefix("wss://"));
-        match rest {
+        if self.text.starts_with("wss://") {
+            return Err(self.error(
+                "is wss://, which the AI service does not speak: give the server's ws:// \
+                 address on a private network (TLS is for players, at the proxy)",
+            ));
+        }
+        match self.text.strip_prefix("ws://") {
             Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(self.text.to_owned()),
-            _ => Err(self.error("is not a ws:// or wss:// URL")),
+            _ => Err(self.error("is not a ws:// URL")),
         }
     }
 }

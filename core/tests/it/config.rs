@@ -251,7 +251,7 @@ const OTHER: &[(&str, &str)] = &[
     ("JOIN_FAIL_BURST", "3"),
     ("SOCKET_RATE", "7.5"),
     ("SOCKET_BURST", "9"),
-    ("AI_SERVER_URL", "wss://game.example/internal/ai"),
+    ("AI_SERVER_URL", "ws://game.example:9000/internal/ai"),
     ("AI_WORKERS", "2"),
     ("AI_MAX_QUEUE", "5"),
     ("AI_DEGRADE_QUEUE", "0"),
@@ -447,7 +447,7 @@ fn every_field_is_covered() {
     assert_eq!((log_level.as_str(), log_format), ("debug", LogFormat::Json));
     assert_eq!(
         (server_url.as_str(), shared_secret.as_str()),
-        ("wss://game.example/internal/ai", "s3cret")
+        ("ws://game.example:9000/internal/ai", "s3cret")
     );
     assert_eq!(
         (workers, queue_max, degrade_queue_min, agent),
@@ -652,6 +652,11 @@ const BAD_AI: &[(&str, &str, &str)] = &[
         "ws://",
     ),
     ("AI_SERVER_URL", "ws://", "ws://"),
+    (
+        "AI_SERVER_URL",
+        "wss://game.example/internal/ai",
+        "is wss://, which the AI service does not speak",
+    ),
     ("AI_WORKERS", "0", "at least 1"),
     ("AI_MAX_QUEUE", "0", "at least 1"),
     ("AI_DEGRADE_QUEUE", "-1", "not a whole number"),

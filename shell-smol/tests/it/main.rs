@@ -16,5 +16,6 @@ mod frames;
 mod game;
 mod head_fuzz;
 mod limits;
+mod logs;
 mod proxy;
 mod routes;
