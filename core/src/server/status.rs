@@ -64,14 +64,11 @@ impl Server {
         }
     }
 
-    /// Whether a shutting-down server has nobody to wait for: no player connected and
-    /// no game running (the AI service's connections do not count).
+    /// Whether a shutting-down server has nothing to wait for: `SHUTDOWN_GRACE` lets
+    /// running games go on, so with none running (players in lobbies, or nobody) it
+    /// stops at once, and as soon as the last running game ends.
     fn idle_for_shutdown(&self) -> bool {
         self.lobbies.active_games() == 0
-            && self
-                .conns
-                .values()
-                .all(|c| c.closing || c.kind != ConnKind::Player)
     }
 
     fn finish_shutdown(&mut self, code: CloseCode, out: &mut Vec<Output>) {

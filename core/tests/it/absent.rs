@@ -720,9 +720,9 @@ proptest! {
     }
 }
 
-/// Shutting down, the server waits `SHUTDOWN_GRACE` only for someone: with no player
-/// connected and no game running it stops at once, and it stops as soon as the last
-/// player of a game-less server is gone; a running game gets its grace period.
+/// Shutting down, the server waits `SHUTDOWN_GRACE` only for running games: with none
+/// it stops at once (players in lobbies are closed with 1001 then), and a running game
+/// gets its grace period.
 #[test]
 fn an_idle_server_shuts_down_without_waiting_out_the_grace() {
     use wizard_core::io::Input;
@@ -731,17 +731,22 @@ fn an_idle_server_shuts_down_without_waiting_out_the_grace() {
     let mut d = Driver::new(config(&grace), 5);
     d.input(Input::Shutdown);
     assert!(d.server.is_finished(), "idle: stops at once");
-    // A player without a game keeps it up until they leave.
+    // A player in a lobby, no game running: closed with 1001 at once.
     let mut d = Driver::new(config(&grace), 5);
     join(&mut d, 1, "10.3.0.1", None);
-    d.input(Input::Shutdown);
-    assert!(
-        !d.server.is_finished(),
-        "a connected player gets the grace period"
-    );
-    d.advance_ms(1_000);
-    d.close(1);
-    assert!(d.server.is_finished(), "the last player left");
+    d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
+    assert!(d.lobby_code(1).is_some(), "a lobby");
+    let closed = d.input(Input::Shutdown).iter().any(|o| {
+        matches!(
+            o,
+            wizard_core::io::Output::Close {
+                conn: 1,
+                code: wizard_core::wire::CloseCode::ShuttingDown
+            }
+        )
+    });
+    assert!(closed, "the lobby's player is closed with 1001 at once");
+    assert!(d.server.is_finished(), "no running game: stops at once");
     // A running game with its player gone still holds the grace period.
     let mut d = Driver::new(config(&grace), 5);
     join(&mut d, 1, "10.3.0.1", None);

@@ -240,8 +240,12 @@ fn ready_answers_and_says_shutting_down_after_the_trigger() {
     bounded(20, async {
         let (status, body) = http(addr, "GET", "/ready", &[]).await;
         assert_eq!((status, body.as_str()), (200, r#"{"ready":true}"#));
-        // A connected player keeps the server up during the grace period.
-        let (_player, _) = Player::hello(addr, None).await;
+        // A running game keeps the server up during the grace period.
+        let (mut player, _) = Player::hello(addr, None).await;
+        player.create_lobby("Ann").await;
+        player.add_ai(2).await;
+        player.add_ai(3).await;
+        player.start_game().await;
         server.shutdown();
         loop {
             let (status, body) = http(addr, "GET", "/ready", &[]).await;
