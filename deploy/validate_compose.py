@@ -49,7 +49,7 @@ ENV_EXAMPLE_OVERRIDES = {"AI_WORKERS": ""}
 # Deployment variables of .env.example that are not program settings.
 DEPLOY_VARS = {
     "SITE_ADDRESS", "HTTP_PORT", "HTTPS_PORT", "EDGE_SUBNET", "PROXY_ADDRESS",
-    "SERVER_STOP_GRACE",
+    "SERVER_STOP_GRACE", "WIZARD_COMMIT",
 }
 
 COMPONENT_OF = {"server": "wizard_server", "ai": "wizard_ai"}

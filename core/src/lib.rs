@@ -81,4 +81,7 @@ pub mod wire;
 pub mod ws;
 
 pub use server::Server;
+
+/// This build's version (the workspace's), as `/health` and `--version` show it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use time::Time;

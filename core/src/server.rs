@@ -377,6 +377,7 @@ impl Server {
                 pending: self.bridge.pending() as u64,
                 breaker: self.bridge.breaker_state().name().to_string(),
             },
+            version: crate::VERSION.to_string(),
         }
     }
 

@@ -17,7 +17,58 @@ const EXIT_CONFIG: u8 = 2;
 /// Exit status for any other start-up failure.
 const EXIT_START: u8 = 1;
 
+/// What the command line asked for.
+#[derive(Debug, PartialEq, Eq)]
+enum Cli {
+    Serve,
+    Help,
+    Version,
+}
+
+const USAGE: &str = "usage: wizard-server [--help] [--version]
+
+Runs the Wizard game server. Every setting is an environment variable (BIND,
+STORE, EMBEDDED_AI, MAX_CONNECTIONS, ...): see docs/OPERATIONS.md, \"Settings\".
+";
+
+/// Reads the command line: the server takes no arguments besides `--help` and
+/// `--version`; anything else is an error (exit 2), not silently ignored.
+fn parse_cli(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Cli, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_args(args);
+    let cli = match parser.next()? {
+        None => return Ok(Cli::Serve),
+        Some(Short('h') | Long("help")) => Cli::Help,
+        Some(Short('V') | Long("version")) => Cli::Version,
+        Some(other) => return Err(other.unexpected()),
+    };
+    match parser.next()? {
+        None => Ok(cli),
+        Some(other) => Err(other.unexpected()),
+    }
+}
+
+#[allow(clippy::print_stdout)]
 fn main() -> ExitCode {
+    match parse_cli(std::env::args_os().skip(1)) {
+        Ok(Cli::Serve) => serve(),
+        Ok(Cli::Help) => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Ok(Cli::Version) => {
+            println!(
+                "wizard-server {} ({})",
+                wizard_server::metrics::VERSION,
+                wizard_server::metrics::COMMIT
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail_early(&format!("{e}\n{USAGE}")),
+    }
+}
+
+fn serve() -> ExitCode {
     // Variables that are not UTF-8 cannot be ours; skip them rather than panic.
     let env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))

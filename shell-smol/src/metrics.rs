@@ -13,6 +13,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 use wizard_core::overload::LoadLevel;
 use wizard_core::stats::{Counters, Counts, Gauges, Tally};
@@ -64,6 +65,12 @@ impl ShellStats {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+/// The commit this binary was built from (`build.rs`; `unknown` outside a checkout
+/// unless `WIZARD_COMMIT` was set at build time).
+pub const COMMIT: &str = env!("WIZARD_COMMIT");
+/// This build's version.
+pub const VERSION: &str = wizard_core::VERSION;
 
 /// The registry and its metrics.
 #[derive(Debug)]
@@ -250,6 +257,12 @@ impl Default for Metrics {
 impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("wizard");
+        // `wizard_build_info{version,commit} 1`.
+        registry.register(
+            "build",
+            "the running build: its version and the commit it was built from",
+            Info::new(vec![("version", VERSION), ("commit", COMMIT)]),
+        );
         let counters = COUNTERS
             .iter()
             .map(|(name, help)| {

@@ -90,6 +90,9 @@ pub struct Health {
     pub connections: u64,
     pub ai_available: bool,
     pub ai: AiHealth,
+    /// The build's version (PROTOCOL.md section 6.2); empty from a server before it.
+    #[serde(default)]
+    pub version: String,
 }
 
 /// The AI bridge part of [`Health`].

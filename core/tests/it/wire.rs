@@ -816,20 +816,30 @@ fn health() -> Health {
             pending: 0,
             breaker: "closed".into(),
         },
+        version: String::new(),
     }
 }
 
 #[test]
 fn health_matches_the_protocol_example() {
+    // Section 5's example, from before the version: still read, with no version.
     let example = r#"{"status":"ok","load":"normal","loop_lag":0.0003,"cpu":0.012,"throttled":0.0,
  "accepting_games":true,"lobbies":4,"active_games":3,"sessions":9,"connections":7,
  "ai_available":true,"ai":{"connections":1,"pending":0,"breaker":"closed"}}"#;
     assert_eq!(decode_health(example), Ok(health()));
-    let compact: String = example
-        .chars()
-        .filter(|c| *c != '\n' && *c != ' ')
-        .collect();
-    assert_eq!(encode_health(&health()), compact);
+    // Section 6.2: `/health` gains "version".
+    let versioned = Health {
+        version: "1.2.3".into(),
+        ..health()
+    };
+    let with_version = concat!(
+        r#"{"status":"ok","load":"normal","loop_lag":0.0003,"cpu":0.012,"throttled":0.0,"#,
+        r#""accepting_games":true,"lobbies":4,"active_games":3,"sessions":9,"connections":7,"#,
+        r#""ai_available":true,"ai":{"connections":1,"pending":0,"breaker":"closed"},"#,
+        r#""version":"1.2.3"}"#
+    );
+    assert_eq!(encode_health(&versioned), with_version);
+    assert_eq!(decode_health(with_version), Ok(versioned));
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod ai;
 mod ai_service;
 mod attacks;
 mod bench;
+mod cli;
 mod client;
 mod door;
 mod durable;

@@ -21,6 +21,7 @@ fn health_reports_the_protocol_fields() {
         (health.lobbies, health.active_games, health.connections),
         (0, 0, 0)
     );
+    assert_eq!(health.version, env!("CARGO_PKG_VERSION"), "{body}");
     let value: serde_json::Value = serde_json::from_str(&body).unwrap();
     for field in [
         "status",
@@ -35,6 +36,7 @@ fn health_reports_the_protocol_fields() {
         "connections",
         "ai_available",
         "ai",
+        "version",
     ] {
         assert!(value.get(field).is_some(), "missing {field} in {body}");
     }
@@ -71,6 +73,24 @@ fn metrics_parse_as_prometheus_text() {
     ] {
         assert!(body.contains(wanted), "no {wanted} in {body}");
     }
+    // The build: this version and a commit (12 hex digits in a checkout).
+    let info = body
+        .lines()
+        .find(|l| l.starts_with("wizard_build_info{"))
+        .unwrap_or_else(|| panic!("no wizard_build_info in {body}"));
+    let version = format!("version=\"{}\"", env!("CARGO_PKG_VERSION"));
+    assert!(info.contains(&version), "{info}");
+    assert!(info.ends_with("} 1"), "{info}");
+    let commit = info
+        .split("commit=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default();
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{info}"
+    );
 }
 
 #[test]

@@ -1,0 +1,38 @@
+//! The binary's command line: `--help` and `--version` print and exit, anything else
+//! is refused with exit 2 instead of starting a server that ignores it.
+
+use std::process::{Command, Stdio};
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
+        .args(args)
+        .env_clear()
+        // Were the flag ignored, the server would start here and the test time out.
+        .env("BIND", "127.0.0.1:0")
+        .env("STORE", "memory")
+        .env("EMBEDDED_AI", "0")
+        .stdin(Stdio::null())
+        .output()
+        .expect("wizard-server runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_and_version_print_and_exit_and_unknown_arguments_are_refused() {
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("usage: wizard-server"), "{out}");
+    let (code, out, _) = run(&["--version"]);
+    assert_eq!(code, Some(0));
+    let want = format!("wizard-server {} (", env!("CARGO_PKG_VERSION"));
+    assert!(out.starts_with(&want), "{out}");
+    for args in [&["--bogus"][..], &["serve"], &["--version", "extra"]] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("usage: wizard-server"), "{args:?}: {err}");
+    }
+}
