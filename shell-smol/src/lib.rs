@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod outbox;
 pub mod priority;
 pub mod probe;
+pub mod process;
 pub mod snapshot;
 pub mod store;
 

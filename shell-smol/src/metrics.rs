@@ -75,7 +75,9 @@ pub const VERSION: &str = wizard_core::VERSION;
 /// The registry and its metrics.
 #[derive(Debug)]
 pub struct Metrics {
+    /// The root: the standard `process_*` metrics, and `wizard_*` in a sub-registry.
     registry: Registry,
+    process: crate::process::ProcessMetrics,
     counters: Vec<(&'static str, Counter)>,
     families: Vec<(&'static str, Family<Labels, Counter>)>,
     gauges: Vec<(&'static str, Gauge)>,
@@ -256,7 +258,9 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("wizard");
+        let mut root = Registry::default();
+        let process = crate::process::ProcessMetrics::register(&mut root);
+        let registry = root.sub_registry_with_prefix("wizard");
         // `wizard_build_info{version,commit} 1`.
         registry.register(
             "build",
@@ -296,7 +300,8 @@ impl Metrics {
             })
             .collect();
         Metrics {
-            registry,
+            registry: root,
+            process,
             counters,
             families,
             gauges,
@@ -414,6 +419,7 @@ impl Metrics {
                 gauge.set(value);
             }
         }
+        self.process.update();
         let mut text = String::with_capacity(4096);
         if encode(&mut text, &self.registry).is_err() {
             // Writing to a String cannot fail; keep the exposition well-formed anyway.

@@ -54,7 +54,7 @@ fn metrics_parse_as_prometheus_text() {
         assert!(value.parse::<f64>().is_ok(), "bad value in {line:?}");
         let bare = name.split('{').next().unwrap();
         assert!(
-            bare.starts_with("wizard_")
+            (bare.starts_with("wizard_") || bare.starts_with("process_"))
                 && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
             "bad name in {line:?}"
         );
@@ -73,6 +73,20 @@ fn metrics_parse_as_prometheus_text() {
     ] {
         assert!(body.contains(wanted), "no {wanted} in {body}");
     }
+    // The standard process metrics, read from the OS: this test's server runs in the
+    // test process, which has memory, descriptors and threads.
+    let sample = |name: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {body}"))
+    };
+    assert!(sample("process_resident_memory_bytes") > 1e6);
+    assert!(sample("process_virtual_memory_bytes") >= sample("process_resident_memory_bytes"));
+    assert!(sample("process_open_fds") >= 3.0);
+    assert!(sample("process_max_fds") >= sample("process_open_fds"));
+    assert!(sample("process_threads") >= 2.0);
+    assert!(sample("process_cpu_seconds_total") > 0.0);
+    assert!(sample("process_start_time_seconds") > 1.7e9);
     // The build: this version and a commit (12 hex digits in a checkout).
     let info = body
         .lines()
