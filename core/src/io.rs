@@ -78,6 +78,34 @@ pub enum Input {
 }
 
 impl Input {
+    /// Every [`Input::kind_name`], for labels declared ahead.
+    pub const KIND_NAMES: [&'static str; 9] = [
+        "opened",
+        "message",
+        "undecodable",
+        "bad_frame",
+        "ai_message",
+        "closed",
+        "load_sample",
+        "timeout",
+        "shutdown",
+    ];
+
+    /// The input's kind, as a metric label.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Input::Opened { .. } => "opened",
+            Input::Message { .. } => "message",
+            Input::Undecodable { .. } => "undecodable",
+            Input::BadFrame { .. } => "bad_frame",
+            Input::AiMessage { .. } => "ai_message",
+            Input::Closed { .. } => "closed",
+            Input::LoadSample(_) => "load_sample",
+            Input::Timeout => "timeout",
+            Input::Shutdown => "shutdown",
+        }
+    }
+
     /// The input for a complete text message from `conn`: the rule every shell (and
     /// every test driver) turns a text frame into an input with, written once. A
     /// player's message is decoded ([`Input::Message`] or [`Input::Undecodable`]); an

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use async_channel::Receiver;
@@ -149,9 +150,10 @@ impl CoreTask {
             let wake = self.wait(&mut timer, shutdown_open).await;
             ShellStats::bump(&self.stats.core_wakeups);
             let now = self.clock.now();
+            let inputs_before = self.stats.core_inputs.load(Ordering::Relaxed);
             match wake {
                 Wake::Msg(msg) => self.apply(now, msg, &mut st),
-                Wake::Deadline => self.server.handle(now, Input::Timeout, &mut st.out),
+                Wake::Deadline => self.handle(now, Input::Timeout, &mut st),
                 Wake::Shutdown => {
                     shutdown_open = false;
                     if self.store.is_some() {
@@ -163,7 +165,7 @@ impl CoreTask {
                             "Shutting down: refusing new games, closing everyone after the grace period"
                         );
                     }
-                    self.server.handle(now, Input::Shutdown, &mut st.out);
+                    self.handle(now, Input::Shutdown, &mut st);
                     let grace = Duration::from_micros(self.server.config().shutdown_grace_us);
                     hard_stop = Some(Instant::now() + grace + SHUTDOWN_EXTRA);
                 }
@@ -176,7 +178,11 @@ impl CoreTask {
                 self.apply(now, msg, &mut st);
             }
             if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
-                self.server.handle(now, Input::Timeout, &mut st.out);
+                self.handle(now, Input::Timeout, &mut st);
+            }
+            let inputs = self.stats.core_inputs.load(Ordering::Relaxed) - inputs_before;
+            if inputs > 0 {
+                self.stats.core.batch_inputs.observe(inputs as f64);
             }
             // Before routing: a client that sees this batch's frames and then asks
             // `/health` or `/metrics` finds them counted.
@@ -236,20 +242,27 @@ impl CoreTask {
                 outbox,
             } => {
                 st.conns.insert(conn, outbox);
-                self.server
-                    .handle(now, Input::Opened { conn, kind, ip }, &mut st.out);
+                self.handle(now, Input::Opened { conn, kind, ip }, st);
             }
             CoreMsg::Input(input) => {
                 let closed = match input {
                     Input::Closed { conn } => Some(conn),
                     _ => None,
                 };
-                self.server.handle(now, input, &mut st.out);
+                self.handle(now, input, st);
                 if let Some(conn) = closed {
                     st.conns.remove(&conn);
                 }
             }
         }
+    }
+
+    /// One `Server::handle`, timed for `wizard_core_handle_seconds`.
+    fn handle(&mut self, now: Time, input: Input, st: &mut State) {
+        let kind = input.kind_name();
+        let started = Instant::now();
+        self.server.handle(now, input, &mut st.out);
+        self.stats.core.handled(kind, started.elapsed());
     }
 
     fn route(&mut self, st: &mut State, now: Time) {

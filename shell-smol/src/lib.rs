@@ -161,7 +161,7 @@ async fn serve(
         .detach();
     let stats = Arc::new(ShellStats::default());
     let gate = Arc::new(Gate::new(&config, clock));
-    let published = Arc::new(Published::new(&server));
+    let published = Arc::new(Published::new(&server, &stats.core));
     let interval = Duration::from_micros(config.load_sample_interval_us);
     ex.games
         .spawn(probe::run(inbox.clone(), interval, cgroup))

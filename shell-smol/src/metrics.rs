@@ -13,6 +13,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 use wizard_core::overload::LoadLevel;
@@ -58,6 +59,44 @@ pub struct ShellStats {
     /// Inputs handled by the core task, and wake-ups (their ratio is the batch size).
     pub core_inputs: AtomicU64,
     pub core_wakeups: AtomicU64,
+    /// The core task's time per input and inputs per pass.
+    pub core: CoreHistograms,
+}
+
+/// A histogram family's constructor.
+type NewHistogram = fn() -> Histogram;
+
+/// Time the core's `handle` took, per input kind (1 us to 0.5 s).
+fn handle_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1e-6, 2.0, 20))
+}
+
+/// The core task's histograms, observed on its thread, read at scrape time.
+#[derive(Clone, Debug)]
+pub struct CoreHistograms {
+    /// `wizard_core_handle_seconds{input}`: one `Server::handle` call.
+    pub handle_seconds: Family<Labels, Histogram, NewHistogram>,
+    /// `wizard_core_batch_inputs`: inputs from the inbox handled in one pass of the loop
+    /// (1 to `BATCH_INPUTS_MAX` + 1; a pass woken by a deadline alone is not counted).
+    pub batch_inputs: Histogram,
+}
+
+impl Default for CoreHistograms {
+    fn default() -> CoreHistograms {
+        CoreHistograms {
+            handle_seconds: Family::new_with_constructor(handle_histogram),
+            batch_inputs: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
+        }
+    }
+}
+
+impl CoreHistograms {
+    /// Records one `handle` of an input of `kind` that took `took`.
+    pub fn handled(&self, kind: &'static str, took: std::time::Duration) {
+        self.handle_seconds
+            .get_or_create(&[("input", kind)])
+            .observe(took.as_secs_f64());
+    }
 }
 
 impl ShellStats {
@@ -250,17 +289,25 @@ const RATIOS: &[(&str, &str)] = &[
     ),
 ];
 
-impl Default for Metrics {
-    fn default() -> Metrics {
-        Metrics::new()
-    }
-}
-
 impl Metrics {
-    pub fn new() -> Metrics {
+    /// The registry, with `core`'s histograms (observed elsewhere) in it.
+    pub fn new(core: &CoreHistograms) -> Metrics {
         let mut root = Registry::default();
         let process = crate::process::ProcessMetrics::register(&mut root);
         let registry = root.sub_registry_with_prefix("wizard");
+        registry.register(
+            "core_handle_seconds",
+            "time the core took to handle one input, by input kind",
+            core.handle_seconds.clone(),
+        );
+        for kind in wizard_core::io::Input::KIND_NAMES {
+            drop(core.handle_seconds.get_or_create(&[("input", kind)]));
+        }
+        registry.register(
+            "core_batch_inputs",
+            "inputs from the inbox the core task handled in one pass",
+            core.batch_inputs.clone(),
+        );
         // `wizard_build_info{version,commit} 1`.
         registry.register(
             "build",

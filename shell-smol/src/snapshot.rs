@@ -15,7 +15,7 @@ use wizard_core::overload::readiness::{NotReady, readiness};
 use wizard_core::stats::{Counters, Gauges};
 use wizard_core::wire::encode_health;
 
-use crate::metrics::{Metrics, ShellStats};
+use crate::metrics::{CoreHistograms, Metrics, ShellStats};
 
 /// The core's figures after one batch.
 #[derive(Debug)]
@@ -53,11 +53,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Published {
-    /// A cell holding `server`'s figures (the server is ready to serve at once).
-    pub fn new(server: &Server) -> Published {
+    /// A cell holding `server`'s figures (the server is ready to serve at once), and
+    /// the registry that `/metrics` renders, with the core task's histograms `core`.
+    pub fn new(server: &Server, core: &CoreHistograms) -> Published {
         Published {
             current: Mutex::new(Arc::new(Snapshot::of(server))),
-            metrics: Mutex::new(Metrics::new()),
+            metrics: Mutex::new(Metrics::new(core)),
         }
     }
 

@@ -107,6 +107,61 @@ fn metrics_parse_as_prometheus_text() {
     );
 }
 
+/// The core task's histograms: each input's `handle` time by kind, and the inputs per
+/// pass, counted as a player says hello.
+#[test]
+fn core_histograms_count_what_the_core_handled() {
+    let server = TestServer::start(&[]);
+    let addr = server.addr;
+    let count = |body: &str, series: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in {body}"))
+    };
+    bounded(10, async {
+        let (_, before) = http(addr, "GET", "/metrics", &[]).await;
+        // Every kind is there from the start, at zero.
+        assert_eq!(
+            count(
+                &before,
+                r#"wizard_core_handle_seconds_count{input="message"}"#
+            ),
+            0.0
+        );
+        assert_eq!(
+            count(
+                &before,
+                r#"wizard_core_handle_seconds_count{input="shutdown"}"#
+            ),
+            0.0
+        );
+        let (_player, _) = crate::client::Player::hello(addr, None).await;
+        // The hello's answer went out after its pass was counted.
+        let (_, after) = http(addr, "GET", "/metrics", &[]).await;
+        assert!(
+            count(
+                &after,
+                r#"wizard_core_handle_seconds_count{input="opened"}"#
+            ) >= 1.0
+        );
+        assert!(
+            count(
+                &after,
+                r#"wizard_core_handle_seconds_count{input="message"}"#
+            ) >= 1.0
+        );
+        assert!(count(&after, "wizard_core_batch_inputs_count") >= 1.0);
+        let all = r#"wizard_core_handle_seconds_bucket{le="+Inf",input="message"}"#;
+        assert_eq!(
+            count(&after, all),
+            count(
+                &after,
+                r#"wizard_core_handle_seconds_count{input="message"}"#
+            )
+        );
+    });
+}
+
 #[test]
 fn unknown_routes_are_404_and_the_page_is_served() {
     let server = TestServer::start(&[]);
