@@ -14,7 +14,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 use wizard_core::config::Config;
 use wizard_core::game::Action;
-use wizard_core::io::{ConnKind, Input, Output};
+use wizard_core::io::{ConnId, ConnKind, Input, Output};
 use wizard_core::rng::Seed;
 use wizard_core::wire::ClientMessage;
 use wizard_core::{Server, Time};
@@ -30,7 +30,7 @@ fn config() -> Config {
     .unwrap()
 }
 
-fn message(conn: u64, message: ClientMessage) -> Input {
+fn message(conn: ConnId, message: ClientMessage) -> Input {
     Input::Message { conn, message }
 }
 
@@ -51,7 +51,7 @@ impl Table {
             out: Vec::new(),
             legal: Default::default(),
         };
-        for conn in 1..=4u64 {
+        for conn in (1..=4).map(ConnId) {
             let ip = format!("10.0.0.{conn}").parse().unwrap();
             t.input(Input::Opened {
                 conn,
@@ -61,20 +61,20 @@ impl Table {
             t.input(message(conn, ClientMessage::Hello { token: None }));
         }
         t.input(message(
-            1,
+            ConnId(1),
             ClientMessage::CreateLobby { name: "Ann".into() },
         ));
         let code = t.code();
         for (conn, name) in [(2, "Bob"), (3, "Cat"), (4, "Dan")] {
             t.input(message(
-                conn,
+                ConnId(conn),
                 ClientMessage::JoinLobby {
                     code: code.clone(),
                     name: name.into(),
                 },
             ));
         }
-        t.input(message(1, ClientMessage::StartGame));
+        t.input(message(ConnId(1), ClientMessage::StartGame));
         t
     }
 
@@ -110,20 +110,20 @@ impl Table {
                         .next()?
                         .ok()
                 });
-                self.legal[*conn as usize] = legal.unwrap_or_default();
+                self.legal[conn.0 as usize] = legal.unwrap_or_default();
             }
         }
     }
 
     /// The next move: the acting connection and its first legal action. Restarts the
     /// game when it is over.
-    fn next_move(&mut self) -> (u64, Action) {
+    fn next_move(&mut self) -> (ConnId, Action) {
         for _ in 0..3 {
             if let Some(conn) = (1..=4).find(|&c| !self.legal[c].is_empty()) {
-                return (conn as u64, self.legal[conn][0]);
+                return (ConnId(conn as u64), self.legal[conn][0]);
             }
-            self.input(message(1, ClientMessage::ReturnToLobby));
-            self.input(message(1, ClientMessage::StartGame));
+            self.input(message(ConnId(1), ClientMessage::ReturnToLobby));
+            self.input(message(ConnId(1), ClientMessage::StartGame));
         }
         panic!("no seat can move and the game cannot be restarted");
     }
@@ -156,7 +156,7 @@ fn benches(c: &mut Criterion) {
         server.handle(
             Time::ZERO,
             Input::Opened {
-                conn: 9,
+                conn: ConnId(9),
                 kind: ConnKind::Player,
                 ip,
             },
@@ -164,15 +164,23 @@ fn benches(c: &mut Criterion) {
         );
         server.handle(
             Time::ZERO,
-            message(9, ClientMessage::Hello { token: None }),
+            message(ConnId(9), ClientMessage::Hello { token: None }),
             &mut out,
         );
         for _ in 0..40 {
-            server.handle(Time::ZERO, message(9, ClientMessage::AddAi), &mut out);
+            server.handle(
+                Time::ZERO,
+                message(ConnId(9), ClientMessage::AddAi),
+                &mut out,
+            );
         }
         b.iter(|| {
             out.clear();
-            server.handle(Time::ZERO, message(9, ClientMessage::AddAi), &mut out);
+            server.handle(
+                Time::ZERO,
+                message(ConnId(9), ClientMessage::AddAi),
+                &mut out,
+            );
             black_box(&out);
         })
     });
@@ -181,11 +189,11 @@ fn benches(c: &mut Criterion) {
         let mut server = Server::new(config(), Seed::from_u64(3), Time::ZERO);
         let mut out = Vec::new();
         let ip = "10.0.0.7".parse().unwrap();
-        let mut conn = 100u64;
+        let mut conn = ConnId(100);
         b.iter_custom(|iters| {
             let mut spent = Duration::ZERO;
             for _ in 0..iters {
-                conn += 1;
+                conn = conn.next();
                 server.handle(
                     Time::ZERO,
                     Input::Opened {

@@ -19,6 +19,7 @@ use wizard_core::game::{Game, Options, bot};
 use wizard_core::io::MoveSource;
 use wizard_core::records::{LobbyRecord, Record, SeatRecord};
 use wizard_core::rng::Seed;
+use wizard_core::session::{LobbyId, SessionId};
 use wizard_core::wire::LobbyStatus;
 use wizard_core::{Server, Time};
 
@@ -39,7 +40,7 @@ fn main() {
     for g in 0..games {
         let session = g + 1;
         records.push(Record::Session {
-            session,
+            session: SessionId(session),
             player_id: format!("{session:012x}"),
             token_sha256: sha2::Sha256::digest(session.to_le_bytes())
                 .iter()
@@ -55,11 +56,11 @@ fn main() {
                     format!("ai-{g:08x}{s}")
                 },
                 name: format!("P{s}"),
-                session: (s == 0).then_some(session),
+                session: (s == 0).then_some(SessionId(session)),
             })
             .collect();
         records.push(Record::Lobby(LobbyRecord {
-            lobby: g + 1,
+            lobby: LobbyId(g + 1),
             code: format!("{:06}", g),
             status: LobbyStatus::Playing,
             host: format!("{session:012x}"),
@@ -80,7 +81,7 @@ fn main() {
             game.apply(seat, action, &mut events).unwrap();
             events.clear();
             records.push(Record::Move {
-                lobby: g + 1,
+                lobby: LobbyId(g + 1),
                 game_no: 1,
                 seat,
                 action,

@@ -14,7 +14,7 @@
 
 use serde_json::{Value, json};
 use wizard_core::config::Config;
-use wizard_core::io::{ConnKind, Input, Output};
+use wizard_core::io::{ConnId, ConnKind, Input, Output};
 use wizard_core::records::Record;
 use wizard_core::rng::Seed;
 use wizard_core::{Server, Time};
@@ -35,14 +35,18 @@ impl Run {
             if let Output::Send { conn, text, .. } = o {
                 let v: Value = serde_json::from_str(&text).unwrap();
                 if v["type"] == "state" {
-                    self.last_state.insert(conn, v);
+                    self.last_state.insert(conn.0, v);
                 }
             }
         }
     }
 
     fn send(&mut self, conn: u64, msg: Value) {
-        self.input(Input::from_text(conn, ConnKind::Player, &msg.to_string()));
+        self.input(Input::from_text(
+            ConnId(conn),
+            ConnKind::Player,
+            &msg.to_string(),
+        ));
     }
 
     fn advance_ms(&mut self, ms: u64) {
@@ -74,7 +78,7 @@ fn main() {
     };
     for (conn, ip) in [(1, "10.0.0.1"), (2, "10.0.0.2"), (3, "10.0.0.3")] {
         run.input(Input::Opened {
-            conn,
+            conn: ConnId(conn),
             kind: ConnKind::Player,
             ip: ip.parse().unwrap(),
         });

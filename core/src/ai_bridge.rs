@@ -8,6 +8,7 @@
 //! not. In every case other than a valid decision the fallback player moves.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound;
 
 use rand_chacha::ChaCha12Rng;
 
@@ -163,11 +164,11 @@ impl AiBridge {
             return Ask::Fallback(FallbackReason::NoService);
         }
         // Round robin from the connection after the last one used, skipping full ones.
-        let after = self.cursor.unwrap_or(0);
+        let after = self.cursor.unwrap_or(ConnId(0));
         let inflight_max = self.inflight_max;
         let pick = self
             .conns
-            .range(after.saturating_add(1)..)
+            .range((Bound::Excluded(after), Bound::Unbounded))
             .chain(self.conns.range(..=after))
             .find(|(_, n)| **n < inflight_max)
             .map(|(c, _)| *c);

@@ -6,10 +6,26 @@ use std::net::IpAddr;
 
 use crate::overload::LoadLevel;
 use crate::overload::level::LoadSample;
+use crate::session::LobbyId;
 use crate::wire::{AiReply, ClientMessage, CloseCode, DecodeError, ErrorCode};
 
 /// A connection, numbered by the shell; never reused within one server's life.
-pub type ConnId = u64;
+/// Printed as its bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+impl ConnId {
+    /// The id a shell numbers its next connection with.
+    pub fn next(self) -> ConnId {
+        ConnId(self.0 + 1)
+    }
+}
+
+impl std::fmt::Display for ConnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// Which websocket route a connection came through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -306,13 +322,13 @@ pub enum Note {
     },
     /// A move was applied to a game (by a human, the AI or the fallback).
     MoveApplied {
-        lobby: u64,
+        lobby: LobbyId,
         seat: u8,
         by: MoveSource,
     },
     /// An AI seat's or timed-out human's move was made by the fallback player.
     Fallback {
-        lobby: u64,
+        lobby: LobbyId,
         seat: u8,
         reason: FallbackReason,
     },
@@ -330,14 +346,14 @@ pub enum Note {
         pending: u32,
     },
     GameStarted {
-        lobby: u64,
+        lobby: LobbyId,
         players: u8,
     },
     GameFinished {
-        lobby: u64,
+        lobby: LobbyId,
     },
     LobbyDeleted {
-        lobby: u64,
+        lobby: LobbyId,
     },
     SessionExpired,
     /// At `MAX_SESSIONS`, the longest-disconnected session outside a running game was
@@ -353,16 +369,16 @@ pub enum Note {
     /// A running game had no human connected for `ABANDONED_GAME_TTL`: it stops moving
     /// and leaves its `MAX_ACTIVE_GAMES` slot until one of them comes back.
     GameDormant {
-        lobby: u64,
+        lobby: LobbyId,
     },
     /// A human of a dormant game came back: it runs again (even past `MAX_ACTIVE_GAMES`).
     GameWoken {
-        lobby: u64,
+        lobby: LobbyId,
     },
     /// A lobby without a running game had no human connected for `LOBBY_IDLE_TTL`: it
     /// was deleted with its (disconnected) sessions. A `LobbyDeleted` follows.
     LobbyIdle {
-        lobby: u64,
+        lobby: LobbyId,
         sessions: u32,
     },
 }

@@ -216,7 +216,7 @@ impl LobbyManager {
         LobbyManager {
             lobbies: BTreeMap::new(),
             by_code: BTreeMap::new(),
-            next_id: 1,
+            next_id: LobbyId(1),
             lobbies_max,
             playing: 0,
             dormant: 0,
@@ -307,7 +307,7 @@ impl LobbyManager {
                 dormant: false,
             },
         );
-        self.next_id = self.next_id.max(id + 1);
+        self.next_id = self.next_id.max(id.next());
         self.playing += usize::from(playing);
         self.charge(owner, |s| {
             s.lobbies += 1;
@@ -494,7 +494,7 @@ impl LobbyManager {
             }
         };
         let id = self.next_id;
-        self.next_id += 1;
+        self.next_id = id.next();
         self.by_code.insert(code.clone(), id);
         self.lobbies.insert(
             id,

@@ -13,18 +13,53 @@
 //! as sessions come and go.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use rand_chacha::ChaCha12Rng;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::io::ConnId;
 use crate::rng::{self, TOKEN_BYTES, TokenBytes};
 use crate::time::Time;
 
-/// A session, numbered by the registry; never reused.
-pub type SessionId = u64;
-/// A lobby, numbered by the lobby manager; never reused.
-pub type LobbyId = u64;
+/// A session, numbered by the registry; never reused. Stored and printed as its bare
+/// number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(pub u64);
+
+/// A lobby, numbered by the lobby manager; never reused. Stored and printed as its bare
+/// number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LobbyId(pub u64);
+
+impl SessionId {
+    /// The id the registry numbers the session after this one with.
+    pub fn next(self) -> SessionId {
+        SessionId(self.0 + 1)
+    }
+}
+
+impl LobbyId {
+    /// The id the lobby manager numbers the lobby after this one with.
+    pub fn next(self) -> LobbyId {
+        LobbyId(self.0 + 1)
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Display for LobbyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 const LOCATOR_BYTES: usize = 8;
 /// Length of a public player id.
@@ -141,7 +176,7 @@ impl SessionRegistry {
             by_locator: BTreeMap::new(),
             by_player: BTreeMap::new(),
             evictable: BTreeSet::new(),
-            next_id: 1,
+            next_id: SessionId(1),
             sessions_max,
             token_rng,
             id_rng,
@@ -170,7 +205,7 @@ impl SessionRegistry {
             }
         };
         let id = self.next_id;
-        self.next_id += 1;
+        self.next_id = id.next();
         self.insert(id, player_id, digest);
         Ok(Created {
             id,
@@ -215,7 +250,7 @@ impl SessionRegistry {
         if let Some(s) = self.sessions.get_mut(&id) {
             s.disconnected_at = Some(now);
         }
-        self.next_id = self.next_id.max(id + 1);
+        self.next_id = self.next_id.max(id.next());
         Ok(())
     }
 

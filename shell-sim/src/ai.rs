@@ -265,7 +265,7 @@ impl AiService {
                     };
                     let factor = self.fault(AiFaultKind::Slow).unwrap_or(1.0).max(1.0);
                     let took_us = dist.scaled(factor).sample_us(&mut self.rng).max(1);
-                    let conn = self.held.get(&job.request_id).map_or(0, |h| h.conn);
+                    let conn = self.held.get(&job.request_id).map_or(ConnId(0), |h| h.conn);
                     cx.q.push(
                         now.plus_us(took_us),
                         Ev::AiDone {

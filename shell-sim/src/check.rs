@@ -12,6 +12,7 @@ use wizard_core::io::{BadFrame, ConnId, ConnKind, Input, MoveSource, Note, Outpu
 use wizard_core::overload::connections::TcpCaps;
 use wizard_core::overload::door::Door;
 use wizard_core::overload::level::{LevelState, LoadThresholds, classify, next_level};
+use wizard_core::session::LobbyId;
 use wizard_core::wire::{self, AiErrorCode, AiReply};
 use wizard_core::{Server, Time};
 
@@ -43,12 +44,12 @@ pub struct Checker {
     /// Connections whose action the core applied in the last loop iteration.
     pub accepted_moves: Vec<ConnId>,
     /// Running games and the time of their last move.
-    pub running: BTreeMap<u64, Time>,
-    pub moves_per_lobby: BTreeMap<u64, u64>,
+    pub running: BTreeMap<LobbyId, Time>,
+    pub moves_per_lobby: BTreeMap<LobbyId, u64>,
     /// Which connection started each game.
-    pub started_by: BTreeMap<u64, ConnId>,
+    pub started_by: BTreeMap<LobbyId, ConnId>,
     /// Lobbies deleted while their game ran (judged at the end, by who started them).
-    pub deleted_running: Vec<(Time, u64)>,
+    pub deleted_running: Vec<(Time, LobbyId)>,
     /// What the players of each game are shown (`games.rs`).
     pub games: Games,
 }
@@ -408,15 +409,15 @@ impl Observer for Observers<'_> {
     fn handled(&mut self, h: &Handled, input: &Input, out: &[Output], server: &Server) {
         let (k, r) = (&mut *self.check, &mut *self.report);
         r.hash(&h.now.0.to_le_bytes());
-        r.hash(&h.conn.unwrap_or(0).to_le_bytes());
+        r.hash(&h.conn.map_or(0, |c| c.0).to_le_bytes());
         for o in out {
             match o {
                 Output::Send { conn, text, .. } => {
-                    r.hash(&conn.to_le_bytes());
+                    r.hash(&conn.0.to_le_bytes());
                     r.hash(text.as_bytes());
                 }
                 Output::Close { conn, code } => {
-                    r.hash(&conn.to_le_bytes());
+                    r.hash(&conn.0.to_le_bytes());
                     r.hash(&code.code().to_le_bytes());
                     r.cover(&format!("close_sent_{}", code.code()));
                 }

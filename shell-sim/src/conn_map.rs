@@ -10,8 +10,8 @@ use wizard_core::io::ConnId;
 
 #[derive(Clone, Debug)]
 pub struct ConnMap<T> {
-    /// The id of `slots[0]`.
-    base: ConnId,
+    /// The number of the id of `slots[0]` (a slot's index is an offset from it).
+    base: u64,
     slots: VecDeque<Option<T>>,
     len: usize,
 }
@@ -28,7 +28,7 @@ impl<T> Default for ConnMap<T> {
 
 impl<T> ConnMap<T> {
     fn index(&self, conn: ConnId) -> Option<usize> {
-        usize::try_from(conn.checked_sub(self.base)?).ok()
+        usize::try_from(conn.0.checked_sub(self.base)?).ok()
     }
 
     pub fn get(&self, conn: &ConnId) -> Option<&T> {
@@ -48,9 +48,9 @@ impl<T> ConnMap<T> {
     pub fn insert(&mut self, conn: ConnId, value: T) -> Option<T> {
         if self.len == 0 {
             self.slots.clear();
-            self.base = conn;
+            self.base = conn.0;
         }
-        while conn < self.base {
+        while conn.0 < self.base {
             self.slots.push_front(None);
             self.base -= 1;
         }
@@ -95,7 +95,7 @@ impl<T> ConnMap<T> {
         self.slots
             .iter()
             .enumerate()
-            .filter_map(move |(i, s)| Some((base + i as ConnId, s.as_ref()?)))
+            .filter_map(move |(i, s)| Some((ConnId(base + i as u64), s.as_ref()?)))
     }
 }
 
@@ -114,6 +114,7 @@ mod tests {
             let mut m = ConnMap::default();
             let mut b = BTreeMap::new();
             for (i, (op, conn)) in ops.into_iter().enumerate() {
+                let conn = ConnId(conn);
                 match op {
                     0 => prop_assert_eq!(m.insert(conn, i), b.insert(conn, i)),
                     1 => prop_assert_eq!(m.remove(&conn), b.remove(&conn)),

@@ -27,16 +27,16 @@ impl Host {
         conn: ConnId,
         ip: IpAddr,
     ) -> bool {
-        let admitted = match self.door.admit(conn, ip, now) {
+        let admitted = match self.door.admit(conn.0, ip, now) {
             Ok(admit) => {
                 self.evict(q, net, now, admit.evicted);
                 // No trusted proxy in the simulator: the peer is the client.
-                let head = self.door.head_read(conn, ip);
+                let head = self.door.head_read(conn.0, ip);
                 if admit.mode == Mode::Full && head.is_ok() {
                     self.check_door(now, ip);
                     return true;
                 }
-                self.door.close(conn);
+                self.door.close(conn.0);
                 true
             }
             Err(_) => false,
@@ -68,7 +68,7 @@ impl Host {
         ip: IpAddr,
     ) {
         self.burn(now, self.cost.scaled_us(self.cost.close_us));
-        match self.door.admit(conn, ip, now) {
+        match self.door.admit(conn.0, ip, now) {
             Ok(admit) => {
                 self.evict(q, net, now, admit.evicted);
                 self.silent.insert(conn, ());
@@ -86,10 +86,11 @@ impl Host {
         }
     }
 
-    /// The door made room by evicting `victim` (it forgot it already): the shell cuts
-    /// the socket, and its owner sees it closed.
+    /// The door made room by evicting socket `victim` (it forgot it already): the shell
+    /// cuts the socket, and its owner sees it closed. The simulator numbers a socket
+    /// with its connection's id.
     fn evict(&mut self, q: &mut EventQueue<Ev>, net: &Net, now: Time, victim: Option<u64>) {
-        let Some(victim) = victim else {
+        let Some(victim) = victim.map(ConnId) else {
             return;
         };
         self.tcp_evicted += 1;
@@ -119,7 +120,7 @@ impl Host {
         if self.silent.remove(&conn).is_none() {
             return;
         }
-        self.door.close(conn);
+        self.door.close(conn.0);
         self.first_byte_timeouts += 1;
         self.burn(now, self.cost.scaled_us(self.cost.close_us));
         q.push(

@@ -3,6 +3,7 @@
 //! spawn attacks and open-loop arrivals.
 
 use wizard_core::Time;
+use wizard_core::io::ConnId;
 
 use crate::client::Role;
 use crate::dist::{Dist, secs_to_us};
@@ -12,7 +13,7 @@ use crate::sim::{Sim, client_ip, read_us};
 use crate::world::Ctx;
 
 impl Sim {
-    pub(crate) fn deliver(&mut self, now: Time, conn: u64, frames: Vec<Frame>) {
+    pub(crate) fn deliver(&mut self, now: Time, conn: ConnId, frames: Vec<Frame>) {
         let owner = self.net.owner.get(&conn).copied();
         let slow = match owner {
             Some(Owner::Client(i)) => self.clients.get(i).and_then(|c| c.slow_read_bytes_per_s),
@@ -57,7 +58,7 @@ impl Sim {
         }
     }
 
-    pub(crate) fn slow_read(&mut self, now: Time, conn: u64, bytes: usize) {
+    pub(crate) fn slow_read(&mut self, now: Time, conn: ConnId, bytes: usize) {
         let Some(sock) = self.slow.get_mut(&conn) else {
             return;
         };

@@ -35,6 +35,7 @@ pub fn empty_continuation(mask: [u8; 4]) -> Vec<u8> {
 /// A mask for the `n`th frame on `conn` (a client draws it at random; any value works).
 pub fn mask_for(conn: ConnId, n: u64) -> [u8; 4] {
     let x = conn
+        .0
         .wrapping_mul(0x9e37_79b9_7f4a_7c15)
         .wrapping_add(n.wrapping_mul(0x2545_f491_4f6c_dd1d));
     let b = x.to_le_bytes();

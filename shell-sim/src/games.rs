@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wizard_core::Time;
 use wizard_core::io::{ConnId, Input, Note, Output};
+use wizard_core::session::LobbyId;
 use wizard_core::wire::{self, LobbyStatus, LobbyView, ServerMessage, peek};
 
 use crate::conn_map::ConnMap;
@@ -31,7 +32,7 @@ pub struct Games {
     /// By lobby code (packed, `code_key`).
     tables: BTreeMap<u64, Table>,
     /// Per lobby id, from the notes: the running game's players and moves applied.
-    moves: BTreeMap<u64, (u8, u64)>,
+    moves: BTreeMap<LobbyId, (u8, u64)>,
     next_sweep: Time,
     bad: Vec<String>,
     /// What was checked, for the report.

@@ -179,7 +179,7 @@ impl Host {
             }
             Arrive::Silent { ip } => return self.accept_silent(q, net, now, conn, ip),
             Arrive::Close if self.silent.remove(&conn).is_some() => {
-                self.door.close(conn);
+                self.door.close(conn.0);
                 return;
             }
             // A socket the shell never took, or whose reader is gone already.
@@ -418,7 +418,7 @@ impl Host {
         {
             self.outboxes.remove(&conn);
             self.readers.remove(&conn);
-            self.door.close(conn);
+            self.door.close(conn.0);
         }
         routed.append(&mut self.out);
         read + self.cost.core_us(h.kind, sent) + self.cost.write_us * sent.frames as f64

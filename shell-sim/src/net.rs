@@ -113,7 +113,7 @@ pub struct Net {
 impl Net {
     pub fn new(dist: Dist, rng: ChaCha12Rng) -> Net {
         Net {
-            next_conn: 1,
+            next_conn: ConnId(1),
             latency_us: ConnMap::default(),
             owner: ConnMap::default(),
             ip: ConnMap::default(),
@@ -125,7 +125,7 @@ impl Net {
     /// A new connection of `owner` from `ip`, with its drawn one-way latency.
     fn register(&mut self, owner: Owner, ip: IpAddr) -> (ConnId, u64) {
         let conn = self.next_conn;
-        self.next_conn += 1;
+        self.next_conn = conn.next();
         let lat = self.dist.sample_us(&mut self.rng).max(1);
         self.latency_us.insert(conn, lat);
         self.owner.insert(conn, owner);

@@ -4,7 +4,9 @@
 //! lobby), and the final checks.
 
 use wizard_core::Time;
+use wizard_core::io::ConnId;
 use wizard_core::overload::LoadLevel;
+use wizard_core::session::LobbyId;
 use wizard_core::stats::{Counts, Tally};
 use wizard_core::wire::{CloseCode, ErrorCode, LobbyStatus};
 
@@ -17,7 +19,7 @@ use crate::sim::Sim;
 use crate::world::Ctx;
 
 /// Whether an abuser's connection started `lobby`'s game.
-fn started_by_abuser(check: &crate::check::Checker, net: &crate::net::Net, lobby: u64) -> bool {
+fn started_by_abuser(check: &crate::check::Checker, net: &crate::net::Net, lobby: LobbyId) -> bool {
     check
         .started_by
         .get(&lobby)
@@ -134,7 +136,7 @@ impl Sim {
             c.slow_read_bytes_per_s = None;
         }
         // Frames a slow reader still held are read at once now.
-        let held: Vec<(u64, Vec<crate::outbox::Frame>)> = self
+        let held: Vec<(ConnId, Vec<crate::outbox::Frame>)> = self
             .slow
             .iter_mut()
             .map(|(conn, s)| (*conn, s.frames.drain(..).collect()))

@@ -7,7 +7,9 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use rand::Rng;
 use rand_chacha::ChaCha12Rng;
+use wizard_core::io::ConnId;
 use wizard_core::rng::Seed;
+use wizard_core::session::LobbyId;
 use wizard_core::stats::Counters;
 use wizard_core::{Server, Time};
 
@@ -46,11 +48,11 @@ pub struct Sim {
     pub ai: Option<AiService>,
     pub check: Checker,
     pub report: Report,
-    pub slow: BTreeMap<u64, SlowSock>,
+    pub slow: BTreeMap<ConnId, SlowSock>,
     pub reconnect_every_us: BTreeMap<usize, u64>,
     pub prev_counters: Counters,
     pub healed: bool,
-    pub heal_snapshot: BTreeMap<u64, u64>,
+    pub heal_snapshot: BTreeMap<LobbyId, u64>,
     pub end: Time,
     pub(crate) rng: ChaCha12Rng,
     pub events: u64,

@@ -17,6 +17,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use wizard_core::game::{Action, Card};
 use wizard_core::io::MoveSource;
 use wizard_core::records::Record;
+use wizard_core::session::LobbyId;
 use wizard_server::store::Store;
 
 /// Running games the moves belong to.
@@ -26,7 +27,7 @@ const MOVES_BEFORE: u64 = 100;
 
 fn a_move(k: u64) -> Record {
     Record::Move {
-        lobby: k % LOBBIES + 1,
+        lobby: LobbyId(k % LOBBIES + 1),
         game_no: 1,
         seat: (k % 4) as u8,
         action: if k.is_multiple_of(3) {

@@ -575,7 +575,7 @@ mod tests {
         let config = Config::from_pairs(Vec::<(&str, &str)>::new()).unwrap();
         let (inbox, _rx) = async_channel::bounded(1);
         let (outbox, woken) = Outbox::new(10, 1000);
-        let params = ConnParams::new(&config, 1, ConnKind::Player);
+        let params = ConnParams::new(&config, ConnId(1), ConnKind::Player);
         let stats = Arc::new(ShellStats::default());
         let task = run(tcp, Vec::new(), outbox, woken, inbox, stats, params);
         let size = std::mem::size_of_val(&task);

@@ -334,20 +334,20 @@ pub fn log_note(note: &Note, logs: &mut LogLimiter, now_us: u64) {
             }
         }
         Note::ConnectionRefused { conn, ip, reason } => warn!(
-            conn,
+            conn = conn.0,
             reason = reason.name(),
             "Refusing connection from {ip}: connection limit reached"
         ),
         Note::ConnectionHeld { conn, ip } => debug!(
-            conn,
+            conn = conn.0,
             "Holding connection from {ip} over the connection limit until its hello"
         ),
         Note::ResumedPastCap { conn, ip } => info!(
-            conn,
+            conn = conn.0,
             "Admitting a player of a running game from {ip} past the connection limit"
         ),
         Note::FloodClosed { conn, ip } => {
-            warn!(conn, "Closing connection from {ip}: message flood")
+            warn!(conn = conn.0, "Closing connection from {ip}: message flood")
         }
         Note::BreakerOpened {
             failures,
@@ -364,7 +364,7 @@ pub fn log_note(note: &Note, logs: &mut LogLimiter, now_us: u64) {
             seat,
             reason: reason @ FallbackReason::NoService,
         } => debug!(
-            lobby,
+            lobby = lobby.0,
             seat,
             reason = reason.name(),
             "Playing fallback move for seat {seat}: {}",
@@ -375,26 +375,26 @@ pub fn log_note(note: &Note, logs: &mut LogLimiter, now_us: u64) {
             seat,
             reason,
         } => info!(
-            lobby,
+            lobby = lobby.0,
             seat,
             reason = reason.name(),
             "Playing fallback move for seat {seat}: {}",
             reason.name()
         ),
-        Note::AiConnected { conn } => info!(conn, "AI service connected"),
+        Note::AiConnected { conn } => info!(conn = conn.0, "AI service connected"),
         Note::AiDisconnected { conn, pending } => {
-            warn!(conn, pending, "AI service disconnected")
+            warn!(conn = conn.0, pending, "AI service disconnected")
         }
         Note::ShutdownStarted => info!("Shutdown started"),
-        Note::GameStarted { lobby, players } => debug!(lobby, players, "Game started"),
-        Note::GameFinished { lobby } => debug!(lobby, "Game finished"),
+        Note::GameStarted { lobby, players } => debug!(lobby = lobby.0, players, "Game started"),
+        Note::GameFinished { lobby } => debug!(lobby = lobby.0, "Game finished"),
         Note::MoveApplied { lobby, seat, by } => {
             let by = match by {
                 MoveSource::Human => "human",
                 MoveSource::Ai => "ai",
                 MoveSource::Fallback => "fallback",
             };
-            debug!(lobby, seat, by, "Move applied")
+            debug!(lobby = lobby.0, seat, by, "Move applied")
         }
         other => debug!(note = ?other, "note"),
     }

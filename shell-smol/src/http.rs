@@ -21,6 +21,7 @@ use futures_lite::FutureExt;
 use futures_lite::io::AsyncWriteExt;
 use tracing::debug;
 use wizard_core::config::Config;
+use wizard_core::io::ConnId;
 use wizard_core::overload::readiness::{encode_ready, ready_status};
 use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
 
@@ -274,7 +275,7 @@ async fn websocket(
         response,
         leftover,
     } = upgrade;
-    let conn = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
+    let conn = ConnId(ctx.next_conn.fetch_add(1, Ordering::Relaxed));
     let config = &ctx.config;
     let (outbox, woken) = Outbox::new(
         config.outbound_queue_messages_max,
@@ -311,7 +312,7 @@ async fn websocket(
         params,
     )
     .await;
-    debug!(conn, ?end, "connection ended");
+    debug!(conn = conn.0, ?end, "connection ended");
     Some(tcp)
 }
 

@@ -243,8 +243,8 @@ fn commit(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     for record in records {
         let (lobby, session) = match record.key() {
-            RecordKey::Lobby(id) => (Some(id as i64), None),
-            RecordKey::Session(id) => (None, Some(id as i64)),
+            RecordKey::Lobby(id) => (Some(id.0 as i64), None),
+            RecordKey::Session(id) => (None, Some(id.0 as i64)),
         };
         match record {
             Record::LobbyGone { .. } => {

@@ -6,7 +6,7 @@
 //! negative. It has no clock: connections are counted, not timed.
 
 use super::limiter::IpKey;
-use crate::io::RefuseReason;
+use crate::io::{ConnId, RefuseReason};
 use std::collections::BTreeMap;
 
 /// Slots kept for `/health`, `/metrics` and `/ready` above the socket cap (see `door.rs`).
@@ -42,7 +42,7 @@ pub struct ConnectionLimiter {
     conns_max: usize,
     conns_per_ip_max: usize,
     /// Every open connection and the IP it counts against.
-    open: BTreeMap<u64, IpKey>,
+    open: BTreeMap<ConnId, IpKey>,
     /// Open connections per IP; an IP is removed when its count reaches zero, so the
     /// table never holds more entries than there are open connections.
     per_ip: BTreeMap<IpKey, usize>,
@@ -63,14 +63,14 @@ impl ConnectionLimiter {
     ///
     /// An id that is already open keeps its slot (and its original IP) and is not
     /// counted twice; the call returns `Ok(())`.
-    pub fn try_open(&mut self, conn_id: u64, ip: IpKey) -> Result<(), RefuseReason> {
+    pub fn try_open(&mut self, conn_id: ConnId, ip: IpKey) -> Result<(), RefuseReason> {
         self.open_checked(conn_id, ip, true)
     }
 
     /// Counts `conn_id` past the total cap: a player of a running game coming back may
     /// always have its seat's connection (the shell's socket cap still bounds how many
     /// connections exist). Only the per-IP cap applies.
-    pub fn try_open_past_total(&mut self, conn_id: u64, ip: IpKey) -> Result<(), RefuseReason> {
+    pub fn try_open_past_total(&mut self, conn_id: ConnId, ip: IpKey) -> Result<(), RefuseReason> {
         self.open_checked(conn_id, ip, false)
     }
 
@@ -79,7 +79,12 @@ impl ConnectionLimiter {
         self.per_ip.get(&ip).copied().unwrap_or(0) >= self.conns_per_ip_max
     }
 
-    fn open_checked(&mut self, conn_id: u64, ip: IpKey, total: bool) -> Result<(), RefuseReason> {
+    fn open_checked(
+        &mut self,
+        conn_id: ConnId,
+        ip: IpKey,
+        total: bool,
+    ) -> Result<(), RefuseReason> {
         if self.open.contains_key(&conn_id) {
             return Ok(());
         }
@@ -100,7 +105,7 @@ impl ConnectionLimiter {
 
     /// Releases `conn_id`'s slot. Unknown or already closed ids are a no-op.
     /// Returns whether a slot was released.
-    pub fn close(&mut self, conn_id: u64) -> bool {
+    pub fn close(&mut self, conn_id: ConnId) -> bool {
         let Some(ip) = self.open.remove(&conn_id) else {
             return false;
         };

@@ -7,20 +7,20 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use wizard_core::io::{Note, RefuseReason};
+use wizard_core::io::{ConnId, Note, RefuseReason};
 use wizard_core::stats::RequestRefusal;
 use wizard_core::wire::CloseCode;
 
 use super::driver::{Driver, config};
 
 /// Opens `conn` from `ip` and says hello (resuming `token` if given).
-fn join(d: &mut Driver, conn: u64, ip: &str, token: Option<&str>) {
+fn join(d: &mut Driver, conn: ConnId, ip: &str, token: Option<&str>) {
     d.open(conn, ip);
     d.hello(conn, token);
 }
 
 /// `conn` creates a lobby with two AI seats and starts its game; returns the code.
-fn start_game(d: &mut Driver, conn: u64) -> String {
+fn start_game(d: &mut Driver, conn: ConnId) -> String {
     d.send_json(
         conn,
         json!({"type": "create_lobby", "name": format!("H{conn}")}),
@@ -32,16 +32,16 @@ fn start_game(d: &mut Driver, conn: u64) -> String {
     code
 }
 
-fn status(d: &Driver, conn: u64) -> Option<String> {
+fn status(d: &Driver, conn: ConnId) -> Option<String> {
     d.state(conn)
         .and_then(|s| s["lobby"]["status"].as_str().map(str::to_string))
 }
 
-fn token(d: &Driver, conn: u64) -> String {
+fn token(d: &Driver, conn: ConnId) -> String {
     d.seen[&conn].token.clone().expect("welcomed")
 }
 
-fn last_error(d: &Driver, conn: u64) -> Option<Value> {
+fn last_error(d: &Driver, conn: ConnId) -> Option<Value> {
     d.seen[&conn]
         .messages
         .iter()
@@ -87,12 +87,12 @@ fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
             ("AI_MOVE_DELAY", "600"),
         ]);
         let mut d = Driver::new(cfg, 3);
-        let mut conn = 0;
+        let mut conn = ConnId(0);
         // The held games' hosts leave first: they are the oldest disconnected
         // sessions, and their guests stay.
         for _ in 0..held {
-            let (host, guest) = (conn + 1, conn + 2);
-            conn += 2;
+            let (host, guest) = (conn.next(), conn.next().next());
+            conn = guest;
             join(&mut d, host, "10.1.0.1", None);
             d.send_json(
                 host,
@@ -112,7 +112,7 @@ fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
         }
         let mut gone = BTreeMap::new();
         for _ in 0..abandoned {
-            conn += 1;
+            conn = conn.next();
             join(&mut d, conn, "10.1.0.5", None);
             start_game(&mut d, conn);
             gone.insert(token(&d, conn), 'g');
@@ -120,7 +120,7 @@ fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
             d.advance_ms(1);
         }
         for _ in 0..waiting {
-            conn += 1;
+            conn = conn.next();
             join(&mut d, conn, "10.1.0.2", None);
             d.send_json(conn, json!({"type": "create_lobby", "name": "W"}));
             gone.insert(token(&d, conn), 'w');
@@ -134,7 +134,7 @@ fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
             (waiting + abandoned) as u64,
             "{case}"
         );
-        conn += 1;
+        conn = conn.next();
         join(&mut d, conn, "10.1.0.3", None);
         let refused = d.seen[&conn].closed == Some(CloseCode::ConnectionLimit);
         assert_eq!(!refused, admitted, "{case}");
@@ -143,7 +143,7 @@ fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
             .iter()
             .enumerate()
             .filter_map(|(i, (tok, kind))| {
-                let c = 1000 + i as u64;
+                let c = ConnId(1000 + i as u64);
                 join(&mut d, c, "10.1.0.6", Some(tok));
                 let resumed = d.seen[&c].token.as_deref() == Some(tok.as_str());
                 d.close(c);
@@ -163,27 +163,27 @@ fn eviction_finds_the_evictable_session_behind_any_number_of_seated_ones() {
 fn an_idle_lobby_goes_after_lobby_idle_ttl() {
     let cfg = config(&[("MAX_LOBBIES", "5"), ("LOBBY_IDLE_TTL", "10")]);
     let mut d = Driver::new(cfg, 5);
-    join(&mut d, 1, "10.0.0.1", None);
-    d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
-    let code = d.lobby_code(1).unwrap();
-    let ann = token(&d, 1);
-    d.close(1);
+    join(&mut d, ConnId(1), "10.0.0.1", None);
+    d.send_json(ConnId(1), json!({"type": "create_lobby", "name": "Ann"}));
+    let code = d.lobby_code(ConnId(1)).unwrap();
+    let ann = token(&d, ConnId(1));
+    d.close(ConnId(1));
     assert_eq!(d.server.gauges().idle_lobbies, 1);
     for (at_ms, gone) in [(9_999, false), (10_000, true)] {
         d.run_until(wizard_core::Time::from_millis(at_ms));
         assert_eq!(d.server.gauges().lobbies == 0, gone, "at {at_ms} ms");
     }
     assert_eq!(d.server.counters().lobbies_idle_deleted, 1);
-    join(&mut d, 2, "10.0.0.2", None);
+    join(&mut d, ConnId(2), "10.0.0.2", None);
     d.send_json(
-        2,
+        ConnId(2),
         json!({"type": "join_lobby", "code": code, "name": "Bob"}),
     );
-    assert_eq!(d.last_errors(2), vec!["not_found"]);
+    assert_eq!(d.last_errors(ConnId(2)), vec!["not_found"]);
     // Ann's session went with her lobby.
-    join(&mut d, 3, "10.0.0.1", Some(&ann));
+    join(&mut d, ConnId(3), "10.0.0.1", Some(&ann));
     assert_ne!(
-        d.seen[&3].token.as_deref(),
+        d.seen[&ConnId(3)].token.as_deref(),
         Some(ann.as_str()),
         "a new session"
     );
@@ -203,56 +203,64 @@ fn at_max_lobbies_a_new_lobby_replaces_the_one_idle_longest() {
     let mut d = Driver::new(cfg, 6);
     // Ann's lobby (idle from 1 s), Bob's (idle from 2 s), Cat's game (all gone).
     let mut codes = Vec::new();
-    for (conn, name) in [(1, "Ann"), (2, "Bob")] {
+    for (conn, name) in [(ConnId(1), "Ann"), (ConnId(2), "Bob")] {
         join(&mut d, conn, &format!("10.0.0.{conn}"), None);
         d.send_json(conn, json!({"type": "create_lobby", "name": name}));
         codes.push(d.lobby_code(conn).unwrap());
     }
-    join(&mut d, 3, "10.0.0.3", None);
-    start_game(&mut d, 3);
+    join(&mut d, ConnId(3), "10.0.0.3", None);
+    start_game(&mut d, ConnId(3));
     assert!(!d.server.health().accepting_games, "MAX_LOBBIES is full");
-    join(&mut d, 9, "10.0.0.9", None);
-    d.send_json(9, json!({"type": "create_lobby", "name": "Guy"}));
-    assert_eq!(d.last_errors(9), vec!["busy"], "nothing idle: refused");
+    join(&mut d, ConnId(9), "10.0.0.9", None);
+    d.send_json(ConnId(9), json!({"type": "create_lobby", "name": "Guy"}));
+    assert_eq!(
+        d.last_errors(ConnId(9)),
+        vec!["busy"],
+        "nothing idle: refused"
+    );
     d.run_until(wizard_core::Time::from_millis(1_000));
-    d.close(3);
+    d.close(ConnId(3));
     assert!(
         !d.server.health().accepting_games,
         "a running game is not idle"
     );
-    d.close(1);
+    d.close(ConnId(1));
     assert!(
         d.server.health().accepting_games,
         "an idle lobby makes room"
     );
     d.run_until(wizard_core::Time::from_millis(2_000));
-    d.close(2);
+    d.close(ConnId(2));
     assert_eq!(d.server.gauges().idle_lobbies, 2);
-    let pushed = |d: &Driver, conn| {
+    let pushed = |d: &Driver, conn: ConnId| {
         d.seen[&conn]
             .messages
             .iter()
             .any(|m| m["type"] == "server_status" && m["accepting_games"] == true)
     };
     // Dan replaces Ann's lobby (idle longest), Eve Bob's; Fay finds no room.
-    for (conn, name, gone, accepting) in [(4, "Dan", 0, true), (5, "Eve", 1, false)] {
+    for (n, name, gone, accepting) in [(4, "Dan", 0, true), (5, "Eve", 1, false)] {
+        let (conn, zed) = (ConnId(n), ConnId(10 + n));
         join(&mut d, conn, &format!("10.0.1.{conn}"), None);
         d.send_json(conn, json!({"type": "create_lobby", "name": name}));
         assert!(d.lobby_code(conn).is_some(), "{name} has no lobby");
-        join(&mut d, 10 + conn, "10.0.2.1", None);
+        join(&mut d, zed, "10.0.2.1", None);
         let code = codes[gone].clone();
         d.send_json(
-            10 + conn,
+            zed,
             json!({"type": "join_lobby", "code": code, "name": "Zed"}),
         );
-        assert_eq!(d.last_errors(10 + conn), vec!["not_found"], "{name}");
-        d.close(10 + conn);
+        assert_eq!(d.last_errors(zed), vec!["not_found"], "{name}");
+        d.close(zed);
         assert_eq!(d.server.health().accepting_games, accepting, "after {name}");
     }
-    assert!(pushed(&d, 4), "Dan was not told that games are accepted");
-    join(&mut d, 6, "10.0.1.6", None);
-    d.send_json(6, json!({"type": "create_lobby", "name": "Fay"}));
-    assert_eq!(d.last_errors(6), vec!["busy"]);
+    assert!(
+        pushed(&d, ConnId(4)),
+        "Dan was not told that games are accepted"
+    );
+    join(&mut d, ConnId(6), "10.0.1.6", None);
+    d.send_json(ConnId(6), json!({"type": "create_lobby", "name": "Fay"}));
+    assert_eq!(d.last_errors(ConnId(6)), vec!["busy"]);
     let c = d.server.counters();
     assert_eq!((c.lobbies_evicted, c.lobbies_idle_deleted), (2, 0));
     assert_eq!(d.server.gauges().lobbies, 3);
@@ -274,25 +282,25 @@ fn an_abandoned_games_session_gives_way_to_a_new_player_at_max_sessions() {
     ]);
     let mut d = Driver::new(cfg, 4);
     // Game X: Ann (gone at once) and Bob (gone at 4 s). Game Y: Cat alone, gone at 1 s.
-    join(&mut d, 1, "10.2.0.1", None);
-    d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
-    let code = d.lobby_code(1).expect("a lobby");
-    join(&mut d, 2, "10.2.0.2", None);
+    join(&mut d, ConnId(1), "10.2.0.1", None);
+    d.send_json(ConnId(1), json!({"type": "create_lobby", "name": "Ann"}));
+    let code = d.lobby_code(ConnId(1)).expect("a lobby");
+    join(&mut d, ConnId(2), "10.2.0.2", None);
     d.send_json(
-        2,
+        ConnId(2),
         json!({"type": "join_lobby", "code": code, "name": "Bob"}),
     );
-    d.send_json(1, json!({"type": "add_ai"}));
-    d.send_json(1, json!({"type": "start_game"}));
-    assert_eq!(status(&d, 2).as_deref(), Some("playing"));
-    let ann = token(&d, 1);
-    d.close(1);
+    d.send_json(ConnId(1), json!({"type": "add_ai"}));
+    d.send_json(ConnId(1), json!({"type": "start_game"}));
+    assert_eq!(status(&d, ConnId(2)).as_deref(), Some("playing"));
+    let ann = token(&d, ConnId(1));
+    d.close(ConnId(1));
     d.run_until(wizard_core::Time::from_millis(1_000));
-    join(&mut d, 3, "10.2.0.3", None);
-    start_game(&mut d, 3);
-    d.close(3);
+    join(&mut d, ConnId(3), "10.2.0.3", None);
+    start_game(&mut d, ConnId(3));
+    d.close(ConnId(3));
     d.run_until(wizard_core::Time::from_millis(4_000));
-    d.close(2);
+    d.close(ConnId(2));
     // At 7 s, Y has been abandoned for 6 s (dormant), X for 3 s (awake).
     d.run_until(wizard_core::Time::from_millis(7_000));
     let g = d.server.gauges();
@@ -305,7 +313,7 @@ fn an_abandoned_games_session_gives_way_to_a_new_player_at_max_sessions() {
         ),
         (3, 3, 1, 1)
     );
-    join(&mut d, 10, "10.2.1.1", None);
+    join(&mut d, ConnId(10), "10.2.1.1", None);
     assert_eq!(
         d.server.counters().sessions_evicted,
         0,
@@ -313,7 +321,8 @@ fn an_abandoned_games_session_gives_way_to_a_new_player_at_max_sessions() {
     );
     // Cat goes first (Y is deleted), although Ann has been gone longer; then Ann
     // (X keeps Bob's seat); then Bob, and X goes too.
-    for (conn, lobbies, dormant) in [(11, 1, 0), (12, 1, 0), (13, 0, 0)] {
+    for (n, lobbies, dormant) in [(11, 1, 0), (12, 1, 0), (13, 0, 0)] {
+        let conn = ConnId(n);
         join(&mut d, conn, &format!("10.2.1.{conn}"), None);
         assert_eq!(d.seen[&conn].closed, None, "newcomer {conn} refused");
         let g = d.server.gauges();
@@ -322,15 +331,15 @@ fn an_abandoned_games_session_gives_way_to_a_new_player_at_max_sessions() {
             (lobbies, dormant),
             "newcomer {conn}"
         );
-        if conn == 11 {
+        if n == 11 {
             assert_eq!(g.active_games, 1, "X still runs");
             d.server.check_absent().expect("bookkeeping");
         }
     }
     assert_eq!(d.server.counters().sessions_evicted, 3);
-    join(&mut d, 20, "10.2.0.1", Some(&ann));
+    join(&mut d, ConnId(20), "10.2.0.1", Some(&ann));
     assert_eq!(
-        d.seen[&20].closed,
+        d.seen[&ConnId(20)].closed,
         Some(CloseCode::ConnectionLimit),
         "Ann's seat is gone"
     );
@@ -349,13 +358,17 @@ fn an_abandoned_game_goes_dormant_and_its_player_wakes_it_past_the_cap() {
         ("TRICK_PAUSE", "0"),
     ]);
     let mut d = Driver::new(cfg, 9);
-    join(&mut d, 1, "10.0.0.1", None);
-    start_game(&mut d, 1);
-    let ann = token(&d, 1);
-    d.close(1);
-    join(&mut d, 2, "10.0.0.2", None);
-    d.send_json(2, json!({"type": "create_lobby", "name": "Bob"}));
-    assert_eq!(d.last_errors(2), vec!["busy"], "MAX_ACTIVE_GAMES is full");
+    join(&mut d, ConnId(1), "10.0.0.1", None);
+    start_game(&mut d, ConnId(1));
+    let ann = token(&d, ConnId(1));
+    d.close(ConnId(1));
+    join(&mut d, ConnId(2), "10.0.0.2", None);
+    d.send_json(ConnId(2), json!({"type": "create_lobby", "name": "Bob"}));
+    assert_eq!(
+        d.last_errors(ConnId(2)),
+        vec!["busy"],
+        "MAX_ACTIVE_GAMES is full"
+    );
     // Until the TTL the abandoned game plays on (AI seats and autoplay alike).
     d.run_until(wizard_core::Time::from_millis(4_900));
     assert_eq!(d.server.gauges().active_games, 1);
@@ -370,24 +383,24 @@ fn an_abandoned_game_goes_dormant_and_its_player_wakes_it_past_the_cap() {
     }
     assert_eq!(quiet, 0, "a dormant game moved");
     assert!(
-        d.seen[&2]
+        d.seen[&ConnId(2)]
             .messages
             .iter()
             .any(|m| m["type"] == "server_status" && m["accepting_games"] == true),
         "Bob was not told that games are accepted again"
     );
-    start_game(&mut d, 2);
-    assert_eq!(status(&d, 2).as_deref(), Some("playing"));
+    start_game(&mut d, ConnId(2));
+    assert_eq!(status(&d, ConnId(2)).as_deref(), Some("playing"));
     // Ann comes back: her game runs again although MAX_ACTIVE_GAMES is taken.
-    join(&mut d, 3, "10.0.0.1", Some(&ann));
-    assert_eq!(status(&d, 3).as_deref(), Some("playing"));
+    join(&mut d, ConnId(3), "10.0.0.1", Some(&ann));
+    assert_eq!(status(&d, ConnId(3)).as_deref(), Some("playing"));
     let g = d.server.gauges();
     assert_eq!((g.active_games, g.dormant_games), (2, 0));
     // It goes on: Ann plays her turns, the AI seats theirs.
     let mut after = 0;
     for _ in 0..20 {
-        if let Some(action) = d.legal(3).first().cloned() {
-            d.send_json(3, json!({"type": "action", "action": action}));
+        if let Some(action) = d.legal(ConnId(3)).first().cloned() {
+            d.send_json(ConnId(3), json!({"type": "action", "action": action}));
             after += moves(&d);
         }
         d.advance_ms(1_000);
@@ -422,6 +435,7 @@ fn lobbies_and_games_are_capped_per_address() {
         (7, "", "start", None),
     ];
     for &(conn, ip, what, expected) in rows {
+        let conn = ConnId(conn);
         if !ip.is_empty() {
             join(&mut d, conn, ip, None);
         }
@@ -460,16 +474,16 @@ fn lobbies_and_games_are_capped_per_address() {
 fn reconnects_are_rate_limited_except_for_players_of_running_games() {
     let cfg = config(&[("RECONNECT_RATE", "6"), ("RECONNECT_BURST", "2")]);
     let mut d = Driver::new(cfg, 13);
-    join(&mut d, 1, "10.0.0.1", None);
-    start_game(&mut d, 1);
-    let ann = token(&d, 1);
-    d.close(1);
-    join(&mut d, 2, "10.0.0.1", None);
-    assert!(d.seen[&2].token.is_some());
+    join(&mut d, ConnId(1), "10.0.0.1", None);
+    start_game(&mut d, ConnId(1));
+    let ann = token(&d, ConnId(1));
+    d.close(ConnId(1));
+    join(&mut d, ConnId(2), "10.0.0.1", None);
+    assert!(d.seen[&ConnId(2)].token.is_some());
     // The bucket is empty: a new player is refused with a time to retry...
-    join(&mut d, 3, "10.0.0.1", None);
-    assert_eq!(d.seen[&3].closed, Some(CloseCode::ConnectionLimit));
-    let error = last_error(&d, 3).unwrap();
+    join(&mut d, ConnId(3), "10.0.0.1", None);
+    assert_eq!(d.seen[&ConnId(3)].closed, Some(CloseCode::ConnectionLimit));
+    let error = last_error(&d, ConnId(3)).unwrap();
     assert_eq!(error["code"], "busy");
     assert!(
         error["retry_after_ms"]
@@ -477,16 +491,16 @@ fn reconnects_are_rate_limited_except_for_players_of_running_games() {
             .is_some_and(|ms| ms > 0 && ms <= 10_000)
     );
     // ...other addresses are not...
-    join(&mut d, 4, "10.0.0.9", None);
-    assert!(d.seen[&4].token.is_some());
+    join(&mut d, ConnId(4), "10.0.0.9", None);
+    assert!(d.seen[&ConnId(4)].token.is_some());
     // ...and Ann, back to her running game, is let in.
-    join(&mut d, 5, "10.0.0.1", Some(&ann));
-    assert_eq!(d.seen[&5].closed, None);
-    assert_eq!(status(&d, 5).as_deref(), Some("playing"));
+    join(&mut d, ConnId(5), "10.0.0.1", Some(&ann));
+    assert_eq!(d.seen[&ConnId(5)].closed, None);
+    assert_eq!(status(&d, ConnId(5)).as_deref(), Some("playing"));
     // After 10 s (one token at 6 per minute) a new player gets in again.
     d.advance_ms(10_000);
-    join(&mut d, 6, "10.0.0.1", None);
-    assert!(d.seen[&6].token.is_some());
+    join(&mut d, ConnId(6), "10.0.0.1", None);
+    assert!(d.seen[&ConnId(6)].token.is_some());
     let refused = d
         .server
         .counters()
@@ -501,11 +515,11 @@ fn reconnects_are_rate_limited_except_for_players_of_running_games() {
 fn failed_join_codes_are_rate_limited_per_address() {
     let cfg = config(&[("JOIN_FAIL_RATE", "6"), ("JOIN_FAIL_BURST", "3")]);
     let mut d = Driver::new(cfg, 17);
-    join(&mut d, 1, "10.0.0.1", None);
-    d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
-    let code = d.lobby_code(1).unwrap();
-    join(&mut d, 2, "10.0.0.2", None);
-    let join_as = |d: &mut Driver, conn, code: &str| {
+    join(&mut d, ConnId(1), "10.0.0.1", None);
+    d.send_json(ConnId(1), json!({"type": "create_lobby", "name": "Ann"}));
+    let code = d.lobby_code(ConnId(1)).unwrap();
+    join(&mut d, ConnId(2), "10.0.0.2", None);
+    let join_as = |d: &mut Driver, conn: ConnId, code: &str| {
         d.send_json(
             conn,
             json!({"type": "join_lobby", "code": code, "name": "G"}),
@@ -513,23 +527,26 @@ fn failed_join_codes_are_rate_limited_per_address() {
         d.last_errors(conn)
     };
     for _ in 0..3 {
-        assert_eq!(join_as(&mut d, 2, "ZZZZZZ"), vec!["not_found"]);
+        assert_eq!(join_as(&mut d, ConnId(2), "ZZZZZZ"), vec!["not_found"]);
     }
-    assert_eq!(join_as(&mut d, 2, "ZZZZZZ"), vec!["rate_limited"]);
+    assert_eq!(join_as(&mut d, ConnId(2), "ZZZZZZ"), vec!["rate_limited"]);
     assert_eq!(
-        join_as(&mut d, 2, &code),
+        join_as(&mut d, ConnId(2), &code),
         vec!["rate_limited"],
         "tells nothing"
     );
-    let ms = last_error(&d, 2).unwrap()["retry_after_ms"]
+    let ms = last_error(&d, ConnId(2)).unwrap()["retry_after_ms"]
         .as_u64()
         .unwrap();
     assert!(ms > 0 && ms <= 10_000, "{ms}");
     // Another address still joins.
-    join(&mut d, 3, "10.0.0.3", None);
-    assert!(join_as(&mut d, 3, &code).is_empty());
+    join(&mut d, ConnId(3), "10.0.0.3", None);
+    assert!(join_as(&mut d, ConnId(3), &code).is_empty());
     d.advance_ms(ms);
-    assert!(join_as(&mut d, 2, &code).is_empty(), "joins after the wait");
+    assert!(
+        join_as(&mut d, ConnId(2), &code).is_empty(),
+        "joins after the wait"
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -562,7 +579,7 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Default)]
 struct Model {
     next: u64,
-    open: Vec<(u64, u8)>,
+    open: Vec<(ConnId, u8)>,
     tokens: Vec<String>,
     codes: BTreeMap<String, u8>,
 }
@@ -573,7 +590,7 @@ fn step(d: &mut Driver, m: &mut Model, op: &Op) -> Result<(), TestCaseError> {
     match *op {
         Op::Connect { ip, resume } => {
             m.next += 1;
-            let conn = m.next;
+            let conn = ConnId(m.next);
             let token = resume.and_then(|i| {
                 (!m.tokens.is_empty()).then(|| m.tokens[usize::from(i) % m.tokens.len()].clone())
             });
@@ -656,7 +673,7 @@ fn step(d: &mut Driver, m: &mut Model, op: &Op) -> Result<(), TestCaseError> {
     }
     // Connections the server closed (a session opened elsewhere, a flood) are gone,
     // as a shell would report.
-    let closed: Vec<u64> = m
+    let closed: Vec<ConnId> = m
         .open
         .iter()
         .map(|(c, _)| *c)
@@ -733,14 +750,14 @@ fn an_idle_server_shuts_down_without_waiting_out_the_grace() {
     assert!(d.server.is_finished(), "idle: stops at once");
     // A player in a lobby, no game running: closed with 1001 at once.
     let mut d = Driver::new(config(&grace), 5);
-    join(&mut d, 1, "10.3.0.1", None);
-    d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
-    assert!(d.lobby_code(1).is_some(), "a lobby");
+    join(&mut d, ConnId(1), "10.3.0.1", None);
+    d.send_json(ConnId(1), json!({"type": "create_lobby", "name": "Ann"}));
+    assert!(d.lobby_code(ConnId(1)).is_some(), "a lobby");
     let closed = d.input(Input::Shutdown).iter().any(|o| {
         matches!(
             o,
             wizard_core::io::Output::Close {
-                conn: 1,
+                conn: ConnId(1),
                 code: wizard_core::wire::CloseCode::ShuttingDown
             }
         )
@@ -749,9 +766,9 @@ fn an_idle_server_shuts_down_without_waiting_out_the_grace() {
     assert!(d.server.is_finished(), "no running game: stops at once");
     // A running game with its player gone still holds the grace period.
     let mut d = Driver::new(config(&grace), 5);
-    join(&mut d, 1, "10.3.0.1", None);
-    start_game(&mut d, 1);
-    d.close(1);
+    join(&mut d, ConnId(1), "10.3.0.1", None);
+    start_game(&mut d, ConnId(1));
+    d.close(ConnId(1));
     d.input(Input::Shutdown);
     assert!(
         !d.server.is_finished(),

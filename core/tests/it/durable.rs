@@ -10,9 +10,10 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use wizard_core::Server;
-use wizard_core::io::Input;
+use wizard_core::io::{ConnId, Input};
 use wizard_core::records::{Record, RecordError};
 use wizard_core::rng::Seed;
+use wizard_core::session::LobbyId;
 
 use super::driver::{Driver, config};
 
@@ -97,8 +98,8 @@ const CONFIG: &[(&str, &str)] = &[
 /// input so far (one entry per input, as a shell commits them).
 struct Live {
     d: Driver,
-    conns: Vec<u64>,
-    next: u64,
+    conns: Vec<ConnId>,
+    next: ConnId,
     codes: Vec<String>,
     commits: Vec<Vec<Record>>,
 }
@@ -110,7 +111,7 @@ impl Live {
         Live {
             d,
             conns: Vec::new(),
-            next: 0,
+            next: ConnId(0),
             codes: Vec::new(),
             commits: Vec::new(),
         }
@@ -121,14 +122,14 @@ impl Live {
         self.commits.push(records);
     }
 
-    fn pick(&self, i: u8) -> Option<u64> {
+    fn pick(&self, i: u8) -> Option<ConnId> {
         (!self.conns.is_empty()).then(|| self.conns[usize::from(i) % self.conns.len()])
     }
 
     fn step(&mut self, op: &Op) {
         match *op {
             Op::Join { ip } => {
-                self.next += 1;
+                self.next = self.next.next();
                 let conn = self.next;
                 self.d.open(conn, &format!("10.0.0.{ip}"));
                 self.commit();
@@ -294,7 +295,7 @@ proptest! {
             .collect();
         let mut conns = Vec::new();
         for (i, token) in tokens.iter().enumerate() {
-            let conn = 1000 + i as u64;
+            let conn = ConnId(1000 + i as u64);
             for d in [&mut live.d, &mut restored] {
                 d.open(conn, "10.0.1.1");
                 d.hello(conn, Some(token));
@@ -345,7 +346,7 @@ fn ai_to_act(views: &[(wizard_core::records::LobbyRecord, Vec<Option<String>>)])
 /// The stored form names its version; another version is refused, not misread.
 #[test]
 fn a_record_of_another_version_is_refused() {
-    let record = Record::LobbyGone { lobby: 7 };
+    let record = Record::LobbyGone { lobby: LobbyId(7) };
     let text = record.encode();
     assert_eq!(text, r#"{"v":1,"type":"lobby_gone","lobby":7}"#);
     assert_eq!(Record::decode(&text), Ok(record));
@@ -375,7 +376,7 @@ fn records_hold_no_token() {
     let mut live = Live::new(3);
     live.step(&Op::Join { ip: 1 });
     live.step(&Op::Create { conn: 0 });
-    let token = live.d.seen[&1].token.clone().expect("welcomed");
+    let token = live.d.seen[&ConnId(1)].token.clone().expect("welcomed");
     let text: String = live.commits.iter().flatten().map(Record::encode).collect();
     assert!(text.contains("\"type\":\"session\""), "{text}");
     assert!(
@@ -384,11 +385,20 @@ fn records_hold_no_token() {
     );
     // And the digest still names the session after a restore.
     let mut restored = restore(&live, live.commits.len(), 99);
-    restored.open(5, "10.0.0.1");
-    restored.hello(5, Some(&token));
-    assert_eq!(restored.seen[&5].token.as_deref(), Some(token.as_str()));
-    assert_eq!(restored.seen[&5].player_id, live.d.seen[&1].player_id);
-    assert!(restored.lobby_code(5).is_some(), "back in the lobby");
+    restored.open(ConnId(5), "10.0.0.1");
+    restored.hello(ConnId(5), Some(&token));
+    assert_eq!(
+        restored.seen[&ConnId(5)].token.as_deref(),
+        Some(token.as_str())
+    );
+    assert_eq!(
+        restored.seen[&ConnId(5)].player_id,
+        live.d.seen[&ConnId(1)].player_id
+    );
+    assert!(
+        restored.lobby_code(ConnId(5)).is_some(),
+        "back in the lobby"
+    );
 }
 
 /// `fixtures/store/v1.jsonl`, written by record version 1

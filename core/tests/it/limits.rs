@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use wizard_core::Time;
-use wizard_core::io::RefuseReason;
+use wizard_core::io::{ConnId, RefuseReason};
 use wizard_core::overload::LoadLevel;
 use wizard_core::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
 use wizard_core::overload::connections::ConnectionLimiter;
@@ -382,27 +382,34 @@ fn connection_limiter_table() {
     let a = ip("192.0.2.1");
     let b = ip("192.0.2.2");
     let mut limiter = ConnectionLimiter::new(3, 2);
-    assert_eq!(limiter.try_open(1, a), Ok(()));
-    assert_eq!(limiter.try_open(2, a), Ok(()));
-    assert_eq!(limiter.try_open(3, a), Err(RefuseReason::PerIp));
-    assert_eq!(limiter.try_open(1, a), Ok(()), "an open id keeps its slot");
+    assert_eq!(limiter.try_open(ConnId(1), a), Ok(()));
+    assert_eq!(limiter.try_open(ConnId(2), a), Ok(()));
+    assert_eq!(limiter.try_open(ConnId(3), a), Err(RefuseReason::PerIp));
+    assert_eq!(
+        limiter.try_open(ConnId(1), a),
+        Ok(()),
+        "an open id keeps its slot"
+    );
     assert_eq!(limiter.open_for(a), 2);
-    assert_eq!(limiter.try_open(4, b), Ok(()));
-    assert_eq!(limiter.try_open(5, b), Err(RefuseReason::Total));
+    assert_eq!(limiter.try_open(ConnId(4), b), Ok(()));
+    assert_eq!(limiter.try_open(ConnId(5), b), Err(RefuseReason::Total));
     assert_eq!(limiter.open(), 3);
     // Past the total (a player of a running game coming back) only the per-IP cap holds.
     assert!(limiter.ip_full(a) && !limiter.ip_full(b));
-    assert_eq!(limiter.try_open_past_total(6, a), Err(RefuseReason::PerIp));
-    assert_eq!(limiter.try_open_past_total(6, b), Ok(()));
+    assert_eq!(
+        limiter.try_open_past_total(ConnId(6), a),
+        Err(RefuseReason::PerIp)
+    );
+    assert_eq!(limiter.try_open_past_total(ConnId(6), b), Ok(()));
     assert_eq!(limiter.open(), 4);
     assert!(limiter.ip_full(b));
-    assert!(limiter.close(6));
-    assert!(limiter.close(1));
-    assert!(!limiter.close(1), "double close is a no-op");
-    assert!(!limiter.close(99), "unknown id is a no-op");
+    assert!(limiter.close(ConnId(6)));
+    assert!(limiter.close(ConnId(1)));
+    assert!(!limiter.close(ConnId(1)), "double close is a no-op");
+    assert!(!limiter.close(ConnId(99)), "unknown id is a no-op");
     assert_eq!(limiter.open(), 2);
     assert_eq!(limiter.open_for(a), 1);
-    assert!(limiter.close(2));
+    assert!(limiter.close(ConnId(2)));
     assert_eq!(limiter.open_for(a), 0);
     assert_eq!(limiter.ips(), 1, "per-IP entries are removed at zero");
     assert_eq!(RefuseReason::PerIp.to_string(), "per_ip");
@@ -440,12 +447,12 @@ proptest! {
                         model.push((id, ip));
                         Ok(())
                     };
-                    prop_assert_eq!(limiter.try_open(id, key(ip)), expected);
+                    prop_assert_eq!(limiter.try_open(ConnId(id), key(ip)), expected);
                 }
                 ConnOp::Close { id } => {
                     let before = model.len();
                     model.retain(|&(i, _)| i != id);
-                    prop_assert_eq!(limiter.close(id), model.len() < before);
+                    prop_assert_eq!(limiter.close(ConnId(id)), model.len() < before);
                 }
             }
             prop_assert_eq!(limiter.open(), model.len());

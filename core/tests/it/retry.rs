@@ -2,13 +2,13 @@
 //! the refusal can take to go away, spread so that refused clients do not return as one.
 
 use serde_json::Value;
-use wizard_core::io::Output;
+use wizard_core::io::{ConnId, Output};
 use wizard_core::wire::ClientMessage;
 
 use crate::driver::{Driver, config};
 
 /// The `retry_after_ms` of every `busy` the last input sent to `conn`.
-fn busy_waits(d: &Driver, conn: u64) -> Vec<Option<u64>> {
+fn busy_waits(d: &Driver, conn: ConnId) -> Vec<Option<u64>> {
     d.last
         .iter()
         .filter_map(|o| match o {
@@ -21,7 +21,7 @@ fn busy_waits(d: &Driver, conn: u64) -> Vec<Option<u64>> {
         .collect()
 }
 
-fn create(d: &mut Driver, conn: u64) -> Vec<Option<u64>> {
+fn create(d: &mut Driver, conn: ConnId) -> Vec<Option<u64>> {
     d.send(
         conn,
         &ClientMessage::CreateLobby {
@@ -68,14 +68,18 @@ fn busy_says_when_to_come_back() {
     ];
     for (settings, what, low, high) in cases {
         let mut d = Driver::new(config(settings), 7);
-        d.open(1, "10.0.0.1");
-        d.hello(1, None);
+        d.open(ConnId(1), "10.0.0.1");
+        d.hello(ConnId(1), None);
         if what == "create" && settings.iter().any(|(k, _)| *k == "MAX_LOBBIES") {
-            assert_eq!(create(&mut d, 1), Vec::new(), "{settings:?}: first lobby");
+            assert_eq!(
+                create(&mut d, ConnId(1)),
+                Vec::new(),
+                "{settings:?}: first lobby"
+            );
         }
         let mut waits = Vec::new();
         for i in 0..40u64 {
-            let conn = 10 + i;
+            let conn = ConnId(10 + i);
             d.open(conn, &format!("10.0.1.{i}"));
             d.hello(conn, None);
             let got = if what == "create" {

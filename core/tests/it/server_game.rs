@@ -2,7 +2,7 @@
 //! end, scores checked against the events, views checked for leaks.
 
 use serde_json::{Value, json};
-use wizard_core::io::{Note, Output};
+use wizard_core::io::{ConnId, Note, Output};
 
 use super::driver::{Driver, check_no_hand_leaks, config};
 
@@ -16,7 +16,7 @@ const FAST: &[(&str, &str)] = &[
 
 /// Plays until the game is over: each human whose view lists legal actions sends the
 /// first one. Returns every event the first human received.
-fn play_to_end(d: &mut Driver, humans: &[u64]) -> Vec<Value> {
+fn play_to_end(d: &mut Driver, humans: &[ConnId]) -> Vec<Value> {
     let mut events = Vec::new();
     for _ in 0..5000 {
         for o in &d.last {
@@ -69,25 +69,25 @@ fn check_states_match_the_wire_types(outputs: &[Output]) {
     }
 }
 
-fn setup(d: &mut Driver) -> (u64, u64) {
-    d.open(1, "10.0.0.1");
-    d.open(2, "10.0.0.2");
-    d.hello(1, None);
-    d.hello(2, None);
-    d.send_json(1, json!({"type": "create_lobby", "name": "Ann"}));
-    let code = d.lobby_code(1).unwrap();
+fn setup(d: &mut Driver) -> (ConnId, ConnId) {
+    d.open(ConnId(1), "10.0.0.1");
+    d.open(ConnId(2), "10.0.0.2");
+    d.hello(ConnId(1), None);
+    d.hello(ConnId(2), None);
+    d.send_json(ConnId(1), json!({"type": "create_lobby", "name": "Ann"}));
+    let code = d.lobby_code(ConnId(1)).unwrap();
     d.send_json(
-        2,
+        ConnId(2),
         json!({"type": "join_lobby", "code": code.to_lowercase(), "name": "Bob"}),
     );
-    d.send_json(1, json!({"type": "add_ai"}));
-    let players = d.state(2).unwrap()["lobby"]["players"].clone();
+    d.send_json(ConnId(1), json!({"type": "add_ai"}));
+    let players = d.state(ConnId(2)).unwrap()["lobby"]["players"].clone();
     assert_eq!(players.as_array().unwrap().len(), 3);
     assert_eq!(players[2]["is_ai"], true);
     assert_eq!(players[2]["name"], "Merlin");
-    d.send_json(1, json!({"type": "start_game"}));
-    assert!(d.last_errors(1).is_empty());
-    (1, 2)
+    d.send_json(ConnId(1), json!({"type": "start_game"}));
+    assert!(d.last_errors(ConnId(1)).is_empty());
+    (ConnId(1), ConnId(2))
 }
 
 #[test]

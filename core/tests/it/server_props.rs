@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use wizard_core::io::{Note, Output};
+use wizard_core::io::{ConnId, Note, Output};
 use wizard_core::overload::LoadLevel;
 use wizard_core::overload::level::{LevelState, LoadSample, LoadThresholds, classify, next_level};
 use wizard_core::wire::CloseCode;
@@ -65,17 +65,17 @@ const IP_TABLE_MAX: u64 = 2;
 struct World {
     next_conn: u64,
     /// Open player connections (accepted, not closed) and their address.
-    players: Vec<(u64, u8)>,
-    ai: Vec<u64>,
+    players: Vec<(ConnId, u8)>,
+    ai: Vec<ConnId>,
     tokens: Vec<String>,
     codes: Vec<String>,
     /// Decide requests not yet answered: (request id, AI conn, legal actions).
-    decides: Vec<(u64, u64, Vec<Value>)>,
+    decides: Vec<(u64, ConnId, Vec<Value>)>,
     level: LevelState,
     /// Players of running games admitted past `CONNS_MAX` when they came back.
     past_cap: u64,
     /// The last lobby status each connection saw, by lobby code.
-    statuses: BTreeMap<(u64, String), String>,
+    statuses: BTreeMap<(ConnId, String), String>,
 }
 
 fn pick<T: Clone>(items: &[T], i: u8) -> Option<T> {
@@ -87,7 +87,7 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
     match *op {
         Op::Connect { ip } => {
             w.next_conn += 1;
-            let conn = w.next_conn;
+            let conn = ConnId(w.next_conn);
             let before = d.server.gauges().player_connections;
             d.open(conn, &format!("10.0.0.{ip}"));
             let refused = |d: &Driver| {
@@ -224,8 +224,9 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
         }
         Op::AiConnect => {
             w.next_conn += 1;
-            d.open_ai(w.next_conn);
-            w.ai.push(w.next_conn);
+            let conn = ConnId(w.next_conn);
+            d.open_ai(conn);
+            w.ai.push(conn);
         }
         Op::AiReply { kind, pick: p } => {
             if let Some((id, conn, legal)) = pick(&w.decides, p) {
@@ -325,7 +326,7 @@ fn prelude(d: &mut Driver, w: &mut World, games: u8, with_ai: bool) -> Result<()
 }
 
 /// After an accepted move, every connected human of the mover's lobby got a state.
-fn check_move_reached_everyone(d: &Driver, mover: u64) -> Result<(), TestCaseError> {
+fn check_move_reached_everyone(d: &Driver, mover: ConnId) -> Result<(), TestCaseError> {
     let Some(view) = d.state(mover) else {
         return Ok(());
     };

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 use wizard_core::config::Config;
-use wizard_core::io::{BadFrame, ConnKind, Input, Output};
+use wizard_core::io::{BadFrame, ConnId, ConnKind, Input, Output};
 use wizard_core::overload::level::LoadSample;
 use wizard_core::rng::Seed;
 use wizard_core::{Server, Time};
@@ -222,10 +222,10 @@ fn output_value(output: &Output) -> Option<Value> {
             let snapshot =
                 msg["type"] == "state" && msg["events"].as_array().is_some_and(Vec::is_empty);
             assert_eq!(*replaceable, snapshot, "replaceable flag of {text}");
-            Some(serde_json::json!({"conn": conn, "state": replaceable, "msg": msg}))
+            Some(serde_json::json!({"conn": conn.0, "state": replaceable, "msg": msg}))
         }
         Output::Close { conn, code } => {
-            Some(serde_json::json!({"conn": conn, "close": code.code()}))
+            Some(serde_json::json!({"conn": conn.0, "close": code.code()}))
         }
         Output::Note(_) => None,
     }
@@ -236,9 +236,10 @@ fn field<'a>(obj: &'a Value, key: &str) -> Result<&'a Value, String> {
         .ok_or_else(|| format!("missing field {key:?} in {obj}"))
 }
 
-fn conn_of(obj: &Value) -> Result<u64, String> {
+fn conn_of(obj: &Value) -> Result<ConnId, String> {
     field(obj, "conn")?
         .as_u64()
+        .map(ConnId)
         .ok_or_else(|| format!("\"conn\" must be a number in {obj}"))
 }
 

@@ -931,7 +931,7 @@ proptest! {
 /// `request_id` only when it does not decode.
 #[test]
 fn a_text_message_becomes_one_input_by_one_rule() {
-    use wizard_core::io::{ConnKind, Input};
+    use wizard_core::io::{ConnId, ConnKind, Input};
     // (kind, text, expected input kind, expected peeked request id)
     let cases: &[(ConnKind, &str, &str, Option<u64>)] = &[
         (ConnKind::Player, r#"{"type":"hello"}"#, "message", None),
@@ -957,12 +957,16 @@ fn a_text_message_becomes_one_input_by_one_rule() {
         (ConnKind::Ai, "garbage", "ai undecodable", None),
     ];
     for &(kind, text, want_kind, want_id) in cases {
-        let input = Input::from_text(3, kind, text);
+        let input = Input::from_text(ConnId(3), kind, text);
         let (got_kind, got_id) = match &input {
-            Input::Message { conn: 3, .. } => ("message", None),
-            Input::Undecodable { conn: 3, .. } => ("undecodable", None),
+            Input::Message {
+                conn: ConnId(3), ..
+            } => ("message", None),
+            Input::Undecodable {
+                conn: ConnId(3), ..
+            } => ("undecodable", None),
             Input::AiMessage {
-                conn: 3,
+                conn: ConnId(3),
                 reply,
                 request_id,
             } => (

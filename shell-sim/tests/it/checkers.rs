@@ -5,7 +5,7 @@
 
 use wizard_core::Time;
 use wizard_core::game::{Event, Phase};
-use wizard_core::io::{Note, Output};
+use wizard_core::io::{ConnId, Note, Output};
 use wizard_core::wire::LobbyStatus;
 
 use crate::recorded::*;
@@ -177,10 +177,10 @@ fn card_of_another_seat(rec: &mut Steps) -> bool {
     let all = states(steps);
     let theirs = all
         .iter()
-        .find(|(_, c, d)| *c == 2 && in_round(d, 3, Phase::Bidding))
+        .find(|(_, c, d)| *c == ConnId(2) && in_round(d, 3, Phase::Bidding))
         .and_then(|(_, _, d)| d.1.as_ref()?.observation.hand.first().copied());
     let Some(card) = theirs else { return false };
-    edit_first(steps, 1, |d| {
+    edit_first(steps, ConnId(1), |d| {
         let fits = in_round(d, 3, Phase::Bidding);
         if let (true, Some(g)) = (fits, &mut d.1) {
             g.observation.hand[0] = card;
@@ -192,7 +192,7 @@ fn card_of_another_seat(rec: &mut Steps) -> bool {
 fn card_in_unknown_field(rec: &mut Steps) -> bool {
     let steps = &mut rec.0;
     for (i, c, d) in states(steps) {
-        if c == 1 && in_round(&d, 2, Phase::Playing) {
+        if c == ConnId(1) && in_round(&d, 2, Phase::Playing) {
             let text = encode(d).replacen("\"hand\":[", "\"peek\":[\"h14\"],\"hand\":[", 1);
             set_text(steps, i, text);
             return true;
@@ -203,7 +203,7 @@ fn card_in_unknown_field(rec: &mut Steps) -> bool {
 
 fn hidden_bid_shown(rec: &mut Steps) -> bool {
     let steps = &mut rec.0;
-    edit_first(steps, 1, |d| {
+    edit_first(steps, ConnId(1), |d| {
         let Some(g) = &mut d.1 else { return false };
         let o = &mut g.observation;
         let other = (0..o.players).find(|s| *s != g.you && o.has_bid[usize::from(*s)]);
@@ -222,12 +222,12 @@ fn another_seats_view(rec: &mut Steps) -> bool {
     let all = states(steps);
     let Some((_, _, theirs)) = all
         .iter()
-        .find(|(_, c, d)| *c == 2 && in_round(d, 2, Phase::Playing))
+        .find(|(_, c, d)| *c == ConnId(2) && in_round(d, 2, Phase::Playing))
     else {
         return false;
     };
     let theirs = theirs.clone();
-    edit_first(steps, 1, |d| {
+    edit_first(steps, ConnId(1), |d| {
         let fits = in_round(d, 2, Phase::Playing);
         if fits {
             d.1 = theirs.1.clone();
@@ -240,7 +240,7 @@ fn list_dropped(rec: &mut Steps) -> bool {
     let steps = &mut rec.0;
     let found = states(steps)
         .into_iter()
-        .find(|(_, c, d)| *c == 2 && !d.2.is_empty() && in_round(d, 2, Phase::Playing));
+        .find(|(_, c, d)| *c == ConnId(2) && !d.2.is_empty() && in_round(d, 2, Phase::Playing));
     let Some((i, _, _)) = found else { return false };
     steps.remove(i);
     true
@@ -248,7 +248,7 @@ fn list_dropped(rec: &mut Steps) -> bool {
 
 fn list_changed(rec: &mut Steps) -> bool {
     let steps = &mut rec.0;
-    edit_first(steps, 2, |d| {
+    edit_first(steps, ConnId(2), |d| {
         let fits = d.2.len() > 1 && in_round(d, 2, Phase::Playing);
         if fits {
             d.2.pop();
@@ -290,7 +290,7 @@ fn trick_to_wrong_seat(rec: &mut Steps) -> bool {
 
 fn view_totals_wrong(rec: &mut Steps) -> bool {
     let steps = &mut rec.0;
-    edit_first(steps, 3, |d| {
+    edit_first(steps, ConnId(3), |d| {
         let fits = in_round(d, 4, Phase::Playing);
         if let (true, Some(g)) = (fits, &mut d.1) {
             g.observation.scores[0] += 10;
@@ -303,7 +303,7 @@ fn view_totals_wrong(rec: &mut Steps) -> bool {
 /// snapshot and judges the views after it.
 fn totals_wrong_after_resync(rec: &mut Steps) -> bool {
     let steps = &mut rec.0;
-    edit_first(steps, 100, |d| {
+    edit_first(steps, ConnId(100), |d| {
         let fits = in_round(d, 6, Phase::Playing);
         if let (true, Some(g)) = (fits, &mut d.1) {
             g.observation.scores[1] -= 10;
@@ -314,7 +314,7 @@ fn totals_wrong_after_resync(rec: &mut Steps) -> bool {
 
 fn back_to_waiting(rec: &mut Steps) -> bool {
     let steps = &mut rec.0;
-    edit_first(steps, 1, |d| {
+    edit_first(steps, ConnId(1), |d| {
         let fits = in_round(d, 2, Phase::Playing);
         if let (true, Some(l)) = (fits, &mut d.0) {
             l.status = LobbyStatus::Waiting;
@@ -325,7 +325,7 @@ fn back_to_waiting(rec: &mut Steps) -> bool {
 
 fn finished_early(rec: &mut Steps) -> bool {
     let steps = &mut rec.0;
-    edit_first(steps, 1, |d| {
+    edit_first(steps, ConnId(1), |d| {
         let fits = in_round(d, 3, Phase::Bidding);
         if let (true, Some(l)) = (fits, &mut d.0) {
             l.status = LobbyStatus::Finished;
@@ -434,14 +434,23 @@ fn frames_after_the_cores_close_are_no_views() {
     let mut steps = record(WITH_AI);
     let first = states(&steps)
         .into_iter()
-        .find(|(_, c, d)| *c == 2 && !d.2.is_empty() && in_round(d, 2, Phase::Playing));
+        .find(|(_, c, d)| *c == ConnId(2) && !d.2.is_empty() && in_round(d, 2, Phase::Playing));
     let (i, _, _) = first.unwrap();
     let now = match &steps[i] {
         Step::Out(now, _) => *now,
         Step::In(_) => unreachable!("a state frame is an output"),
     };
     let code = wizard_core::wire::CloseCode::BinaryFrame;
-    steps.insert(i, Step::Out(now, Output::Close { conn: 2, code }));
+    steps.insert(
+        i,
+        Step::Out(
+            now,
+            Output::Close {
+                conn: ConnId(2),
+                code,
+            },
+        ),
+    );
     let r = check(&steps, None);
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
 }

@@ -2,6 +2,7 @@
 //! `ws::FrameReader` and silent sockets held by the core's `overload::door::Door`,
 //! beside honest games whose players keep coming back through the storm.
 
+use wizard_core::io::ConnId;
 use wizard_core::overload::door::Door;
 
 use crate::common::{assert_clean, run, scenario};
@@ -50,18 +51,20 @@ fn the_flooders_frames_read_as_the_core_reads_them() {
     let config = Config::default();
     let mut reader = FrameReader::new(&config, Time::ZERO);
     for text in ["{\"type\":\"leave_lobby\"}".to_string(), "x".repeat(300)] {
-        let bytes = client_frame(true, opcode::TEXT, text.as_bytes(), mask_for(7, 1));
+        let bytes = client_frame(true, opcode::TEXT, text.as_bytes(), mask_for(ConnId(7), 1));
         let (used, read) = reader.read(Time::ZERO, &bytes);
         assert_eq!((used, read), (bytes.len(), Some(Read::Text(text))));
     }
     let mut reader = FrameReader::new(&config, Time::ZERO);
     assert_eq!(
-        reader.read(Time::ZERO, &open_message(mask_for(7, 0))).1,
+        reader
+            .read(Time::ZERO, &open_message(mask_for(ConnId(7), 0)))
+            .1,
         None
     );
     let mut reads = Vec::new();
     for n in 1..=200 {
-        let bytes = empty_continuation(mask_for(7, n));
+        let bytes = empty_continuation(mask_for(ConnId(7), n));
         if let (_, Some(read)) = reader.read(Time::ZERO, &bytes) {
             reads.push(read);
         }

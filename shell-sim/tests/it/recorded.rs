@@ -116,7 +116,7 @@ impl Recorder {
     }
 
     fn open(&mut self, conn: ConnId, token: Option<String>) {
-        let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 0, u8::try_from(conn).unwrap()));
+        let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 0, u8::try_from(conn.0).unwrap()));
         self.handle(Input::Opened {
             conn,
             kind: ConnKind::Player,
@@ -150,19 +150,19 @@ pub fn record(t: Table) -> Vec<Step> {
         tokens: BTreeMap::new(),
         moves: 0,
     };
-    let mut conns: Vec<ConnId> = (1..=t.humans).collect();
+    let mut conns: Vec<ConnId> = (1..=t.humans).map(ConnId).collect();
     for &c in &conns {
         rec.open(c, None);
     }
-    rec.send(1, ClientMessage::CreateLobby { name: "p1".into() });
-    let code = rec.view(1).unwrap().0.code;
+    rec.send(ConnId(1), ClientMessage::CreateLobby { name: "p1".into() });
+    let code = rec.view(ConnId(1)).unwrap().0.code;
     for &c in &conns[1..] {
         let name = format!("p{c}");
         let code = code.clone();
         rec.send(c, ClientMessage::JoinLobby { code, name });
     }
     for _ in 0..t.ai {
-        rec.send(1, ClientMessage::AddAi);
+        rec.send(ConnId(1), ClientMessage::AddAi);
     }
     if t.hidden_bids {
         let options = ClientMessage::SetOptions {
@@ -170,19 +170,19 @@ pub fn record(t: Table) -> Vec<Step> {
             bid_restriction: None,
             turn_seconds: None,
         };
-        rec.send(1, options);
+        rec.send(ConnId(1), options);
     }
-    rec.send(1, ClientMessage::StartGame);
+    rec.send(ConnId(1), ClientMessage::StartGame);
     for _ in 0..10_000 {
         rec.now = rec.now.plus_us(50_000);
         rec.handle(Input::Timeout);
         let k = usize::from(conns.len() > 1);
-        if t.drop_after_moves.is_some_and(|m| rec.moves >= m) && conns[k] < 100 {
+        if t.drop_after_moves.is_some_and(|m| rec.moves >= m) && conns[k] < ConnId(100) {
             let gone = conns[k];
             rec.handle(Input::Closed { conn: gone });
             let token = rec.tokens.get(&gone).cloned();
-            rec.open(100, token);
-            conns[k] = 100;
+            rec.open(ConnId(100), token);
+            conns[k] = ConnId(100);
         }
         let mut finished = true;
         for &c in &conns {

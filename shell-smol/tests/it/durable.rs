@@ -446,6 +446,7 @@ fn load_generator_bots_come_back_after_ten_kill_9s_and_a_sigterm() {
 #[test]
 fn the_write_ahead_log_stays_bounded_under_steady_writes() {
     use wizard_core::records::Record;
+    use wizard_core::session::SessionId;
     use wizard_server::store::Store;
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
@@ -459,7 +460,7 @@ fn the_write_ahead_log_stays_bounded_under_steady_writes() {
             // 20 sessions of 4 KiB each per commit, replaced over and over.
             let records: Vec<Record> = (0..20)
                 .map(|i| Record::Session {
-                    session: (k * 20 + i) % 1000,
+                    session: SessionId((k * 20 + i) % 1000),
                     player_id: format!("{k:012}"),
                     token_sha256: "ab".repeat(2048),
                 })
