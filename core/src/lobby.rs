@@ -19,10 +19,11 @@ use crate::game::types::{PLAYERS_MAX, PLAYERS_MIN};
 use crate::game::{Action, ActionError, Event, Game, Options, Phase, Seat};
 use crate::overload::limiter::IpKey;
 use crate::rng;
+use crate::server::LobbyViewCache;
 use crate::session::{LobbyId, SessionId};
 use crate::time::Time;
-use crate::turns::TurnBook;
-use crate::wire::{ErrorCode, LobbyStatus, LobbyView};
+use crate::turns::{Decider, TurnBook};
+use crate::wire::{ErrorCode, LobbyStatus};
 
 /// Characters of lobby codes (no 0/O/1/I).
 pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
@@ -67,30 +68,31 @@ impl SeatInfo {
     }
 }
 
-/// A lobby and, while playing or finished, its game.
+/// A lobby and, while playing or finished, its game. Its fields change only through
+/// the [`LobbyManager`] (which keeps its counts and indexes in line) and the turn
+/// methods below.
 #[derive(Debug)]
 pub struct Lobby {
-    pub id: LobbyId,
-    pub code: String,
-    pub status: LobbyStatus,
+    id: LobbyId,
+    code: String,
+    status: LobbyStatus,
     /// The host's player id.
-    pub host: String,
-    pub options: Options,
-    pub seats: Vec<SeatInfo>,
-    pub game: Option<Game>,
+    host: String,
+    options: Options,
+    seats: Vec<SeatInfo>,
+    game: Option<Game>,
     /// Counts games started in this lobby, so late answers for an old game are ignored.
-    pub game_no: u64,
+    game_no: u64,
     /// The current game's seed (while playing or finished).
-    pub seed: Option<u64>,
+    seed: Option<u64>,
     /// Moves applied to the current game.
-    pub moves: u64,
+    moves: u64,
     /// Whose turn is running since when, and what the AI has decided.
-    pub turns: TurnBook,
-    /// The lobby part of `state` as last sent and its JSON, reused while the lobby
-    /// looks the same (every move would otherwise encode it again).
-    pub view_cache: Option<(LobbyView, String)>,
+    turns: TurnBook,
+    /// The lobby part of `state` as last sent (`server/views.rs` reads and fills it).
+    view_cache: LobbyViewCache,
     /// The address of the session that created the lobby, charged for it.
-    pub owner: IpKey,
+    owner: IpKey,
     /// Since when every human seat's session has been disconnected (None while one is
     /// connected). Set through [`LobbyManager::set_away`], which keeps the idle index.
     away_since: Option<Time>,
@@ -98,10 +100,152 @@ pub struct Lobby {
     idle_key: Option<Time>,
     /// A running game left by all its humans for `ABANDONED_GAME_TTL`: it makes no
     /// moves and does not count against `MAX_ACTIVE_GAMES` until one of them returns.
-    pub dormant: bool,
+    dormant: bool,
 }
 
 impl Lobby {
+    fn new(id: LobbyId, code: String, host: String, seats: Vec<SeatInfo>, owner: IpKey) -> Lobby {
+        Lobby {
+            id,
+            code,
+            status: LobbyStatus::Waiting,
+            host,
+            options: Options::default(),
+            seats,
+            game: None,
+            game_no: 0,
+            seed: None,
+            moves: 0,
+            turns: TurnBook::default(),
+            view_cache: LobbyViewCache::default(),
+            owner,
+            away_since: None,
+            idle_key: None,
+            dormant: false,
+        }
+    }
+
+    pub fn id(&self) -> LobbyId {
+        self.id
+    }
+
+    /// The join code (upper case).
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    pub fn status(&self) -> LobbyStatus {
+        self.status
+    }
+
+    /// The host's player id.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
+    /// The seats in order: a seat's index is its player index in the game.
+    pub fn seats(&self) -> &[SeatInfo] {
+        &self.seats
+    }
+
+    /// The current game (while playing or finished).
+    pub fn game(&self) -> Option<&Game> {
+        self.game.as_ref()
+    }
+
+    /// Games started in this lobby: the current game's number.
+    pub fn game_no(&self) -> u64 {
+        self.game_no
+    }
+
+    /// The current game's seed (while playing or finished).
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+
+    /// Moves applied to the current game.
+    pub fn moves(&self) -> u64 {
+        self.moves
+    }
+
+    /// Whose turn is running since when, and what the AI has decided.
+    pub fn turns(&self) -> &TurnBook {
+        &self.turns
+    }
+
+    /// The address the lobby is charged to.
+    pub fn owner(&self) -> IpKey {
+        self.owner
+    }
+
+    /// Whether its running game is dormant (see [`LobbyManager::set_dormant`]).
+    pub fn is_dormant(&self) -> bool {
+        self.dormant
+    }
+
+    /// The lobby part of `state` as last sent, for `server/views.rs`.
+    pub(crate) fn view_cache(&self) -> &LobbyViewCache {
+        &self.view_cache
+    }
+
+    /// Keeps `cache` as the lobby part of `state` last sent.
+    pub(crate) fn replace_view_cache(&mut self, cache: LobbyViewCache) {
+        self.view_cache = cache;
+    }
+
+    /// Brings the turn book in line with the seats the running game awaits now; a
+    /// no-op without a running game.
+    pub fn sync_turns(&mut self, now: Time) {
+        let Some(game) = self
+            .game
+            .as_ref()
+            .filter(|_| self.status == LobbyStatus::Playing)
+        else {
+            return;
+        };
+        let awaited: Vec<(Seat, bool)> = game
+            .seats_to_act()
+            .map(|s| (s, self.seats.get(usize::from(s)).is_some_and(|i| i.is_ai())))
+            .collect();
+        self.turns.sync(now, &awaited);
+    }
+
+    /// `seat` moved: its turn is over.
+    pub fn finish_turn(&mut self, seat: Seat) {
+        self.turns.finish(seat);
+    }
+
+    /// No AI move before `until` (a trick was completed).
+    pub fn pause_turns_until(&mut self, until: Time) {
+        self.turns.pause_until = until;
+    }
+
+    /// Drops every running turn (no game running, or a dormant one).
+    pub fn clear_turns(&mut self) {
+        self.turns.clear();
+    }
+
+    /// The AI service was asked for `seat`'s move with `request_id`.
+    pub fn turn_asked(&mut self, seat: Seat, request_id: u64) {
+        self.turns.asked(seat, request_id);
+    }
+
+    /// Records a decision for `seat`'s turn ([`TurnBook::decide`]); false for a stale
+    /// one.
+    pub fn decide_turn(
+        &mut self,
+        seat: Seat,
+        request_id: Option<u64>,
+        action: Action,
+        by: Decider,
+    ) -> bool {
+        self.turns.decide(seat, request_id, action, by)
+    }
+
     /// Since when every human seat's session has been disconnected (None while one is
     /// connected).
     pub fn away_since(&self) -> Option<Time> {
@@ -286,27 +430,14 @@ impl LobbyManager {
         let owner = IpKey::new(record.owner);
         let playing = status == LobbyStatus::Playing;
         self.by_code.insert(code.clone(), id);
-        self.lobbies.insert(
-            id,
-            Lobby {
-                id,
-                code,
-                status,
-                host: record.host.clone(),
-                options: record.options,
-                seats,
-                game,
-                game_no: record.game_no,
-                seed: record.seed.filter(|_| status != LobbyStatus::Waiting),
-                moves: moves.len() as u64,
-                turns: TurnBook::default(),
-                view_cache: None,
-                owner,
-                away_since: None,
-                idle_key: None,
-                dormant: false,
-            },
-        );
+        let mut lobby = Lobby::new(id, code, record.host.clone(), seats, owner);
+        lobby.status = status;
+        lobby.options = record.options;
+        lobby.game = game;
+        lobby.game_no = record.game_no;
+        lobby.seed = record.seed.filter(|_| status != LobbyStatus::Waiting);
+        lobby.moves = moves.len() as u64;
+        self.lobbies.insert(id, lobby);
         self.next_id = self.next_id.max(id.next());
         self.playing += usize::from(playing);
         self.charge(owner, |s| {
@@ -496,31 +627,13 @@ impl LobbyManager {
         let id = self.next_id;
         self.next_id = id.next();
         self.by_code.insert(code.clone(), id);
-        self.lobbies.insert(
-            id,
-            Lobby {
-                id,
-                code,
-                status: LobbyStatus::Waiting,
-                host: player_id.to_string(),
-                options: Options::default(),
-                seats: vec![SeatInfo {
-                    player_id: player_id.to_string(),
-                    name: name.to_string(),
-                    occupant: Occupant::Human(session),
-                }],
-                game: None,
-                game_no: 0,
-                seed: None,
-                moves: 0,
-                turns: TurnBook::default(),
-                view_cache: None,
-                owner,
-                away_since: None,
-                idle_key: None,
-                dormant: false,
-            },
-        );
+        let seats = vec![SeatInfo {
+            player_id: player_id.to_string(),
+            name: name.to_string(),
+            occupant: Occupant::Human(session),
+        }];
+        let lobby = Lobby::new(id, code, player_id.to_string(), seats, owner);
+        self.lobbies.insert(id, lobby);
         self.charge(owner, |s| s.lobbies += 1);
         Ok(id)
     }

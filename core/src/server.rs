@@ -142,6 +142,7 @@ pub struct Server {
 }
 
 pub use durable::RestoreError;
+pub(crate) use views::LobbyViewCache;
 
 /// Exact integer rate from a per-period figure with three decimals.
 pub(crate) fn rate_from(per_period: f64, period_us: u64) -> Rate {

@@ -68,7 +68,7 @@ impl Server {
         let Some(l) = s.lobby.and_then(|l| self.lobbies.get(l)) else {
             return Some(Evict::Free);
         };
-        if l.status != LobbyStatus::Playing || l.dormant {
+        if l.status() != LobbyStatus::Playing || l.is_dormant() {
             Some(Evict::Free)
         } else if l.away_since().is_some() {
             Some(Evict::AwayGame)
@@ -159,7 +159,7 @@ impl Server {
         let Some(l) = self.lobbies.get(lobby) else {
             return;
         };
-        let (was_away, status, dormant) = (l.away_since(), l.status, l.dormant);
+        let (was_away, status, dormant) = (l.away_since(), l.status(), l.is_dormant());
         if !away {
             self.timers.cancel(&TimerKey::Away(lobby));
             if was_away.is_some() {
@@ -200,7 +200,7 @@ impl Server {
         let Some(l) = self.lobbies.get(lobby) else {
             return;
         };
-        let (since, status, dormant) = (l.away_since(), l.status, l.dormant);
+        let (since, status, dormant) = (l.away_since(), l.status(), l.is_dormant());
         let Some(since) = since.filter(|_| !dormant && self.all_humans_away(lobby)) else {
             self.sync_away(now, lobby, out);
             return;
@@ -226,7 +226,7 @@ impl Server {
         self.lobbies.set_dormant(lobby, true);
         self.sync_lobby_evictable(lobby);
         if let Some(l) = self.lobbies.get_mut(lobby) {
-            l.turns.clear();
+            l.clear_turns();
         }
         self.timers.cancel(&TimerKey::Lobby(lobby));
         self.counters.games_dormant += 1;
@@ -281,21 +281,21 @@ impl Server {
             let Some(l) = self.lobbies.get(id) else {
                 continue;
             };
-            let running = l.status == LobbyStatus::Playing;
-            playing += usize::from(running && !l.dormant);
-            dormant += usize::from(running && l.dormant);
-            let share: &mut (usize, usize) = shares.entry(l.owner).or_default();
+            let running = l.status() == LobbyStatus::Playing;
+            playing += usize::from(running && !l.is_dormant());
+            dormant += usize::from(running && l.is_dormant());
+            let share: &mut (usize, usize) = shares.entry(l.owner()).or_default();
             share.0 += 1;
             share.1 += usize::from(running);
             let away = self.all_humans_away(id);
             if away != l.away_since().is_some() {
                 return Err(format!("lobby {id}: away_since {:?}", l.away_since()));
             }
-            if l.dormant && (!away || !running) {
+            if l.is_dormant() && (!away || !running) {
                 return Err(format!("lobby {id}: dormant with a human present"));
             }
             let clock = self.timers.at(&TimerKey::Away(id)).is_some();
-            if clock != (away && !l.dormant) {
+            if clock != (away && !l.is_dormant()) {
                 return Err(format!("lobby {id}: away clock set {clock}"));
             }
         }

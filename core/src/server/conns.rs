@@ -150,7 +150,7 @@ impl Server {
             .and_then(|id| self.sessions.get(id))
             .and_then(|s| s.lobby)
             .and_then(|id| self.lobbies.get(id))
-            .is_some_and(|l| l.status == LobbyStatus::Playing);
+            .is_some_and(|l| l.status() == LobbyStatus::Playing);
         if !in_running_game {
             self.refuse_waiting(conn, None, out);
             return false;

@@ -83,7 +83,7 @@ impl Server {
         if self.records.is_none() {
             return;
         }
-        let game_no = self.lobbies.get(lobby).map_or(0, |l| l.game_no);
+        let game_no = self.lobbies.get(lobby).map_or(0, |l| l.game_no());
         self.persist(Record::Move {
             lobby,
             game_no,
@@ -131,12 +131,12 @@ impl Server {
         let l = self.lobbies.get(lobby)?;
         Some(LobbyRecord {
             lobby,
-            code: l.code.clone(),
-            status: l.status,
-            host: l.host.clone(),
-            options: l.options,
+            code: l.code().to_string(),
+            status: l.status(),
+            host: l.host().to_string(),
+            options: l.options(),
             seats: l
-                .seats
+                .seats()
                 .iter()
                 .map(|s| SeatRecord {
                     player_id: s.player_id.clone(),
@@ -147,9 +147,9 @@ impl Server {
                     },
                 })
                 .collect(),
-            owner: l.owner.addr(),
-            game_no: l.game_no,
-            seed: l.seed,
+            owner: l.owner().addr(),
+            game_no: l.game_no(),
+            seed: l.seed(),
         })
     }
 
@@ -163,10 +163,10 @@ impl Server {
             .filter_map(|id| {
                 let record = self.lobby_record(id)?;
                 let l = self.lobbies.get(id)?;
-                let seats = (0..l.seats.len())
+                let seats = (0..l.seats().len())
                     .map(|seat| {
                         let seat = Seat::try_from(seat).ok()?;
-                        let game = l.game.as_ref()?;
+                        let game = l.game()?;
                         serde_json::to_string(&game.observation(seat)).ok()
                     })
                     .collect();
@@ -285,7 +285,7 @@ impl Server {
             let playing = server
                 .lobbies
                 .get(lobby)
-                .is_some_and(|l| l.status == LobbyStatus::Playing);
+                .is_some_and(|l| l.status() == LobbyStatus::Playing);
             if playing {
                 // Driven at once: turns start afresh, AI seats are asked again.
                 server.timers.set(TimerKey::Lobby(lobby), now);

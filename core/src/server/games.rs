@@ -23,7 +23,7 @@ impl Server {
         let turn_seconds = self
             .lobbies
             .get(lobby)
-            .map_or(0, |l| l.options.turn_seconds);
+            .map_or(0, |l| l.options().turn_seconds);
         TurnTiming {
             ai_move_delay_us: self.config.ai_move_delay_us,
             turn_us: u64::from(turn_seconds) * 1_000_000,
@@ -66,12 +66,12 @@ impl Server {
             .iter()
             .any(|e| matches!(e, Event::GameFinished { .. }));
         if let Some(l) = self.lobbies.get_mut(lobby) {
-            l.turns.finish(seat);
+            l.finish_turn(seat);
             if events
                 .iter()
                 .any(|e| matches!(e, Event::TrickCompleted { .. }))
             {
-                l.turns.pause_until = now.plus_us(trick_pause);
+                l.pause_turns_until(now.plus_us(trick_pause));
             }
         }
         self.counters.moves.bump(by);
@@ -89,17 +89,9 @@ impl Server {
 
     /// Brings the lobby's turn book in line with the seats the game awaits now.
     pub(super) fn sync_turns(&mut self, now: Time, lobby: LobbyId) {
-        let Some(l) = self.lobbies.get_mut(lobby) else {
-            return;
-        };
-        let Some(game) = l.game.as_ref().filter(|_| l.status == LobbyStatus::Playing) else {
-            return;
-        };
-        let awaited: Vec<(Seat, bool)> = game
-            .seats_to_act()
-            .map(|s| (s, l.seats.get(usize::from(s)).is_some_and(|i| i.is_ai())))
-            .collect();
-        l.turns.sync(now, &awaited);
+        if let Some(l) = self.lobbies.get_mut(lobby) {
+            l.sync_turns(now);
+        }
     }
 
     /// Moves a lobby's game forward: starts turns, asks the AI, applies AI moves whose
@@ -113,8 +105,8 @@ impl Server {
                 return;
             };
             // A dormant game waits for a human of its own; nothing moves meanwhile.
-            if l.game.is_none() || l.status != LobbyStatus::Playing || l.dormant {
-                l.turns.clear();
+            if l.game().is_none() || l.status() != LobbyStatus::Playing || l.is_dormant() {
+                l.clear_turns();
                 self.timers.cancel(&TimerKey::Lobby(lobby));
                 return;
             }
@@ -122,14 +114,14 @@ impl Server {
             let Some(l) = self.lobbies.get(lobby) else {
                 return;
             };
-            for seat in l.turns.to_ask() {
+            for seat in l.turns().to_ask() {
                 self.ask_ai(now, lobby, seat, out);
             }
             let Some(l) = self.lobbies.get(lobby) else {
                 return;
             };
-            let Some((seat, turn)) = l.turns.due(now, &timing) else {
-                match l.turns.next_due(&timing) {
+            let Some((seat, turn)) = l.turns().due(now, &timing) else {
+                match l.turns().next_due(&timing) {
                     Some(t) => self.timers.set(TimerKey::Lobby(lobby), t),
                     None => self.timers.cancel(&TimerKey::Lobby(lobby)),
                 }
@@ -155,7 +147,7 @@ impl Server {
         autoplayed: bool,
         out: &mut Vec<Output>,
     ) {
-        let Some(game) = self.lobbies.get(lobby).and_then(|l| l.game.as_ref()) else {
+        let Some(game) = self.lobbies.get(lobby).and_then(|l| l.game()) else {
             return;
         };
         let legal = action.filter(|a| game.check(seat, *a).is_ok());
@@ -198,10 +190,10 @@ impl Server {
     /// so a restored server plays the same fallback moves as the one before it.
     fn fallback_action(&mut self, lobby: LobbyId, seat: Seat) -> Option<Action> {
         let l = self.lobbies.get(lobby)?;
-        let game = l.game.as_ref()?;
+        let game = l.game()?;
         let obs = game.observation(seat);
-        let mut rng = ChaCha12Rng::seed_from_u64(l.seed.unwrap_or_default());
-        rng.set_stream(l.moves);
+        let mut rng = ChaCha12Rng::seed_from_u64(l.seed().unwrap_or_default());
+        rng.set_stream(l.moves());
         bot::decide(&obs, &mut rng).or_else(|| obs.legal_actions.first().copied())
     }
 
@@ -210,14 +202,14 @@ impl Server {
         let Some(l) = self.lobbies.get(lobby) else {
             return;
         };
-        let game_no = l.game_no;
+        let game_no = l.game_no();
         match self.bridge.ask(now, lobby, game_no, seat) {
             Ask::Send {
                 conn,
                 request_id,
                 deadline,
             } => {
-                let Some(observation) = l.game.as_ref().map(|g| g.observation(seat)) else {
+                let Some(observation) = l.game().map(|g| g.observation(seat)) else {
                     return;
                 };
                 let timeout_s = self.config.ai_decision_timeout_us as f64 / 1e6;
@@ -234,14 +226,13 @@ impl Server {
                 self.counters.ai_requests += 1;
                 self.timers.set(TimerKey::AiRequest(request_id), deadline);
                 if let Some(l) = self.lobbies.get_mut(lobby) {
-                    l.turns.asked(seat, request_id);
+                    l.turn_asked(seat, request_id);
                 }
             }
             Ask::Fallback(reason) => {
                 let action = self.fallback_action(lobby, seat);
                 if let (Some(action), Some(l)) = (action, self.lobbies.get_mut(lobby)) {
-                    l.turns
-                        .decide(seat, None, action, Decider::Fallback(reason));
+                    l.decide_turn(seat, None, action, Decider::Fallback(reason));
                 }
             }
         }
@@ -289,7 +280,7 @@ impl Server {
         out: &mut Vec<Output>,
     ) {
         let current = self.lobbies.get(pending.lobby).filter(|l| {
-            l.game_no == pending.game_no && l.turns.seat_asked(request_id) == Some(pending.seat)
+            l.game_no() == pending.game_no && l.turns().seat_asked(request_id) == Some(pending.seat)
         });
         let Some(l) = current else {
             // The game moved on (the host returned to the lobby, the lobby was deleted):
@@ -298,14 +289,12 @@ impl Server {
             return;
         };
         let legal = l
-            .game
-            .as_ref()
+            .game()
             .is_some_and(|g| g.check(pending.seat, action).is_ok());
         if legal {
             self.bridge.settle(now, Outcome::Success);
             if let Some(l) = self.lobbies.get_mut(pending.lobby) {
-                l.turns
-                    .decide(pending.seat, Some(request_id), action, Decider::Ai);
+                l.decide_turn(pending.seat, Some(request_id), action, Decider::Ai);
             }
             self.drive(now, pending.lobby, out);
         } else {
@@ -324,7 +313,7 @@ impl Server {
         out: &mut Vec<Output>,
     ) {
         let current = self.lobbies.get(pending.lobby).is_some_and(|l| {
-            l.game_no == pending.game_no && l.turns.seat_asked(request_id) == Some(pending.seat)
+            l.game_no() == pending.game_no && l.turns().seat_asked(request_id) == Some(pending.seat)
         });
         if !current {
             return;
@@ -332,7 +321,7 @@ impl Server {
         if let Some(action) = self.fallback_action(pending.lobby, pending.seat)
             && let Some(l) = self.lobbies.get_mut(pending.lobby)
         {
-            l.turns.decide(
+            l.decide_turn(
                 pending.seat,
                 Some(request_id),
                 action,

@@ -72,7 +72,11 @@ impl Server {
                 bid_restriction,
                 turn_seconds,
             } => self.host_action(now, session, out, |s, lobby, host| {
-                let mut options = s.lobbies.get(lobby).map(|l| l.options).unwrap_or_default();
+                let mut options = s
+                    .lobbies
+                    .get(lobby)
+                    .map(|l| l.options())
+                    .unwrap_or_default();
                 if let Some(v) = hidden_bids {
                     options.hidden_bids = v;
                 }
@@ -232,7 +236,7 @@ impl Server {
         // Leaving a lobby of this address that would then be deleted frees its share.
         let freed = current
             .and_then(|id| self.lobbies.get(id))
-            .is_some_and(|l| l.owner == ip)
+            .is_some_and(|l| l.owner() == ip)
             && self.lobbies.is_sole_human(current, &player_id);
         let owned = self.lobbies.share_of(&ip).lobbies - usize::from(freed);
         if owned >= self.config.lobbies_per_ip_max {
@@ -312,10 +316,10 @@ impl Server {
             .get(lobby)
             .ok_or(LobbyError::NotFound("No lobby with that code."))?;
         if target.seat_of(&player_id).is_none() {
-            if target.status != crate::wire::LobbyStatus::Waiting {
+            if target.status() != crate::wire::LobbyStatus::Waiting {
                 return Err(LobbyError::NotAllowed("That game has already started."));
             }
-            if target.seats.len() >= usize::from(crate::game::types::PLAYERS_MAX) {
+            if target.seats().len() >= usize::from(crate::game::types::PLAYERS_MAX) {
                 return Err(LobbyError::NotAllowed("That lobby is full."));
             }
         }
@@ -397,7 +401,7 @@ impl Server {
         if !self.admit_new_game(conn, out) {
             return Ok(());
         }
-        let owner = self.lobbies.get(lobby).map(|l| l.owner);
+        let owner = self.lobbies.get(lobby).map(|l| l.owner());
         if let Some(owner) = owner
             && self.lobbies.share_of(&owner).games >= self.config.games_per_ip_max
         {
@@ -416,7 +420,7 @@ impl Server {
         let players = self
             .lobbies
             .get(lobby)
-            .map_or(0, |l| u8::try_from(l.seats.len()).unwrap_or(0));
+            .map_or(0, |l| u8::try_from(l.seats().len()).unwrap_or(0));
         out.push(Output::Note(Note::GameStarted { lobby, players }));
         // Its disconnected humans now hold a seat in a running game.
         self.sync_lobby_evictable(lobby);

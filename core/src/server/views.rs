@@ -54,18 +54,24 @@ fn state_text(
     buf
 }
 
+/// The lobby part of `state` as last sent and its JSON, reused while the lobby looks
+/// the same (every move would otherwise encode it again). A [`Lobby`] keeps one; only
+/// this module reads or fills it.
+#[derive(Debug, Default)]
+pub(crate) struct LobbyViewCache(Option<(LobbyView, String)>);
+
 /// The empty view: not seated anywhere.
 pub(super) const EMPTY_STATE: &str = r#"{"type":"state","lobby":null,"game":null,"events":[]}"#;
 
 impl Server {
     fn lobby_view(&self, lobby: &Lobby) -> LobbyView {
         LobbyView {
-            code: lobby.code.clone(),
-            status: lobby.status,
-            host_id: lobby.host.clone(),
-            options: lobby.options,
+            code: lobby.code().to_string(),
+            status: lobby.status(),
+            host_id: lobby.host().to_string(),
+            options: lobby.options(),
             players: lobby
-                .seats
+                .seats()
                 .iter()
                 .map(|s| PlayerView {
                     id: s.player_id.clone(),
@@ -88,13 +94,13 @@ impl Server {
     /// Whether `view` is what [`Server::lobby_view`] would build for `lobby` now,
     /// compared field by field without building it.
     fn lobby_view_is(&self, view: &LobbyView, lobby: &Lobby) -> bool {
-        view.code == lobby.code
-            && view.status == lobby.status
-            && view.host_id == lobby.host
-            && view.options == lobby.options
+        view.code == lobby.code()
+            && view.status == lobby.status()
+            && view.host_id == lobby.host()
+            && view.options == lobby.options()
             && view.ai_available == self.bridge.available()
-            && view.players.len() == lobby.seats.len()
-            && view.players.iter().zip(&lobby.seats).all(|(p, s)| {
+            && view.players.len() == lobby.seats().len()
+            && view.players.iter().zip(lobby.seats()).all(|(p, s)| {
                 p.id == s.player_id
                     && p.name == s.name
                     && p.is_ai == s.is_ai()
@@ -113,7 +119,7 @@ impl Server {
         let Some(lobby) = self.lobbies.get(lobby_id) else {
             return false;
         };
-        let fresh = match &lobby.view_cache {
+        let fresh = match &lobby.view_cache().0 {
             Some((view, _)) if self.lobby_view_is(view, lobby) => {
                 debug_assert_eq!(*view, self.lobby_view(lobby), "stale lobby view");
                 None
@@ -123,7 +129,7 @@ impl Server {
         if let Some(view) = fresh {
             let json = serde_json::to_string(&view).unwrap_or_default();
             if let Some(l) = self.lobbies.get_mut(lobby_id) {
-                l.view_cache = Some((view, json));
+                l.replace_view_cache(LobbyViewCache(Some((view, json))));
             }
         }
         true
@@ -131,8 +137,8 @@ impl Server {
 
     /// Milliseconds left for `to_act` in `lobby` when that seat is a timed human.
     fn deadline_ms(&self, now: Time, lobby: &Lobby, to_act: Option<Seat>) -> Option<u64> {
-        let timing = self.timing(lobby.id);
-        to_act.and_then(|s| lobby.turns.human_ms_left(s, now, &timing))
+        let timing = self.timing(lobby.id());
+        to_act.and_then(|s| lobby.turns().human_ms_left(s, now, &timing))
     }
 
     /// Sends every connected human of `lobby` (but `except`) their personal state.
@@ -153,12 +159,13 @@ impl Server {
             return;
         };
         let lobby_json = lobby
-            .view_cache
+            .view_cache()
+            .0
             .as_ref()
             .map_or("null", |(_, j)| j.as_str());
         let events_json = serde_json::to_string(events).unwrap_or_else(|_| "[]".to_string());
-        let public = lobby.game.as_ref().map(Game::observation_json);
-        for (seat, info) in (0u8..).zip(&lobby.seats) {
+        let public = lobby.game().map(Game::observation_json);
+        for (seat, info) in (0u8..).zip(lobby.seats()) {
             let Occupant::Human(session) = info.occupant else {
                 continue;
             };
@@ -190,8 +197,7 @@ impl Server {
         events_json: &str,
     ) -> String {
         let game = lobby
-            .game
-            .as_ref()
+            .game()
             .zip(public)
             .map(|(game, public)| SeatGame { game, public, seat });
         let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
@@ -239,7 +245,7 @@ impl Server {
         let text = match seated {
             Some((lobby, seat)) => {
                 let lobby_json = serde_json::to_string(&self.lobby_view(lobby)).unwrap_or_default();
-                let public = lobby.game.as_ref().map(Game::observation_json);
+                let public = lobby.game().map(Game::observation_json);
                 self.seat_state(now, lobby, &lobby_json, public.as_ref(), seat, "[]")
             }
             None => EMPTY_STATE.to_string(),
