@@ -42,10 +42,10 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_START);
         }
     };
-    let listener = match bind(config.bind) {
+    let listener = match bind(config.shell.bind) {
         Ok(listener) => listener,
         Err(e) => {
-            error!(bind = %config.bind, error = %e, "cannot listen");
+            error!(bind = %config.shell.bind, error = %e, "cannot listen");
             return ExitCode::from(EXIT_START);
         }
     };
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
     // the accept queue's length (Linux). A connect flood that outruns the accept loop
     // for a moment then does not drop an honest client's SYN (its retry comes 1 s
     // later).
-    let backlog = i32::try_from(config.listen_backlog_max).unwrap_or(i32::MAX);
+    let backlog = i32::try_from(config.shell.listen_backlog_max).unwrap_or(i32::MAX);
     if let Err(e) = rustix::net::listen(&listener, backlog) {
         warn!(error = %e, "LISTEN_BACKLOG not set");
     }
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
     };
     // Kept alive while the server runs; dropping it stops the embedded AI service.
     let mut _embedded = None;
-    if config.embedded_ai {
+    if config.shell.embedded_ai {
         match embedded::start(&mut config, ai_config, &listener) {
             Ok(handle) => _embedded = Some(handle),
             Err(e) => {
@@ -81,7 +81,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    info!(bind = %config.bind, embedded_ai = config.embedded_ai, "Listening");
+    info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
     match wizard_server::run_on(config, listener, seed, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
         // A store that cannot be opened is a setting to fix, like a bad variable.
@@ -104,10 +104,10 @@ fn fail_early(message: &str) -> ExitCode {
 }
 
 fn init_logging(config: &Config) -> Result<(), String> {
-    let filter = EnvFilter::try_new(&config.log_level)
-        .map_err(|e| format!("bad setting LOG_LEVEL: {:?} {e}", config.log_level))?;
+    let filter = EnvFilter::try_new(&config.shell.log_level)
+        .map_err(|e| format!("bad setting LOG_LEVEL: {:?} {e}", config.shell.log_level))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let result = match config.log_format {
+    let result = match config.shell.log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
