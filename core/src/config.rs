@@ -7,16 +7,16 @@
 //! the variable. Durations are given in seconds (fractions allowed) and stored as `_us`.
 //! [`SETTINGS`] lists every variable with its default, for docs and deployment checks.
 //!
-//! Submodules: `ai_service` ([`AiServiceConfig`] and [`AiAgent`]), `raw` (one value's
-//! parsers: counts, durations, rates, shares, lists), `cidr` ([`IpCidr`]).
+//! Submodules: `ai_service` ([`AiServiceConfig`] and [`AiAgent`]), `shell`
+//! ([`ShellConfig`], the settings only the shells read, at `config.shell`), `raw` (one
+//! value's parsers: counts, durations, rates, shares, lists), `cidr` ([`IpCidr`]).
 
 mod ai_service;
 mod cidr;
 mod raw;
+mod shell;
 
 use std::fmt;
-use std::net::SocketAddr;
-use std::str::FromStr;
 
 use crate::overload::LoadLevel;
 use crate::time::US_PER_SEC;
@@ -25,6 +25,7 @@ use raw::Raw;
 
 pub use ai_service::{AiAgent, AiServiceConfig};
 pub use cidr::{IpCidr, IpCidrError};
+pub use shell::{LogFormat, ShellConfig, StoreSpec};
 
 /// Which program reads a setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -166,61 +167,16 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// How log lines are written.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LogFormat {
-    #[default]
-    Text,
-    Json,
-}
-
-/// Where the server keeps its games (`STORE`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StoreSpec {
-    /// In memory only: a restart ends every game.
-    Memory,
-    /// A SQLite file at this path (relative to the working directory).
-    Sqlite(String),
-}
-
-impl StoreSpec {
-    pub fn is_durable(&self) -> bool {
-        !matches!(self, StoreSpec::Memory)
-    }
-}
-
-impl std::str::FromStr for StoreSpec {
-    type Err = ();
-    fn from_str(text: &str) -> Result<StoreSpec, ()> {
-        match text.split_once(':') {
-            None if text == "memory" => Ok(StoreSpec::Memory),
-            Some(("sqlite", path)) if !path.trim().is_empty() => {
-                Ok(StoreSpec::Sqlite(path.trim().to_string()))
-            }
-            _ => Err(()),
-        }
-    }
-}
-
-impl std::fmt::Display for StoreSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreSpec::Memory => f.write_str("memory"),
-            StoreSpec::Sqlite(path) => write!(f, "sqlite:{path}"),
-        }
-    }
-}
-
 /// Everything the server reads from its environment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    pub bind: SocketAddr,
+    /// What only the shells read (the listener, sockets, store, logs).
+    pub shell: ShellConfig,
     /// Origins allowed to open `/ws`, without trailing slash; empty = all.
     pub allowed_origins: Vec<String>,
     pub trusted_proxies: Vec<IpCidr>,
     /// Empty = AI connections are not authenticated (dev only).
     pub ai_shared_secret: String,
-    pub embedded_ai: bool,
     pub session_ttl_us: u64,
     pub lobbies_max: usize,
     pub conns_max: usize,
@@ -248,28 +204,12 @@ pub struct Config {
     pub load_overload_samples: u32,
     pub load_recover_samples: u32,
     pub load_force_level: Option<LoadLevel>,
-    pub keepalive_interval_us: u64,
-    pub keepalive_timeout_us: u64,
     pub shutdown_grace_us: u64,
-    pub log_level: String,
-    pub log_format: LogFormat,
-    pub handshake_timeout_us: u64,
-    pub write_timeout_us: u64,
     pub message_bytes_max: usize,
-    pub outbound_queue_messages_max: usize,
-    pub outbound_queue_bytes_max: usize,
     pub ip_table_entries_max: usize,
     pub sessions_max: usize,
     /// Sockets one address may hold; 2 x `conns_per_ip_max` unless set.
     pub sockets_per_ip_max: usize,
-    pub first_byte_timeout_us: u64,
-    pub socket_send_buffer_bytes: usize,
-    pub socket_recv_buffer_bytes: usize,
-    /// The listening socket's accept queue (`listen`'s backlog).
-    pub listen_backlog_max: u32,
-    pub store: StoreSpec,
-    /// How often the store syncs its committed records to disk.
-    pub store_sync_interval_us: u64,
     pub lobby_idle_ttl_us: u64,
     pub abandoned_game_ttl_us: u64,
     pub lobbies_per_ip_max: usize,
@@ -285,11 +225,10 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
-            bind: SocketAddr::from(([0, 0, 0, 0], 8000)),
+            shell: ShellConfig::default(),
             allowed_origins: Vec::new(),
             trusted_proxies: Vec::new(),
             ai_shared_secret: String::new(),
-            embedded_ai: true,
             session_ttl_us: 1800 * US_PER_SEC,
             lobbies_max: 1000,
             conns_max: 500,
@@ -315,25 +254,11 @@ impl Default for Config {
             load_overload_samples: 3,
             load_recover_samples: 10,
             load_force_level: None,
-            keepalive_interval_us: 20 * US_PER_SEC,
-            keepalive_timeout_us: 60 * US_PER_SEC,
             shutdown_grace_us: 10 * US_PER_SEC,
-            log_level: "info".to_owned(),
-            log_format: LogFormat::Text,
-            handshake_timeout_us: 10 * US_PER_SEC,
-            write_timeout_us: 10 * US_PER_SEC,
             message_bytes_max: 65_536,
-            outbound_queue_messages_max: 256,
-            outbound_queue_bytes_max: 1_048_576,
             ip_table_entries_max: 10_000,
             sessions_max: 5_000,
             sockets_per_ip_max: 26,
-            first_byte_timeout_us: 2 * US_PER_SEC,
-            socket_send_buffer_bytes: 65_536,
-            socket_recv_buffer_bytes: 65_536,
-            listen_backlog_max: 1024,
-            store: StoreSpec::Sqlite("wizard-data/wizard.db".to_string()),
-            store_sync_interval_us: US_PER_SEC,
             lobby_idle_ttl_us: 300 * US_PER_SEC,
             abandoned_game_ttl_us: 90 * US_PER_SEC,
             lobbies_per_ip_max: 10,
@@ -360,11 +285,11 @@ impl Config {
                 continue;
             };
             match v.name {
-                "BIND" => c.bind = v.parsed("is not an address like 0.0.0.0:8000")?,
+                "BIND" => c.shell.bind = v.parsed("is not an address like 0.0.0.0:8000")?,
                 "ALLOWED_ORIGINS" => c.allowed_origins = v.origins()?,
                 "TRUSTED_PROXIES" => c.trusted_proxies = v.cidrs()?,
                 "AI_SHARED_SECRET" => c.ai_shared_secret = v.text.to_owned(),
-                "EMBEDDED_AI" => c.embedded_ai = v.flag()?,
+                "EMBEDDED_AI" => c.shell.embedded_ai = v.flag()?,
                 "SESSION_TTL" => c.session_ttl_us = v.duration_us(1)?,
                 "MAX_LOBBIES" => c.lobbies_max = v.count(1)?,
                 "MAX_CONNECTIONS" => c.conns_max = v.count(1)?,
@@ -392,25 +317,25 @@ impl Config {
                 "LOAD_FORCE_LEVEL" => {
                     c.load_force_level = Some(v.parsed("is not normal, busy or overloaded")?)
                 }
-                "KEEPALIVE_INTERVAL" => c.keepalive_interval_us = v.duration_us(1)?,
-                "KEEPALIVE_TIMEOUT" => c.keepalive_timeout_us = v.duration_us(1)?,
+                "KEEPALIVE_INTERVAL" => c.shell.keepalive_interval_us = v.duration_us(1)?,
+                "KEEPALIVE_TIMEOUT" => c.shell.keepalive_timeout_us = v.duration_us(1)?,
                 "SHUTDOWN_GRACE" => c.shutdown_grace_us = v.duration_us(0)?,
-                "LOG_LEVEL" => c.log_level = v.text.to_owned(),
-                "LOG_FORMAT" => c.log_format = v.parsed("is not text or json")?,
-                "HANDSHAKE_TIMEOUT" => c.handshake_timeout_us = v.duration_us(1)?,
-                "WRITE_TIMEOUT" => c.write_timeout_us = v.duration_us(1)?,
+                "LOG_LEVEL" => c.shell.log_level = v.text.to_owned(),
+                "LOG_FORMAT" => c.shell.log_format = v.parsed("is not text or json")?,
+                "HANDSHAKE_TIMEOUT" => c.shell.handshake_timeout_us = v.duration_us(1)?,
+                "WRITE_TIMEOUT" => c.shell.write_timeout_us = v.duration_us(1)?,
                 "MAX_MESSAGE_BYTES" => c.message_bytes_max = v.count(1)?,
-                "OUTBOUND_QUEUE_MESSAGES" => c.outbound_queue_messages_max = v.count(1)?,
-                "OUTBOUND_QUEUE_BYTES" => c.outbound_queue_bytes_max = v.count(1)?,
+                "OUTBOUND_QUEUE_MESSAGES" => c.shell.outbound_queue_messages_max = v.count(1)?,
+                "OUTBOUND_QUEUE_BYTES" => c.shell.outbound_queue_bytes_max = v.count(1)?,
                 "IP_TABLE_MAX" => c.ip_table_entries_max = v.count(1)?,
                 "MAX_SESSIONS" => c.sessions_max = v.count(1)?,
                 "MAX_SOCKETS_PER_IP" => sockets_per_ip_max = Some(v.count(1)?),
                 "FIRST_BYTE_TIMEOUT" => first_byte_timeout_us = Some(v.duration_us(1)?),
-                "SOCKET_SEND_BUFFER_BYTES" => c.socket_send_buffer_bytes = v.count(4096)?,
-                "SOCKET_RECV_BUFFER_BYTES" => c.socket_recv_buffer_bytes = v.count(4096)?,
-                "LISTEN_BACKLOG" => c.listen_backlog_max = v.count(1)?,
-                "STORE" => c.store = v.parsed("is not memory or sqlite:PATH")?,
-                "STORE_SYNC_INTERVAL" => c.store_sync_interval_us = v.duration_us(1000)?,
+                "SOCKET_SEND_BUFFER_BYTES" => c.shell.socket_send_buffer_bytes = v.count(4096)?,
+                "SOCKET_RECV_BUFFER_BYTES" => c.shell.socket_recv_buffer_bytes = v.count(4096)?,
+                "LISTEN_BACKLOG" => c.shell.listen_backlog_max = v.count(1)?,
+                "STORE" => c.shell.store = v.parsed("is not memory or sqlite:PATH")?,
+                "STORE_SYNC_INTERVAL" => c.shell.store_sync_interval_us = v.duration_us(1000)?,
                 "LOBBY_IDLE_TTL" => c.lobby_idle_ttl_us = v.duration_us(1)?,
                 "ABANDONED_GAME_TTL" => c.abandoned_game_ttl_us = v.duration_us(1)?,
                 "MAX_LOBBIES_PER_IP" => c.lobbies_per_ip_max = v.count(1)?,
@@ -427,9 +352,13 @@ impl Config {
         c.sockets_per_ip_max =
             sockets_per_ip_max.unwrap_or_else(|| default_sockets_per_ip(c.conns_per_ip_max));
         // Unset, the first byte is due after 2 s or the whole handshake time if shorter.
-        c.first_byte_timeout_us = first_byte_timeout_us
-            .unwrap_or_else(|| c.first_byte_timeout_us.min(c.handshake_timeout_us));
+        c.shell.first_byte_timeout_us = first_byte_timeout_us.unwrap_or_else(|| {
+            c.shell
+                .first_byte_timeout_us
+                .min(c.shell.handshake_timeout_us)
+        });
         c.check_order()?;
+        c.shell.check()?;
         c.check_door()?;
         Ok(c)
     }
@@ -461,32 +390,14 @@ impl Config {
                 overload.to_string(),
             ));
         }
-        if self.keepalive_interval_us >= self.keepalive_timeout_us {
-            return Err(ConfigError {
-                variable: "KEEPALIVE_INTERVAL",
-                value: format_secs(self.keepalive_interval_us),
-                reason: format!(
-                    "must be less than KEEPALIVE_TIMEOUT ({})",
-                    format_secs(self.keepalive_timeout_us)
-                ),
-            });
-        }
         Ok(())
     }
 }
 
 impl Config {
-    /// The door's settings against the others: a first byte is due before the whole
-    /// head, and an address may hold at least as many sockets as player connections.
+    /// The door's settings against the others: an address may hold at least as many
+    /// sockets as player connections.
     fn check_door(&self) -> Result<(), ConfigError> {
-        if self.first_byte_timeout_us > self.handshake_timeout_us {
-            return Err(order_error(
-                "FIRST_BYTE_TIMEOUT",
-                format_secs(self.first_byte_timeout_us),
-                "HANDSHAKE_TIMEOUT",
-                format_secs(self.handshake_timeout_us),
-            ));
-        }
         if self.sockets_per_ip_max < self.conns_per_ip_max {
             return Err(ConfigError {
                 variable: "MAX_SOCKETS_PER_IP",
@@ -518,15 +429,4 @@ fn order_error(
 fn format_secs(us: u64) -> String {
     let text = format!("{}.{:06}", us / US_PER_SEC, us % US_PER_SEC);
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
-impl FromStr for LogFormat {
-    type Err = ();
-    fn from_str(s: &str) -> Result<LogFormat, ()> {
-        match s {
-            "text" => Ok(LogFormat::Text),
-            "json" => Ok(LogFormat::Json),
-            _ => Err(()),
-        }
-    }
 }

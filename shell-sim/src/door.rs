@@ -73,7 +73,7 @@ impl Host {
                 self.evict(q, net, now, admit.evicted);
                 self.silent.insert(conn, ());
                 self.check_door(now, ip);
-                let timeout = self.server.config().first_byte_timeout_us;
+                let timeout = self.server.config().shell.first_byte_timeout_us;
                 q.push(now.plus_us(timeout), Ev::FirstByteTimeout { conn });
             }
             Err(_) => {

@@ -99,8 +99,8 @@ pub struct Host {
 impl Host {
     pub fn new(server: Server, cpu: Cpu, cost: CostModel, window_bytes: usize) -> Host {
         let interval = server.config().load_sample_interval_us;
-        let messages_max = server.config().outbound_queue_messages_max;
-        let bytes_max = server.config().outbound_queue_bytes_max;
+        let messages_max = server.config().shell.outbound_queue_messages_max;
+        let bytes_max = server.config().shell.outbound_queue_bytes_max;
         let door = Door::for_config(server.config());
         let mut probe = Probe::new(interval, Time::ZERO, cpu.stat());
         let first = probe.next_sleep_us();

@@ -79,9 +79,9 @@ impl ConnParams {
                 start: 0,
                 end: 0,
             }),
-            keepalive_interval: Duration::from_micros(config.keepalive_interval_us),
-            keepalive_timeout: Duration::from_micros(config.keepalive_timeout_us),
-            write_timeout: Duration::from_micros(config.write_timeout_us),
+            keepalive_interval: Duration::from_micros(config.shell.keepalive_interval_us),
+            keepalive_timeout: Duration::from_micros(config.shell.keepalive_timeout_us),
+            write_timeout: Duration::from_micros(config.shell.write_timeout_us),
         }
     }
 }

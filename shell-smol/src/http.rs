@@ -139,8 +139,8 @@ async fn answer_request(
     ctx: &Ctx,
 ) -> Option<Upgrade> {
     let config = &ctx.config;
-    let first_byte = Duration::from_micros(config.first_byte_timeout_us);
-    let whole = Duration::from_micros(config.handshake_timeout_us);
+    let first_byte = Duration::from_micros(config.shell.first_byte_timeout_us);
+    let whole = Duration::from_micros(config.shell.handshake_timeout_us);
     let head = match read_head(tcp, first_byte, whole, || slot.spoke()).await {
         Ok(head) => head,
         Err(e) => {
@@ -278,8 +278,8 @@ async fn websocket(
     let conn = ConnId(ctx.next_conn.fetch_add(1, Ordering::Relaxed));
     let config = &ctx.config;
     let (outbox, woken) = Outbox::new(
-        config.outbound_queue_messages_max,
-        config.outbound_queue_bytes_max,
+        config.shell.outbound_queue_messages_max,
+        config.shell.outbound_queue_bytes_max,
     );
     let opened = CoreMsg::Opened {
         conn,
@@ -365,7 +365,7 @@ async fn respond(
 
 /// Writes `bytes` within `WRITE_TIMEOUT`; false when that failed.
 async fn write_all(tcp: &Async<TcpStream>, ctx: &Ctx, bytes: &[u8]) -> bool {
-    let limit = Duration::from_micros(ctx.config.write_timeout_us);
+    let limit = Duration::from_micros(ctx.config.shell.write_timeout_us);
     let write = async {
         let mut writer = tcp;
         writer.write_all(bytes).await.is_ok() && writer.flush().await.is_ok()

@@ -107,7 +107,7 @@ pub fn run_on(
     let cgroup = probe::Cgroup::discover();
     let quota = cgroup.as_ref().and_then(probe::Cgroup::quota_cores);
     let threads = probe::threads_for(quota);
-    info!(threads, quota_cores = quota, bind = %config.bind, "Starting");
+    info!(threads, quota_cores = quota, bind = %config.shell.bind, "Starting");
     let ex = Arc::new(Priorities::default());
     let (stop, stopped) = async_channel::bounded::<()>(1);
     let mut workers = Vec::new();
@@ -203,10 +203,10 @@ fn open_store(
     seed: Seed,
     clock: Clock,
 ) -> Result<(Option<store::Store>, Server), RunError> {
-    match &config.store {
+    match &config.shell.store {
         StoreSpec::Memory => Ok((None, Server::new(config.clone(), seed, clock.now()))),
         StoreSpec::Sqlite(path) => {
-            let interval = Duration::from_micros(config.store_sync_interval_us);
+            let interval = Duration::from_micros(config.shell.store_sync_interval_us);
             let (store, records) = store::Store::open_sqlite(std::path::Path::new(path), interval)
                 .map_err(|e| RunError::Store(e.to_string()))?;
             let started = Instant::now();
@@ -356,10 +356,12 @@ fn admit(
 ///   games' moves by 10-15 ms.
 fn set_buffers(tcp: &std::net::TcpStream, config: &Config) {
     use rustix::net::sockopt;
-    if let Err(e) = sockopt::set_socket_send_buffer_size(tcp, config.socket_send_buffer_bytes) {
+    if let Err(e) = sockopt::set_socket_send_buffer_size(tcp, config.shell.socket_send_buffer_bytes)
+    {
         tracing::debug!(error = %e, "SO_SNDBUF not set");
     }
-    if let Err(e) = sockopt::set_socket_recv_buffer_size(tcp, config.socket_recv_buffer_bytes) {
+    if let Err(e) = sockopt::set_socket_recv_buffer_size(tcp, config.shell.socket_recv_buffer_bytes)
+    {
         tracing::debug!(error = %e, "SO_RCVBUF not set");
     }
 }

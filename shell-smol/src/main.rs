@@ -92,10 +92,10 @@ fn serve() -> ExitCode {
             return ExitCode::from(EXIT_START);
         }
     };
-    let listener = match bind(config.bind) {
+    let listener = match bind(config.shell.bind) {
         Ok(listener) => listener,
         Err(e) => {
-            error!(bind = %config.bind, error = %e, "cannot listen");
+            error!(bind = %config.shell.bind, error = %e, "cannot listen");
             return ExitCode::from(EXIT_START);
         }
     };
@@ -103,7 +103,7 @@ fn serve() -> ExitCode {
     // the accept queue's length (Linux). A connect flood that outruns the accept loop
     // for a moment then does not drop an honest client's SYN (its retry comes 1 s
     // later).
-    let backlog = i32::try_from(config.listen_backlog_max).unwrap_or(i32::MAX);
+    let backlog = i32::try_from(config.shell.listen_backlog_max).unwrap_or(i32::MAX);
     if let Err(e) = rustix::net::listen(&listener, backlog) {
         warn!(error = %e, "LISTEN_BACKLOG not set");
     }
@@ -122,7 +122,7 @@ fn serve() -> ExitCode {
     };
     // Kept alive while the server runs; dropping it stops the embedded AI service.
     let mut _embedded = None;
-    if config.embedded_ai {
+    if config.shell.embedded_ai {
         match embedded::start(&mut config, ai_config, &listener) {
             Ok(handle) => _embedded = Some(handle),
             Err(e) => {
@@ -131,7 +131,7 @@ fn serve() -> ExitCode {
             }
         }
     }
-    info!(bind = %config.bind, embedded_ai = config.embedded_ai, "Listening");
+    info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
     match wizard_server::run_on(config, listener, seed, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
         // A store that cannot be opened is a setting to fix, like a bad variable.
@@ -154,7 +154,7 @@ fn fail_early(message: &str) -> ExitCode {
 }
 
 fn init_logging(config: &Config) -> Result<(), String> {
-    wizard_ai::logging::init(&config.log_level, config.log_format)
+    wizard_ai::logging::init(&config.shell.log_level, config.shell.log_format)
 }
 
 /// The root seed from OS entropy; never logged (it would reveal session tokens).

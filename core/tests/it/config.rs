@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use proptest::prelude::*;
 use wizard_core::config::{
     AiAgent, AiServiceConfig, Component, Config, ConfigError, IpCidr, LogFormat, SETTINGS,
+    ShellConfig,
 };
 use wizard_core::overload::LoadLevel;
 
@@ -33,9 +34,12 @@ fn names(component: Component) -> Vec<&'static str> {
 #[test]
 fn defaults_are_the_protocol_values() {
     let c = Config::default();
-    assert_eq!(c.bind, "0.0.0.0:8000".parse::<SocketAddr>().unwrap());
+    assert_eq!(c.shell.bind, "0.0.0.0:8000".parse::<SocketAddr>().unwrap());
     assert!(c.allowed_origins.is_empty() && c.trusted_proxies.is_empty());
-    assert_eq!((c.ai_shared_secret.as_str(), c.embedded_ai), ("", true));
+    assert_eq!(
+        (c.ai_shared_secret.as_str(), c.shell.embedded_ai),
+        ("", true)
+    );
     assert_eq!(c.session_ttl_us, 1800 * S);
     assert_eq!(
         (c.lobbies_max, c.conns_max, c.conns_per_ip_max),
@@ -96,25 +100,25 @@ fn defaults_are_the_protocol_values() {
     );
     assert_eq!(
         (
-            c.keepalive_interval_us,
-            c.keepalive_timeout_us,
+            c.shell.keepalive_interval_us,
+            c.shell.keepalive_timeout_us,
             c.shutdown_grace_us
         ),
         (20 * S, 60 * S, 10 * S)
     );
     assert_eq!(
-        (c.log_level.as_str(), c.log_format),
+        (c.shell.log_level.as_str(), c.shell.log_format),
         ("info", LogFormat::Text)
     );
     assert_eq!(
-        (c.handshake_timeout_us, c.write_timeout_us),
+        (c.shell.handshake_timeout_us, c.shell.write_timeout_us),
         (10 * S, 10 * S)
     );
     assert_eq!(
         (
             c.message_bytes_max,
-            c.outbound_queue_messages_max,
-            c.outbound_queue_bytes_max
+            c.shell.outbound_queue_messages_max,
+            c.shell.outbound_queue_bytes_max
         ),
         (65_536, 256, 1_048_576)
     );
@@ -122,9 +126,9 @@ fn defaults_are_the_protocol_values() {
     assert_eq!(
         (
             c.sockets_per_ip_max,
-            c.first_byte_timeout_us,
-            c.socket_send_buffer_bytes,
-            c.socket_recv_buffer_bytes
+            c.shell.first_byte_timeout_us,
+            c.shell.socket_send_buffer_bytes,
+            c.shell.socket_recv_buffer_bytes
         ),
         (26, 2 * S, 65_536, 65_536)
     );
@@ -290,11 +294,28 @@ fn every_setting_is_read_and_changes_its_struct() {
 fn every_field_is_covered() {
     // Destructured without `..`: a new field fails to compile here until a setting covers it.
     let Config {
-        bind,
+        shell:
+            ShellConfig {
+                bind,
+                embedded_ai,
+                keepalive_interval_us,
+                keepalive_timeout_us,
+                log_level,
+                log_format,
+                handshake_timeout_us,
+                write_timeout_us,
+                outbound_queue_messages_max,
+                outbound_queue_bytes_max,
+                first_byte_timeout_us,
+                socket_send_buffer_bytes,
+                socket_recv_buffer_bytes,
+                listen_backlog_max,
+                store,
+                store_sync_interval_us,
+            },
         allowed_origins,
         trusted_proxies,
         ai_shared_secret,
-        embedded_ai,
         session_ttl_us,
         lobbies_max,
         conns_max,
@@ -320,25 +341,11 @@ fn every_field_is_covered() {
         load_overload_samples,
         load_recover_samples,
         load_force_level,
-        keepalive_interval_us,
-        keepalive_timeout_us,
         shutdown_grace_us,
-        log_level,
-        log_format,
-        handshake_timeout_us,
-        write_timeout_us,
         message_bytes_max,
-        outbound_queue_messages_max,
-        outbound_queue_bytes_max,
         ip_table_entries_max,
         sessions_max,
         sockets_per_ip_max,
-        first_byte_timeout_us,
-        socket_send_buffer_bytes,
-        socket_recv_buffer_bytes,
-        listen_backlog_max,
-        store,
-        store_sync_interval_us,
         lobby_idle_ttl_us,
         abandoned_game_ttl_us,
         lobbies_per_ip_max,
@@ -468,10 +475,14 @@ fn value_forms() {
         ("0", false),
         ("False", false),
     ] {
-        assert_eq!(ok("EMBEDDED_AI", value).embedded_ai, expected, "{value}");
+        assert_eq!(
+            ok("EMBEDDED_AI", value).shell.embedded_ai,
+            expected,
+            "{value}"
+        );
     }
     assert_eq!(
-        ok("BIND", "127.0.0.1:1").bind,
+        ok("BIND", "127.0.0.1:1").shell.bind,
         SocketAddr::from(([127, 0, 0, 1], 1))
     );
     assert_eq!(
@@ -744,14 +755,17 @@ fn door_defaults_follow_their_partners() {
     ])
     .unwrap();
     assert_eq!(
-        (c.sockets_per_ip_max, c.first_byte_timeout_us),
+        (c.sockets_per_ip_max, c.shell.first_byte_timeout_us),
         (23, 500_000)
     );
     // Twice MAX_CONNECTIONS_PER_IP once that is more than the page-load headroom.
     let c = server(&[("MAX_CONNECTIONS_PER_IP", "40")]).unwrap();
     assert_eq!(c.sockets_per_ip_max, 80);
     let c = server(&[("MAX_CONNECTIONS_PER_IP", "7"), ("MAX_SOCKETS_PER_IP", "7")]).unwrap();
-    assert_eq!((c.sockets_per_ip_max, c.first_byte_timeout_us), (7, 2 * S));
+    assert_eq!(
+        (c.sockets_per_ip_max, c.shell.first_byte_timeout_us),
+        (7, 2 * S)
+    );
     let c = server(&[("HANDSHAKE_TIMEOUT", "3"), ("FIRST_BYTE_TIMEOUT", "3")]).unwrap();
-    assert_eq!(c.first_byte_timeout_us, 3 * S);
+    assert_eq!(c.shell.first_byte_timeout_us, 3 * S);
 }
