@@ -1,12 +1,17 @@
-//! Criterion benchmark of the SQLite store's commit: what a pass of the core task pays
-//! to make its records durable before its frames go out (issue 16's CPU per move).
+//! Criterion benchmark of the SQLite store: what the core task pays to make a pass's
+//! records durable before its frames go out, and what the writer pays to fold them into
+//! SQLite (issue 16's CPU per move).
 //!
-//! `one_move`: one move record per transaction, each from the next of `LOBBIES` running
-//! games (the paced case: one move a pass). `moves_per_commit/N`: N moves of N games in
-//! one transaction (a busier pass). The store runs in a temporary folder with its sync
-//! thread, as in the server. Times are the process's CPU time per commit (its threads'
-//! user and system time), not wall time: the issue's target is CPU per move, and the
-//! disk's waits would drown it in noise.
+//! `store_commit/one_move`: one move record per commit, each from the next of `LOBBIES`
+//! running games (the paced case: one move a pass). `moves_per_commit/N`: N moves of N
+//! games in one commit (a busier pass). The writer folds on its own cadence (1 s) in the
+//! background, so its share is in the figure in proportion. `store_second`: the
+//! writer's share made exact: 1000 moves of 1000 games in commits of 3 (about a second
+//! at 1000 paced games), then a fold and sync ([`Store::flush`]); per move.
+//!
+//! The store runs in a temporary folder, as in the server. Times are the process's CPU
+//! time (its threads' user and system time), not wall time: the issue's target is CPU
+//! per move, and the disk's waits would drown it in noise.
 
 #![allow(clippy::expect_used)] // a benchmark may stop on a broken setup
 
@@ -67,8 +72,9 @@ fn commits(c: &mut Criterion) {
     let mut k = 0u64;
     let fill: Vec<Record> = (0..LOBBIES * MOVES_BEFORE).map(a_move).collect();
     for chunk in fill.chunks(10_000) {
-        store.commit(chunk).expect("fill");
+        store.commit(chunk.to_vec()).expect("fill");
     }
+    store.flush().expect("fill");
     k += LOBBIES * MOVES_BEFORE;
     let mut group = c.benchmark_group("store_commit");
     for n in [1u64, 4, 16] {
@@ -87,13 +93,38 @@ fn commits(c: &mut Criterion) {
                     })
                     .collect();
                 let before = cpu_time();
-                for records in &passes {
+                for records in passes {
                     store.commit(records).expect("commit");
                 }
                 cpu_time().saturating_sub(before)
             })
         });
     }
+    group.finish();
+    let mut group = c.benchmark_group("store_second");
+    group.throughput(Throughput::Elements(LOBBIES));
+    group.sample_size(10);
+    group.bench_function("1000_moves_in_passes_of_3_then_fold", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let passes: Vec<Vec<Record>> = (0..LOBBIES.div_ceil(3))
+                    .map(|_| {
+                        k += 3;
+                        (k - 3..k).map(a_move).collect()
+                    })
+                    .collect();
+                store.flush().expect("flush");
+                let before = cpu_time();
+                for records in passes {
+                    store.commit(records).expect("commit");
+                }
+                store.flush().expect("flush");
+                total += cpu_time().saturating_sub(before);
+            }
+            total
+        })
+    });
     group.finish();
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);

@@ -191,7 +191,7 @@ impl CoreTask {
             // are in the store.
             let records = self.server.take_records();
             if let (Some(store), false) = (&self.store, records.is_empty()) {
-                if let Err(e) = store.commit(&records) {
+                if let Err(e) = store.commit(records) {
                     st.out.clear();
                     return Err(crate::RunError::Store(e));
                 }

@@ -19,6 +19,7 @@ pub mod deadline;
 pub mod embedded;
 pub mod head;
 pub mod http;
+pub mod journal;
 pub mod limits;
 pub mod log_limit;
 pub mod metrics;

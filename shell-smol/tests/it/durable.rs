@@ -143,7 +143,12 @@ struct Process {
 
 impl Process {
     fn start(store: &str, port: u16, log: &std::path::Path) -> Process {
-        let p = Process::spawn(store, port, log);
+        Process::start_env(store, port, log, &[])
+    }
+
+    /// [`Process::start`] with more settings.
+    fn start_env(store: &str, port: u16, log: &std::path::Path, env: &[(&str, &str)]) -> Process {
+        let p = Process::spawn_env(store, port, log, env);
         assert!(
             super::proxy::poll_200(p.addr, "/health", 20, &mut || false),
             "no /health: {}",
@@ -154,6 +159,10 @@ impl Process {
 
     /// Starts the binary without waiting for it to listen.
     fn spawn(store: &str, port: u16, log: &std::path::Path) -> Process {
+        Process::spawn_env(store, port, log, &[])
+    }
+
+    fn spawn_env(store: &str, port: u16, log: &std::path::Path, env: &[(&str, &str)]) -> Process {
         use std::process::{Command, Stdio};
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
@@ -165,6 +174,7 @@ impl Process {
             // The test's players move as fast as they are answered.
             .env("MESSAGE_RATE", "1000")
             .env("MESSAGE_BURST", "1000")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(
@@ -255,7 +265,9 @@ fn extends(before: &Observation, after: &Observation) -> Result<(), String> {
 /// Three players play a whole game while the server is killed (`kill -9`) ten times at
 /// moments drawn from a seed and restarted on the same store, then stopped with SIGTERM
 /// once: every player comes back with its token each time, never sees a move it saw
-/// missing or changed, and the game ends with every round scored.
+/// missing or changed, and the game ends with every round scored. The store's writer
+/// never folds on its own (an hour's interval): what each crash leaves is in the
+/// journal only, and each start folds it.
 #[test]
 fn a_game_survives_ten_kill_9s_and_a_sigterm() {
     use rand::{Rng, SeedableRng};
@@ -269,7 +281,8 @@ fn a_game_survives_ten_kill_9s_and_a_sigterm() {
     let mut crashes: Vec<usize> = (0..10).map(|_| rng.random_range(10..650)).collect();
     crashes.sort_unstable();
     let term_at = 660;
-    let mut server = Some(Process::start(&store, port, &log));
+    let env = [("STORE_SYNC_INTERVAL", "3600")];
+    let mut server = Some(Process::start_env(&store, port, &log, &env));
     let addr = server.as_ref().unwrap().addr;
     bounded(240, async {
         let (mut ann, _) = Player::hello(addr, None).await;
@@ -303,7 +316,7 @@ fn a_game_survives_ten_kill_9s_and_a_sigterm() {
                     assert!(status.success(), "{status}");
                     assert_eq!(codes, [1012, 1012, 1012]);
                 }
-                server = Some(Process::start(&store, port, &log));
+                server = Some(Process::start_env(&store, port, &log, &env));
                 restarts += 1;
                 for (i, pl) in players.iter_mut().enumerate() {
                     let (back, view) = Player::hello(addr, Some(&pl.token)).await;
@@ -466,7 +479,7 @@ fn the_write_ahead_log_stays_bounded_under_steady_writes() {
                 })
                 .collect();
             written += records.iter().map(|r| r.encode().len()).sum::<usize>();
-            store.commit(&records).unwrap();
+            store.commit(records).unwrap();
             k += 1;
             let now = std::fs::metadata(&wal).map_or(0, |m| m.len());
             wal_bytes_max = wal_bytes_max.max(now);
@@ -518,4 +531,112 @@ fn a_new_binary_started_while_the_old_one_stops_takes_over_its_address_and_games
         let (_, view) = Player::hello(addr, Some(&token)).await;
         assert_eq!(view.lobby.expect("back in the lobby").code, code);
     });
+}
+
+/// Frames of records (sequence number, body) for the journal tests.
+fn frames(rows_per_frame: &[&[(u64, &str)]]) -> (Vec<u8>, Vec<usize>) {
+    let mut bytes = Vec::new();
+    let mut ends = Vec::new();
+    let mut frame = Vec::new();
+    for rows in rows_per_frame {
+        wizard_server::journal::encode_frame(&mut frame, rows.iter().copied());
+        bytes.extend_from_slice(&frame);
+        ends.push(bytes.len());
+    }
+    (bytes, ends)
+}
+
+/// The journal reads back every whole frame, and drops a tail cut at any byte or
+/// damaged at any byte (a power loss), with the count of bytes dropped.
+#[test]
+fn the_journal_reads_whole_frames_and_drops_a_cut_or_damaged_tail() {
+    use wizard_server::journal;
+    let rows: [&[(u64, &str)]; 3] = [
+        &[(1, "{\"a\":1}")],
+        &[(2, "{\"b\":2}"), (3, "{\"c\":\"ü\"}")],
+        &[(4, "")],
+    ];
+    let (bytes, ends) = frames(&rows);
+    let all: Vec<(u64, String)> = rows
+        .iter()
+        .flat_map(|f| f.iter().map(|(s, b)| (*s, (*b).to_owned())))
+        .collect();
+    let rows_in = |whole_frames: usize| -> Vec<(u64, String)> {
+        let n: usize = rows[..whole_frames].iter().map(|f| f.len()).sum();
+        all[..n].to_vec()
+    };
+    for cut in 0..=bytes.len() {
+        let whole = ends.iter().filter(|e| **e <= cut).count();
+        let kept = ends[..whole].last().copied().unwrap_or(0);
+        let read = journal::read(&bytes[..cut]);
+        assert_eq!(read.rows, rows_in(whole), "cut at {cut}");
+        assert_eq!(read.torn_bytes, cut - kept, "cut at {cut}");
+    }
+    for at in 0..bytes.len() {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x40;
+        let frame = ends.iter().position(|e| at < *e).unwrap();
+        let read = journal::read(&damaged);
+        assert_eq!(read.rows, rows_in(frame), "damaged at {at}");
+        let kept = if frame == 0 { 0 } else { ends[frame - 1] };
+        assert_eq!(read.torn_bytes, bytes.len() - kept, "damaged at {at}");
+    }
+}
+
+/// What a crash left in the journal comes back on the next open, in order after what
+/// SQLite holds; a cut tail and everything after a gap are dropped; a generation older
+/// than the ones the file has folded is stale and ignored; the journal is gone after.
+#[test]
+fn opening_a_store_folds_the_journal_a_crash_left_as_far_as_it_runs_on() {
+    use wizard_core::records::Record;
+    use wizard_core::session::SessionId;
+    use wizard_server::journal;
+    use wizard_server::store::Store;
+    let session = |n: u64| Record::Session {
+        session: SessionId(n),
+        player_id: format!("p{n}"),
+        token_sha256: format!("{n:064x}"),
+    };
+    let dir = TempDir::new();
+    let path = dir.0.join("wizard.db");
+    let interval = std::time::Duration::from_secs(3600);
+    let (store, records) = Store::open_sqlite(&path, interval).unwrap();
+    assert!(records.is_empty());
+    // Records 1 and 2, folded when the store closes.
+    store.commit(vec![session(1), session(2)]).unwrap();
+    drop(store);
+    assert!(
+        journal::generations(&path).unwrap().is_empty(),
+        "a clean stop folds it all"
+    );
+    // A crash's journal: records 3 and 4 in one generation, 5 whole and 6 cut in the
+    // next; a stale generation 0 holds another record 3.
+    let body = |n: u64| session(n).encode();
+    let (b3, b4, b5, b6, stale) = (body(3), body(4), body(5), body(6), body(99));
+    let (gen_a, _) = frames(&[&[(3, b3.as_str())], &[(4, b4.as_str())]]);
+    let (mut gen_b, _) = frames(&[&[(5, b5.as_str())], &[(6, b6.as_str())]]);
+    gen_b.truncate(gen_b.len() - 3);
+    let (gen_stale, _) = frames(&[&[(3, stale.as_str())]]);
+    std::fs::write(journal::generation_path(&path, 1_000_000), gen_a).unwrap();
+    std::fs::write(journal::generation_path(&path, 1_000_001), gen_b).unwrap();
+    std::fs::write(journal::generation_path(&path, 0), gen_stale).unwrap();
+    let (store, records) = Store::open_sqlite(&path, interval).unwrap();
+    assert_eq!(records, (1..=5).map(session).collect::<Vec<_>>());
+    let left = journal::generations(&path).unwrap();
+    assert_eq!(left.len(), 1, "only the new generation: {left:?}");
+    assert!(left[0].0 > 1_000_001, "{left:?}");
+    // Numbering goes on after what was kept: a crash after record 6 leaves 6, then 8
+    // (a gap: 7 is missing) and 9, and the next open takes 6 only.
+    drop(store);
+    let (gap, _) = frames(&[
+        &[(6, body(6).as_str()), (8, body(8).as_str())],
+        &[(9, body(9).as_str())],
+    ]);
+    std::fs::write(journal::generation_path(&path, left[0].0 + 10), gap).unwrap();
+    let (store, records) = Store::open_sqlite(&path, interval).unwrap();
+    assert_eq!(records, (1..=6).map(session).collect::<Vec<_>>());
+    store.commit(vec![session(7)]).unwrap();
+    drop(store);
+    let (_store, records) = Store::open_sqlite(&path, interval).unwrap();
+    assert_eq!(records, (1..=7).map(session).collect::<Vec<_>>());
 }
