@@ -296,14 +296,7 @@ def self_test(dash: dict, rules: dict, exposed: set[str], actions: set[str]) -> 
             failures.append(f"extraction of {expr!r}: {sorted(got)}, expected {sorted(want)}")
 
     def dash_with(expr: str, nested: bool = False) -> dict:
-        d = copy.deepcopy(dash)
-        panel = {"id": 9999, "type": "timeseries", "title": "self-test",
-                 "targets": [{"refId": "A", "expr": expr}]}
-        if nested:
-            d["panels"].append({"id": 9998, "type": "row", "collapsed": True, "panels": [panel]})
-        else:
-            d["panels"].append(panel)
-        return d
+        return _with_query(dash, expr, nested)
 
     def rules_with(edit) -> dict:
         r = copy.deepcopy(rules)
@@ -339,6 +332,17 @@ def self_test(dash: dict, rules: dict, exposed: set[str], actions: set[str]) -> 
         if not set(errors) - base:
             failures.append(f"the check accepts a broken input: {label}")
     return failures
+
+
+def _with_query(dash: dict, expr: str, nested: bool = False) -> dict:
+    d = copy.deepcopy(dash)
+    panel = {"id": 9999, "type": "timeseries", "title": "self-test",
+             "targets": [{"refId": "A", "expr": expr}]}
+    if nested:
+        d["panels"].append({"id": 9998, "type": "row", "collapsed": True, "panels": [panel]})
+    else:
+        d["panels"].append(panel)
+    return d
 
 
 def _with_variable(dash: dict, query: str) -> dict:
@@ -387,6 +391,8 @@ def main() -> int:
     failures: list[str] = []
     if args.self_test:
         failures = self_test(dash, rules, exposed, actions)
+        if args.promtool and not promtool_syntax(args.promtool, _with_query(dash, "max(wizard_load_level")):
+            failures.append("promtool accepts a dashboard query with an unclosed parenthesis")
         for f in failures:
             print(f"FAIL self-test: {f}")
         print(f"self-test: {len(EXTRACTION)} extractions, broken dashboards and rules rejected"
