@@ -4,7 +4,9 @@
 1. Schema: the file, as written and after interpolation with .env.example's values and
    with the built-in defaults, against the Compose JSON schema (../shared/compose-spec.json)
    with the `jsonschema` library.
-2. Semantics: every service has CPU, memory and pids caps (with the seed's defaults), a
+2. Semantics: every service has CPU, memory and pids caps (with the seed's defaults; the
+   pids cap both as pids_limit and as deploy.resources.limits.pids, which Compose v2
+   requires to be equal), a
    health check and `restart: unless-stopped`; every environment variable a service sets
    is one its program reads (server and AI: core/src/config.rs SETTINGS; proxy: the
    Caddyfile's {$VAR}s), and every setting is wired; the networks isolate the AI service
@@ -357,8 +359,10 @@ class Checks:
         pids = str(rsvc.get("pids_limit", ""))
         if not pids.isdigit() or int(pids) < 16:
             errors.append(f"{name}: pids cap {pids!r} is not a number of at least 16")
-        if "pids" in limits and str(limits["pids"]) != str(svc.get("pids_limit")):
-            errors.append(f"{name}: deploy.resources.limits.pids differs from pids_limit")
+        if str(limits.get("pids")) != str(svc.get("pids_limit")):
+            # Compose v2 (compose-go's consistency check, 2024) refuses the project when
+            # they differ, and a missing deploy.resources.limits.pids counts as different.
+            errors.append(f"{name}: deploy.resources.limits.pids must equal pids_limit")
         return errors
 
     def service_health(self, name: str, svc: dict) -> list[str]:
@@ -608,6 +612,8 @@ def mutations(raw: dict):
     yield variant("trusting another address", lambda d: d[s]["wizard_server"]["environment"].update(TRUSTED_PROXIES="10.0.0.0/8"))
     yield variant("cap_add SYS_ADMIN", lambda d: d[s]["wizard_server"].update(cap_add=["SYS_ADMIN"]))
     yield variant("schema: unknown service key", lambda d: d[s]["wizard_server"].update(cpu_limit="1"))
+    yield variant("pids_limit without deploy.resources.limits.pids",
+                  lambda d: d[s]["wizard_ai"]["deploy"]["resources"]["limits"].pop("pids"))
     yield variant("image tagged latest", lambda d: d[s]["wizard_ai"].update(image="wizard-ai:latest"))
     yield variant("no version build argument", lambda d: d[s]["wizard_proxy"]["build"].update(
         args={k: v for k, v in d[s]["wizard_proxy"]["build"]["args"].items() if k != "WIZARD_VERSION"}))
