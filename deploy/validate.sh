@@ -6,9 +6,15 @@
 #     deploy/validate_compose.py (caps, health checks, environment vs. config.rs SETTINGS,
 #     networks, .env.example, Dockerfiles) and their self-test.
 #  2. The AI image's shell scripts: syntax, worker sizing from the CPU cap, health check.
-#  3. deploy/Caddyfile: `caddy fmt` and `caddy validate` (Debian's caddy, installed when
+#  3. Monitoring: `promtool check rules` on deploy/prometheus/alerts.yml and `promtool
+#     check config` on the scrape example (Debian's prometheus package, unpacked under
+#     target/ when promtool is missing); then deploy/check_metrics.py starts the real
+#     wizard-server on loopback and checks that every metric the Grafana dashboard and the
+#     alert rules name is one it exposes, that every alert's runbook is a row of the
+#     tuning table, that the dashboard's queries parse, and its self-test.
+#  4. deploy/Caddyfile: `caddy fmt` and `caddy validate` (Debian's caddy, installed when
 #     missing) for the default, a domain and the plain-HTTP test address.
-#  4. The native test: Caddy with deploy/Caddyfile in front of the real wizard-server on
+#  5. The native test: Caddy with deploy/Caddyfile in front of the real wizard-server on
 #     loopback (shell-smol/tests/it/proxy.rs).
 #
 # Python packages go to a venv under target/ (created when missing). Exit status is
@@ -98,7 +104,44 @@ fakeproc "$tmp/p5" wizard-ai "$other_port"
 ! health "$tmp/p5" || fail "ai-health.sh: a connection to another port counted"
 echo "ai-health.sh: healthy only with a wizard-ai process connected to the server's port"
 
-# ------------------------------------------------------------ 3. Caddyfile
+# ------------------------------------------------------------ 3. monitoring
+
+say "monitoring: promtool check rules and check config"
+PROMTOOL_DIR="$ROOT/target/promtool"
+promtool=$(command -v promtool || true)
+[ -n "$promtool" ] || [ ! -x "$PROMTOOL_DIR/promtool" ] || promtool="$PROMTOOL_DIR/promtool"
+if [ -z "$promtool" ] && command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
+	# Unpacked rather than installed: installing the package would also start a
+	# Prometheus daemon. promtool needs nothing but libc.
+	echo "unpacking promtool from Debian's prometheus package into $PROMTOOL_DIR"
+	debs="$tmp/debs"
+	mkdir -p "$debs"
+	fetch_deb() { (cd "$debs" && apt-get download -qq prometheus >/dev/null 2>&1); }
+	fetch_deb || { [ "$(id -u)" = 0 ] && apt-get update -qq >/dev/null 2>&1 && fetch_deb; } || true
+	deb=$(ls "$debs"/prometheus_*.deb 2>/dev/null | head -n 1)
+	if [ -n "$deb" ] && dpkg-deb -x "$deb" "$debs/root" && [ -x "$debs/root/usr/bin/promtool" ]; then
+		mkdir -p "$PROMTOOL_DIR"
+		cp "$debs/root/usr/bin/promtool" "$PROMTOOL_DIR/promtool"
+		promtool="$PROMTOOL_DIR/promtool"
+	fi
+fi
+promtool_args=()
+if [ -n "$promtool" ]; then
+	"$promtool" --version 2>&1 | head -n 1
+	"$promtool" check rules deploy/prometheus/alerts.yml
+	"$promtool" check config deploy/prometheus/prometheus.yml
+	promtool_args=(--promtool "$promtool")
+else
+	echo "SKIPPED: promtool could not be installed (Debian's prometheus package): promtool check"
+	echo "SKIPPED: rules and check config, and the PromQL syntax of the dashboard's queries"
+fi
+
+say "monitoring: the dashboard's and the alerts' metrics against the real server's /metrics"
+cargo build --locked -p wizard-server --bin wizard-server
+"$VENV/bin/python" deploy/check_metrics.py "$ROOT" \
+	--server "${CARGO_TARGET_DIR:-target}/debug/wizard-server" "${promtool_args[@]}" --self-test
+
+# ------------------------------------------------------------ 4. Caddyfile
 
 say "Caddyfile: caddy fmt and caddy validate"
 if ! command -v caddy >/dev/null; then
@@ -135,7 +178,7 @@ for site in "" "game.example.com" "http://:18080"; do
 	echo "caddy validate: valid, no warnings (SITE_ADDRESS=${site:-default: localhost})"
 done
 
-# ------------------------------------------------------------ 4. native proxy test
+# ------------------------------------------------------------ 5. native proxy test
 
 say "Caddy in front of the real wizard-server on loopback"
 WIZARD_REQUIRE_CADDY=1 cargo test --locked -p wizard-server --test it proxy:: -- --test-threads=1

@@ -4,13 +4,18 @@
 1. Schema: the file, as written and after interpolation with .env.example's values and
    with the built-in defaults, against the Compose JSON schema (../shared/compose-spec.json)
    with the `jsonschema` library.
-2. Semantics: every service has CPU, memory and pids caps (with the seed's defaults), a
+2. Semantics: every service has CPU, memory and pids caps (with the seed's defaults; the
+   pids cap both as pids_limit and as deploy.resources.limits.pids, which Compose v2
+   requires to be equal), a
    health check and `restart: unless-stopped`; every environment variable a service sets
    is one its program reads (server and AI: core/src/config.rs SETTINGS; proxy: the
    Caddyfile's {$VAR}s), and every setting is wired; the networks isolate the AI service
    and the server trusts exactly the proxy's fixed address; .env.example lists every
    variable compose uses and every setting, with the programs' defaults; the Dockerfiles
-   build from rust:1.95, copy files that exist and run as a non-root user.
+   build from rust:1.95, copy files that exist and run as a non-root user; images are
+   tagged with WIZARD_VERSION (default: the workspace version of Cargo.toml) and get the
+   build arguments of their OCI labels, which every Dockerfile sets in its final stage
+   (and no Dockerfile has a `# syntax=` line, which would need Docker Hub).
 3. Self-test: broken variants of the file must fail the checks, so they are known to bite.
 
 Usage: validate_compose.py REPO_ROOT SCHEMA_JSON
@@ -23,6 +28,7 @@ import ipaddress
 import json
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import jsonschema
@@ -47,9 +53,21 @@ FIXED = {
 ENV_EXAMPLE_OVERRIDES = {"AI_WORKERS": ""}
 
 # Deployment variables of .env.example that are not program settings.
+# Build arguments of the images (their OCI labels), with their defaults; None: the
+# workspace version. Deployment variables too: compose.yaml passes them to every build.
+BUILD_ARGS = {"WIZARD_VERSION": None, "WIZARD_COMMIT": "", "WIZARD_CREATED": "", "WIZARD_SOURCE": ""}
+
+# The OCI labels every image sets in its final stage: label -> the build argument it
+# holds (None: a fixed text; "license": the workspace's licence).
+OCI_LABELS = {
+    "title": None, "description": None, "licenses": "license",
+    "version": "WIZARD_VERSION", "revision": "WIZARD_COMMIT",
+    "created": "WIZARD_CREATED", "source": "WIZARD_SOURCE",
+}
+
 DEPLOY_VARS = {
     "SITE_ADDRESS", "HTTP_PORT", "HTTPS_PORT", "EDGE_SUBNET", "PROXY_ADDRESS",
-    "SERVER_STOP_GRACE", "WIZARD_COMMIT",
+    "SERVER_STOP_GRACE", *BUILD_ARGS,
 }
 
 COMPONENT_OF = {"server": "wizard_server", "ai": "wizard_ai"}
@@ -87,6 +105,47 @@ def read_env_example(path: Path) -> tuple[dict[str, str], dict[str, str]]:
         if m:
             commented[m.group(1)] = m.group(2)
     return active, commented
+
+
+def workspace_package(cargo_toml: Path) -> tuple[str, str]:
+    """(version, license) of [workspace.package] in the root Cargo.toml."""
+    package = tomllib.loads(cargo_toml.read_text())["workspace"]["package"]
+    return package["version"], package.get("license", "")
+
+
+def dockerfile_label_errors(name: str, text: str, version: str, license: str) -> list[str]:
+    """The directives, build arguments and OCI labels of a Dockerfile's final stage."""
+    errors: list[str] = []
+    lines = re.sub(r"\\\n", " ", text).splitlines()
+    if any(re.match(r"#\s*syntax\s*=", l.strip(), re.I) for l in lines):
+        errors.append(f"{name}: a `# syntax=` directive pulls the Dockerfile frontend from Docker Hub")
+    starts = [i for i, l in enumerate(lines) if l.strip().upper().startswith("FROM ")]
+    final = [l.strip() for l in lines[starts[-1]:]] if starts else []
+    args: dict[str, str] = {}
+    for l in final:
+        m = re.fullmatch(r"ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?", l, re.I)
+        if m:
+            args[m.group(1)] = m.group(2) or ""
+    labels = dict(re.findall(r'org\.opencontainers\.image\.([a-z.]+)="([^"]*)"',
+                             " ".join(l for l in final if l.upper().startswith("LABEL "))))
+    for arg, default in BUILD_ARGS.items():
+        want = version if default is None else default
+        if arg not in args:
+            errors.append(f"{name}: the final stage does not declare ARG {arg}")
+        elif args[arg] != want:
+            errors.append(f"{name}: ARG {arg} defaults to {args[arg]!r}, expected {want!r}")
+    for key, source in OCI_LABELS.items():
+        value = labels.get(key)
+        if value is None:
+            errors.append(f"{name}: no label org.opencontainers.image.{key}")
+        elif source == "license":
+            if value != license:
+                errors.append(f"{name}: licenses label {value!r}, the workspace says {license!r}")
+        elif source and value not in (f"${source}", f"${{{source}}}"):
+            errors.append(f"{name}: label org.opencontainers.image.{key} is {value!r}, expected ${source}")
+        elif not source and not value:
+            errors.append(f"{name}: label org.opencontainers.image.{key} is empty")
+    return errors
 
 
 def caddy_vars(caddyfile: Path) -> set[str]:
@@ -191,6 +250,7 @@ class Checks:
         self.settings = read_settings(root / "core" / "src" / "config.rs")
         self.env_active, self.env_commented = read_env_example(self.deploy / ".env.example")
         self.caddy_vars = caddy_vars(self.deploy / "Caddyfile")
+        self.version, self.license = workspace_package(root / "Cargo.toml")
 
     # -- schema
 
@@ -262,6 +322,7 @@ class Checks:
                 err(f"{name}: security_opt must contain no-new-privileges:true")
             errors += self.service_env(name, svc, rsvc)
             errors += self.dockerfile(name, svc)
+            errors += self.image(name, svc)
 
         errors += self.networks(raw, resolved)
         errors += self.env_example(raw)
@@ -298,8 +359,10 @@ class Checks:
         pids = str(rsvc.get("pids_limit", ""))
         if not pids.isdigit() or int(pids) < 16:
             errors.append(f"{name}: pids cap {pids!r} is not a number of at least 16")
-        if "pids" in limits and str(limits["pids"]) != str(svc.get("pids_limit")):
-            errors.append(f"{name}: deploy.resources.limits.pids differs from pids_limit")
+        if str(limits.get("pids")) != str(svc.get("pids_limit")):
+            # Compose v2 (compose-go's consistency check, 2024) refuses the project when
+            # they differ, and a missing deploy.resources.limits.pids counts as different.
+            errors.append(f"{name}: deploy.resources.limits.pids must equal pids_limit")
         return errors
 
     def service_health(self, name: str, svc: dict) -> list[str]:
@@ -447,6 +510,25 @@ class Checks:
             err(f".env.example: {var} is neither a setting, a cap nor a deployment variable")
         return errors
 
+    def image(self, name: str, svc: dict) -> list[str]:
+        """The tag and the build arguments of the image's labels, and the labels."""
+        errors: list[str] = []
+        tag = f"{name.replace('_', '-')}:${{WIZARD_VERSION:-{self.version}}}"
+        if svc.get("image") != tag:
+            errors.append(f"{name}: image is {svc.get('image')!r}, expected {tag!r}")
+        build = svc.get("build") if isinstance(svc.get("build"), dict) else {}
+        args = build.get("args") or {}
+        if not isinstance(args, dict):
+            return errors + [f"{name}: build.args must be a mapping (NAME: value)"]
+        for arg, default in BUILD_ARGS.items():
+            expected = f"${{{arg}:-{self.version if default is None else default}}}"
+            if args.get(arg) != expected:
+                errors.append(f"{name}: build.args.{arg} is {args.get(arg)!r}, expected {expected!r}")
+        path = self.root / "deploy" / Path(str(build.get("dockerfile", ""))).name
+        if path.is_file():
+            errors += dockerfile_label_errors(path.name, path.read_text(), self.version, self.license)
+        return errors
+
     def dockerfile(self, name: str, svc: dict) -> list[str]:
         errors: list[str] = []
         build = svc.get("build") or {}
@@ -530,6 +612,20 @@ def mutations(raw: dict):
     yield variant("trusting another address", lambda d: d[s]["wizard_server"]["environment"].update(TRUSTED_PROXIES="10.0.0.0/8"))
     yield variant("cap_add SYS_ADMIN", lambda d: d[s]["wizard_server"].update(cap_add=["SYS_ADMIN"]))
     yield variant("schema: unknown service key", lambda d: d[s]["wizard_server"].update(cpu_limit="1"))
+    yield variant("pids_limit without deploy.resources.limits.pids",
+                  lambda d: d[s]["wizard_ai"]["deploy"]["resources"]["limits"].pop("pids"))
+    yield variant("image tagged latest", lambda d: d[s]["wizard_ai"].update(image="wizard-ai:latest"))
+    yield variant("no version build argument", lambda d: d[s]["wizard_proxy"]["build"].update(
+        args={k: v for k, v in d[s]["wizard_proxy"]["build"]["args"].items() if k != "WIZARD_VERSION"}))
+
+
+def dockerfile_mutations(text: str):
+    """Broken variants of a Dockerfile's labels, each of which the checks must reject."""
+    yield "a # syntax= line", "# syntax=docker/dockerfile:1\n" + text
+    yield "no version label", re.sub(r"org\.opencontainers\.image\.version=\S+", "", text)
+    yield "revision label not from WIZARD_COMMIT", text.replace('revision="$WIZARD_COMMIT"', 'revision="main"')
+    yield "another version by default", text.replace("ARG WIZARD_VERSION=", "ARG WIZARD_VERSION=9")
+    yield "no LABEL in the final stage", re.sub(r"(?s)\nLABEL .*", "\n", text)
 
 
 def main() -> int:
@@ -555,7 +651,13 @@ def main() -> int:
         if not found:
             print(f"FAIL self-test: the checks accept a broken file ({label})")
             bite_failures += 1
-    print(f"self-test: {sum(1 for _ in mutations(raw)) - bite_failures} broken variants rejected"
+    text = (root / "deploy" / "Dockerfile.server").read_text()
+    for label, broken in dockerfile_mutations(text):
+        if not dockerfile_label_errors("Dockerfile.server", broken, checks.version, checks.license):
+            print(f"FAIL self-test: the checks accept a broken Dockerfile ({label})")
+            bite_failures += 1
+    n_broken = sum(1 for _ in mutations(raw)) + sum(1 for _ in dockerfile_mutations(text))
+    print(f"self-test: {n_broken - bite_failures} broken variants rejected"
           + (f", {bite_failures} accepted" if bite_failures else ""))
     return 1 if schema_errors or semantic_errors or bite_failures else 0
 
