@@ -117,7 +117,7 @@ pub const SETTINGS: &[Setting] = &[
     server("LISTEN_BACKLOG", "1024", "connections the kernel queues for accept (capped by net.core.somaxconn)"),
     // Durable games (PROTOCOL.md 6.1).
     server("STORE", "sqlite:wizard-data/wizard.db", "where games are kept: memory, or sqlite:PATH (created with its folder)"),
-    server("STORE_SYNC_INTERVAL", "1", "seconds between the store's syncs to disk (the most a power loss can take)"),
+    server("STORE_SYNC_INTERVAL", "1", "seconds between the store writer's turns: folding the journal into SQLite and syncing it to disk (about what a power loss can take)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
     server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
     server("MAX_LOBBIES_PER_IP", "10", "lobbies (waiting, running or finished) created from one client IP that may exist at once"),
