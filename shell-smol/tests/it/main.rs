@@ -20,3 +20,4 @@ mod limits;
 mod logs;
 mod proxy;
 mod routes;
+mod statics;
