@@ -16,6 +16,7 @@ mod frame_attacks;
 mod frames;
 mod game;
 mod head_fuzz;
+mod latency;
 mod limits;
 mod logs;
 mod proxy;
