@@ -1,6 +1,7 @@
 //! The `wizard-ai` binary: one subcommand per job. `serve` runs the AI service (the
 //! websocket client of the server's `/internal/ai`, settings from the environment);
-//! `evaluate` runs a duplicate-format tournament between agents.
+//! `evaluate` runs a duplicate-format tournament between agents. The command line is
+//! read with `lexopt`: an unknown flag or a bad value is refused with exit 2.
 
 use std::fmt;
 use std::io::Write as _;
@@ -27,15 +28,36 @@ const USAGE: &str = "usage:
     --rules PRESET      default | house | canadian | hidden (default default)
     --seed N            seed of the deal sets (default 1)
     --json              print the report as JSON
+  wizard-ai --help | --version
   agents: random, heuristic[:aggression=A,pressure=P,scale=S], variant, search[:window=W,sigma=S,opp=O]";
 
-/// A command line the binary cannot run (the user's fault).
+/// A command line the binary cannot run (the user's fault: exit 2), or an evaluation
+/// that failed (exit 1).
 #[derive(Debug)]
 enum CliError {
     Usage(String),
     Agent(AgentSpecError),
     Eval(EvalError),
     Json(serde_json::Error),
+}
+
+impl CliError {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Usage(_)
+            | CliError::Agent(_)
+            | CliError::Eval(EvalError::Setup(_) | EvalError::NoReferences) => {
+                ExitCode::from(EXIT_USAGE)
+            }
+            CliError::Eval(EvalError::Agent { .. }) | CliError::Json(_) => ExitCode::FAILURE,
+        }
+    }
+}
+
+impl From<lexopt::Error> for CliError {
+    fn from(e: lexopt::Error) -> CliError {
+        CliError::Usage(e.to_string())
+    }
 }
 
 impl fmt::Display for CliError {
@@ -49,24 +71,63 @@ impl fmt::Display for CliError {
     }
 }
 
+/// Exit status for a command line the binary cannot run.
+const EXIT_USAGE: u8 = 2;
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("evaluate") => run_evaluate(args.get(1..).unwrap_or_default()),
-        Some("serve") => return run_serve(),
-        Some("help" | "--help" | "-h") => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        Some(other) => Err(CliError::Usage(format!("unknown subcommand {other:?}"))),
-        None => Err(CliError::Usage("a subcommand is needed".to_owned())),
-    };
+    let result = run(lexopt::Parser::from_env());
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "wizard-ai: {e}");
-            ExitCode::FAILURE
+            e.exit_code()
         }
+    }
+}
+
+/// Reads the subcommand and runs it. Settings of `serve` are environment variables,
+/// so it takes no flags.
+fn run(mut parser: lexopt::Parser) -> Result<ExitCode, CliError> {
+    use lexopt::prelude::*;
+    let command = match parser.next()? {
+        Some(Short('h') | Long("help")) => {
+            nothing_more(&mut parser)?;
+            println!("{USAGE}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Short('V') | Long("version")) => {
+            nothing_more(&mut parser)?;
+            println!("wizard-ai {}", env!("CARGO_PKG_VERSION"));
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Value(command)) => command.string()?,
+        Some(other) => return Err(other.unexpected().into()),
+        None => return Err(CliError::Usage("a subcommand is needed".to_owned())),
+    };
+    match command.as_str() {
+        "serve" => {
+            nothing_more(&mut parser)?;
+            Ok(run_serve())
+        }
+        "evaluate" => {
+            let (config, json) = evaluate_args(&mut parser)?;
+            run_evaluate(&config, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "help" => {
+            nothing_more(&mut parser)?;
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(CliError::Usage(format!("unknown subcommand {other:?}"))),
+    }
+}
+
+/// Refuses anything left on the command line.
+fn nothing_more(parser: &mut lexopt::Parser) -> Result<(), CliError> {
+    match parser.next()? {
+        None => Ok(()),
+        Some(other) => Err(other.unexpected().into()),
     }
 }
 
@@ -114,12 +175,6 @@ fn init_logging(config: &AiServiceConfig) -> Result<(), String> {
     wizard_ai::logging::init(&config.log_level, config.log_format)
 }
 
-fn value<'a>(args: &'a [String], i: usize, name: &str) -> Result<&'a str, CliError> {
-    args.get(i + 1)
-        .map(String::as_str)
-        .ok_or_else(|| CliError::Usage(format!("{name} needs a value")))
-}
-
 fn number<T: std::str::FromStr>(text: &str, name: &str) -> Result<T, CliError> {
     text.parse()
         .map_err(|_| CliError::Usage(format!("{name}: {text:?} is not a valid number")))
@@ -137,7 +192,9 @@ fn rules(preset: &str) -> Result<Options, CliError> {
     Ok(o)
 }
 
-fn run_evaluate(args: &[String]) -> Result<(), CliError> {
+/// The options of `evaluate`, and whether to print JSON.
+fn evaluate_args(parser: &mut lexopt::Parser) -> Result<(EvalConfig, bool), CliError> {
+    use lexopt::prelude::*;
     let mut config = EvalConfig {
         players: vec![4],
         options: Options::default(),
@@ -152,15 +209,31 @@ fn run_evaluate(args: &[String]) -> Result<(), CliError> {
         iterations_max: None,
     };
     let mut json = false;
-    let mut i = 0;
-    while let Some(flag) = args.get(i) {
+    while let Some(arg) = parser.next()? {
+        let flag = match arg {
+            Long("json") => {
+                json = true;
+                continue;
+            }
+            Long(flag) => format!("--{flag}"),
+            other => return Err(other.unexpected().into()),
+        };
         let flag = flag.as_str();
-        if flag == "--json" {
-            json = true;
-            i += 1;
-            continue;
+        let known = [
+            "--players",
+            "--deal-sets",
+            "--candidate",
+            "--reference",
+            "--time-ms",
+            "--iterations",
+            "--rules",
+            "--seed",
+        ];
+        if !known.contains(&flag) {
+            return Err(CliError::Usage(format!("unknown option {flag:?}")));
         }
-        let v = value(args, i, flag)?;
+        let v = parser.value()?.string()?;
+        let v = v.as_str();
         match flag {
             "--players" => {
                 config.players = v
@@ -189,10 +262,8 @@ fn run_evaluate(args: &[String]) -> Result<(), CliError> {
                 config.options = rules(v)?;
                 v.clone_into(&mut config.rules);
             }
-            "--seed" => config.seed = number(v, flag)?,
-            _ => return Err(CliError::Usage(format!("unknown option {flag:?}"))),
+            _ => config.seed = number(v, flag)?,
         }
-        i += 2;
     }
     if config.references.is_empty() {
         config
@@ -200,7 +271,11 @@ fn run_evaluate(args: &[String]) -> Result<(), CliError> {
             .push("heuristic".parse().map_err(CliError::Agent)?);
         config.reference_names.push("heuristic".to_owned());
     }
-    let report = evaluate::evaluate(&config, |line| {
+    Ok((config, json))
+}
+
+fn run_evaluate(config: &EvalConfig, json: bool) -> Result<(), CliError> {
+    let report = evaluate::evaluate(config, |line| {
         let _ = writeln!(std::io::stderr(), "{line}");
     })
     .map_err(CliError::Eval)?;

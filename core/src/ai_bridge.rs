@@ -33,6 +33,8 @@ pub struct Pending {
     pub game_no: u64,
     pub seat: Seat,
     pub deadline: Time,
+    /// When it was asked, for the round trip ([`crate::io::Note::AiAnswered`]).
+    pub sent: Time,
     pub probe: bool,
 }
 
@@ -195,6 +197,7 @@ impl AiBridge {
                 game_no,
                 seat,
                 deadline,
+                sent: now,
                 probe,
             },
         );

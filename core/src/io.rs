@@ -345,6 +345,12 @@ pub enum Note {
         conn: ConnId,
         pending: u32,
     },
+    /// The AI service answered a request we waited for (a decision or an error):
+    /// `round_trip_us` from the pass that asked to the pass that read the answer, on
+    /// the core's clock (the shell's histogram `wizard_ai_round_trip_seconds`).
+    AiAnswered {
+        round_trip_us: u64,
+    },
     GameStarted {
         lobby: LobbyId,
         players: u8,

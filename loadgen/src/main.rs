@@ -14,7 +14,11 @@
 //! wizard-bench table [--history FILE] [--last N]
 //! wizard-bench attack-table [--history FILE] [--last N]
 //! wizard-bench overload --addr 127.0.0.1:8000 ...   (closed-loop overload, see `overload`)
+//! wizard-bench --help | --version
 //! ```
+//!
+//! The command line is read with `lexopt`: an unknown flag, a flag without its value or
+//! a bad value is refused with exit 2 and a message on stderr; a run that fails exits 1.
 //!
 //! With `--phases N` a run prints one `PHASE {json}` line per phase, then the phase
 //! table and the run's issue-14 row.
@@ -24,51 +28,93 @@
 
 use wizard_bench as bench;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 const DEFAULT_HISTORY: &str = "bench/history.jsonl";
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("overload") {
-        return bench::overload::run(&args[1..]);
+/// Why the command stopped: a usage error is the user's (exit 2), a failed run is not
+/// (exit 1).
+#[derive(Debug)]
+enum Exit {
+    Help,
+    Version,
+    Usage(String),
+    Failed(String),
+}
+
+impl From<String> for Exit {
+    fn from(message: String) -> Exit {
+        Exit::Usage(message)
     }
-    match real_main(args) {
+}
+
+impl From<lexopt::Error> for Exit {
+    fn from(e: lexopt::Error) -> Exit {
+        Exit::Usage(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Result<Vec<String>, _> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.into_string())
+        .collect();
+    let result = match args {
+        Ok(args) if args.first().map(String::as_str) == Some("overload") => {
+            return bench::overload::run(&args[1..]);
+        }
+        Ok(args) => real_main(args),
+        Err(arg) => Err(Exit::Usage(format!("argument {arg:?} is not UTF-8"))),
+    };
+    let mut stderr = std::io::stderr();
+    match result {
         Ok(out) => {
             print!("{out}");
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            println!("wizard-bench: {e}");
+        Err(Exit::Help) => {
+            print!("{}", usage());
+            ExitCode::SUCCESS
+        }
+        Err(Exit::Version) => {
+            println!("wizard-bench {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Err(Exit::Usage(e)) => {
+            let _ = write!(stderr, "wizard-bench: {e}\n{}", usage());
             ExitCode::from(2)
+        }
+        Err(Exit::Failed(e)) => {
+            let _ = writeln!(stderr, "wizard-bench: {e}");
+            ExitCode::FAILURE
         }
     }
 }
 
-fn real_main(mut args: Vec<String>) -> Result<String, String> {
+fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
     let command = match args.first().map(String::as_str) {
         Some("compare" | "table" | "attack-table" | "run") => args.remove(0),
-        Some("--help" | "-h") => return Ok(usage()),
         _ => "run".into(),
     };
-    let pairs = pairs(&args)?;
+    let known = match command.as_str() {
+        "run" => RUN_FLAGS,
+        _ => HISTORY_FLAGS,
+    };
+    let pairs = pairs(&args, known)?;
     let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     match command.as_str() {
         "compare" | "table" | "attack-table" => {
             let path = PathBuf::from(get("--history").unwrap_or(DEFAULT_HISTORY));
             let last = num(get("--last"), "--last", 10usize)?;
-            for (k, _) in &pairs {
-                if k != "--history" && k != "--last" {
-                    return Err(format!("unknown argument {k} for {command}"));
-                }
-            }
             match command.as_str() {
                 "compare" => bench::compare(&path, last),
                 "table" => bench::table(&path, last),
                 _ => bench::attack_table(&path, last),
             }
+            .map_err(Exit::Failed)
         }
         _ => {
             let url = get("--url").unwrap_or("ws://127.0.0.1:8000/ws");
@@ -88,7 +134,11 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                         s.pacing = match v {
                             "realistic" => bench::Pacing::Realistic,
                             "full" => bench::Pacing::Full,
-                            _ => return Err(format!("--pacing: realistic or full, not {v:?}")),
+                            _ => {
+                                return Err(Exit::Usage(format!(
+                                    "--pacing: realistic or full, not {v:?}"
+                                )));
+                            }
                         };
                         s.think = match s.pacing {
                             bench::Pacing::Realistic => Duration::from_millis(1500),
@@ -121,7 +171,7 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
                     | "--resume"
                     | "--worker-start-unix-ms"
                     | "--worker-end-unix-ms" => {}
-                    other => return Err(format!("unknown argument {other}\n{}", usage())),
+                    other => return Err(Exit::Usage(format!("unknown argument {other}"))),
                 }
             }
             // Second pass: options that override what --pacing set.
@@ -184,9 +234,9 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
             }
             s.command_line = args.clone();
             if s.worker_window_unix_ms.is_some() {
-                return bench::attack_worker(s);
+                return bench::attack_worker(s).map_err(Exit::Failed);
             }
-            let report = bench::run(s)?;
+            let report = bench::run(s).map_err(Exit::Failed)?;
             let mut out = String::new();
             if let Some(phases) = report.line["phases"].as_array() {
                 for p in phases {
@@ -206,15 +256,65 @@ fn real_main(mut args: Vec<String>) -> Result<String, String> {
     }
 }
 
-fn pairs(args: &[String]) -> Result<Vec<(String, String)>, String> {
+/// Flags of `run` (each takes a value); the last two are set by a phased run for its
+/// attack worker (`phases.rs`).
+const RUN_FLAGS: &[&str] = &[
+    "--url",
+    "--server-pid",
+    "--games",
+    "--humans",
+    "--seats",
+    "--pacing",
+    "--think-ms",
+    "--duration",
+    "--ramp",
+    "--warmup",
+    "--per-ip",
+    "--arrival-rate",
+    "--attack",
+    "--attack-conns",
+    "--attack-count",
+    "--attack-ips",
+    "--idle",
+    "--history",
+    "--label",
+    "--attack-rate",
+    "--attack-cpus",
+    "--phases",
+    "--phase-duration",
+    "--baseline-duration",
+    "--stall-after",
+    "--health-every-ms",
+    "--rejoin-every",
+    "--newcomer-every",
+    "--newcomer-lobby",
+    "--resume",
+    "--worker-start-unix-ms",
+    "--worker-end-unix-ms",
+];
+
+/// Flags of `compare`, `table` and `attack-table`.
+const HISTORY_FLAGS: &[&str] = &["--history", "--last"];
+
+/// The command line's `--name value` pairs (also `--name=value`), in order, through
+/// `lexopt`: a flag not in `known`, a flag without its value or a stray word is an
+/// error; `--help` and `--version` anywhere print and exit.
+fn pairs(args: &[String], known: &[&str]) -> Result<Vec<(String, String)>, Exit> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_args(args);
     let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(k) = it.next() {
-        if !k.starts_with("--") {
-            return Err(format!("unexpected argument {k:?}\n{}", usage()));
+    while let Some(arg) = parser.next()? {
+        let name = match arg {
+            Short('h') | Long("help") => return Err(Exit::Help),
+            Short('V') | Long("version") => return Err(Exit::Version),
+            Long(name) => format!("--{name}"),
+            other => return Err(other.unexpected().into()),
+        };
+        if !known.contains(&name.as_str()) {
+            return Err(Exit::Usage(format!("unknown argument {name}")));
         }
-        let v = it.next().ok_or_else(|| format!("{k} needs a value"))?;
-        out.push((k.clone(), v.clone()));
+        let value = parser.value()?.string()?;
+        out.push((name, value));
     }
     Ok(out)
 }
@@ -247,9 +347,10 @@ fn usage() -> String {
      wizard-bench compare [--history FILE] [--last N]\n       \
      wizard-bench table [--history FILE] [--last N]\n       \
      wizard-bench attack-table [--history FILE] [--last N]\n       \
-     wizard-bench overload --addr HOST:PORT [--games N] [--ai N] [--load-secs S] [--recover-secs S] [--timeline FILE] [--moves N --pid PID]\n       \
+     wizard-bench --help | --version\n       \
      MODE: "
         .to_owned()
         + &bench::Attack::names()
         + "\n"
+        + bench::overload::USAGE
 }

@@ -49,9 +49,25 @@ struct Args {
     pid: Option<u32>,
 }
 
-fn args(raw: &[String]) -> Args {
+/// `overload`'s usage line.
+pub const USAGE: &str = "usage: wizard-bench overload --addr HOST:PORT [--games N] [--ai N] [--load-secs S] \
+     [--recover-secs S] [--timeline FILE] [--moves N --pid PID]\n";
+
+/// `--help` on `overload`'s command line.
+struct Help;
+
+/// Reads `overload`'s flags through `lexopt` (`--name value` or `--name=value`); a
+/// message for an unknown flag, a missing or a bad value.
+fn args(raw: &[String]) -> Result<Result<Args, Help>, String> {
+    use lexopt::prelude::*;
+    fn parsed<T: std::str::FromStr>(parser: &mut lexopt::Parser, name: &str) -> Result<T, String> {
+        let value = parser.value().map_err(|e| e.to_string())?;
+        let text = value.to_string_lossy();
+        text.parse()
+            .map_err(|_| format!("--{name}: {text:?} is not valid"))
+    }
     let mut a = Args {
-        addr: "127.0.0.1:8000".parse().unwrap(),
+        addr: SocketAddr::from(([127, 0, 0, 1], 8000)),
         games: 30,
         ai: 2,
         load_secs: 12,
@@ -60,24 +76,25 @@ fn args(raw: &[String]) -> Args {
         moves: None,
         pid: None,
     };
-    for pair in raw.chunks(2) {
-        let [key, value] = pair else {
-            panic!("arguments come in pairs: --name value")
-        };
-        match key.as_str() {
-            "--addr" => a.addr = value.parse().expect("--addr"),
-            "--games" => a.games = value.parse().expect("--games"),
-            "--ai" => a.ai = value.parse().expect("--ai"),
-            "--load-secs" => a.load_secs = value.parse().expect("--load-secs"),
-            "--recover-secs" => a.recover_secs = value.parse().expect("--recover-secs"),
-            "--timeline" => a.timeline = Some(value.clone()),
-            "--moves" => a.moves = Some(value.parse().expect("--moves")),
-            "--pid" => a.pid = Some(value.parse().expect("--pid")),
-            other => panic!("unknown argument {other}"),
+    let mut parser = lexopt::Parser::from_args(raw);
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("addr") => a.addr = parsed(&mut parser, "addr")?,
+            Long("games") => a.games = parsed(&mut parser, "games")?,
+            Long("ai") => a.ai = parsed(&mut parser, "ai")?,
+            Long("load-secs") => a.load_secs = parsed(&mut parser, "load-secs")?,
+            Long("recover-secs") => a.recover_secs = parsed(&mut parser, "recover-secs")?,
+            Long("timeline") => a.timeline = Some(parsed(&mut parser, "timeline")?),
+            Long("moves") => a.moves = Some(parsed(&mut parser, "moves")?),
+            Long("pid") => a.pid = Some(parsed(&mut parser, "pid")?),
+            Short('h') | Long("help") => return Ok(Err(Help)),
+            other => return Err(other.unexpected().to_string()),
         }
     }
-    assert!((2..=5).contains(&a.ai), "--ai: 2 to 5 AI seats");
-    a
+    if !(2..=5).contains(&a.ai) {
+        return Err(format!("--ai: 2 to 5 AI seats, not {}", a.ai));
+    }
+    Ok(Ok(a))
 }
 
 /// What every game task shares.
@@ -524,7 +541,17 @@ async fn timeline(args: Args, shared: Arc<Shared>) -> bool {
 
 /// Runs the mode with its arguments (after `overload`); failure when a check fails.
 pub fn run(raw: &[String]) -> std::process::ExitCode {
-    let args = args(raw);
+    let args = match args(raw) {
+        Ok(Ok(args)) => args,
+        Ok(Err(Help)) => {
+            print!("{USAGE}");
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprint!("wizard-bench overload: {e}\n{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let shared = Arc::new(Shared::default());
     let ex = Arc::new(smol::Executor::new());
     // Two threads: the client must not be the bottleneck.

@@ -14,8 +14,11 @@
 //! the core's encoder and writes them in one write, pings every `KEEPALIVE_INTERVAL`,
 //! closes a connection that showed no sign of life for `KEEPALIVE_TIMEOUT`, and cuts a
 //! connection whose batch does not drain within `WRITE_TIMEOUT` or whose queue
-//! overflows. The task reports [`Input::Closed`] exactly once, however it ends. Nothing
-//! here decides policy: the core does.
+//! overflows. The time from a player's frame read off the socket to the first byte of
+//! its answer written (`wizard_frame_answer_seconds`) is taken here: the reader stamps
+//! the frame, the core task marks the first frame it sends in the pass that handled it
+//! ([`Outbox::expect_answer`]), the writer observes. The task reports [`Input::Closed`]
+//! exactly once, however it ends. Nothing here decides policy: the core does.
 
 use std::io::{ErrorKind, Read as _};
 use std::net::{Shutdown, TcpStream};
@@ -27,6 +30,7 @@ use async_channel::{Sender, TrySendError};
 use async_io::{Async, Timer};
 use futures_lite::FutureExt;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use prometheus_client::metrics::histogram::Histogram;
 use wizard_core::Time;
 use wizard_core::config::Config;
 use wizard_core::io::{ConnId, ConnKind, Input};
@@ -78,6 +82,7 @@ impl ConnParams {
                 buf: vec![0; READ_BUFFER_BYTES],
                 start: 0,
                 end: 0,
+                read_at: Instant::now(),
             }),
             keepalive_interval: Duration::from_micros(config.shell.keepalive_interval_us),
             keepalive_timeout: Duration::from_micros(config.shell.keepalive_timeout_us),
@@ -94,6 +99,8 @@ struct ReadState {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// When `buf` was last filled from the socket: the arrival of the frames in it.
+    read_at: Instant,
 }
 
 impl ReadState {
@@ -104,6 +111,7 @@ impl ReadState {
         }
         self.end = leftover.len();
         self.start = 0;
+        self.read_at = Instant::now();
         self.buf = leftover;
         if self.buf.len() < READ_BUFFER_BYTES {
             self.buf.resize(READ_BUFFER_BYTES, 0);
@@ -183,6 +191,8 @@ struct Links<'a> {
     outbox: &'a Outbox,
     last_heard: &'a LastHeard,
     t: Timing,
+    /// Where the writer times the answers to the player's frames.
+    frame_answer: &'a Histogram,
 }
 
 /// Runs an upgraded connection until it ends, then reports [`Input::Closed`]; the
@@ -207,6 +217,7 @@ pub async fn run(
         outbox: &outbox,
         last_heard: &last_heard,
         t,
+        frame_answer: &stats.core.frame_answer_seconds,
     };
     // Built in place: futures bound to locals and then moved into `or` would take room
     // twice in this task's future (rustc does not overlap moved-from locals).
@@ -334,7 +345,7 @@ async fn read_frames(
             st.shrink();
             match read_some(links.tcp, &mut st.buf).await {
                 Ok(0) | Err(_) => return Err(End::Peer),
-                Ok(n) => (st.start, st.end) = (0, n),
+                Ok(n) => (st.start, st.end, st.read_at) = (0, n, Instant::now()),
             }
             bytes_since_yield += st.end;
         }
@@ -348,10 +359,22 @@ async fn read_frames(
                 links.last_heard.touch();
             }
             match read {
-                Read::Text(text) => Step {
-                    wait: try_forward(inbox, Input::from_text(conn, kind, &text))?,
-                    stop: None,
-                },
+                Read::Text(text) => {
+                    let input = Input::from_text(conn, kind, &text);
+                    // A player's frame is timed to its answer; the AI's answers go to
+                    // players, not back on its socket.
+                    let msg = match kind {
+                        ConnKind::Player => CoreMsg::Frame {
+                            input,
+                            arrived: st.read_at,
+                        },
+                        ConnKind::Ai => CoreMsg::Input(input),
+                    };
+                    Step {
+                        wait: try_forward(inbox, msg)?,
+                        stop: None,
+                    }
+                }
                 Read::Ping(payload) => {
                     links.outbox.pong(payload);
                     Step::NEXT
@@ -367,7 +390,7 @@ async fn read_frames(
                 }
                 // Stop reading; the writer sends the close the core asks for.
                 Read::Fail(frame) => Step {
-                    wait: try_forward(inbox, Input::BadFrame { conn, frame })?,
+                    wait: try_forward(inbox, CoreMsg::Input(Input::BadFrame { conn, frame }))?,
                     stop: Some(End::BadFrame),
                 },
             }
@@ -415,13 +438,13 @@ async fn discard_until_eof(tcp: &Async<TcpStream>, end: End, limit: Duration) ->
         .await
 }
 
-/// Hands `input` to the core task. Waiting for room in a full inbox is rare: the wait
+/// Hands `msg` to the core task. Waiting for room in a full inbox is rare: the wait
 /// is returned boxed, so that it does not enlarge every idle connection's task.
 fn try_forward<'a>(
     inbox: &'a Sender<CoreMsg>,
-    input: Input,
+    msg: CoreMsg,
 ) -> Result<Option<Pin<Box<async_channel::Send<'a, CoreMsg>>>>, End> {
-    match inbox.try_send(CoreMsg::Input(input)) {
+    match inbox.try_send(msg) {
         Ok(()) => Ok(None),
         Err(TrySendError::Closed(_)) => Err(End::CoreGone),
         Err(TrySendError::Full(msg)) => Ok(Some(Box::pin(inbox.send(msg)))),
@@ -469,21 +492,25 @@ async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
                     next_ping = now + t.keepalive_interval;
                     let mut bytes = Vec::new();
                     encode::ping(&mut bytes, &[]);
-                    if !write_within(t.write_timeout, links.tcp, bytes).await {
+                    if !write_within(t.write_timeout, links.tcp, bytes, None).await {
                         return End::WriteTimeout;
                     }
                 }
             }
             Wake::Work => {
                 // Scoped: the batch does not stay in this future while it is written.
-                let (bytes, finish) = {
+                let (bytes, finish, answer) = {
                     let batch = links.outbox.take();
                     if batch.overflowed {
                         return End::Overflow;
                     }
-                    encode_batch(&batch)
+                    let (bytes, finish) = encode_batch(&batch);
+                    let answer = batch.answer_since.map(|since| (since, links.frame_answer));
+                    (bytes, finish, answer)
                 };
-                if !bytes.is_empty() && !write_within(t.write_timeout, links.tcp, bytes).await {
+                if !bytes.is_empty()
+                    && !write_within(t.write_timeout, links.tcp, bytes, answer).await
+                {
                     return End::WriteTimeout;
                 }
                 match finish {
@@ -540,13 +567,28 @@ fn encode_batch(batch: &Batch) -> (Vec<u8>, Option<Finish>) {
     (bytes, finish)
 }
 
-/// Writes `bytes` within `limit`; false on error or timeout. The writing future is
-/// boxed: it lives only while a batch goes out, and inline it would enlarge every idle
-/// connection's task.
-async fn write_within(limit: Duration, tcp: &Async<TcpStream>, bytes: Vec<u8>) -> bool {
+/// Writes `bytes` within `limit`; false on error or timeout. With `answer`, the
+/// batch carries the answer to a frame that arrived at `.0`: the time to the batch's
+/// first byte written is observed in `.1` (the answer is at most a few frames behind
+/// it, in the same write). The writing future is boxed: it lives only while a batch
+/// goes out, and inline it would enlarge every idle connection's task.
+async fn write_within(
+    limit: Duration,
+    tcp: &Async<TcpStream>,
+    bytes: Vec<u8>,
+    answer: Option<(Instant, &Histogram)>,
+) -> bool {
     let send = async move {
         let mut writer = tcp;
-        writer.write_all(&bytes).await.is_ok()
+        let mut written = 0;
+        if let Some((since, histogram)) = answer {
+            match writer.write(&bytes).await {
+                Ok(n) if n > 0 => written = n,
+                _ => return false,
+            }
+            histogram.observe(since.elapsed().as_secs_f64());
+        }
+        writer.write_all(&bytes[written..]).await.is_ok()
     };
     Box::pin(within(limit, send)).await
 }

@@ -26,7 +26,7 @@ use wizard_core::{Server, Time, timers};
 
 use crate::deadline::Deadline;
 use crate::log_limit::{LineKind, LogLimiter};
-use crate::metrics::ShellStats;
+use crate::metrics::{CoreHistograms, ShellStats};
 use crate::outbox::Outbox;
 use crate::snapshot::Published;
 
@@ -66,6 +66,9 @@ pub enum CoreMsg {
         ip: IpAddr,
         outbox: Arc<Outbox>,
     },
+    /// A player's text frame, read off its socket at `arrived` (for
+    /// `wizard_frame_answer_seconds`).
+    Frame { input: Input, arrived: Instant },
     /// Any other input for the core.
     Input(Input),
 }
@@ -97,19 +100,25 @@ enum Wake {
 struct State {
     conns: HashMap<ConnId, Arc<Outbox>>,
     out: Vec<Output>,
+    /// The pass of the loop, counted: a frame handled in a pass is answered by the
+    /// first frame its connection is sent in the same pass ([`Outbox::expect_answer`]).
+    pass: u64,
 }
 
-/// Where the core task carries out outputs: the connections' outboxes and the log.
+/// Where the core task carries out outputs: the connections' outboxes, the log and the
+/// AI round-trip histogram.
 struct Outboxes<'a> {
     conns: &'a HashMap<ConnId, Arc<Outbox>>,
     logs: &'a mut LogLimiter,
+    histograms: &'a CoreHistograms,
     now_us: u64,
+    pass: u64,
 }
 
 impl Router for Outboxes<'_> {
     fn send(&mut self, conn: ConnId, text: String, replaceable: bool) {
         if let Some(outbox) = self.conns.get(&conn) {
-            outbox.push(text, replaceable);
+            outbox.push(text, replaceable, self.pass);
         }
     }
 
@@ -120,6 +129,11 @@ impl Router for Outboxes<'_> {
     }
 
     fn note(&mut self, note: Note) {
+        if let Note::AiAnswered { round_trip_us } = note {
+            let seconds = round_trip_us as f64 / 1e6;
+            self.histograms.ai_round_trip_seconds.observe(seconds);
+            return;
+        }
         log_note(&note, self.logs, self.now_us);
     }
 }
@@ -133,6 +147,7 @@ impl CoreTask {
         let mut st = State {
             conns: HashMap::new(),
             out: Vec::with_capacity(256),
+            pass: 0,
         };
         let mut hard_stop: Option<Instant> = None;
         let mut shutdown_open = true;
@@ -149,6 +164,7 @@ impl CoreTask {
             timer.set(deadline);
             let wake = self.wait(&mut timer, shutdown_open).await;
             ShellStats::bump(&self.stats.core_wakeups);
+            st.pass += 1;
             let now = self.clock.now();
             let inputs_before = self.stats.core_inputs.load(Ordering::Relaxed);
             match wake {
@@ -244,6 +260,16 @@ impl CoreTask {
                 st.conns.insert(conn, outbox);
                 self.handle(now, Input::Opened { conn, kind, ip }, st);
             }
+            CoreMsg::Frame { input, arrived } => {
+                let conn = match input {
+                    Input::Message { conn, .. } | Input::Undecodable { conn, .. } => Some(conn),
+                    _ => None,
+                };
+                self.handle(now, input, st);
+                if let Some(outbox) = conn.and_then(|c| st.conns.get(&c)) {
+                    outbox.expect_answer(arrived, st.pass);
+                }
+            }
             CoreMsg::Input(input) => {
                 let closed = match input {
                     Input::Closed { conn } => Some(conn),
@@ -269,7 +295,9 @@ impl CoreTask {
         let mut into = Outboxes {
             conns: &st.conns,
             logs: &mut self.logs,
+            histograms: &self.stats.core,
             now_us: now.0,
+            pass: st.pass,
         };
         for output in st.out.drain(..) {
             output.route(&mut into);
@@ -294,7 +322,7 @@ impl CoreTask {
                 Some(CoreMsg::Opened { outbox, .. }) => {
                     outbox.close(wizard_core::wire::CloseCode::ShuttingDown)
                 }
-                Some(CoreMsg::Input(_)) => {}
+                Some(CoreMsg::Input(_) | CoreMsg::Frame { .. }) => {}
                 None => break,
             }
         }

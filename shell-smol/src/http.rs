@@ -7,7 +7,8 @@
 //! checks, scrapes and one page load, and a closed connection cannot hold a slot.
 //! `/health`, `/ready` and `/metrics` answer from the core's published figures
 //! ([`crate::snapshot`]), never through the core task's queue; `HEAD` gets the same
-//! status and headers without the body.
+//! status and headers without the body. The web client's files are served by
+//! [`crate::assets`] (ETag, `304`, gzip); every other answer is `no-store`.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use wizard_core::io::ConnId;
 use wizard_core::overload::readiness::{encode_ready, ready_status};
 use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
 
+use crate::assets::{self, Conditions};
 use crate::conn::{self, ConnParams};
 use crate::core_task::CoreMsg;
 use crate::head::{HEADERS_MAX, Head, HeadError, read_head};
@@ -50,45 +52,6 @@ pub struct Ctx {
     /// Where an upgraded websocket's task goes ([`Priorities::games`]).
     pub executors: Arc<Priorities>,
 }
-
-/// A static file of the web client, embedded in the binary.
-struct Asset {
-    name: &'static str,
-    content_type: &'static str,
-    body: &'static [u8],
-}
-
-const INDEX: Asset = Asset {
-    name: "index.html",
-    content_type: "text/html; charset=utf-8",
-    body: include_bytes!("../web/index.html"),
-};
-
-const JS: &str = "text/javascript; charset=utf-8";
-
-const ASSETS: &[Asset] = &[
-    INDEX,
-    Asset {
-        name: "style.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_bytes!("../web/style.css"),
-    },
-    Asset {
-        name: "app.js",
-        content_type: JS,
-        body: include_bytes!("../web/app.js"),
-    },
-    Asset {
-        name: "net.js",
-        content_type: JS,
-        body: include_bytes!("../web/net.js"),
-    },
-    Asset {
-        name: "cards.js",
-        content_type: JS,
-        body: include_bytes!("../web/cards.js"),
-    },
-];
 
 /// A checked websocket upgrade, ready for its 101 response.
 struct Upgrade {
@@ -203,8 +166,8 @@ async fn answer_request(
         return None;
     }
     match target {
-        Route::Index => send_asset(&reply, "index.html").await,
-        Route::Asset(name) => send_asset(&reply, name).await,
+        Route::Index => send_asset(&reply, "index.html", request.headers).await,
+        Route::Asset(name) => send_asset(&reply, name, request.headers).await,
         Route::Health => {
             let snapshot = ctx.published.load();
             reply
@@ -316,9 +279,14 @@ async fn websocket(
     Some(tcp)
 }
 
-async fn send_asset(reply: &Reply<'_>, name: &str) {
-    match ASSETS.iter().find(|a| a.name == name) {
-        Some(asset) => reply.send(200, asset.content_type, asset.body).await,
+/// A static file of the web client, with its `ETag`, caching and encoding
+/// ([`assets::respond`]).
+async fn send_asset(reply: &Reply<'_>, name: &str, headers: &[httparse::Header<'_>]) {
+    match assets::respond(name, Conditions::from_headers(headers)) {
+        Some(r) => {
+            let body = if reply.head_only { None } else { r.body };
+            write_response(reply.tcp, reply.ctx, r.head, body).await
+        }
         None => reply.send(404, "text/plain", b"not found\n").await,
     }
 }
@@ -356,6 +324,11 @@ async fn respond(
         head.push_str("Sec-WebSocket-Version: 13\r\n");
     }
     head.push_str("\r\n");
+    write_response(tcp, ctx, head, body).await
+}
+
+/// Writes a response's `head` (ending in its blank line) and `body`, then closes.
+async fn write_response(tcp: &Async<TcpStream>, ctx: &Ctx, head: String, body: Option<&[u8]>) {
     let mut response = head.into_bytes();
     response.extend_from_slice(body.unwrap_or(&[]));
     if write_all(tcp, ctx, &response).await {
@@ -375,25 +348,4 @@ async fn write_all(tcp: &Async<TcpStream>, ctx: &Ctx, bytes: &[u8]) -> bool {
         false
     };
     write.or(timeout).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ASSETS;
-
-    /// A file added to `web/` but not to [`ASSETS`] would be a 404 in production.
-    #[test]
-    fn every_web_file_is_embedded() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            assert!(
-                ASSETS.iter().any(|a| a.name == name),
-                "web/{name} is not embedded in http.rs ASSETS"
-            );
-        }
-        for asset in ASSETS {
-            assert!(!asset.body.is_empty(), "{} is empty", asset.name);
-        }
-    }
 }

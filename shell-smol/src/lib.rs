@@ -13,6 +13,7 @@
 //! [`run_on`] is the entry point for the binary and the tests: it takes a bound
 //! listener and a shutdown future, and returns once the core finished after shutdown.
 
+pub mod assets;
 pub mod conn;
 pub mod core_task;
 pub mod deadline;
@@ -167,6 +168,8 @@ async fn serve(
     ex.games
         .spawn(probe::run(inbox.clone(), interval, cgroup))
         .detach();
+    // The static files' digests and gzip bodies, before the first page load.
+    assets::prepare();
     let ctx = Arc::new(Ctx {
         config,
         inbox,

@@ -71,7 +71,14 @@ fn handle_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1e-6, 2.0, 20))
 }
 
-/// The core task's histograms, observed on its thread, read at scrape time.
+/// Latencies players and the AI see, from sub-millisecond to seconds: 50 us to 6.6 s
+/// in 18 doubling buckets.
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(50e-6, 2.0, 18))
+}
+
+/// The shell's histograms, observed on the core task's thread and (the frame answers)
+/// by the connection tasks, read at scrape time.
 #[derive(Clone, Debug)]
 pub struct CoreHistograms {
     /// `wizard_core_handle_seconds{input}`: one `Server::handle` call.
@@ -79,6 +86,13 @@ pub struct CoreHistograms {
     /// `wizard_core_batch_inputs`: inputs from the inbox handled in one pass of the loop
     /// (1 to `BATCH_INPUTS_MAX` + 1; a pass woken by a deadline alone is not counted).
     pub batch_inputs: Histogram,
+    /// `wizard_frame_answer_seconds`: from a player's frame read off its socket to the
+    /// first byte written to that socket of the first frame the core sent it in the
+    /// pass that handled the frame (see `conn.rs`).
+    pub frame_answer_seconds: Histogram,
+    /// `wizard_ai_round_trip_seconds`: from the pass that sent a decision request to
+    /// the AI service to the pass that read its answer (a decision or an error).
+    pub ai_round_trip_seconds: Histogram,
 }
 
 impl Default for CoreHistograms {
@@ -86,6 +100,8 @@ impl Default for CoreHistograms {
         CoreHistograms {
             handle_seconds: Family::new_with_constructor(handle_histogram),
             batch_inputs: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
+            frame_answer_seconds: latency_histogram(),
+            ai_round_trip_seconds: latency_histogram(),
         }
     }
 }
@@ -307,6 +323,16 @@ impl Metrics {
             "core_batch_inputs",
             "inputs from the inbox the core task handled in one pass",
             core.batch_inputs.clone(),
+        );
+        registry.register(
+            "frame_answer_seconds",
+            "time from a player's frame arriving to the first byte of the core's answer written to its socket",
+            core.frame_answer_seconds.clone(),
+        );
+        registry.register(
+            "ai_round_trip_seconds",
+            "time from a decision request sent to the AI service to its answer arriving",
+            core.ai_round_trip_seconds.clone(),
         );
         // `wizard_build_info{version,commit} 1`.
         registry.register(

@@ -10,6 +10,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Poll, Waker};
+use std::time::Instant;
 
 use wizard_core::outqueue::{OutQueue, Pushed};
 use wizard_core::wire::CloseCode;
@@ -29,6 +30,12 @@ struct Queue {
     /// The writer waiting for `pending` (a waker slot instead of a channel: no
     /// allocation per connection).
     waker: Option<Waker>,
+    /// A frame of this connection the core handled in pass `.1`, read off the socket
+    /// at `.0`: the first frame pushed in that pass is its answer.
+    due: Option<(Instant, u64)>,
+    /// When the frame answered by a queued frame arrived, for the writer to time the
+    /// answer (`wizard_frame_answer_seconds`).
+    answer_since: Option<Instant>,
 }
 
 /// A connection's bounded outbound queue, filled by the core task, drained by the
@@ -71,6 +78,8 @@ pub struct Batch {
     pub overflowed: bool,
     pub pong: Option<Control>,
     pub echo: Option<Option<u16>>,
+    /// When the frame these frames answer arrived (see [`Outbox::expect_answer`]).
+    pub answer_since: Option<Instant>,
 }
 
 impl Outbox {
@@ -83,6 +92,8 @@ impl Outbox {
                 echo: None,
                 pending: false,
                 waker: None,
+                due: None,
+                answer_since: None,
             }),
         });
         (Arc::clone(&outbox), Woken(outbox))
@@ -100,13 +111,34 @@ impl Outbox {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The core task handled a frame of this connection that arrived at `arrived`, in
+    /// its pass number `pass`: the first frame pushed in the same pass answers it. A
+    /// pass that sends the connection nothing leaves the frame unanswered (a message
+    /// the rate limiter dropped), and it is not timed: a frame pushed in a later pass
+    /// answers something else. Of several frames handled in one pass, the first times
+    /// the answer.
+    pub fn expect_answer(&self, arrived: Instant, pass: u64) {
+        let mut q = self.lock();
+        if q.due.is_none_or(|(_, p)| p != pass) {
+            q.due = Some((arrived, pass));
+        }
+    }
+
     /// Queues a frame by the core's rule ([`OutQueue::push`]): a replaceable one
     /// replaces the one queued before it; past a limit the connection is overflowed.
-    pub fn push(&self, text: String, replaceable: bool) {
+    /// `pass` is the core task's pass that sends it (see [`Outbox::expect_answer`]).
+    pub fn push(&self, text: String, replaceable: bool, pass: u64) {
         let waker = {
             let mut q = self.lock();
             if q.out.push(text, replaceable, ()) == Pushed::Refused {
                 return;
+            }
+            if let Some((arrived, p)) = q.due
+                && p == pass
+            {
+                q.due = None;
+                // An answer not yet written is older: it keeps its place.
+                q.answer_since.get_or_insert(arrived);
             }
             Outbox::mark(&mut q)
         };
@@ -172,6 +204,7 @@ impl Outbox {
             overflowed: q.out.overflowed(),
             pong: q.pong.take(),
             echo: q.echo,
+            answer_since: q.answer_since.take(),
         }
     }
 
@@ -192,14 +225,31 @@ mod tests {
     #[test]
     fn nothing_is_queued_after_close() {
         let (outbox, woken) = Outbox::new(10, 1000);
-        outbox.push("a".into(), false);
+        outbox.push("a".into(), false, 1);
         outbox.close(CloseCode::ShuttingDown);
-        outbox.push("b".into(), false);
+        outbox.push("b".into(), false, 1);
         outbox.close(CloseCode::MessageFlood);
         let batch = outbox.take();
         assert_eq!(batch.frames, ["a"]);
         assert_eq!(batch.close, Some(CloseCode::ShuttingDown));
         assert!(woken.is_pending());
+    }
+
+    #[test]
+    fn a_frame_is_answered_by_the_first_push_of_the_pass_that_handled_it() {
+        let (outbox, _woken) = Outbox::new(10, 1000);
+        let (early, late) = (Instant::now(), Instant::now());
+        // Pushed before the frame was handled: not its answer.
+        outbox.push("broadcast".into(), false, 1);
+        outbox.expect_answer(early, 2);
+        outbox.expect_answer(late, 2);
+        outbox.push("answer".into(), false, 2);
+        outbox.push("more".into(), false, 2);
+        assert_eq!(outbox.take().answer_since, Some(early));
+        // A pass that sent nothing: the frame had no answer, later frames are not one.
+        outbox.expect_answer(late, 3);
+        outbox.push("later".into(), false, 4);
+        assert_eq!(outbox.take().answer_since, None);
     }
 
     #[test]

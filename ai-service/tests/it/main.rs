@@ -4,5 +4,6 @@
 
 mod admission;
 mod agents;
+mod cli;
 mod evaluate;
 mod search;

@@ -250,7 +250,13 @@ impl Server {
         if !self.bridge.is_ai(conn) {
             return;
         }
-        match self.bridge.answer(now, conn, reply, peeked) {
+        let answer = self.bridge.answer(now, conn, reply, peeked);
+        if let Answer::Decision { pending, .. } | Answer::Fallback { pending, .. } = &answer {
+            out.push(Output::Note(Note::AiAnswered {
+                round_trip_us: now.since_us(pending.sent),
+            }));
+        }
+        match answer {
             Answer::Decision {
                 request_id,
                 pending,

@@ -7,6 +7,7 @@
 mod ai_faults;
 mod attack;
 mod checkers;
+mod cli;
 mod common;
 mod determinism;
 mod door_and_frames;
