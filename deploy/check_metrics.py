@@ -39,12 +39,6 @@ import yaml
 # Series Prometheus makes itself for every target; alerts may name them.
 PROMETHEUS_MADE = {"up"}
 
-# Histograms the dashboard and the alerts already use that another branch of issue 18
-# adds to the server. Until the merge they may be missing (printed as PENDING); once the
-# server exposes one, the check fails until it is removed from this set, so that the
-# exception does not outlive its reason.
-PENDING = {"wizard_frame_answer_seconds", "wizard_ai_round_trip_seconds"}
-
 SUFFIXES = {
     "counter": ("_total", "_created"),
     "histogram": ("_bucket", "_sum", "_count", "_created"),
@@ -202,11 +196,9 @@ def tuning_actions(operations_md: str) -> set[str]:
     return cells
 
 
-def check(dash: dict, rules: dict, exposed: set[str], actions: set[str]) -> tuple[list[str], set[str]]:
-    """(errors, pending names used but not exposed yet)."""
+def check(dash: dict, rules: dict, exposed: set[str], actions: set[str]) -> list[str]:
+    """Every way the dashboard and the alerts disagree with the server and the runbooks."""
     errors: list[str] = []
-    pending_used: set[str] = set()
-    pending_series = {b + s for b in PENDING for s in SUFFIXES["histogram"]}
     named: list[tuple[str, str]] = [("dashboard " + w, e) for w, e in dashboard_queries(dash)]
     for r in alert_rules(rules):
         label = r.get("alert") or r.get("record")
@@ -228,17 +220,11 @@ def check(dash: dict, rules: dict, exposed: set[str], actions: set[str]) -> tupl
         for name in sorted(names):
             if name in exposed or name in PROMETHEUS_MADE:
                 continue
-            if name in pending_series:
-                pending_used.add(name)
-                continue
             errors.append(f"{where}: {name} is not a metric the server exposes")
-    for base in sorted(PENDING):
-        if {base + s for s in SUFFIXES["histogram"]} & exposed:
-            errors.append(f"{base} is exposed now: remove it from PENDING in deploy/check_metrics.py")
     ids = [p.get("id") for p in walk_panels(dash)]
     if len(ids) != len(set(ids)):
         errors.append("dashboard: panel ids are not unique")
-    return errors, pending_used
+    return errors
 
 
 def walk_panels(dash: dict):
@@ -319,16 +305,10 @@ def self_test(dash: dict, rules: dict, exposed: set[str], actions: set[str]) -> 
         ("an alert whose runbook is not in the tuning table",
          dash, rules_with(lambda rs: rs[0]["annotations"].update(runbook="restart it"))),
     ]
-    if PENDING:
-        # A pending histogram the server now exposes: the exception must go.
-        broken.append(("a pending histogram the server exposes", dash, rules))
     # Each broken input must add an error to those of the real files (which may have some).
-    base = set(check(dash, rules, exposed, actions)[0])
+    base = set(check(dash, rules, exposed, actions))
     for label, d, r in broken:
-        names = exposed
-        if label.startswith("a pending"):
-            names = exposed | {sorted(PENDING)[0] + "_bucket"}
-        errors, _ = check(d, r, names, actions)
+        errors = check(d, r, exposed, actions)
         if not set(errors) - base:
             failures.append(f"the check accepts a broken input: {label}")
     return failures
@@ -376,7 +356,7 @@ def main() -> int:
         print(f"FAIL the scraped page does not look like the server's /metrics ({len(exposed)} names)")
         return 1
 
-    errors, pending = check(dash, rules, exposed, actions)
+    errors = check(dash, rules, exposed, actions)
     if args.promtool:
         errors += promtool_syntax(args.promtool, dash)
     for e in errors:
@@ -386,8 +366,6 @@ def main() -> int:
                        *(expr_metric_names(str(r.get("expr"))) for r in alert_rules(rules)))
     print(f"metrics: {n_dash} dashboard queries and {n_alerts} alert rules name {len(used)} series; "
           f"the server exposes {len(exposed)}: " + ("ok" if not errors else f"{len(errors)} error(s)"))
-    for name in sorted(pending):
-        print(f"PENDING {name}: not exposed by this server yet (added by another branch of issue 18)")
     failures: list[str] = []
     if args.self_test:
         failures = self_test(dash, rules, exposed, actions)
