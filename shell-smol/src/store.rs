@@ -50,6 +50,9 @@ use crate::journal;
 
 /// The write-ahead log's file is cut back to this size when the log starts afresh.
 const LOG_BYTES_KEPT: u64 = 16 * 1024 * 1024;
+/// The writer connection's page cache, at most (SQLite's default, 2 MiB, made a fold
+/// read index pages back from the kernel and spill dirty pages before its commit).
+const CACHE_KIB: u64 = 32 * 1024;
 /// Journal bytes waiting for the writer at which it folds without waiting for its
 /// interval.
 pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
@@ -160,6 +163,7 @@ impl Store {
         conn.execute_batch(&format!(
             "PRAGMA synchronous=NORMAL;
              PRAGMA wal_autocheckpoint=0;
+             PRAGMA cache_size=-{CACHE_KIB};
              PRAGMA journal_size_limit={LOG_BYTES_KEPT};
              CREATE TABLE IF NOT EXISTS records (
                  seq INTEGER PRIMARY KEY,
@@ -169,7 +173,8 @@ impl Store {
                  game_no INTEGER,
                  body TEXT NOT NULL
              );
-             CREATE INDEX IF NOT EXISTS records_lobby ON records (lobby, kind);
+             DROP INDEX IF EXISTS records_lobby;
+             CREATE INDEX IF NOT EXISTS records_lobby_game ON records (lobby, kind, game_no);
              CREATE INDEX IF NOT EXISTS records_session ON records (session);
              CREATE TABLE IF NOT EXISTS meta (
                  key TEXT PRIMARY KEY,
