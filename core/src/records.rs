@@ -128,9 +128,15 @@ impl Record {
 
     /// The stored text: `{"v":1,"type":...}`.
     pub fn encode(&self) -> String {
-        let versioned = Versioned {
+        #[derive(Serialize)]
+        struct VersionedRef<'a> {
+            v: u32,
+            #[serde(flatten)]
+            record: &'a Record,
+        }
+        let versioned = VersionedRef {
             v: RECORD_VERSION,
-            record: self.clone(),
+            record: self,
         };
         serde_json::to_string(&versioned).unwrap_or_default()
     }
@@ -152,7 +158,83 @@ impl Record {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+/// The records of `games` running games halfway through, as a store holds them: each
+/// with 1 human and 3 AI seats, the first 7 of 15 rounds and a half played by the
+/// heuristic player (seeded, so always the same). For measuring stores and restores.
+pub fn halfway_games(games: u64) -> Vec<Record> {
+    use rand::SeedableRng;
+    use sha2::Digest as _;
+
+    use crate::game::{Game, bot};
+    let mut records = Vec::new();
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
+    for g in 0..games {
+        let session = g + 1;
+        records.push(Record::Session {
+            session: SessionId(session),
+            player_id: format!("{session:012x}"),
+            token_sha256: sha2::Sha256::digest(session.to_le_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        });
+        let seed = g * 7919 + 13;
+        let seats = (0..4)
+            .map(|s| SeatRecord {
+                player_id: if s == 0 {
+                    format!("{session:012x}")
+                } else {
+                    format!("ai-{g:08x}{s}")
+                },
+                name: format!("P{s}"),
+                session: (s == 0).then_some(SessionId(session)),
+            })
+            .collect();
+        records.push(Record::Lobby(LobbyRecord {
+            lobby: LobbyId(g + 1),
+            code: format!("{:06}", g),
+            status: LobbyStatus::Playing,
+            host: format!("{session:012x}"),
+            options: Options::default(),
+            seats,
+            owner: IpAddr::from([10, (g >> 16) as u8, (g >> 8) as u8, g as u8]),
+            game_no: 1,
+            seed: Some(seed),
+        }));
+        let mut events = Vec::new();
+        let Ok(mut game) = Game::new(4, Options::default(), seed, &mut events) else {
+            continue;
+        };
+        // A 4-player game has 15 rounds: play the first 7 and a half.
+        while u32::from(game.round()) * 2 <= u32::from(game.rounds()) + 1 {
+            let Some(seat) = game.next_to_act() else {
+                break;
+            };
+            let Some(action) = bot::decide(&game.observation(seat), &mut rng) else {
+                break;
+            };
+            if game.apply(seat, action, &mut events).is_err() {
+                break;
+            }
+            events.clear();
+            records.push(Record::Move {
+                lobby: LobbyId(g + 1),
+                game_no: 1,
+                seat,
+                action,
+                by: if seat == 0 {
+                    MoveSource::Human
+                } else {
+                    MoveSource::Ai
+                },
+                autoplayed: false,
+            });
+        }
+    }
+    records
+}
+
+#[derive(Deserialize)]
 struct Versioned {
     v: u32,
     #[serde(flatten)]
