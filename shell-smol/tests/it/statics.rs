@@ -76,6 +76,8 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
 const FILES: &[(&str, &[u8])] = &[
     ("/", include_bytes!("../../web/index.html")),
     ("/index.html", include_bytes!("../../web/index.html")),
+    ("/rules", include_bytes!("../../web/rules.html")),
+    ("/rules.html", include_bytes!("../../web/rules.html")),
     ("/style.css", include_bytes!("../../web/style.css")),
     ("/app.js", include_bytes!("../../web/app.js")),
     ("/net.js", include_bytes!("../../web/net.js")),
