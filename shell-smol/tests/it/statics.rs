@@ -82,6 +82,7 @@ const FILES: &[(&str, &[u8])] = &[
     ("/app.js", include_bytes!("../../web/app.js")),
     ("/net.js", include_bytes!("../../web/net.js")),
     ("/cards.js", include_bytes!("../../web/cards.js")),
+    ("/alerts.js", include_bytes!("../../web/alerts.js")),
 ];
 
 #[test]
