@@ -72,6 +72,10 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Every test here opens a socket per request, a few hundred in a second or two: far
+/// more than a browser and past the default `SOCKET_RATE` (20 per second and address).
+const SOCKETS: &[(&str, &str)] = &[("SOCKET_RATE", "1000")];
+
 /// The files as the server embeds them.
 const FILES: &[(&str, &[u8])] = &[
     ("/", include_bytes!("../../web/index.html")),
@@ -87,7 +91,7 @@ const FILES: &[(&str, &[u8])] = &[
 
 #[test]
 fn static_files_carry_a_strong_etag_and_revalidate_with_304() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start(SOCKETS);
     bounded(20, async {
         for (path, bytes) in FILES {
             let got = request(server.addr, "GET", path, &[]).await;
@@ -130,7 +134,7 @@ fn static_files_carry_a_strong_etag_and_revalidate_with_304() {
 
 #[test]
 fn static_files_are_gzipped_only_when_the_request_accepts_it() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start(SOCKETS);
     bounded(20, async {
         let mut gzipped = 0;
         for (path, bytes) in FILES {
@@ -182,7 +186,7 @@ fn static_files_are_gzipped_only_when_the_request_accepts_it() {
 
 #[test]
 fn head_of_a_static_file_sends_the_headers_without_the_body() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start(SOCKETS);
     bounded(20, async {
         for encoding in ["", "gzip"] {
             let get = request(
