@@ -259,7 +259,10 @@ mod tests {
             assert!(!asset.body.is_empty(), "{} is empty", asset.name);
         }
         for (alias, file) in ALIASES {
-            assert!(ASSETS.iter().any(|a| a.name == *file), "alias {alias}: no {file}");
+            assert!(
+                ASSETS.iter().any(|a| a.name == *file),
+                "alias {alias}: no {file}"
+            );
         }
     }
 
