@@ -3,7 +3,7 @@
 //! `If-None-Match`, and a gzip body when the request's `Accept-Encoding` allows it.
 //!
 //! The files are not versioned: `index.html` loads `/style.css` and `/app.js` by fixed
-//! names and `app.js` imports `./net.js` and `./cards.js`, so a file's name does not
+//! names and `app.js` imports `./net.js`, `./cards.js` and `./alerts.js`, so a file's name does not
 //! change when its content does, and no file may be cached as immutable (a browser
 //! would keep an old `app.js` beside a new server). Every file therefore goes out with
 //! `Cache-Control: no-cache`: the browser keeps its copy but asks on every load with
@@ -34,6 +34,11 @@ pub const ASSETS: &[Asset] = &[
         body: include_bytes!("../web/index.html"),
     },
     Asset {
+        name: "rules.html",
+        content_type: "text/html; charset=utf-8",
+        body: include_bytes!("../web/rules.html"),
+    },
+    Asset {
         name: "style.css",
         content_type: "text/css; charset=utf-8",
         body: include_bytes!("../web/style.css"),
@@ -53,7 +58,16 @@ pub const ASSETS: &[Asset] = &[
         content_type: JS,
         body: include_bytes!("../web/cards.js"),
     },
+    Asset {
+        name: "alerts.js",
+        content_type: JS,
+        body: include_bytes!("../web/alerts.js"),
+    },
 ];
+
+/// Other names for a file: `/rules` is the rules page's address (links use it), and
+/// `/rules.html` serves the same bytes with the same tags.
+pub const ALIASES: &[(&str, &str)] = &[("rules", "rules.html")];
 
 /// Files smaller than this go out as they are: gzip's header and the client's work
 /// would cost more than the bytes saved.
@@ -186,6 +200,10 @@ pub struct Response {
 /// The response to a `GET` or `HEAD` of the file `name`; `None` when there is no such
 /// file.
 pub fn respond(name: &str, c: Conditions<'_>) -> Option<Response> {
+    let name = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or(name, |(_, file)| file);
     let p: &'static Prepared = PREPARED.iter().find(|p| p.asset.name == name)?;
     // The representation the request gets: gzip when it may.
     let (body, tag, encoding) = match &p.gzip {
@@ -239,6 +257,12 @@ mod tests {
         }
         for asset in ASSETS {
             assert!(!asset.body.is_empty(), "{} is empty", asset.name);
+        }
+        for (alias, file) in ALIASES {
+            assert!(
+                ASSETS.iter().any(|a| a.name == *file),
+                "alias {alias}: no {file}"
+            );
         }
     }
 

@@ -3,6 +3,7 @@
 // bid and trump suit comes from `game.observation.legal_actions`.
 
 import { Connection } from './net.js';
+import { initAlerts, setMyTurn } from './alerts.js';
 import {
   SUITS, SUIT_BY_NAME, cardFace, cardName, cardShort, parseCard, sortHand, suitBadge,
 } from './cards.js';
@@ -10,6 +11,9 @@ import {
 const NAME_KEY = 'wizard.name';
 const LOG_MAX = 40;
 const TOAST_MS = 4000;
+// A completed trick stays in the middle, then sweeps towards its winner (CSS `sweep`).
+const SWEEP_DELAY_MS = 900;
+const SWEEP_MS = 500;
 
 const $ = (id) => document.getElementById(id);
 
@@ -173,6 +177,7 @@ function onEvent(ev) {
   switch (ev.type) {
     case 'round_started': {
       S.seenTrick.clear();
+      endShownTrick();
       let trump;
       if (!ev.trump_card) trump = 'no trump (all cards dealt)';
       else if (parseCard(ev.trump_card).kind === 'wizard') trump = `a Wizard was turned, ${n(ev.dealer)} ${verb(ev.dealer, 'choose', 'chooses')} trump`;
@@ -195,7 +200,7 @@ function onEvent(ev) {
       addLog(`${n(ev.player)} played ${cardShort(ev.card)}.`, 'minor');
       break;
     case 'trick_completed':
-      S.shownTrick = { cards: ev.cards, winner: ev.winner };
+      S.shownTrick = { cards: ev.cards, winner: ev.winner, at: performance.now() };
       addLog(`${n(ev.winner)} won the trick.`, 'trick');
       break;
     case 'round_finished': {
@@ -215,6 +220,23 @@ function onEvent(ev) {
     default:
       break;
   }
+}
+
+/** A new round: the last trick of the previous one may finish its sweep (it arrived
+ * with this event), then the table is cleared; it never lingers into the bidding. */
+function endShownTrick() {
+  const t = S.shownTrick;
+  if (!t) return;
+  const left = t.at + SWEEP_DELAY_MS + SWEEP_MS - performance.now();
+  if (left <= 0) {
+    S.shownTrick = null;
+    return;
+  }
+  setTimeout(() => {
+    if (S.shownTrick !== t) return;
+    S.shownTrick = null;
+    if (S.view === 'game') render();
+  }, left + 20);
 }
 
 function addLog(text, kind = '') {
@@ -299,6 +321,7 @@ function render() {
   if (view === 'home') renderHome();
   if (view === 'lobby') renderLobby();
   if (view === 'game') renderGame();
+  else setMyTurn(false);
   if (changed) {
     const heading = { home: 'home-title', lobby: 'lobby-title' }[view];
     if (view === 'home' && !$('name-input').value) $('name-input').focus();
@@ -417,6 +440,12 @@ function seatAngle(seat, you, n) {
   return 180 + 15 - (offset * (180 + 30)) / n;
 }
 
+/** Where a seat's plate sits on the felt, in percent of its width and height. */
+function seatPos(seat, you, n) {
+  const a = (seatAngle(seat, you, n) * Math.PI) / 180;
+  return { x: 50 + 44 * Math.cos(a), y: seat === you ? 92 : 50 - 42 * Math.sin(a) };
+}
+
 function legal(kind) {
   return (S.game?.observation.legal_actions ?? []).filter((a) => a.kind === kind);
 }
@@ -468,10 +497,8 @@ function renderGame() {
   fill(ring,
     ...Array.from({ length: n }, (_, seat) => {
       const p = ps[seat] ?? { name: `Seat ${seat + 1}`, is_ai: false, connected: true };
-      const a = (seatAngle(seat, you, n) * Math.PI) / 180;
       const isYou = seat === you;
-      const x = 50 + 44 * Math.cos(a);
-      const y = isYou ? 92 : 50 - 42 * Math.sin(a);
+      const { x, y } = seatPos(seat, you, n);
       const bid = o.bids[seat];
       let bidText;
       if (bid !== null && bid !== undefined) bidText = `Bid ${bid}`;
@@ -515,6 +542,10 @@ function renderGame() {
   const narrow = $('felt').clientWidth < 560;
   const rx = narrow ? 15 : n > 4 ? 24 : 19;
   const ry = narrow ? 22 : 22;
+  // A completed trick sweeps towards the winner's seat (see SWEEP_DELAY_MS).
+  const felt = $('felt');
+  const sweepAge = winner !== null && S.shownTrick ? performance.now() - S.shownTrick.at : null;
+  const winPos = winner === null ? null : seatPos(winner, you, n);
   const trickItems = cards.map((pc, i) => {
     const a = (seatAngle(pc.player, you, n) * Math.PI) / 180;
     const x = 50 + rx * Math.cos(a);
@@ -523,9 +554,19 @@ function renderGame() {
     S.seenTrick.add(pc.card);
     const isWin = winner === pc.player;
     const who = seatName(pc.player);
+    let sweep = '';
+    let sweepStyle = '';
+    if (sweepAge !== null) {
+      sweep = sweepAge >= SWEEP_DELAY_MS + SWEEP_MS ? ' swept' : ' sweep';
+      const sx = ((winPos.x - x) / 100) * felt.clientWidth;
+      const sy = ((winPos.y - y) / 100) * felt.clientHeight;
+      sweepStyle = `;--sx:${sx.toFixed(0)}px;--sy:${sy.toFixed(0)}px;--sdelay:${Math.max(0, SWEEP_DELAY_MS - sweepAge).toFixed(0)}ms`;
+    }
+    // The name goes on the side of the card towards the middle, clear of the seat.
+    const below = Math.sin(a) < -0.3;
     return h('div', {
-      class: `trick-card${fresh ? ' fresh' : ''}${isWin ? ' winner' : ''}${winner !== null && !isWin ? ' loser' : ''}`,
-      style: `left:${x}%;top:${y}%;z-index:${i + 1};--dx:${Math.cos(a) * 60}px;--dy:${-Math.sin(a) * 60}px`,
+      class: `trick-card${fresh ? ' fresh' : ''}${isWin ? ' winner' : ''}${winner !== null && !isWin ? ' loser' : ''}${below ? ' who-above' : ''}${sweep}`,
+      style: `left:${x}%;top:${y}%;z-index:${i + 1};--dx:${Math.cos(a) * 60}px;--dy:${-Math.sin(a) * 60}px${sweepStyle}`,
       role: 'listitem',
       'aria-label': `${who}: ${cardName(pc.card)}${isWin ? ' (won the trick)' : ''}`,
     }, cardFace(pc.card, 'lg'), h('span', { class: 'trick-who', 'aria-hidden': 'true' }, who));
@@ -578,6 +619,7 @@ function renderGame() {
   }
   fill(bar, ...barChildren);
   bar.hidden = barChildren.length === 0;
+  $('view-game').classList.toggle('acting', barChildren.length > 0);
 
   // Your hand.
   const plays = new Set(legal('play').map((a) => a.card));
@@ -633,6 +675,7 @@ function renderTurn() {
     text = `${seatName(o.to_act)} is ${what}...`;
   }
   el.classList.toggle('my-turn', mine);
+  setMyTurn(mine && !S.pending);
   const left = S.deadline === null ? null : Math.max(0, Math.ceil((S.deadline - performance.now()) / 1000));
   fill(el,
     h('span', { class: 'turn-text' }, text),
@@ -880,6 +923,7 @@ function wire() {
 }
 
 const conn = new Connection({ onMessage, onStatus });
+initAlerts($('sound-toggle'));
 wire();
 conn.start();
 render();

@@ -11,12 +11,17 @@
 // (one human, two AI) clicked through to the ranking, with a reload in the middle
 // (reconnect restores the view); return to the lobby; the session opened in another
 // window (close 4000); a server restart (SIGTERM: 1012, then back in the same game
-// without a click); no errors in any browser console.
+// without a click); the rules page and the links to it; the hand on screen and no stale
+// trick while bidding, at 1280x800 and 375x812; the title of a hidden tab on your turn
+// and the sound toggle; no errors in any browser console.
+// WEB_DIR=<folder> serves the client's files from that folder instead of the server's
+// embedded copy (e.g. the files of an older commit, to see a new test fail on them).
 
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { tableScenarios } from './table.mjs';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
@@ -25,6 +30,7 @@ const DURABLE_PID_FILE = process.env.DURABLE_PID_FILE;
 const OUT = process.env.OUT_DIR ?? 'target/e2e';
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const TOTAL_LIMIT_MS = Number(process.env.E2E_TIMEOUT_MS ?? 8 * 60 * 1000);
+const WEB_DIR = process.env.WEB_DIR;
 
 if (!BASE || !BUSY || !DURABLE || !DURABLE_PID_FILE) {
   console.error('BASE_URL, BUSY_URL, DURABLE_URL and DURABLE_PID_FILE must be set (run.sh does)');
@@ -51,8 +57,9 @@ function assert(cond, message) {
 }
 
 async function scenario(name, fn) {
-  // ONLY=<words> runs the scenarios whose name contains them (when developing).
-  if (process.env.ONLY && !name.includes(process.env.ONLY)) return;
+  // ONLY=<words> runs the scenarios whose name contains them (when developing);
+  // several alternatives are separated by |.
+  if (process.env.ONLY && !process.env.ONLY.split('|').some((w) => name.includes(w))) return;
   const started = Date.now();
   try {
     await fn();
@@ -64,8 +71,22 @@ async function scenario(name, fn) {
   }
 }
 
+/** With WEB_DIR, the context gets the client's files from that folder. */
+async function serveWebDir(context) {
+  if (!WEB_DIR) return;
+  const types = { html: 'text/html', css: 'text/css', js: 'text/javascript' };
+  await context.route(/^http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9._-]*(\?.*)?$/, (route, request) => {
+    let name = new URL(request.url()).pathname.slice(1) || 'index.html';
+    if (name === 'rules') name = 'rules.html';
+    const file = join(WEB_DIR, name);
+    if (!existsSync(file)) return route.fulfill({ status: 404, body: 'Not Found' });
+    return route.fulfill({ status: 200, contentType: types[name.split('.').pop()] ?? 'text/plain', body: readFileSync(file) });
+  });
+}
+
 async function newPage(label, viewport = { width: 1280, height: 860 }) {
   const context = await browser.newContext({ viewport });
+  await serveWebDir(context);
   const page = await context.newPage();
   page.on('console', (m) => {
     if (m.type() === 'error') consoleErrors.push(`${label}: ${m.text()}`);
@@ -146,6 +167,9 @@ async function main() {
     '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync',
     '--disable-dev-shm-usage',
   ];
+  // Pages served by WEB_DIR's route would otherwise count as public and be refused the
+  // loopback websocket.
+  if (WEB_DIR) args.push('--disable-features=LocalNetworkAccessChecks');
   process.env.TMPDIR = profile; // where Playwright makes the profile (os.tmpdir())
   browser = await chromium.launch({ executablePath: CHROMIUM, args, headless: true });
   log(`chromium ${browser.version()}`);
@@ -400,10 +424,15 @@ async function main() {
     await context.close();
   });
 
+  // Issue 19: rules page, layout while bidding, turn alerts. On the durable server,
+  // which has no limit on active games (the restart below comes after).
+  await tableScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
+
   await scenario('a server restart (SIGTERM, 1012): back in the game with no click', async () => {
     // Its own context: while the server restarts, a reconnect may find nobody
     // listening yet, which Chromium reports on the console; nothing else may be there.
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await serveWebDir(context);
     const p = await context.newPage();
     p.on('console', (m) => {
       if (m.type() === 'error' && !/WebSocket connection to .* failed/.test(m.text())) consoleErrors.push(`dana: ${m.text()}`);

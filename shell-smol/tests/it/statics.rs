@@ -72,19 +72,26 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Every test here opens a socket per request, a few hundred in a second or two: far
+/// more than a browser and past the default `SOCKET_RATE` (20 per second and address).
+const SOCKETS: &[(&str, &str)] = &[("SOCKET_RATE", "1000")];
+
 /// The files as the server embeds them.
 const FILES: &[(&str, &[u8])] = &[
     ("/", include_bytes!("../../web/index.html")),
     ("/index.html", include_bytes!("../../web/index.html")),
+    ("/rules", include_bytes!("../../web/rules.html")),
+    ("/rules.html", include_bytes!("../../web/rules.html")),
     ("/style.css", include_bytes!("../../web/style.css")),
     ("/app.js", include_bytes!("../../web/app.js")),
     ("/net.js", include_bytes!("../../web/net.js")),
     ("/cards.js", include_bytes!("../../web/cards.js")),
+    ("/alerts.js", include_bytes!("../../web/alerts.js")),
 ];
 
 #[test]
 fn static_files_carry_a_strong_etag_and_revalidate_with_304() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start(SOCKETS);
     bounded(20, async {
         for (path, bytes) in FILES {
             let got = request(server.addr, "GET", path, &[]).await;
@@ -127,7 +134,7 @@ fn static_files_carry_a_strong_etag_and_revalidate_with_304() {
 
 #[test]
 fn static_files_are_gzipped_only_when_the_request_accepts_it() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start(SOCKETS);
     bounded(20, async {
         let mut gzipped = 0;
         for (path, bytes) in FILES {
@@ -179,7 +186,7 @@ fn static_files_are_gzipped_only_when_the_request_accepts_it() {
 
 #[test]
 fn head_of_a_static_file_sends_the_headers_without_the_body() {
-    let server = TestServer::start(&[]);
+    let server = TestServer::start(SOCKETS);
     bounded(20, async {
         for encoding in ["", "gzip"] {
             let get = request(

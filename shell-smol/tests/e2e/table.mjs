@@ -1,0 +1,265 @@
+// End-to-end scenarios of issue 19 for the table (run by e2e.mjs): the rules page and
+// the links to it; the lobby's Start game above the fold; while bidding, the hand, the
+// bids and the side panels on screen with no stale trick, at 1280x800 and 375x812; your
+// own card's label clear of your seat; names not cut on the phone; the title of a hidden
+// tab on your turn and the sound toggle. Assertions are on element boxes, visibility and
+// content; the screenshots are for people.
+
+import { join } from 'node:path';
+
+const OFFERED = '#action-bar [data-testid^="bid-"]:not(:disabled), #action-bar [data-testid^="trump-"]:not(:disabled), #hand [data-testid^="card-"]:not(:disabled)';
+
+/** The boxes of every element matching `selector` that lie outside the viewport (or
+ *  are empty), and how many matched. */
+function offScreen(page, selector) {
+  return page.evaluate((sel) => {
+    const els = [...document.querySelectorAll(sel)];
+    const bad = els.map((el) => {
+      const r = el.getBoundingClientRect();
+      const ok = r.width > 0 && r.height > 0 && r.left >= -0.5 && r.top >= -0.5
+        && r.right <= innerWidth + 0.5 && r.bottom <= innerHeight + 0.5;
+      return ok ? null : `${el.id || el.dataset.testid || el.className}: ${[r.left, r.top, r.right, r.bottom].map(Math.round)} in ${innerWidth}x${innerHeight}`;
+    }).filter(Boolean);
+    return { count: els.length, bad };
+  }, selector);
+}
+
+/** Two animation frames: the layout after a resize has been done and painted. */
+const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+export async function tableScenarios(t) {
+  const { scenario, newPage, assert, visible, log, OUT, URL } = t;
+  // Layout checks note their failures and the scenario goes on, so that one run shows
+  // every check that fails (e.g. on an older client, with WEB_DIR); `settle` throws.
+  let failed = [];
+  const check = (cond, message) => {
+    if (!cond) failed.push(message);
+  };
+  const settle = () => {
+    const all = failed;
+    failed = [];
+    assert(all.length === 0, all.join('\n'));
+  };
+
+  async function allOnScreen(page, selector, what) {
+    const { count, bad } = await offScreen(page, selector);
+    check(count > 0, `${what}: nothing matches ${selector}`);
+    check(bad.length === 0, `${what} off screen: ${bad.join('; ')}`);
+  }
+
+  async function rulesPage(page, how) {
+    await page.waitForURL(/\/rules(#.*)?$/);
+    await page.locator('h1', { hasText: 'How to play Wizard' }).waitFor();
+    const headings = await page.locator('main h2').allTextContents();
+    for (const h of ['The deck', 'The rounds', 'Trump', 'Bidding', 'Playing a trick', 'Wizards and Jesters', 'Scoring', 'Table options']) {
+      assert(headings.includes(h), `${how}: the rules page has the section ${h}: ${headings}`);
+    }
+    assert(await page.locator('main').count() === 1, `${how}: one main landmark`);
+  }
+
+  /** Follows a link that opens the rules in a new tab; checks and closes that tab. */
+  async function rulesInNewTab(page, testid) {
+    const [tab] = await Promise.all([page.context().waitForEvent('page'), page.getByTestId(testid).click()]);
+    await rulesPage(tab, testid);
+    await tab.close();
+  }
+
+  const { context, page } = await newPage('rita', { width: 1280, height: 800 });
+
+  await scenario('rules page: it loads, readable at 375 px, and the links from home, lobby and game reach it', async () => {
+    const direct = await page.goto(`${URL}/rules`);
+    assert(direct.status() === 200, `/rules answers ${direct.status()}`);
+    await rulesPage(page, '/rules');
+    await page.setViewportSize({ width: 375, height: 812 });
+    await frames(page);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert(width <= 375, `no sideways scrolling on a phone: ${width}`);
+    await page.screenshot({ path: join(OUT, 'rules-phone.png') });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.screenshot({ path: join(OUT, 'rules.png') });
+
+    await page.goto(URL);
+    await page.getByTestId('home-rules-link').click();
+    await rulesPage(page, 'home');
+    await page.goBack();
+
+    await page.getByTestId('name-input').fill('Rita');
+    await page.getByTestId('create-lobby').click();
+    await visible(page, 'lobby-code');
+    await rulesInNewTab(page, 'lobby-rules-link');
+    // Six seats: the lobby's longest list, and the widest score sheet.
+    for (let i = 1; i <= 5; i++) {
+      await page.getByTestId('add-ai').click();
+      await page.locator('#seats li').nth(i).waitFor();
+    }
+    await page.waitForFunction(() => !document.querySelector('[data-testid="start-game"]').disabled);
+    await allOnScreen(page, '[data-testid="start-game"]', 'Start game in the lobby at 1280x800');
+    await page.screenshot({ path: join(OUT, 'lobby-six.png') });
+    await page.getByTestId('start-game').click();
+    await visible(page, 'turn-indicator');
+    await rulesInNewTab(page, 'rules-link');
+    settle();
+  });
+
+  await scenario('bidding at 1280x800 and 375x812: hand and bids on screen, no stale trick, panels inside the window', async () => {
+    // Play (first offered choice) until we are to bid in round 2 or later.
+    for (;;) {
+      await page.locator(OFFERED).first().waitFor({ timeout: 30000 });
+      const round = Number(/Round (\d+)/.exec(await page.locator('.round-pill').textContent())?.[1] ?? 0);
+      const bidding = await page.locator('#action-bar [data-testid^="bid-"]:not(:disabled)').count();
+      if (round >= 2 && bidding) break;
+      const id = await page.locator(OFFERED).first().getAttribute('data-testid');
+      await page.getByTestId(id).click();
+      await page.waitForFunction((i) => !document.querySelector(`[data-testid="${i}"]:not(:disabled)`), id);
+    }
+    // The previous round's last trick may sweep away, but is gone well before a bid.
+    const cleared = await page.waitForFunction(() => document.querySelectorAll('#trick .trick-card').length === 0, null, { timeout: 5000 })
+      .then(() => true, () => false);
+    check(cleared, 'the previous round\'s last trick is cleared from the table while we bid');
+    const note = (await page.locator('#trick .trick-note').textContent()) ?? '';
+    check(note === 'Bidding', `the middle says Bidding: ${note}`);
+    check((await page.locator('#last-trick').textContent()).includes('No trick completed yet this round'), 'side panel: no trick yet');
+
+    await allOnScreen(page, '#hand li', 'the hand at 1280x800');
+    await allOnScreen(page, '#action-bar button', 'the bid buttons at 1280x800');
+    await allOnScreen(page, '.side-column > *', 'the side panels at 1280x800');
+    const sheet = await page.evaluate(() => {
+      const wrap = document.getElementById('scoreboard');
+      const cells = [...wrap.querySelectorAll('thead th')].map((c) => c.getBoundingClientRect().right);
+      return { right: wrap.getBoundingClientRect().right, last: Math.max(...cells), scroll: wrap.scrollWidth - wrap.clientWidth };
+    });
+    check(sheet.last <= sheet.right + 0.5 && sheet.scroll <= 0, `the score sheet's last column is inside its panel: ${JSON.stringify(sheet)}`);
+    await page.screenshot({ path: join(OUT, 'bidding.png') });
+
+    await page.setViewportSize({ width: 375, height: 812 });
+    await frames(page);
+    await allOnScreen(page, '#hand li', 'the hand at 375x812');
+    await allOnScreen(page, '#action-bar button', 'the bid buttons at 375x812');
+    const cut = await page.evaluate(() => [...document.querySelectorAll('.plate-name')]
+      .filter((el) => el.scrollWidth > el.clientWidth + 0.5).map((el) => el.textContent));
+    check(cut.length === 0, `names cut short on the phone: ${cut}`);
+    await page.screenshot({ path: join(OUT, 'bidding-phone.png') });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await frames(page);
+    settle();
+  });
+
+  await scenario('your own card on the table: its "You" label is clear of your seat', async () => {
+    // Bid, then play when asked; the moment our card is in the middle, compare boxes.
+    for (;;) {
+      await page.locator(OFFERED).first().waitFor({ timeout: 30000 });
+      const id = await page.locator(OFFERED).first().getAttribute('data-testid');
+      await page.getByTestId(id).click();
+      if (id.startsWith('card-')) break;
+      await page.waitForFunction((i) => !document.querySelector(`[data-testid="${i}"]:not(:disabled)`), id);
+    }
+    const boxes = await (await page.waitForFunction(() => {
+      const who = [...document.querySelectorAll('#trick .trick-who')].find((el) => el.textContent === 'You');
+      if (!who) return null;
+      const r = (el) => { const b = el.getBoundingClientRect(); return { l: b.left, t: b.top, r: b.right, b: b.bottom }; };
+      const style = getComputedStyle(who);
+      return { label: r(who), seat: r(document.querySelector('.seat-plate.seat-you')), shown: style.visibility === 'visible' && style.display !== 'none' };
+    })).jsonValue();
+    const overlap = !(boxes.label.r <= boxes.seat.l || boxes.label.l >= boxes.seat.r || boxes.label.b <= boxes.seat.t || boxes.label.t >= boxes.seat.b);
+    assert(!overlap && boxes.shown, `the You label is visible: ${JSON.stringify(boxes)}`);
+    await context.close();
+  });
+
+  await scenario('turn alerts: a hidden tab\'s title on your turn, the sound toggle remembered', async () => {
+    const s = await newPage('tess', { width: 1280, height: 800 });
+    const p = s.page;
+    // Visibility as the page sees it, set by the test; and every oscillator started.
+    await p.addInitScript(() => {
+      window.testHidden = false;
+      Object.defineProperty(Document.prototype, 'hidden', { configurable: true, get: () => window.testHidden });
+      Object.defineProperty(Document.prototype, 'visibilityState', { configurable: true, get: () => (window.testHidden ? 'hidden' : 'visible') });
+      window.oscillators = 0;
+      const start = OscillatorNode.prototype.start;
+      OscillatorNode.prototype.start = function (...a) {
+        window.oscillators += 1;
+        return start.apply(this, a);
+      };
+    });
+    const setHidden = (hidden) => p.evaluate((h) => {
+      window.testHidden = h;
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
+    const players = [
+      { id: 'aaaaaaaaaaaa', name: 'Tess', is_ai: false, connected: true },
+      { id: 'bbbbbbbbbbbb', name: 'Merlin', is_ai: true, connected: true },
+      { id: 'cccccccccccc', name: 'Morgana', is_ai: true, connected: true },
+    ];
+    const lobby = {
+      code: 'ABCDEF', status: 'playing', host_id: 'aaaaaaaaaaaa', players, min_players: 3, max_players: 6,
+      ai_available: true, options: { hidden_bids: false, bid_restriction: 'none', turn_seconds: 0 },
+    };
+    const state = (toAct) => ({
+      type: 'state', lobby, events: [],
+      game: {
+        you: 0,
+        observation: {
+          players: 3, round: 1, rounds: 20, phase: 'bidding', dealer: 2, to_act: toAct, turn_deadline_ms: null,
+          trump_card: 's9', trump_suit: 'spades', hand: ['h4'], bids: [null, null, null], has_bid: [false, false, false],
+          tricks_won: [0, 0, 0], trick: [], leader: 0, last_trick: null, played: [], scores: [0, 0, 0], round_scores: [],
+          options: lobby.options, legal_actions: toAct === 0 ? [0, 1].map((bid) => ({ kind: 'bid', bid })) : [],
+        },
+      },
+    });
+    let server = null;
+    await p.routeWebSocket(/\/ws$/, (ws) => {
+      server = ws;
+      ws.onMessage((raw) => {
+        if (JSON.parse(raw).type !== 'hello') return;
+        ws.send(JSON.stringify({ type: 'welcome', player_id: 'aaaaaaaaaaaa', token: 't'.repeat(32), name: 'Tess' }));
+        ws.send(JSON.stringify({ type: 'server_status', load: 'normal', accepting_games: true }));
+        ws.send(JSON.stringify(state(1)));
+      });
+    });
+    await p.goto(URL);
+    await p.locator('#turn-indicator', { hasText: 'Merlin is bidding' }).waitFor();
+    const title = () => p.evaluate(() => document.title);
+    assert((await title()) === 'Wizard', `title while others play: ${await title()}`);
+
+    // Hidden, then our turn: the title says so. Back in front: the plain title; hidden
+    // again while still our turn: the alert; no longer our turn: the plain title.
+    await setHidden(true);
+    assert((await title()) === 'Wizard', 'hidden, not our turn: the plain title');
+    server.send(JSON.stringify(state(0)));
+    await p.waitForFunction(() => document.title === '● Your turn – Wizard');
+    await setHidden(false);
+    await p.waitForFunction(() => document.title === 'Wizard');
+    await setHidden(true);
+    await p.waitForFunction(() => document.title === '● Your turn – Wizard');
+    server.send(JSON.stringify(state(2)));
+    await p.waitForFunction(() => document.title === 'Wizard');
+    await setHidden(false);
+    assert((await p.evaluate(() => window.oscillators)) === 0, 'no sound while the sound is off');
+
+    // Sound: off until turned on, a sample chime when turned on, then a chime when our
+    // turn comes in a hidden tab; the choice is stored.
+    const toggle = p.getByTestId('sound-toggle');
+    assert((await toggle.getAttribute('aria-pressed')) === 'false', 'sound starts off');
+    await toggle.click();
+    assert((await toggle.getAttribute('aria-pressed')) === 'true', 'sound on');
+    assert((await p.evaluate(() => localStorage.getItem('wizard.sound'))) === 'on', 'the choice is stored');
+    await p.waitForFunction(() => window.oscillators >= 2);
+    const sample = await p.evaluate(() => window.oscillators);
+    await setHidden(true);
+    server.send(JSON.stringify(state(0)));
+    await p.waitForFunction(() => document.title === '● Your turn – Wizard');
+    await p.waitForFunction((n) => window.oscillators >= n + 2, sample);
+    server.send(JSON.stringify(state(1)));
+    await p.waitForFunction(() => document.title === 'Wizard');
+    await setHidden(false);
+    await p.screenshot({ path: join(OUT, 'sound-on.png') });
+
+    // The choice survives a reload; turned off, it stays off.
+    await p.reload();
+    await p.locator('#turn-indicator', { hasText: 'Merlin is bidding' }).waitFor();
+    assert((await toggle.getAttribute('aria-pressed')) === 'true', 'sound still on after a reload');
+    await toggle.click();
+    assert((await p.evaluate(() => localStorage.getItem('wizard.sound'))) === 'off', 'off is stored');
+    log('  title and sound alerts checked');
+    await s.context.close();
+  });
+}
