@@ -3,9 +3,9 @@
 //!
 //! Records are game-level facts, never raw inputs: a newer binary replays them through
 //! its own rules engine and gets the same games. Each record names the lobby or the
-//! session it belongs to ([`Record::key`]), so a store can forget a lobby's or a
-//! session's records when it is gone, and restore time follows the live games, not the
-//! history:
+//! session it belongs to, so a store can forget a lobby's or a session's records once
+//! a restore no longer needs them ([`liveness`]), and restore time follows the live
+//! games, not the history:
 //! - [`Record::Session`]: a session exists (its player id and the SHA-256 digest of its
 //!   token, never the token);
 //! - [`Record::Lobby`]: a lobby as it now is, everything but its game's moves: code,
@@ -19,6 +19,8 @@
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
+
+pub mod liveness;
 
 use crate::game::{Action, Options, Seat};
 use crate::io::MoveSource;
@@ -85,47 +87,7 @@ pub enum Record {
     },
 }
 
-/// What a record belongs to: a store forgets a key's records when it is gone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RecordKey {
-    Session(SessionId),
-    Lobby(LobbyId),
-}
-
 impl Record {
-    pub fn key(&self) -> RecordKey {
-        match self {
-            Record::Session { session, .. } | Record::SessionGone { session } => {
-                RecordKey::Session(*session)
-            }
-            Record::Lobby(l) => RecordKey::Lobby(l.lobby),
-            Record::Move { lobby, .. } | Record::LobbyGone { lobby } => RecordKey::Lobby(*lobby),
-        }
-    }
-
-    /// Whether the key is gone with this record (its older records may be deleted,
-    /// and this one too).
-    pub fn ends_key(&self) -> bool {
-        matches!(self, Record::SessionGone { .. } | Record::LobbyGone { .. })
-    }
-
-    /// Whether this record makes the key's older records of its kind useless: a lobby
-    /// record supersedes the older lobby records, and a new game (a new `game_no`)
-    /// the older games' moves. Stores may use it to stay small; restoring works
-    /// without it.
-    pub fn supersedes(&self, older: &Record) -> bool {
-        match (self, older) {
-            (Record::Lobby(new), Record::Lobby(old)) => new.lobby == old.lobby,
-            (Record::Lobby(new), Record::Move { lobby, game_no, .. }) => {
-                new.lobby == *lobby && new.game_no != *game_no
-            }
-            (Record::Session { session, .. }, Record::Session { session: old, .. }) => {
-                session == old
-            }
-            _ => false,
-        }
-    }
-
     /// The stored text: `{"v":1,"type":...}`.
     pub fn encode(&self) -> String {
         #[derive(Serialize)]
@@ -152,9 +114,8 @@ impl Record {
         if version.v != RECORD_VERSION {
             return Err(RecordError::Version(version.v));
         }
-        let versioned: Versioned =
-            serde_json::from_str(text).map_err(|e| RecordError::Malformed(e.to_string()))?;
-        Ok(versioned.record)
+        // The version is a field beside the record's own, which the record ignores.
+        serde_json::from_str(text).map_err(|e| RecordError::Malformed(e.to_string()))
     }
 }
 
@@ -232,13 +193,6 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
         }
     }
     records
-}
-
-#[derive(Deserialize)]
-struct Versioned {
-    v: u32,
-    #[serde(flatten)]
-    record: Record,
 }
 
 /// A stored record this build cannot read (the store's or the operator's fault).

@@ -69,9 +69,8 @@ fn main() {
         let (store, read) = Store::open_sqlite(&path, Duration::from_secs(1)).expect("open");
         let opened = started.elapsed();
         assert_eq!(read.len(), count, "every record back");
-        let server =
-            Server::restore(config.clone(), Seed::from_u64(run as u64), Time::ZERO, read)
-                .expect("restore");
+        let server = Server::restore(config.clone(), Seed::from_u64(run as u64), Time::ZERO, read)
+            .expect("restore");
         let total = started.elapsed();
         assert_eq!(server.gauges().active_games, games);
         println!(

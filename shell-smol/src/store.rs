@@ -28,9 +28,13 @@
 //!   keep up slows the game loop rather than fill memory). The write-ahead log starts
 //!   afresh after each fold, since the writer is the only one writing, and
 //!   `journal_size_limit` gives the file back beyond [`LOG_BYTES_KEPT`].
-//! - **Small.** A record supersedes older ones (a lobby's newest record, a new game's
-//!   moves); a lobby or session that is gone takes its records with it. So the file,
-//!   and the restore time, follow the live games, not the history.
+//! - **Small.** The writer only appends; it counts the rows a restore no longer needs
+//!   (older lobby and session records, an earlier game's moves, whatever a lobby or a
+//!   session that is gone left: `wizard_core::records::liveness`, the same fold as the
+//!   restore) and, once they outnumber the live ones and [`COMPACT_ROWS_MIN`], deletes
+//!   them in one pass. So the file, and the restore time, follow the live games, not
+//!   the history, within a factor of two. Deleting as it went cost a B-tree page per
+//!   row through the lobby index, several times the rest of the store's work.
 //! - **One process at a time.** The process holds an exclusive lock on `PATH.lock`
 //!   while it runs; a new one started during a deploy waits for it, then restores.
 //! - The file, its log, the journal and the lock are created with mode 0600.
@@ -44,12 +48,16 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use tracing::{debug, error, info, warn};
-use wizard_core::records::{Record, RecordKey};
+use wizard_core::records::Record;
+use wizard_core::records::liveness::{Liveness, RowCount, RowKey, RowKind, Rows as _};
 
 use crate::journal;
 
 /// The write-ahead log's file is cut back to this size when the log starts afresh.
 const LOG_BYTES_KEPT: u64 = 16 * 1024 * 1024;
+/// Dead rows below which the writer does not compact (a pass over the table is paid
+/// for by at least this many).
+pub const COMPACT_ROWS_MIN: u64 = 100_000;
 /// The writer connection's page cache, at most (SQLite's default, 2 MiB, made a fold
 /// read index pages back from the kernel and spill dirty pages before its commit).
 const CACHE_KIB: u64 = 32 * 1024;
@@ -136,6 +144,16 @@ impl Store {
         path: &Path,
         sync_interval: Duration,
     ) -> Result<(Store, Vec<Record>), StoreError> {
+        Store::open_sqlite_compacting_at(path, sync_interval, COMPACT_ROWS_MIN)
+    }
+
+    /// [`Store::open_sqlite`], compacting once the dead records are more than the live
+    /// ones and more than `compact_rows_min` (tests make it small).
+    pub fn open_sqlite_compacting_at(
+        path: &Path,
+        sync_interval: Duration,
+        compact_rows_min: u64,
+    ) -> Result<(Store, Vec<Record>), StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| StoreError(format!("cannot create {}: {e}", dir.display())))?;
@@ -174,8 +192,8 @@ impl Store {
                  body TEXT NOT NULL
              );
              DROP INDEX IF EXISTS records_lobby;
-             CREATE INDEX IF NOT EXISTS records_lobby_game ON records (lobby, kind, game_no);
-             CREATE INDEX IF NOT EXISTS records_session ON records (session);
+             DROP INDEX IF EXISTS records_lobby_game;
+             DROP INDEX IF EXISTS records_session;
              CREATE TABLE IF NOT EXISTS meta (
                  key TEXT PRIMARY KEY,
                  value INTEGER NOT NULL
@@ -184,6 +202,11 @@ impl Store {
         .map_err(sql("cannot set up", path))?;
         let (next_seq, generation) = recover(&mut conn, path)?;
         let records = load(&conn, path)?;
+        let mut liveness = Liveness::<RowCount>::default();
+        for (seq, record) in &records {
+            liveness.add(*seq, record.row_key());
+        }
+        let records: Vec<Record> = records.into_iter().map(|(_, r)| r).collect();
         let journal = journal::Writer::create(path, generation).map_err(|e| {
             StoreError(format!(
                 "cannot create {}: {e}",
@@ -210,13 +233,13 @@ impl Store {
         let writer = std::thread::Builder::new()
             .name("wizard-store".into())
             .spawn(move || {
-                write_loop(
-                    &writer_shared,
+                let mut writer = Writer {
                     conn,
-                    &writer_path,
-                    sync_interval,
-                    generation,
-                )
+                    path: writer_path,
+                    liveness,
+                    compact_rows_min,
+                };
+                writer.run(&writer_shared, sync_interval, generation);
             })
             .map_err(|e| StoreError(format!("store writer thread: {e}")))?;
         info!(store = %path.display(), records = records.len(), "Store opened");
@@ -410,7 +433,7 @@ fn recover(conn: &mut Connection, path: &Path) -> Result<(u64, u64), StoreError>
         .last()
         .map_or(journal_from, |(n, _)| (n + 1).max(journal_from))
         .max(1);
-    fold(conn, &rows, generation).map_err(sql("cannot fold the journal into", path))?;
+    insert(conn, &rows, generation).map_err(sql("cannot fold the journal into", path))?;
     checkpoint(conn).map_err(sql("cannot sync", path))?;
     for (_, file) in &generations {
         std::fs::remove_file(file)
@@ -422,8 +445,8 @@ fn recover(conn: &mut Connection, path: &Path) -> Result<(u64, u64), StoreError>
     Ok((next_seq, generation))
 }
 
-/// Every record, oldest first.
-fn load(conn: &Connection, path: &Path) -> Result<Vec<Record>, StoreError> {
+/// Every record with its sequence number, oldest first.
+fn load(conn: &Connection, path: &Path) -> Result<Vec<(u64, Record)>, StoreError> {
     let mut statement = conn
         .prepare("SELECT seq, body FROM records ORDER BY seq")
         .map_err(sql("cannot read", path))?;
@@ -435,75 +458,41 @@ fn load(conn: &Connection, path: &Path) -> Result<Vec<Record>, StoreError> {
         let (seq, body) = row.map_err(sql("cannot read", path))?;
         let record = Record::decode(&body)
             .map_err(|e| StoreError(format!("{} record {seq}: {e}", path.display())))?;
-        records.push(record);
+        records.push((seq as u64, record));
     }
     Ok(records)
 }
 
-/// The writer thread: folds what the core task wrote every `interval` (or sooner when
-/// asked), syncs, and deletes the folded journal generations; once more when stopped.
-fn write_loop(
-    shared: &Shared,
-    mut conn: Connection,
-    path: &Path,
-    interval: Duration,
-    first_generation: u64,
-) {
-    // The oldest generation not yet deleted.
-    let mut oldest = first_generation;
-    let mut next = Instant::now() + interval;
-    loop {
-        let (rows, folded_through, asked, stop) = {
-            let mut front = shared.lock();
-            loop {
-                let now = Instant::now();
-                if front.stop
-                    || front.folds_asked > front.folds_done
-                    || front.pending_bytes >= PENDING_FOLD_BYTES
-                    || now >= next
-                {
-                    break;
+/// The writer thread's own state: the SQLite connection and what it knows of the rows.
+#[derive(Debug)]
+struct Writer {
+    conn: Connection,
+    path: PathBuf,
+    /// Live and dead rows in the table, counted as they are inserted.
+    liveness: Liveness<RowCount>,
+    compact_rows_min: u64,
+}
+
+impl Writer {
+    /// Folds what the core task wrote every `interval` (or sooner when asked), syncs,
+    /// deletes the folded journal generations, and compacts when it pays; once more
+    /// when stopped.
+    fn run(&mut self, shared: &Shared, interval: Duration, first_generation: u64) {
+        // The oldest generation not yet deleted.
+        let mut oldest = first_generation;
+        let mut next = Instant::now() + interval;
+        loop {
+            let (rows, folded_through, asked, stop) = self.take(shared, next);
+            shared.progress.notify_all();
+            next = Instant::now() + interval;
+            let result = insert(&mut self.conn, &rows, folded_through + 1)
+                .and_then(|()| checkpoint(&self.conn));
+            if result.is_ok() {
+                for row in &rows {
+                    self.liveness.add(row.seq, row.record.row_key());
                 }
-                front = shared
-                    .wake
-                    .wait_timeout(front, next - now)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
-            }
-            let rows = std::mem::take(&mut front.pending);
-            front.pending_bytes = 0;
-            // A new generation for what comes next, so that this one can go once
-            // folded (the last one goes with the stop).
-            let current = front.journal.number();
-            let mut folded_through = current - 1;
-            if front.stop {
-                folded_through = current;
-            } else if front.journal.bytes() > 0 {
-                match journal::Writer::create(path, current + 1) {
-                    Ok(writer) => {
-                        front.journal = writer;
-                        folded_through = current;
-                    }
-                    Err(e) => {
-                        let e = format!(
-                            "cannot create {}: {e}",
-                            journal::generation_path(path, current + 1).display()
-                        );
-                        error!(store = %path.display(), error = %e, "Store failed");
-                        front.failed = Some(e);
-                    }
-                }
-            }
-            (rows, folded_through, front.folds_asked, front.stop)
-        };
-        shared.progress.notify_all();
-        next = Instant::now() + interval;
-        let result = fold(&mut conn, &rows, folded_through + 1).and_then(|()| checkpoint(&conn));
-        let mut front = shared.lock();
-        match result {
-            Ok(()) => {
                 while oldest <= folded_through {
-                    let file = journal::generation_path(path, oldest);
+                    let file = journal::generation_path(&self.path, oldest);
                     if let Err(e) = std::fs::remove_file(&file)
                         && e.kind() != std::io::ErrorKind::NotFound
                     {
@@ -512,18 +501,126 @@ fn write_loop(
                     oldest += 1;
                 }
             }
-            Err(e) => {
-                let e = format!("cannot fold into {}: {e}", path.display());
-                error!(store = %path.display(), error = %e, "Store failed");
+            let result = result.and_then(|()| self.compact_if_it_pays());
+            let mut front = shared.lock();
+            if let Err(e) = result {
+                let e = format!("cannot fold into {}: {e}", self.path.display());
+                error!(store = %self.path.display(), error = %e, "Store failed");
                 front.failed.get_or_insert(e);
             }
+            front.folds_done = asked;
+            drop(front);
+            shared.progress.notify_all();
+            if stop {
+                break;
+            }
         }
-        front.folds_done = asked;
-        drop(front);
-        shared.progress.notify_all();
-        if stop {
-            break;
+    }
+
+    /// Waits for the writer's turn (`next`, a flush, a full buffer or the stop), then
+    /// takes the pending rows and starts a new journal generation. Returns the rows,
+    /// the last generation they fill, the flushes they answer and whether to stop.
+    fn take(&self, shared: &Shared, next: Instant) -> (Vec<Row>, u64, u64, bool) {
+        let mut front = shared.lock();
+        loop {
+            let now = Instant::now();
+            if front.stop
+                || front.folds_asked > front.folds_done
+                || front.pending_bytes >= PENDING_FOLD_BYTES
+                || now >= next
+            {
+                break;
+            }
+            front = shared
+                .wake
+                .wait_timeout(front, next - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
+        let rows = std::mem::take(&mut front.pending);
+        front.pending_bytes = 0;
+        // A new generation for what comes next, so that this one can go once folded
+        // (the last one goes with the stop).
+        let current = front.journal.number();
+        let mut folded_through = current - 1;
+        if front.stop {
+            folded_through = current;
+        } else if front.journal.bytes() > 0 {
+            match journal::Writer::create(&self.path, current + 1) {
+                Ok(writer) => {
+                    front.journal = writer;
+                    folded_through = current;
+                }
+                Err(e) => {
+                    let e = format!(
+                        "cannot create {}: {e}",
+                        journal::generation_path(&self.path, current + 1).display()
+                    );
+                    error!(store = %self.path.display(), error = %e, "Store failed");
+                    front.failed = Some(e);
+                }
+            }
+        }
+        (rows, folded_through, front.folds_asked, front.stop)
+    }
+
+    /// Deletes the dead rows once they outnumber the live ones and `compact_rows_min`:
+    /// reads every row's kind and key (not its body) in order, finds the dead ones
+    /// with the same fold as a restore, and deletes them in one transaction. Each
+    /// compaction costs about a pass over the table, paid for by as many dead rows.
+    fn compact_if_it_pays(&mut self) -> rusqlite::Result<()> {
+        let dead = self.liveness.dead().count();
+        if dead <= self.liveness.live().max(self.compact_rows_min) {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let mut found = Liveness::<Vec<u64>>::default();
+        {
+            let mut statement = self
+                .conn
+                .prepare("SELECT seq, kind, lobby, session, game_no FROM records ORDER BY seq")?;
+            let mut rows = statement.query([])?;
+            while let Some(row) = rows.next()? {
+                let kind: String = row.get(1)?;
+                // A row this build does not know is kept.
+                let Some(kind) = RowKind::from_name(&kind) else {
+                    continue;
+                };
+                let id: Option<i64> = match kind {
+                    RowKind::Session | RowKind::SessionGone => row.get(3)?,
+                    _ => row.get(2)?,
+                };
+                let game_no: Option<i64> = row.get(4)?;
+                found.add(
+                    row.get::<_, i64>(0)? as u64,
+                    RowKey {
+                        kind,
+                        id: id.unwrap_or_default() as u64,
+                        game_no: game_no.unwrap_or_default() as u64,
+                    },
+                );
+            }
+        }
+        let mut doomed = found.take_dead();
+        doomed.sort_unstable();
+        let tx = self.conn.transaction()?;
+        {
+            let mut delete = tx.prepare_cached("DELETE FROM records WHERE seq = ?1")?;
+            for seq in &doomed {
+                delete.execute([*seq as i64])?;
+            }
+        }
+        tx.commit()?;
+        checkpoint(&self.conn)?;
+        self.liveness.take_dead();
+        info!(
+            store = %self.path.display(),
+            deleted = doomed.len(),
+            live = found.live(),
+            compact_ms = started.elapsed().as_millis() as u64,
+            "Store compacted"
+        );
+        Ok(())
     }
 }
 
@@ -534,50 +631,34 @@ fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
         .map(drop)
 }
 
-/// One transaction: every row in order, with the records it makes useless deleted, and
-/// the journal position it reaches (`folded_seq`, and `journal_from`, the first
-/// generation not folded).
-fn fold(conn: &mut Connection, rows: &[Row], journal_from: u64) -> rusqlite::Result<()> {
+/// One transaction: every row appended in order (a fold writes only the table's last
+/// pages; dead rows go in [`Writer::compact_if_it_pays`]), and the journal position it
+/// reaches (`folded_seq`, and `journal_from`, the first generation not folded).
+fn insert(conn: &mut Connection, rows: &[Row], journal_from: u64) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
-    for Row { seq, record, body } in rows {
-        let (lobby, session) = match record.key() {
-            RecordKey::Lobby(id) => (Some(id.0 as i64), None),
-            RecordKey::Session(id) => (None, Some(id.0 as i64)),
-        };
-        match record {
-            Record::LobbyGone { .. } => {
-                tx.prepare_cached("DELETE FROM records WHERE lobby = ?1")?
-                    .execute(params![lobby])?;
-                continue;
-            }
-            Record::SessionGone { .. } => {
-                tx.prepare_cached("DELETE FROM records WHERE session = ?1")?
-                    .execute(params![session])?;
-                continue;
-            }
-            Record::Lobby(l) => {
-                tx.prepare_cached(
-                    "DELETE FROM records WHERE lobby = ?1
-                     AND (kind = 'lobby' OR (kind = 'move' AND game_no != ?2))",
-                )?
-                .execute(params![lobby, l.game_no as i64])?;
-            }
-            Record::Session { .. } => {
-                tx.prepare_cached("DELETE FROM records WHERE session = ?1")?
-                    .execute(params![session])?;
-            }
-            Record::Move { .. } => {}
-        }
-        let (kind, game_no) = match record {
-            Record::Lobby(l) => ("lobby", Some(l.game_no as i64)),
-            Record::Move { game_no, .. } => ("move", Some(*game_no as i64)),
-            _ => ("session", None),
-        };
-        tx.prepare_cached(
+    {
+        let mut statement = tx.prepare_cached(
             "INSERT INTO records (seq, lobby, session, kind, game_no, body)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![*seq as i64, lobby, session, kind, game_no, body])?;
+        )?;
+        for Row { seq, record, body } in rows {
+            let key = record.row_key();
+            let id = Some(key.id as i64);
+            let (lobby, session) = match key.kind {
+                RowKind::Session | RowKind::SessionGone => (None, id),
+                RowKind::Lobby | RowKind::Move | RowKind::LobbyGone => (id, None),
+            };
+            let game_no =
+                matches!(key.kind, RowKind::Lobby | RowKind::Move).then_some(key.game_no as i64);
+            statement.execute(params![
+                *seq as i64,
+                lobby,
+                session,
+                key.kind.name(),
+                game_no,
+                body
+            ])?;
+        }
     }
     let mut set = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
     if let Some(last) = rows.last() {

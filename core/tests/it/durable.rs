@@ -269,6 +269,41 @@ proptest! {
         prop_assert_eq!(&restored.durable_views(), views);
     }
 
+    /// A store may drop the records `Liveness` calls dead: what is left restores the
+    /// same server as everything, after a crash at any input (sessions, lobbies, games
+    /// and every seat's view).
+    #[test]
+    fn records_liveness_calls_dead_are_not_needed_by_a_restore(
+        ops in prop::collection::vec(op(), 1..90),
+        seed in any::<u64>(),
+        crash in any::<prop::sample::Index>(),
+    ) {
+        use wizard_core::records::liveness::Liveness;
+        let mut live = Live::new(seed);
+        for op in &ops {
+            live.step(op);
+        }
+        let inputs = crash.index(live.commits.len() + 1);
+        let all = stored(&live.commits, inputs);
+        let mut liveness = Liveness::<Vec<u64>>::default();
+        for (seq, record) in (1u64..).zip(&all) {
+            liveness.add(seq, record.row_key());
+        }
+        let dead: std::collections::BTreeSet<u64> = liveness.dead().iter().copied().collect();
+        prop_assert_eq!(liveness.live() as usize + dead.len(), all.len());
+        let kept: Vec<Record> = (1u64..)
+            .zip(&all)
+            .filter(|(seq, _)| !dead.contains(seq))
+            .map(|(_, r)| r.clone())
+            .collect();
+        let from_all = Server::restore(config(CONFIG), Seed::from_u64(1), live.d.now, all)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let from_kept = Server::restore(config(CONFIG), Seed::from_u64(1), live.d.now, kept)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(from_kept.durable_views(), from_all.durable_views());
+        prop_assert_eq!(from_kept.gauges().sessions, from_all.gauges().sessions);
+    }
+
     /// After a crash at the end, both servers go on alike: every human comes back with
     /// its token and makes the same moves, time passes the same, and every seat's view
     /// stays the same on both.

@@ -640,3 +640,42 @@ fn opening_a_store_folds_the_journal_a_crash_left_as_far_as_it_runs_on() {
     let (_store, records) = Store::open_sqlite(&path, interval).unwrap();
     assert_eq!(records, (1..=7).map(session).collect::<Vec<_>>());
 }
+
+/// The store drops what a restore no longer needs once it outnumbers the rest: 100
+/// sessions each recorded 50 times leave their newest records only, and sessions
+/// that are gone leave nothing, while everything stays readable throughout.
+#[test]
+fn the_store_compacts_what_a_restore_no_longer_needs() {
+    use wizard_core::records::Record;
+    use wizard_core::session::SessionId;
+    use wizard_server::store::Store;
+    let session = |n: u64, round: u64| Record::Session {
+        session: SessionId(n),
+        player_id: format!("p{n}-{round}"),
+        token_sha256: format!("{n:032x}{round:032x}"),
+    };
+    let dir = TempDir::new();
+    let path = dir.0.join("wizard.db");
+    let interval = std::time::Duration::from_secs(3600);
+    let (store, _) = Store::open_sqlite_compacting_at(&path, interval, 1000).unwrap();
+    for round in 0..50 {
+        store
+            .commit((0..100).map(|n| session(n, round)).collect())
+            .unwrap();
+    }
+    store
+        .commit(
+            (90..100)
+                .map(|n| Record::SessionGone {
+                    session: SessionId(n),
+                })
+                .collect(),
+        )
+        .unwrap();
+    store.flush().unwrap();
+    drop(store);
+    let (_store, records) = Store::open_sqlite(&path, interval).unwrap();
+    let newest: Vec<Record> = (0..90).map(|n| session(n, 49)).collect();
+    // An open reads every row in the table: 5010 were written, 90 are left.
+    assert_eq!(records, newest, "only the live records are left");
+}
