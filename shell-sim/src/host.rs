@@ -264,7 +264,7 @@ impl Host {
         let quota = self.cpu.quota_cores();
         if let Some(sample) = self
             .probe
-            .woke(self.probe_intended, now, self.cpu.stat(), quota)
+            .woke(self.probe_intended, now, self.cpu.stat_at(now), quota)
         {
             self.enqueue(Input::LoadSample(sample));
             self.wake(q, now);

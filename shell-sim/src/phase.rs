@@ -218,6 +218,13 @@ impl Sim {
             .insert("inbox_len_max".into(), self.host.inbox_len_max as u64);
         r.counters
             .insert("outbox_overflows".into(), self.host.overflows);
+        r.counters
+            .insert("cpu_usage_us".into(), self.host.cpu.stat_at(now).usage_us);
+        if self.ai_embedded_decisions > 0 {
+            r.counters
+                .insert("ai_embedded_decisions".into(), self.ai_embedded_decisions);
+            r.cover("ai_embedded");
+        }
         if self.host.overflows > 0 {
             r.cover("outbox_overflow");
         }

@@ -56,6 +56,10 @@ pub struct Sim {
     pub end: Time,
     pub(crate) rng: ChaCha12Rng,
     pub events: u64,
+    /// The AI service runs inside the server's process (`EMBEDDED_AI=1`): its
+    /// decisions' CPU comes out of the server's quota.
+    pub ai_embedded: bool,
+    pub ai_embedded_decisions: u64,
 }
 
 pub(crate) fn client_ip(group: usize, n: u64, ips: u32) -> IpAddr {
@@ -73,8 +77,17 @@ impl Sim {
     pub fn new(scenario: Scenario, seed: u64) -> Result<Sim, ScenarioError> {
         let config = scenario.config()?;
         let progress = crate::progress::bound(&scenario, &config);
-        let server = Server::new(config, Seed::from_u64(seed), Time::ZERO);
-        let cpu = Cpu::new(scenario.cpu_quota_cores, ms_to_us(scenario.cfs_period_ms));
+        let server = Server::new(config.clone(), Seed::from_u64(seed), Time::ZERO);
+        // The floor is the real server's, measured: `speed_factor` does not scale it (a
+        // scenario of a slower machine sets its own). Scaled, at four times slower and a
+        // tenth of a core it would read 58 % of the quota idle, busy for good.
+        let floor_us_per_s = scenario.cost.idle_floor_us_per_s.max(0.0).round() as u64;
+        let cpu = Cpu::new(
+            scenario.cpu_quota_cores,
+            ms_to_us(scenario.cfs_period_ms),
+            floor_us_per_s,
+        );
+        let ai_embedded = scenario.ai.is_some() && config.shell.embedded_ai;
         let host = Host::new(server, cpu, scenario.cost, scenario.window_bytes);
         let latency = scenario.latency_ms.unwrap_or(Dist::Const(1.0));
         let end = Time(secs_to_us(scenario.duration_s + scenario.liveness_s));
@@ -109,6 +122,8 @@ impl Sim {
             end,
             rng: fork(seed, 2),
             events: 0,
+            ai_embedded,
+            ai_embedded_decisions: 0,
             seed,
             scenario,
         };
@@ -306,6 +321,11 @@ impl Sim {
             } => {
                 if let Some(ai) = &mut self.ai {
                     ai.done(&mut cx, now, request_id, agent, took_us);
+                    if self.ai_embedded {
+                        let us = self.host.cost.scaled_us(self.host.cost.ai_embedded_us);
+                        self.host.cpu.charge(now, us);
+                        self.ai_embedded_decisions += 1;
+                    }
                 }
             }
             Ev::AiFault { index, start } => {
