@@ -29,6 +29,8 @@ pub struct Attacker {
     /// Fragment flooders: frames sent per connection (the first opens the message).
     frames: ConnMap<u64>,
     pub stopped: bool,
+    /// The server's `MAX_MESSAGE_BYTES`, which oversized frames exceed by one.
+    pub message_bytes_max: usize,
 }
 
 /// The `n`th address of an attack group (10.200+group.x.y).
@@ -79,6 +81,7 @@ impl Attacker {
             opened: 0,
             frames: ConnMap::default(),
             stopped: false,
+            message_bytes_max: 65_536,
         }
     }
 
@@ -98,6 +101,9 @@ impl Attacker {
             return;
         }
         let conn = cx.net.open(cx.q, now, owner, ip, ConnKind::Player);
+        if self.spec.kind == AttackKind::Mute {
+            cx.net.mute.insert(conn, ());
+        }
         let ready = now.plus_us(3 * cx.net.latency_us(conn) + 1);
         if self.spec.kind != AttackKind::Storm {
             let hello = wire::encode_client(&ClientMessage::Hello { token: None });
@@ -135,6 +141,17 @@ impl Attacker {
                     self.open(cx, now, Owner::Attacker(self.index));
                 }
                 self.fragments(cx, now);
+            }
+            AttackKind::Oversized => {
+                while self.conns.len() < self.spec.count.max(1) as usize {
+                    self.open(cx, now, Owner::Attacker(self.index));
+                }
+                self.oversized(cx, now);
+            }
+            AttackKind::Mute => {
+                while self.conns.len() < self.spec.count.max(1) as usize {
+                    self.open(cx, now, Owner::Attacker(self.index));
+                }
             }
             AttackKind::Junk => {
                 while self.conns.len() < self.spec.count.max(1) as usize {
@@ -190,11 +207,27 @@ impl Attacker {
         }
     }
 
+    /// One text frame past `MAX_MESSAGE_BYTES` on every ready connection that has not
+    /// sent it yet: the frame reader fails it from its header.
+    fn oversized(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        for (conn, &(_, ready)) in self.conns.iter() {
+            if now < ready || self.frames.get(&conn).is_some() {
+                continue;
+            }
+            self.frames.insert(conn, 1);
+            let mask = crate::frames::mask_for(conn, 0);
+            let payload = vec![b' '; self.message_bytes_max + 1];
+            let bytes = crate::frames::client_frame(true, 1, &payload, mask);
+            cx.net.to_server(cx.q, now, conn, Arrive::Raw(bytes));
+        }
+    }
+
     /// The server closed one of ours: flooders and spammers come back at once.
     pub fn closed(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId) {
         cx.net.to_server(cx.q, now, conn, Arrive::Close);
         self.conns.remove(&conn);
         self.frames.remove(&conn);
+        cx.net.mute.remove(&conn);
     }
 
     /// Ends the attack: every connection is closed.

@@ -377,6 +377,18 @@ impl Client {
         self.timer(cx, self.reconnect_at);
     }
 
+    /// Opens a second connection with the token at once, leaving the first open (a
+    /// second tab, a phone after a laptop): the server replaces the older one.
+    pub fn take_over(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        if self.conn.take().is_some() {
+            self.welcomed = false;
+            self.sent = None;
+            self.act_at = None;
+            self.reconnect_at = now;
+            self.timer(cx, now);
+        }
+    }
+
     /// Drops the connection on purpose and resumes after `after_us` with the token.
     pub fn drop_and_resume(&mut self, cx: &mut Ctx<'_>, now: Time, after_us: u64) {
         if let Some(conn) = self.conn.take() {

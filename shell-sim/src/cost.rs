@@ -15,6 +15,15 @@
 //! load (the real server's CPU per move is 60 us at 1000 paced games, mostly per
 //! wake-up), which matters little for overload, where the loop is busy and batches.
 //! `speed_factor` scales everything: 2.0 models a machine twice as slow.
+//!
+//! Two costs are not per input. The idle floor: the real server idles at 14.0 to
+//! 15.0 ms of CPU a second (measured with `EMBEDDED_AI` 0 and 1: about 130 epoll
+//! wake-ups and 65 eventfd writes a second across its threads), charged to the quota in
+//! every CFS period (`cpu.rs`). And the embedded AI (`EMBEDDED_AI=1`): its workers run
+//! in the server's process, so each decision's CPU comes out of the server's quota. The
+//! real server spent 240 us per AI move with the AI embedded, against the 45 us per
+//! move the model charges the server's side; the 195 us between are the AI's (its
+//! websocket, observation decoding and decision).
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +58,11 @@ pub struct CostModel {
     pub ai_request_us: f64,
     /// Core: encoding one small output (`error`, `server_status`, `welcome`).
     pub small_us: f64,
+    /// The idle server's CPU a second (wake-ups of every thread), charged to the quota;
+    /// not scaled by `speed_factor` (a measured figure).
+    pub idle_floor_us_per_s: f64,
+    /// One AI decision of the embedded service, charged to the quota (`EMBEDDED_AI=1`).
+    pub ai_embedded_us: f64,
 }
 
 impl Default for CostModel {
@@ -68,6 +82,8 @@ impl Default for CostModel {
             state_us: 0.75,
             ai_request_us: 1.5,
             small_us: 0.2,
+            idle_floor_us_per_s: 14_500.0,
+            ai_embedded_us: 195.0,
         }
     }
 }

@@ -94,6 +94,17 @@ pub struct Host {
     pub frame_floods: u64,
     /// Broken door promises, for the report (see `door.rs`).
     pub door_violations: Vec<(Time, String)>,
+    /// When a mute connection was last heard from (`lifecycle.rs`).
+    pub(crate) last_heard: ConnMap<Time>,
+    /// Connections closed at `KEEPALIVE_TIMEOUT` and at `WRITE_TIMEOUT`.
+    pub keepalive_timeouts: u64,
+    pub write_timeouts: u64,
+    /// The core keeps records for a durable store; the shell takes them every pass.
+    pub durable: bool,
+    /// The core finished its shutdown: the process is gone.
+    pub finished_at: Option<Time>,
+    /// Sockets refused because the process was gone.
+    pub refused_after_exit: u64,
 }
 
 impl Host {
@@ -135,6 +146,12 @@ impl Host {
             honest_refused: 0,
             frame_floods: 0,
             door_violations: Vec::new(),
+            last_heard: ConnMap::default(),
+            keepalive_timeouts: 0,
+            write_timeouts: 0,
+            durable: false,
+            finished_at: None,
+            refused_after_exit: 0,
         }
     }
 
@@ -162,6 +179,9 @@ impl Host {
         conn: ConnId,
         what: Arrive,
     ) {
+        if self.gone(q, net, now, conn, &what) {
+            return;
+        }
         let input = match what {
             Arrive::Open { ip, kind } => {
                 // The door: admit, and the request head read at once (a real client
@@ -171,6 +191,7 @@ impl Host {
                     return;
                 }
                 self.kinds.insert(conn, kind);
+                self.watch_keepalive(q, net, now, conn);
                 self.outboxes.insert(
                     conn,
                     Outbox::new(self.messages_max, self.bytes_max, self.window_bytes),
@@ -262,9 +283,9 @@ impl Host {
             return;
         }
         let quota = self.cpu.quota_cores();
-        if let Some(sample) = self
-            .probe
-            .woke(self.probe_intended, now, self.cpu.stat(), quota)
+        if let Some(sample) =
+            self.probe
+                .woke(self.probe_intended, now, self.cpu.stat_at(now), quota)
         {
             self.enqueue(Input::LoadSample(sample));
             self.wake(q, now);
@@ -312,6 +333,7 @@ impl Host {
         self.inbox_len_max = self.inbox_len_max.max(self.inbox.len());
         let end = self.cpu.run(now, self.cost.scaled_us(cpu_us));
         self.thread_free_at = end;
+        self.after_pass(end);
         self.route(q, net, end, routed);
         if !self.inbox.is_empty() {
             self.wake(q, end);

@@ -20,6 +20,7 @@ pub mod game_log;
 pub mod games;
 pub mod host;
 pub mod leak;
+pub mod lifecycle;
 pub mod net;
 pub mod oracle;
 pub mod outbox;

@@ -78,6 +78,12 @@ pub enum Ev {
     StormRelease { conn: ConnId },
     /// A silent socket's `FIRST_BYTE_TIMEOUT` is over.
     FirstByteTimeout { conn: ConnId },
+    /// A mute connection's `KEEPALIVE_TIMEOUT` may be over.
+    KeepaliveCheck { conn: ConnId },
+    /// A blocked write's `WRITE_TIMEOUT` may be over.
+    WriteTimeout { conn: ConnId },
+    /// SIGTERM.
+    Shutdown,
     /// The AI service: a worker finished.
     AiDone {
         request_id: u64,
@@ -106,6 +112,8 @@ pub struct Net {
     latency_us: ConnMap<u64>,
     pub owner: ConnMap<Owner>,
     pub ip: ConnMap<IpAddr>,
+    /// Connections whose peer never answers a ping (mute attackers).
+    pub mute: ConnMap<()>,
     dist: Dist,
     rng: ChaCha12Rng,
 }
@@ -117,6 +125,7 @@ impl Net {
             latency_us: ConnMap::default(),
             owner: ConnMap::default(),
             ip: ConnMap::default(),
+            mute: ConnMap::default(),
             dist,
             rng,
         }

@@ -49,6 +49,8 @@ pub struct Outbox {
     /// at the start of its CPU time and routes them when that time is spent, so nothing
     /// in the queue may reach the socket before this instant.
     pub ready_at: Time,
+    /// Since when frames wait behind a full window (the writer's write is blocked).
+    pub blocked_since: Option<Time>,
 }
 
 impl Outbox {
@@ -61,6 +63,7 @@ impl Outbox {
             in_flight_bytes: 0,
             window_bytes: window_bytes.max(1),
             ready_at: Time::ZERO,
+            blocked_since: None,
         }
     }
 

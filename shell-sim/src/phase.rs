@@ -218,6 +218,35 @@ impl Sim {
             .insert("inbox_len_max".into(), self.host.inbox_len_max as u64);
         r.counters
             .insert("outbox_overflows".into(), self.host.overflows);
+        r.counters
+            .insert("cpu_usage_us".into(), self.host.cpu.stat_at(now).usage_us);
+        let shell = [
+            (
+                self.host.keepalive_timeouts,
+                "keepalive_timeouts",
+                "keepalive_timeout",
+            ),
+            (self.host.write_timeouts, "write_timeouts", "write_timeout"),
+            (
+                self.host.refused_after_exit,
+                "refused_after_exit",
+                "process_exited",
+            ),
+        ];
+        for (n, counter, fact) in shell {
+            if n > 0 {
+                r.counters.insert(counter.into(), n);
+                r.cover(fact);
+            }
+        }
+        if let Some(t) = self.host.finished_at {
+            r.counters.insert("finished_at_ms".into(), t.0 / 1000);
+        }
+        if self.ai_embedded_decisions > 0 {
+            r.counters
+                .insert("ai_embedded_decisions".into(), self.ai_embedded_decisions);
+            r.cover("ai_embedded");
+        }
         if self.host.overflows > 0 {
             r.cover("outbox_overflow");
         }

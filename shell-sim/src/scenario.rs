@@ -62,6 +62,10 @@ pub struct Tables {
     /// Tables whose second player drops and resumes with its token this often.
     pub reconnectors: u32,
     pub reconnect_every_s: f64,
+    /// Tables whose second player opens a second connection with its token this often
+    /// (`reconnect_every_s`) without closing the first: a takeover, which closes the
+    /// older connection with `session_replaced` and 4000.
+    pub takeovers: u32,
     /// The lobby options the host sets before starting: hidden bids, and a turn timer
     /// (0: none; else 10 to 300 s).
     pub hidden_bids: bool,
@@ -120,6 +124,12 @@ pub enum AttackKind {
     /// Row 2 of issue 14: TCP sockets that never send a request head (the core's
     /// `overload::door::Door` and `FIRST_BYTE_TIMEOUT`).
     Silent,
+    /// After `hello`, one text frame larger than `MAX_MESSAGE_BYTES` (the core's
+    /// `ws::FrameReader` fails it: 1009); cut off, they come back.
+    Oversized,
+    /// After `hello`, nothing at all, not even a pong: the shell closes them at
+    /// `KEEPALIVE_TIMEOUT`; cut off, they come back.
+    Mute,
 }
 
 /// The AI service.
@@ -229,6 +239,11 @@ pub struct Scenario {
     pub ai: Option<AiSpec>,
     pub stalls: Vec<Stall>,
     pub background: Vec<Background>,
+    /// SIGTERM at this second (0: none): the shell hands the core `Input::Shutdown`;
+    /// with `STORE` set to a durable store in `env` the core closes every player with
+    /// 1012 at once, else running games go on for `SHUTDOWN_GRACE` and then 1001. Once
+    /// the core is finished the process is gone: new sockets are refused.
+    pub shutdown_at_s: f64,
     /// Seconds allowed in the liveness phase to admit a new lobby.
     pub heal_within_s: f64,
     /// Seconds allowed in the liveness phase to reach `normal`.
@@ -254,6 +269,7 @@ impl Default for Scenario {
             ai: None,
             stalls: Vec::new(),
             background: Vec::new(),
+            shutdown_at_s: 0.0,
             heal_within_s: 15.0,
             normal_within_s: 15.0,
         }

@@ -56,6 +56,13 @@ pub struct Sim {
     pub end: Time,
     pub(crate) rng: ChaCha12Rng,
     pub events: u64,
+    /// The AI service runs inside the server's process (`EMBEDDED_AI=1`): its
+    /// decisions' CPU comes out of the server's quota.
+    pub ai_embedded: bool,
+    pub ai_embedded_decisions: u64,
+    /// Clients that take their session over from a second connection instead of
+    /// dropping and resuming.
+    pub takeovers: BTreeMap<usize, ()>,
 }
 
 pub(crate) fn client_ip(group: usize, n: u64, ips: u32) -> IpAddr {
@@ -73,9 +80,25 @@ impl Sim {
     pub fn new(scenario: Scenario, seed: u64) -> Result<Sim, ScenarioError> {
         let config = scenario.config()?;
         let progress = crate::progress::bound(&scenario, &config);
-        let server = Server::new(config, Seed::from_u64(seed), Time::ZERO);
-        let cpu = Cpu::new(scenario.cpu_quota_cores, ms_to_us(scenario.cfs_period_ms));
-        let host = Host::new(server, cpu, scenario.cost, scenario.window_bytes);
+        let mut server = Server::new(config.clone(), Seed::from_u64(seed), Time::ZERO);
+        // A durable store only when the scenario names one: the simulator's default is
+        // memory (the server's is SQLite).
+        let durable = scenario.env.get("STORE").is_some_and(|s| s != "memory");
+        if durable {
+            server.keep_records();
+        }
+        // The floor is the real server's, measured: `speed_factor` does not scale it (a
+        // scenario of a slower machine sets its own). Scaled, at four times slower and a
+        // tenth of a core it would read 58 % of the quota idle, busy for good.
+        let floor_us_per_s = scenario.cost.idle_floor_us_per_s.max(0.0).round() as u64;
+        let cpu = Cpu::new(
+            scenario.cpu_quota_cores,
+            ms_to_us(scenario.cfs_period_ms),
+            floor_us_per_s,
+        );
+        let ai_embedded = scenario.ai.is_some() && config.shell.embedded_ai;
+        let mut host = Host::new(server, cpu, scenario.cost, scenario.window_bytes);
+        host.durable = durable;
         let latency = scenario.latency_ms.unwrap_or(Dist::Const(1.0));
         let end = Time(secs_to_us(scenario.duration_s + scenario.liveness_s));
         let report = Report {
@@ -109,6 +132,9 @@ impl Sim {
             end,
             rng: fork(seed, 2),
             events: 0,
+            ai_embedded,
+            ai_embedded_decisions: 0,
+            takeovers: BTreeMap::new(),
             seed,
             scenario,
         };
@@ -162,10 +188,11 @@ impl Sim {
                     if seat == 1 && t < spec.slow_readers {
                         c.slow_read_bytes_per_s = Some(spec.slow_read_bytes_per_s.max(1.0));
                     }
-                    if seat == 1
-                        && t >= spec.slow_readers
-                        && t < spec.slow_readers + spec.reconnectors
-                    {
+                    let takeover_from = spec.slow_readers + spec.reconnectors;
+                    if seat == 1 && t >= takeover_from && t < takeover_from + spec.takeovers {
+                        self.takeovers.insert(id, ());
+                    }
+                    if seat == 1 && t >= spec.slow_readers && t < takeover_from + spec.takeovers {
                         let every = secs_to_us(spec.reconnect_every_s.max(1.0));
                         self.reconnect_every_us.insert(id, every);
                         self.q.push(at.plus_us(every), Ev::Reconnect { client: id });
@@ -179,7 +206,9 @@ impl Sim {
         for (i, a) in self.scenario.attacks.clone().into_iter().enumerate() {
             self.q
                 .push(Time(secs_to_us(a.from_s)), Ev::Source { index: i });
-            self.attackers.push(Attacker::new(i, a));
+            let mut attacker = Attacker::new(i, a);
+            attacker.message_bytes_max = self.host.server.config().message_bytes_max;
+            self.attackers.push(attacker);
         }
         let base = self.attackers.len();
         for (i, a) in self.arrivals.iter().enumerate() {
@@ -202,6 +231,10 @@ impl Sim {
         if self.scenario.liveness_s > 0.0 {
             self.q
                 .push(Time(secs_to_us(self.scenario.duration_s)), Ev::Heal);
+        }
+        if self.scenario.shutdown_at_s > 0.0 {
+            self.q
+                .push(Time(secs_to_us(self.scenario.shutdown_at_s)), Ev::Shutdown);
         }
         self.q.push(self.end, Ev::End);
     }
@@ -298,6 +331,9 @@ impl Sim {
                 }
             }
             Ev::FirstByteTimeout { conn } => self.host.first_byte_timeout(cx.q, cx.net, now, conn),
+            Ev::KeepaliveCheck { conn } => self.host.keepalive_check(cx.q, cx.net, now, conn),
+            Ev::WriteTimeout { conn } => self.host.write_timeout(cx.q, cx.net, now, conn),
+            Ev::Shutdown => self.host.shutdown(cx.q, now),
             Ev::AiDone {
                 request_id,
                 agent,
@@ -306,6 +342,11 @@ impl Sim {
             } => {
                 if let Some(ai) = &mut self.ai {
                     ai.done(&mut cx, now, request_id, agent, took_us);
+                    if self.ai_embedded {
+                        let us = self.host.cost.scaled_us(self.host.cost.ai_embedded_us);
+                        self.host.cpu.charge(now, us);
+                        self.ai_embedded_decisions += 1;
+                    }
                 }
             }
             Ev::AiFault { index, start } => {
@@ -321,7 +362,10 @@ impl Sim {
             Ev::Reconnect { client } => {
                 let every = self.reconnect_every_us.get(&client).copied();
                 if let (Some(c), Some(every)) = (self.clients.get_mut(client), every) {
-                    if !self.healed {
+                    if self.healed {
+                    } else if self.takeovers.contains_key(&client) {
+                        c.take_over(&mut cx, now);
+                    } else {
                         c.drop_and_resume(&mut cx, now, 500_000);
                     }
                     cx.q.push(now.plus_us(every), Ev::Reconnect { client });

@@ -41,6 +41,16 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "views_hidden_bids",
     "autoplayed",
     "progress_turn_timer",
+    // The shell's own work on the quota, and its own endings of a connection and of
+    // the process.
+    "ai_embedded",
+    "close_sent_4000",
+    "close_sent_1009",
+    "keepalive_timeout",
+    "write_timeout",
+    "close_sent_1001",
+    "close_sent_1012",
+    "process_exited",
 ];
 
 /// A random scenario for `seed`.
@@ -220,7 +230,76 @@ pub fn scenario(seed: u64) -> Scenario {
     }
     door_and_frames(seed, &mut s);
     table_options(seed, &mut s);
+    shell_events(seed, &mut s);
     s
+}
+
+/// What the shell around the core does, from a stream of its own so that every draw
+/// above stays as it was: the AI service inside the server's process (its CPU on the
+/// server's quota) or apart; takeovers (a second connection with the token); oversized
+/// frames; mute connections that the shell drops at `KEEPALIVE_TIMEOUT`; a short
+/// `WRITE_TIMEOUT` for slow readers; and SIGTERM after the liveness verdicts (with a
+/// short `SHUTDOWN_GRACE`, half the time with a durable store). Embedded only on a machine as fast as the development
+/// one or faster: on one four times slower, at a tenth of a core, the idle floor and
+/// AI seats moving without delay take the whole quota for as long as their games last
+/// (seed 10: overloaded to the end), an overload the liveness promise does not cover.
+fn shell_events(seed: u64, s: &mut Scenario) {
+    let mut r = fork(seed, 0x5E11);
+    let embedded = r.random_bool(0.5) && s.cost.speed_factor <= 1.0;
+    s.env.insert(
+        "EMBEDDED_AI".into(),
+        if embedded { "1" } else { "0" }.into(),
+    );
+    let end = s.duration_s;
+    if r.random_bool(0.3)
+        && let Some(t) = s.tables.first_mut()
+    {
+        t.takeovers = t.count;
+    }
+    if r.random_bool(0.2) {
+        s.attacks.push(Attack {
+            kind: AttackKind::Oversized,
+            count: r.random_range(1..4),
+            rate_per_s: r.random_range(2.0..20.0),
+            from_s: r.random_range(0.0..end / 2.0),
+            to_s: end,
+            ips: r.random_range(1..3),
+            hold_ms: 0.0,
+        });
+    }
+    if r.random_bool(0.2) {
+        s.env.insert("KEEPALIVE_INTERVAL".into(), "1".into());
+        s.env.insert(
+            "KEEPALIVE_TIMEOUT".into(),
+            r.random_range(2..5u32).to_string(),
+        );
+        s.attacks.push(Attack {
+            kind: AttackKind::Mute,
+            count: r.random_range(1..4),
+            rate_per_s: r.random_range(1.0..5.0),
+            from_s: r.random_range(0.0..end / 2.0),
+            to_s: end,
+            ips: r.random_range(1..3),
+            hold_ms: 0.0,
+        });
+    }
+    if s.tables.iter().any(|t| t.slow_readers > 0) && r.random_bool(0.4) {
+        // Slow enough to block a write for a second behind a small window.
+        s.env.insert("WRITE_TIMEOUT".into(), "1".into());
+        s.window_bytes = 4096;
+        for t in &mut s.tables {
+            t.slow_read_bytes_per_s = 50.0;
+        }
+    }
+    if r.random_bool(0.15) {
+        // After the verdicts at 15 s of liveness: 1.5 s of it left, then the grace.
+        s.liveness_s += 4.0;
+        s.shutdown_at_s = end + 16.5;
+        s.env.insert("SHUTDOWN_GRACE".into(), "2".into());
+        if r.random_bool(0.5) {
+            s.env.insert("STORE".into(), "sqlite:wizard-sim.db".into());
+        }
+    }
 }
 
 /// Lobby options, from a stream of their own so that every draw above stays as it was:

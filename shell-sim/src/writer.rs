@@ -90,6 +90,26 @@ impl Host {
         if !frames.is_empty() {
             q.push(at.plus_us(lat), Ev::Deliver { conn, frames });
         }
+        // A write is blocked from when frames first wait behind a full window until
+        // the queue is empty: the shell's writer hands the socket a whole batch, and a
+        // batch that drains only partly within `WRITE_TIMEOUT` is a timeout.
+        let newly_blocked = match (o.is_empty(), o.blocked_since) {
+            (true, _) => {
+                o.blocked_since = None;
+                false
+            }
+            (false, Some(_)) => false,
+            (false, None) => {
+                o.blocked_since = Some(at);
+                true
+            }
+        };
+        if newly_blocked {
+            self.write_blocked(q, at, conn);
+        }
+        let Some(o) = self.outboxes.get_mut(&conn) else {
+            return;
+        };
         if let Some(code) = o.take_close() {
             q.push(
                 at.plus_us(lat),

@@ -52,7 +52,7 @@ fn refusing_keeps_accepted_latency_flat() {
         on8.2 < off8.2 / 2.0,
         "limits did not bound latency: {on8:?} vs {off8:?}"
     );
-    // At 2 % of a core every answer can wait out a throttled CFS period (98 ms) or two;
+    // At 3.5 % of a core (2 % after the idle floor) every answer can wait out a throttled CFS period (98 ms) or two;
     // with limits that is all the waiting there is, whatever the load.
     for on in [on1, on4, on8] {
         assert!(on.2 <= 250.0, "accepted latency not bounded: {on:?}");

@@ -16,5 +16,6 @@ mod metastability;
 mod reconnect;
 mod recorded;
 mod seed_overload;
+mod shell_events;
 mod stalls;
 mod swarm;

@@ -1,0 +1,128 @@
+//! The shell's own endings of a connection and of the process, as shell-smol has them:
+//! `KEEPALIVE_TIMEOUT` (a peer not heard from, not even a pong, is dropped),
+//! `WRITE_TIMEOUT` (a write blocked that long drops the reader), and SIGTERM (the core
+//! gets `Input::Shutdown`; a durable store's records are taken after every pass; once
+//! the core is finished the process exits and new sockets are refused).
+//!
+//! Honest peers answer pings (browsers do it without the page), so only connections
+//! marked mute in the network are watched for the keepalive; the pings themselves are
+//! part of the idle floor (`cost.rs`). Dropped connections get no close frame: their
+//! peers see the end of the stream.
+
+use wizard_core::Time;
+use wizard_core::io::{ConnId, Input};
+
+use crate::host::Host;
+use crate::net::{Arrive, Ev, Net};
+use crate::queue::EventQueue;
+
+impl Host {
+    /// Before a socket's arrival is read: a process that has exited refuses new sockets
+    /// (the peer sees its connection end), and a mute connection's frames count as life.
+    /// Returns whether the arrival is consumed.
+    pub(crate) fn gone(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        net: &Net,
+        now: Time,
+        conn: ConnId,
+        what: &Arrive,
+    ) -> bool {
+        match what {
+            Arrive::Open { .. } | Arrive::Silent { .. } if self.finished_at.is_some() => {
+                self.refused_after_exit += 1;
+                let lat = net.latency_us(conn);
+                q.push(now.plus_us(lat), Ev::ClientClosed { conn, code: None });
+                true
+            }
+            Arrive::Text(_) | Arrive::Raw(_) | Arrive::Binary => {
+                if let Some(t) = self.last_heard.get_mut(&conn) {
+                    *t = now;
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// A new connection: a mute one is watched for `KEEPALIVE_TIMEOUT`.
+    pub(crate) fn watch_keepalive(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        net: &Net,
+        now: Time,
+        conn: ConnId,
+    ) {
+        if net.mute.contains_key(&conn) {
+            self.last_heard.insert(conn, now);
+            let timeout = self.server.config().shell.keepalive_timeout_us;
+            q.push(now.plus_us(timeout), Ev::KeepaliveCheck { conn });
+        }
+    }
+
+    /// A mute connection's keepalive deadline: dropped when nothing came since.
+    pub fn keepalive_check(&mut self, q: &mut EventQueue<Ev>, net: &Net, now: Time, conn: ConnId) {
+        let Some(heard) = self.last_heard.get(&conn).copied() else {
+            return;
+        };
+        let timeout = self.server.config().shell.keepalive_timeout_us;
+        if !self.outboxes.contains_key(&conn) {
+            self.last_heard.remove(&conn);
+        } else if now.since_us(heard) >= timeout {
+            self.last_heard.remove(&conn);
+            self.keepalive_timeouts += 1;
+            self.drop_conn(q, net, now, conn);
+        } else {
+            q.push(heard.plus_us(timeout), Ev::KeepaliveCheck { conn });
+        }
+    }
+
+    /// A write that is blocked (frames queued behind a full window) since `since`.
+    pub(crate) fn write_blocked(&mut self, q: &mut EventQueue<Ev>, since: Time, conn: ConnId) {
+        let timeout = self.server.config().shell.write_timeout_us;
+        q.push(since.plus_us(timeout), Ev::WriteTimeout { conn });
+    }
+
+    /// A blocked write's deadline: the reader is dropped when it is still blocked.
+    pub fn write_timeout(&mut self, q: &mut EventQueue<Ev>, net: &Net, now: Time, conn: ConnId) {
+        let timeout = self.server.config().shell.write_timeout_us;
+        let Some(since) = self.outboxes.get(&conn).and_then(|o| o.blocked_since) else {
+            return;
+        };
+        if now.since_us(since) >= timeout {
+            self.write_timeouts += 1;
+            self.drop_conn(q, net, now, conn);
+        } else {
+            self.write_blocked(q, since, conn);
+        }
+    }
+
+    /// The shell ends a connection without a close frame: its writer stops, the peer
+    /// sees the end of the stream, the core hears `Closed`.
+    pub(crate) fn drop_conn(&mut self, q: &mut EventQueue<Ev>, net: &Net, now: Time, conn: ConnId) {
+        if self.outboxes.remove(&conn).is_none() {
+            return;
+        }
+        let lat = net.latency_us(conn);
+        q.push(now.plus_us(lat), Ev::ClientClosed { conn, code: None });
+        self.enqueue(Input::Closed { conn });
+        self.wake(q, now);
+    }
+
+    /// SIGTERM: the core is told; the loop handles it with its next pass.
+    pub fn shutdown(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        self.enqueue(Input::Shutdown);
+        self.wake(q, now);
+    }
+
+    /// After every pass: a durable store's records are committed (at no modelled cost),
+    /// and a finished core ends the process.
+    pub(crate) fn after_pass(&mut self, end: Time) {
+        if self.durable {
+            drop(self.server.take_records());
+        }
+        if self.finished_at.is_none() && self.server.is_finished() {
+            self.finished_at = Some(end);
+        }
+    }
+}

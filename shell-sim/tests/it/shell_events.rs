@@ -1,0 +1,98 @@
+//! What the shell ends by itself, each asked for by a scenario file and held to its
+//! outcome through the public API: takeovers (`session_replaced`, 4000), oversized
+//! frames (1009), `KEEPALIVE_TIMEOUT`, `WRITE_TIMEOUT`, turn timers (the fallback plays),
+//! SIGTERM with its grace (1001) and with a durable store (1012), the idle floor and the
+//! embedded AI's CPU on the quota.
+
+use crate::common::{assert_clean, run, scenario};
+
+fn counter(r: &wizard_sim::Report, name: &str) -> u64 {
+    r.counters.get(name).copied().unwrap_or(0)
+}
+
+#[test]
+fn the_shell_ends_takeovers_oversized_mute_and_blocked_connections() {
+    for seed in [1, 2] {
+        let r = run(scenario("shell_events"), seed);
+        assert_clean(&r, &[]);
+        // Every takeover replaced the older connection: one error, one 4000 each.
+        let replaced = counter(&r, "error_session_replaced");
+        assert!(replaced > 10, "seed {seed}: takeovers {replaced}");
+        assert_eq!(counter(&r, "close_4000"), replaced, "seed {seed}");
+        assert!(counter(&r, "close_1009") > 10, "seed {seed}: oversized");
+        assert!(counter(&r, "keepalive_timeouts") > 5, "seed {seed}: mute");
+        assert!(
+            counter(&r, "write_timeouts") >= 1,
+            "seed {seed}: slow reader"
+        );
+        assert!(
+            r.coverage.contains_key("autoplayed"),
+            "seed {seed}: turn timer"
+        );
+        assert!(
+            r.coverage.contains_key("progress_turn_timer"),
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn sigterm_gives_running_games_their_grace_then_1001() {
+    let r = run(scenario("shutdown"), 1);
+    assert_clean(&r, &[]);
+    // SIGTERM at 6 s, SHUTDOWN_GRACE 3 s: the process ends at 9 s, on the 5 ms grid.
+    let at = counter(&r, "finished_at_ms");
+    assert!((9000..9010).contains(&at), "finished at {at} ms");
+    // Every connection (12 players of games, 2 in lobbies, the AI service) got 1001.
+    assert_eq!(counter(&r, "close_1001"), 15);
+    assert_eq!(counter(&r, "close_1012"), 0);
+    assert!(counter(&r, "refused_after_exit") > 0);
+}
+
+#[test]
+fn sigterm_with_a_durable_store_closes_every_player_with_1012_at_once() {
+    let mut s = scenario("shutdown");
+    s.env.insert("STORE".into(), "sqlite:wizard-sim.db".into());
+    let r = run(s, 1);
+    assert_clean(&r, &[]);
+    let at = counter(&r, "finished_at_ms");
+    assert!((6000..6010).contains(&at), "finished at {at} ms");
+    // The 14 players get 1012; the AI service is told 1001.
+    assert_eq!(counter(&r, "close_1012"), 14);
+    assert_eq!(counter(&r, "close_1001"), 1);
+}
+
+#[test]
+fn the_idle_floor_and_the_embedded_ai_use_the_quota() {
+    let mut idle = scenario("shutdown");
+    idle.tables.clear();
+    idle.ai = None;
+    idle.shutdown_at_s = 0.0;
+    let r = run(idle, 1);
+    // 12 s at 14.5 ms of CPU a second, and nothing else.
+    let usage = counter(&r, "cpu_usage_us");
+    assert!((174_000..176_000).contains(&usage), "idle usage {usage} us");
+    // The same games with the AI inside the process and apart: 195 us a decision more.
+    let mut usage = Vec::new();
+    for embedded in ["1", "0"] {
+        let mut s = scenario("shutdown");
+        s.shutdown_at_s = 0.0;
+        s.env.insert("EMBEDDED_AI".into(), embedded.into());
+        let r = run(s, 1);
+        assert_clean(&r, &[]);
+        usage.push((
+            counter(&r, "cpu_usage_us"),
+            counter(&r, "ai_embedded_decisions"),
+        ));
+    }
+    let ((with, decisions), (without, none)) = (usage[0], usage[1]);
+    assert!(decisions > 50 && none == 0, "{usage:?}");
+    // The runs differ a little apart from the AI (timing shifts the games), so the
+    // difference is held to the decisions' cost within a quarter.
+    let extra = with.saturating_sub(without) as f64;
+    let expected = decisions as f64 * 195.0;
+    assert!(
+        (extra - expected).abs() < expected / 4.0,
+        "embedded AI cost {extra} us for {decisions} decisions: {usage:?}"
+    );
+}
