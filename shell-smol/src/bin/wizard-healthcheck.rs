@@ -4,7 +4,8 @@
 //!
 //! The port comes from `BIND` (default `0.0.0.0:8000`), the same variable the server
 //! reads; an unspecified bind address (`0.0.0.0`, `[::]`) is reached over loopback.
-//! Standard library only, so the binary stays tiny and has nothing to go wrong.
+//! The standard library and `lexopt` only (`--help`, `--version`; any other argument
+//! is refused with exit 2), so the binary stays tiny and has nothing to go wrong.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
@@ -18,7 +19,44 @@ const DEFAULT_BIND: &str = "0.0.0.0:8000";
 /// Enough for any status line; the body is not read.
 const RESPONSE_BYTES_MAX: usize = 512;
 
+const USAGE: &str = "usage: wizard-healthcheck [--help] [--version]
+
+Asks the wizard-server in this container for GET /health (the port from BIND) and
+exits 0 when it answers 200, 1 otherwise.
+";
+
 fn main() -> ExitCode {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_env();
+    let flag = match parser.next() {
+        Ok(None) => None,
+        Ok(Some(Short('h') | Long("help"))) => Some(true),
+        Ok(Some(Short('V') | Long("version"))) => Some(false),
+        Ok(Some(other)) => return refuse(&other.unexpected()),
+        Err(e) => return refuse(&e),
+    };
+    if flag.is_some() {
+        match parser.next() {
+            Ok(None) => {}
+            Ok(Some(other)) => return refuse(&other.unexpected()),
+            Err(e) => return refuse(&e),
+        }
+    }
+    match flag {
+        Some(true) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some(false) => {
+            println!(
+                "wizard-healthcheck {} ({})",
+                env!("CARGO_PKG_VERSION"),
+                env!("WIZARD_COMMIT")
+            );
+            return ExitCode::SUCCESS;
+        }
+        None => {}
+    }
     let bind = std::env::var("BIND")
         .ok()
         .map(|b| b.trim().to_owned())
@@ -34,6 +72,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+#[allow(clippy::print_stderr)]
+fn refuse(e: &lexopt::Error) -> ExitCode {
+    eprint!("{e}\n{USAGE}");
+    ExitCode::from(2)
 }
 
 /// The address to ask: `BIND`'s port on loopback, or on `BIND`'s own address when it

@@ -36,3 +36,38 @@ fn help_and_version_print_and_exit_and_unknown_arguments_are_refused() {
         assert!(err.contains("usage: wizard-server"), "{args:?}: {err}");
     }
 }
+
+/// The container health check has the same two flags, and refuses anything else
+/// before it asks the server (exit 2, not the 1 of an unhealthy server).
+#[test]
+fn the_health_check_has_help_and_version_and_refuses_other_arguments() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_wizard-healthcheck"))
+            .args(args)
+            .env_clear()
+            .env("BIND", "127.0.0.1:1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("wizard-healthcheck runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("usage: wizard-healthcheck"), "{out}");
+    let (code, out, _) = run(&["--version"]);
+    assert_eq!(code, Some(0));
+    let want = format!("wizard-healthcheck {} (", env!("CARGO_PKG_VERSION"));
+    assert!(out.starts_with(&want), "{out}");
+    for args in [&["--bogus"][..], &["check"], &["--help", "extra"]] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("usage: wizard-healthcheck"), "{args:?}: {err}");
+    }
+    // Without arguments it checks: nobody listens on port 1.
+    let (code, out, _) = run(&[]);
+    assert_eq!(code, Some(1), "{out}");
+}
