@@ -57,7 +57,7 @@ EOF
 }
 
 service_state() { # <service> -> "running healthy", "exited ", ...
-	compose ps -a --format '{{.State}} {{.Health}}' "$1" 2>/dev/null | head -1
+	compose ps -a --format '{{.State}} {{.Health}}' "$1" 2>/dev/null | head -1 | sed 's/ *$//'
 }
 
 step_up() {
