@@ -681,6 +681,11 @@ def dockerfile_mutations(text: str):
     yield "revision label not from WIZARD_COMMIT", text.replace('revision="$WIZARD_COMMIT"', 'revision="main"')
     yield "another version by default", text.replace("ARG WIZARD_VERSION=", "ARG WIZARD_VERSION=9")
     yield "no LABEL in the final stage", re.sub(r"(?s)\nLABEL .*", "\n", text)
+    # The labels in the stage before the last FROM: a build whose build arguments pick
+    # another base or flavour (RUNTIME_IMAGE, CADDY_FLAVOR, BINARIES) would miss them.
+    cut = text.rfind("\nARG WIZARD_VERSION")
+    last_from = text.rfind("\nFROM ", 0, cut)
+    yield "labels in a stage before the final one", text[:last_from] + text[cut:] + text[last_from:cut]
 
 
 def main() -> int:
@@ -706,12 +711,14 @@ def main() -> int:
         if not found:
             print(f"FAIL self-test: the checks accept a broken file ({label})")
             bite_failures += 1
-    text = (root / "deploy" / "Dockerfile.server").read_text()
-    for label, broken in dockerfile_mutations(text):
-        if not dockerfile_label_errors("Dockerfile.server", broken, checks.version, checks.license):
-            print(f"FAIL self-test: the checks accept a broken Dockerfile ({label})")
-            bite_failures += 1
-    n_broken = sum(1 for _ in mutations(raw)) + sum(1 for _ in dockerfile_mutations(text))
+    n_broken = sum(1 for _ in mutations(raw))
+    for dockerfile in ("Dockerfile.server", "Dockerfile.ai", "Dockerfile.proxy"):
+        text = (root / "deploy" / dockerfile).read_text()
+        for label, broken in dockerfile_mutations(text):
+            n_broken += 1
+            if broken == text or not dockerfile_label_errors(dockerfile, broken, checks.version, checks.license):
+                print(f"FAIL self-test: the checks accept a broken {dockerfile} ({label})")
+                bite_failures += 1
     print(f"self-test: {n_broken - bite_failures} broken variants rejected"
           + (f", {bite_failures} accepted" if bite_failures else ""))
     return 1 if schema_errors or semantic_errors or bite_failures else 0
