@@ -104,6 +104,12 @@ SMOKE_BASE_IMAGE=$(bash "$ROOT/deploy/smoke/base-image.sh") || fail "the base im
 export SMOKE_BASE_IMAGE
 ok "base image $SMOKE_BASE_IMAGE"
 
+# The images' labels (deploy/README.md, "Versions and labels"): WIZARD_VERSION keeps its
+# default, the workspace version; the commit and the build time are this run's.
+VERSION=$(python3 -c 'import tomllib; print(tomllib.load(open("Cargo.toml", "rb"))["workspace"]["package"]["version"])')
+COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo smoke)
+CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
 # The test's .env: plain HTTP on free loopback ports (published on 127.0.0.1 only);
 # games of about 20 s (6 seats, 390 moves): 50 ms before each AI move, so that the AI
 # can be killed mid-game, no pause after a trick, the heuristic agent (the search agent
@@ -123,7 +129,8 @@ TRICK_PAUSE=0
 AI_AGENT=heuristic
 MESSAGE_RATE=100
 MESSAGE_BURST=200
-WIZARD_COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo smoke)
+WIZARD_COMMIT=$COMMIT
+WIZARD_CREATED=$CREATED
 EOF
 BASE_URL="http://127.0.0.1:$HTTP_PORT"
 WS_URL="ws://127.0.0.1:$HTTP_PORT/ws"
@@ -133,7 +140,11 @@ compose build >"$SMOKE_STATE/build.log" 2>&1 || { tail -40 "$SMOKE_STATE/build.l
 for image in wizard-smoke-server wizard-smoke-ai wizard-smoke-proxy; do
 	user=$(docker image inspect --format '{{.Config.User}}' "$image:latest") || fail "image $image missing after the build"
 	case "${user%%:*}" in "" | root | 0) fail "$image runs as root (USER '$user')" ;; esac
-	ok "$image:latest built, runs as $user"
+	# The OCI labels of the final stage, whatever base image the smoke build selects.
+	labels=$(docker image inspect --format '{{range $k := split "title version revision created licenses" " "}}{{index $.Config.Labels (printf "org.opencontainers.image.%s" $k)}} {{end}}' "$image:latest")
+	want="wizard-${image#wizard-smoke-} $VERSION $COMMIT $CREATED MIT "
+	[ "$labels" = "$want" ] || fail "$image labels (title version revision created licenses) are '$labels', expected '$want'"
+	ok "$image:latest built, runs as $user, labelled $VERSION $COMMIT $CREATED"
 done
 
 . "$ROOT/deploy/smoke/steps.sh"
