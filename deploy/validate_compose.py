@@ -12,10 +12,12 @@
    Caddyfile's {$VAR}s), and every setting is wired; the networks isolate the AI service
    and the server trusts exactly the proxy's fixed address; .env.example lists every
    variable compose uses and every setting, with the programs' defaults; the Dockerfiles
-   build from rust:1.95, copy files that exist and run as a non-root user; images are
-   tagged with WIZARD_VERSION (default: the workspace version of Cargo.toml) and get the
-   build arguments of their OCI labels, which every Dockerfile sets in its final stage
-   (and no Dockerfile has a `# syntax=` line, which would need Docker Hub).
+   (with their ARGs' defaults) build from rust:1.95, copy files that exist, run as a
+   non-root user and declare every build argument deploy/smoke/compose.yaml sets; images
+   are tagged with WIZARD_VERSION (default: the workspace version of Cargo.toml) and get
+   the build arguments of their OCI labels, which every Dockerfile sets in its final
+   stage whatever base the build arguments select (and no Dockerfile has a `# syntax=`
+   line, which would need Docker Hub).
 3. Self-test: broken variants of the file must fail the checks, so they are known to bite.
 
 Usage: validate_compose.py REPO_ROOT SCHEMA_JSON
@@ -251,6 +253,7 @@ class Checks:
         self.env_active, self.env_commented = read_env_example(self.deploy / ".env.example")
         self.caddy_vars = caddy_vars(self.deploy / "Caddyfile")
         self.version, self.license = workspace_package(root / "Cargo.toml")
+        self.smoke_args = self.read_smoke_args()
 
     # -- schema
 
@@ -361,7 +364,8 @@ class Checks:
             errors.append(f"{name}: pids cap {pids!r} is not a number of at least 16")
         if str(limits.get("pids")) != str(svc.get("pids_limit")):
             # Compose v2 (compose-go's consistency check, 2024) refuses the project when
-            # they differ, and a missing deploy.resources.limits.pids counts as different.
+            # they differ ("can't set distinct values"), and a missing
+            # deploy.resources.limits.pids counts as different.
             errors.append(f"{name}: deploy.resources.limits.pids must equal pids_limit")
         return errors
 
@@ -547,7 +551,9 @@ class Checks:
         stages = [l for l in lines if l.upper().startswith("FROM ")]
         if len(stages) < 2:
             errors.append(f"{path.name}: not a multi-stage build")
-        final_from = stages[-1].split()[1] if stages else ""
+        global_args = dockerfile_global_args(lines)
+        bases = stage_bases(stages, global_args)
+        final_from = bases[-1] if bases else ""
         allowed = ("gcr.io/distroless/", "debian:bookworm-slim", "caddy:2-alpine")
         if not final_from.startswith(allowed):
             errors.append(f"{path.name}: runtime image {final_from} is not one of {allowed}")
@@ -561,6 +567,11 @@ class Checks:
                 errors.append(f"{path.name}: builder {image} is not pinned to rust 1.95")
         if name != "wizard_proxy" and not any(s.split()[1].startswith("rust:1.95") for s in stages):
             errors.append(f"{path.name}: no rust:1.95 builder stage")
+        # deploy/smoke.sh builds with these arguments (deploy/smoke/compose.yaml): each
+        # must be an ARG before the first FROM, or the smoke build silently ignores it.
+        for arg in sorted(self.smoke_args.get(name, {})):
+            if arg not in global_args:
+                errors.append(f"{path.name}: deploy/smoke/compose.yaml sets build arg {arg}, not an ARG before the first FROM")
         for line in lines:
             words = line.split()
             if words[0].upper() == "COPY" and not any(w.startswith("--from") for w in words):
@@ -576,6 +587,16 @@ class Checks:
                 errors.append(f"{name}: health check runs {tool}, which {path.name} does not install")
         return errors
 
+    def read_smoke_args(self) -> dict[str, dict]:
+        path = self.deploy / "smoke" / "compose.yaml"
+        if not path.is_file():
+            return {}
+        doc = yaml.safe_load(path.read_text()) or {}
+        return {
+            name: ((svc or {}).get("build") or {}).get("args") or {}
+            for name, svc in (doc.get("services") or {}).items()
+        }
+
     def binary_exists(self, binary: str) -> bool:
         for manifest in self.root.glob("*/Cargo.toml"):
             crate = manifest.parent
@@ -584,6 +605,40 @@ class Checks:
             if re.search(rf'name\s*=\s*"{re.escape(binary)}"', manifest.read_text()) and "[[bin]]" in manifest.read_text():
                 return True
         return False
+
+
+# ---------------------------------------------------------------- Dockerfiles
+
+
+def dockerfile_global_args(lines: list[str]) -> dict[str, str]:
+    """The ARGs before the first FROM, with their defaults ('' when none)."""
+    args: dict[str, str] = {}
+    for line in lines:
+        words = line.split(None, 1)
+        if words[0].upper() == "FROM":
+            break
+        if words[0].upper() == "ARG" and len(words) > 1:
+            name, _, default = words[1].partition("=")
+            args[name.strip()] = default.strip().strip('"')
+    return args
+
+
+def stage_bases(stages: list[str], args: dict[str, str]) -> list[str]:
+    """Each FROM's image with the global ARGs' defaults put in, a stage name followed to
+    the image it starts from: what a build with no --build-arg runs on."""
+    by_alias: dict[str, str] = {}
+    bases = []
+    for stage in stages:
+        words = stage.split()
+        words = [w for w in words[1:] if not w.startswith("--")]
+        image = re.sub(
+            r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: args.get(m.group(1), ""), words[0]
+        )
+        base = by_alias.get(image.lower(), image)
+        if len(words) >= 3 and words[1].upper() == "AS":
+            by_alias[words[2].lower()] = base
+        bases.append(base)
+    return bases
 
 
 # ---------------------------------------------------------------- self-test
@@ -626,6 +681,11 @@ def dockerfile_mutations(text: str):
     yield "revision label not from WIZARD_COMMIT", text.replace('revision="$WIZARD_COMMIT"', 'revision="main"')
     yield "another version by default", text.replace("ARG WIZARD_VERSION=", "ARG WIZARD_VERSION=9")
     yield "no LABEL in the final stage", re.sub(r"(?s)\nLABEL .*", "\n", text)
+    # The labels in the stage before the last FROM: a build whose build arguments pick
+    # another base or flavour (RUNTIME_IMAGE, CADDY_FLAVOR, BINARIES) would miss them.
+    cut = text.rfind("\nARG WIZARD_VERSION")
+    last_from = text.rfind("\nFROM ", 0, cut)
+    yield "labels in a stage before the final one", text[:last_from] + text[cut:] + text[last_from:cut]
 
 
 def main() -> int:
@@ -651,12 +711,14 @@ def main() -> int:
         if not found:
             print(f"FAIL self-test: the checks accept a broken file ({label})")
             bite_failures += 1
-    text = (root / "deploy" / "Dockerfile.server").read_text()
-    for label, broken in dockerfile_mutations(text):
-        if not dockerfile_label_errors("Dockerfile.server", broken, checks.version, checks.license):
-            print(f"FAIL self-test: the checks accept a broken Dockerfile ({label})")
-            bite_failures += 1
-    n_broken = sum(1 for _ in mutations(raw)) + sum(1 for _ in dockerfile_mutations(text))
+    n_broken = sum(1 for _ in mutations(raw))
+    for dockerfile in ("Dockerfile.server", "Dockerfile.ai", "Dockerfile.proxy"):
+        text = (root / "deploy" / dockerfile).read_text()
+        for label, broken in dockerfile_mutations(text):
+            n_broken += 1
+            if broken == text or not dockerfile_label_errors(dockerfile, broken, checks.version, checks.license):
+                print(f"FAIL self-test: the checks accept a broken {dockerfile} ({label})")
+                bite_failures += 1
     print(f"self-test: {n_broken - bite_failures} broken variants rejected"
           + (f", {bite_failures} accepted" if bite_failures else ""))
     return 1 if schema_errors or semantic_errors or bite_failures else 0

