@@ -445,20 +445,49 @@ fn recover(conn: &mut Connection, path: &Path) -> Result<(u64, u64), StoreError>
     Ok((next_seq, generation))
 }
 
-/// Every record with its sequence number, oldest first.
+/// Every record with its sequence number, oldest first. The rows are read in order,
+/// then decoded on every core at once (a restart's restore waits for it: 1.8 million
+/// records for 10 000 games).
 fn load(conn: &Connection, path: &Path) -> Result<Vec<(u64, Record)>, StoreError> {
     let mut statement = conn
         .prepare("SELECT seq, body FROM records ORDER BY seq")
         .map_err(sql("cannot read", path))?;
     let rows = statement
-        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+        .query_map([], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+        })
         .map_err(sql("cannot read", path))?;
-    let mut records = Vec::new();
-    for row in rows {
-        let (seq, body) = row.map_err(sql("cannot read", path))?;
-        let record = Record::decode(&body)
-            .map_err(|e| StoreError(format!("{} record {seq}: {e}", path.display())))?;
-        records.push((seq as u64, record));
+    let rows = rows
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql("cannot read", path))?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let chunk = rows.len().div_ceil(threads).max(1);
+    let decoded: Vec<Result<Vec<(u64, Record)>, StoreError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = rows
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(seq, body)| {
+                            Record::decode(body).map(|r| (*seq, r)).map_err(|e| {
+                                StoreError(format!("{} record {seq}: {e}", path.display()))
+                            })
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(StoreError("a decoding thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut records = Vec::with_capacity(rows.len());
+    for part in decoded {
+        records.extend(part?);
     }
     Ok(records)
 }
