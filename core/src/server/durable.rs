@@ -100,6 +100,18 @@ impl Server {
         if self.records.is_none() {
             return;
         }
+        // Compared in place first: this runs before every `state`, and a lobby's
+        // record rarely changes (building it allocates a dozen strings).
+        if let (Some(l), Some(kept)) = (self.lobbies.get(lobby), self.persisted_lobbies.get(&lobby))
+            && record_is(kept, l)
+        {
+            debug_assert_eq!(
+                Some(kept),
+                self.lobby_record(lobby).as_ref(),
+                "a lobby record compared equal in place but is not"
+            );
+            return;
+        }
         let Some(record) = self.lobby_record(lobby) else {
             return;
         };
@@ -126,7 +138,7 @@ impl Server {
         }
     }
 
-    /// The lobby's record as it is now.
+    /// The lobby's record as it is now ([`record_is`] tells whether `kept` still is).
     pub fn lobby_record(&self, lobby: LobbyId) -> Option<LobbyRecord> {
         let l = self.lobbies.get(lobby)?;
         Some(LobbyRecord {
@@ -295,4 +307,27 @@ impl Server {
         drop(out);
         Ok(server)
     }
+}
+
+/// Whether `kept` is `lobby`'s record as [`Server::lobby_record`] would build it now,
+/// without building it.
+fn record_is(kept: &LobbyRecord, lobby: &crate::lobby::Lobby) -> bool {
+    let seats = lobby.seats();
+    kept.code == lobby.code()
+        && kept.status == lobby.status()
+        && kept.host == lobby.host()
+        && kept.options == lobby.options()
+        && kept.owner == lobby.owner().addr()
+        && kept.game_no == lobby.game_no()
+        && kept.seed == lobby.seed()
+        && kept.seats.len() == seats.len()
+        && kept.seats.iter().zip(seats).all(|(k, s)| {
+            k.player_id == s.player_id
+                && k.name == s.name
+                && k.session
+                    == match s.occupant {
+                        Occupant::Human(id) => Some(id),
+                        Occupant::Ai => None,
+                    }
+        })
 }
