@@ -251,7 +251,11 @@ fn shell_events(seed: u64, s: &mut Scenario) {
         if embedded { "1" } else { "0" }.into(),
     );
     let end = s.duration_s;
+    // Not under the tight caps above: a second connection per takeover, on top of a
+    // `MAX_CONNECTIONS` sized for the players, left the liveness prober no room (seed
+    // 7163), an overload the liveness promise does not cover.
     if r.random_bool(0.3)
+        && !s.env.contains_key("MAX_CONNECTIONS")
         && let Some(t) = s.tables.first_mut()
     {
         t.takeovers = t.count;
