@@ -1,12 +1,13 @@
-//! Writes `fixtures/store/v1.jsonl`, the records of a short session as this version
-//! stores them, and `fixtures/store/v1.views.json`, what every seat saw at its end
-//! (`Server::durable_views`). `core/tests/it/durable.rs` restores the first and compares
-//! with the second, so that a later version must keep reading version 1 (or migrate it).
+//! Writes `fixtures/store/vN.jsonl` (N = `RECORD_VERSION`), the records of a short
+//! session as this version stores them, and `fixtures/store/vN.views.json`, what every
+//! seat saw at its end (`Server::durable_views`). `core/tests/it/durable.rs` restores
+//! each version's records and compares with its views, so that a later version must
+//! keep reading every earlier one (or migrate it).
 //!
 //! `cargo run -p wizard-core --example write_store_fixture`
 //!
-//! Run it again only for a new record version, with new file names: the point of the
-//! fixture is that it stays as version 1 wrote it.
+//! Run it again only for a new record version (it refuses to overwrite a version's
+//! files): the point of a fixture is that it stays as its version wrote it.
 
 // A tool around the core, not the core: it writes the fixture files.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -113,10 +114,21 @@ fn main() {
     }
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/store");
     std::fs::create_dir_all(dir).unwrap();
+    let v = wizard_core::records::RECORD_VERSION;
+    let (records, views) = (
+        format!("{dir}/v{v}.jsonl"),
+        format!("{dir}/v{v}.views.json"),
+    );
+    for file in [&records, &views] {
+        assert!(
+            !std::path::Path::new(file).exists(),
+            "{file} exists: a version's fixture is never rewritten"
+        );
+    }
     let lines: String = run.records.iter().map(|r| r.encode() + "\n").collect();
-    std::fs::write(format!("{dir}/v1.jsonl"), lines).unwrap();
-    let views = serde_json::to_string_pretty(&run.server.durable_views()).unwrap();
-    std::fs::write(format!("{dir}/v1.views.json"), views + "\n").unwrap();
+    std::fs::write(&records, lines).unwrap();
+    let text = serde_json::to_string_pretty(&run.server.durable_views()).unwrap();
+    std::fs::write(&views, text + "\n").unwrap();
     println!(
         "{} records, {} lobbies",
         run.records.len(),

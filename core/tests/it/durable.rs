@@ -383,15 +383,35 @@ fn ai_to_act(views: &[(wizard_core::records::LobbyRecord, Vec<Option<String>>)])
 fn a_record_of_another_version_is_refused() {
     let record = Record::LobbyGone { lobby: LobbyId(7) };
     let text = record.encode();
-    assert_eq!(text, r#"{"v":1,"type":"lobby_gone","lobby":7}"#);
-    assert_eq!(Record::decode(&text), Ok(record));
+    assert_eq!(text, r#"{"v":2,"type":"lobby_gone","lobby":7}"#);
+    assert_eq!(Record::decode(&text), Ok(record.clone()));
+    // Version 1 wrote the same object with "v":1, and is still read.
+    assert_eq!(
+        Record::decode(r#"{"v":1,"type":"lobby_gone","lobby":7}"#),
+        Ok(record)
+    );
     for (text, expected) in [
         (
-            r#"{"v":2,"type":"lobby_gone","lobby":7}"#,
-            Some(RecordError::Version(2)),
+            r#"{"v":3,"type":"lobby_gone","lobby":7}"#,
+            Some(RecordError::Version(3)),
         ),
+        (r#"[3,"m",1,1,0,"b1","h",0]"#, Some(RecordError::Version(3))),
         (r#"{"type":"lobby_gone","lobby":7}"#, None),
-        (r#"{"v":1,"type":"no_such_record"}"#, None),
+        (r#"{"v":2,"type":"no_such_record"}"#, None),
+        // Compact moves: a version 1 array, a wrong arity, a bad action, card, suit,
+        // source or flag.
+        (r#"[1,"m",1,1,0,"b1","h",0]"#, None),
+        (r#"[2,"m",1,1,0,"b1","h"]"#, None),
+        (r#"[2,"m",1,1,0,"b1","h",0,9]"#, None),
+        (r#"[2,"m",1,1,0,"x1","h",0]"#, None),
+        (r#"[2,"m",1,1,0,"","h",0]"#, None),
+        (r#"[2,"m",1,1,0,"bx","h",0]"#, None),
+        (r#"[2,"m",1,1,0,"pz99","h",0]"#, None),
+        (r#"[2,"m",1,1,0,"tstars","h",0]"#, None),
+        (r#"[2,"m",1,1,0,"b1","q",0]"#, None),
+        (r#"[2,"m",1,1,0,"b1","h",2]"#, None),
+        (r#"[2,"m",1,1,300,"b1","h",0]"#, None),
+        ("[]", None),
         ("junk", None),
     ] {
         let got = Record::decode(text);
@@ -402,6 +422,62 @@ fn a_record_of_another_version_is_refused() {
                 "{text}: {got:?}"
             ),
         }
+    }
+}
+
+/// Version 2 stores a move as a compact array; every action kind, source and the
+/// autoplay flag read back, and version 1's object form of the same move still reads.
+#[test]
+fn a_move_is_stored_compact_and_reads_back() {
+    use wizard_core::game::{Action, Card, Suit};
+    use wizard_core::io::MoveSource;
+    let moves = [
+        (
+            Action::Bid { bid: 3 },
+            MoveSource::Human,
+            false,
+            r#""b3","h",0"#,
+        ),
+        (
+            Action::Play {
+                card: "h12".parse::<Card>().expect("a card"),
+            },
+            MoveSource::Ai,
+            false,
+            r#""ph12","a",0"#,
+        ),
+        (
+            Action::Play {
+                card: "W1".parse::<Card>().expect("a card"),
+            },
+            MoveSource::Fallback,
+            true,
+            r#""pW1","f",1"#,
+        ),
+        (
+            Action::ChooseTrump { suit: Suit::Hearts },
+            MoveSource::Human,
+            true,
+            r#""thearts","h",1"#,
+        ),
+    ];
+    for (action, by, autoplayed, tail) in moves {
+        let record = Record::Move {
+            lobby: LobbyId(17),
+            game_no: 4,
+            seat: 5,
+            action,
+            by,
+            autoplayed,
+        };
+        let text = record.encode();
+        assert_eq!(text, format!("[2,\"m\",17,4,5,{tail}]"));
+        assert_eq!(Record::decode(&text), Ok(record.clone()), "{text}");
+        let v1 = json!({
+            "v": 1, "type": "move", "lobby": 17, "game_no": 4, "seat": 5,
+            "action": action, "by": by, "autoplayed": autoplayed,
+        });
+        assert_eq!(Record::decode(&v1.to_string()), Ok(record), "{v1}");
     }
 }
 
@@ -436,30 +512,56 @@ fn records_hold_no_token() {
     );
 }
 
-/// `fixtures/store/v1.jsonl`, written by record version 1
-/// (`core/examples/write_store_fixture.rs`), restores to what every seat saw then.
+/// Every stored version's fixture (`fixtures/store/vN.jsonl`, written by that version's
+/// `core/examples/write_store_fixture.rs`) restores to what every seat saw then
+/// (`vN.views.json`); and so does a store that holds version 1 rows followed by rows
+/// this build wrote, as a store upgraded in place does.
 #[test]
-fn the_version_1_store_fixture_restores() {
+fn every_store_fixture_restores() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/store");
-    let text = std::fs::read_to_string(format!("{dir}/v1.jsonl")).expect("the fixture");
-    let records: Vec<Record> = text
-        .lines()
-        .map(|l| Record::decode(l).expect("a version 1 record"))
+    let read = |version: u32| -> Vec<Record> {
+        let text = std::fs::read_to_string(format!("{dir}/v{version}.jsonl")).expect("fixture");
+        text.lines()
+            .map(|l| Record::decode(l).expect("a stored record"))
+            .collect()
+    };
+    let v1 = read(1);
+    let half = v1.len() / 2;
+    // Version 1's first half as it was stored, the rest re-stored by this build.
+    let upgraded: Vec<Record> = v1[..half]
+        .iter()
+        .cloned()
+        .chain(
+            v1[half..]
+                .iter()
+                .map(|r| Record::decode(&r.encode()).expect("reads back")),
+        )
         .collect();
-    assert!(records.len() > 50, "{} records", records.len());
-    let server = Server::restore(
-        config(&[]),
-        Seed::from_u64(5),
-        wizard_core::Time::from_millis(1),
-        records,
-    )
-    .expect("version 1 restores");
-    let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(format!("{dir}/v1.views.json")).expect("the views"),
-    )
-    .expect("JSON");
-    let got = serde_json::to_value(server.durable_views()).expect("JSON");
-    assert_eq!(got, expected);
-    let lobbies = expected.as_array().map_or(0, Vec::len);
-    assert_eq!(lobbies, 2, "a running game and a waiting lobby");
+    let v2 = read(2);
+    assert!(
+        v2.iter().zip(&v1).all(|(a, b)| a == b) && v2.len() == v1.len(),
+        "version 2's fixture holds the same session as version 1's"
+    );
+    for (what, records, views) in [
+        ("version 1", v1, 1),
+        ("version 2", v2, 2),
+        ("version 1 then 2", upgraded, 1),
+    ] {
+        assert!(records.len() > 50, "{what}: {} records", records.len());
+        let server = Server::restore(
+            config(&[]),
+            Seed::from_u64(5),
+            wizard_core::Time::from_millis(1),
+            records,
+        )
+        .unwrap_or_else(|e| panic!("{what} restores: {e:?}"));
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{dir}/v{views}.views.json")).expect("the views"),
+        )
+        .expect("JSON");
+        let got = serde_json::to_value(server.durable_views()).expect("JSON");
+        assert_eq!(got, expected, "{what}");
+        let lobbies = expected.as_array().map_or(0, Vec::len);
+        assert_eq!(lobbies, 2, "{what}: a running game and a waiting lobby");
+    }
 }
