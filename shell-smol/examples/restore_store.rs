@@ -1,8 +1,9 @@
 //! Measures a restart's restore from the SQLite store: many running games halfway
 //! through (`wizard_core::records::halfway_games`) are written to a fresh store, then
 //! each run opens it (the lock, the journal, reading and decoding every record) and
-//! rebuilds the server from the records (`Server::restore`), timed apart; and the
-//! store's size per game.
+//! rebuilds the server from the records (`Server::restore`), timed apart, in wall time
+//! and in the CPU time of all the process's threads (steadier on a busy machine); and
+//! the store's size per game.
 //!
 //! `cargo run --release -p wizard-server --example restore_store -- [--games N] [--runs K] [--dir PATH]`
 
@@ -66,18 +67,25 @@ fn main() {
     .expect("config");
     for run in 0..runs {
         let started = Instant::now();
+        let cpu_started = wizard_server::process::read().cpu_seconds;
         let (store, read) = Store::open_sqlite(&path, Duration::from_secs(1)).expect("open");
         let opened = started.elapsed();
+        let cpu_opened = wizard_server::process::read().cpu_seconds;
         assert_eq!(read.len(), count, "every record back");
         let server = Server::restore(config.clone(), Seed::from_u64(run as u64), Time::ZERO, read)
             .expect("restore");
         let total = started.elapsed();
+        let cpu_total = wizard_server::process::read().cpu_seconds;
         assert_eq!(server.gauges().active_games, games);
         println!(
-            "run {run}: open and read {:.3} s, restore {:.3} s, total {:.3} s",
+            "run {run}: open and read {:.3} s, restore {:.3} s, total {:.3} s \
+             (CPU of every thread: {:.3} s, {:.3} s, {:.3} s)",
             opened.as_secs_f64(),
             (total - opened).as_secs_f64(),
-            total.as_secs_f64()
+            total.as_secs_f64(),
+            cpu_opened - cpu_started,
+            cpu_total - cpu_opened,
+            cpu_total - cpu_started,
         );
         drop(store);
     }

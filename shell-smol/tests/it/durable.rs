@@ -679,3 +679,70 @@ fn the_store_compacts_what_a_restore_no_longer_needs() {
     // An open reads every row in the table: 5010 were written, 90 are left.
     assert_eq!(records, newest, "only the live records are left");
 }
+
+/// An open reads the rows in batches that other threads decode: more rows than several
+/// batches come back whole and in order, moves and other records mixed; and a row
+/// that is not a record stops the open with its sequence number, whichever batch it
+/// falls in.
+#[test]
+fn an_open_reads_many_batches_in_order_and_names_a_damaged_row() {
+    use wizard_core::game::Action;
+    use wizard_core::io::MoveSource;
+    use wizard_core::records::Record;
+    use wizard_core::session::{LobbyId, SessionId};
+    use wizard_server::store::Store;
+    let record = |n: u64| {
+        if n.is_multiple_of(3) {
+            Record::Session {
+                session: SessionId(n),
+                player_id: format!("p{n}"),
+                token_sha256: format!("{n:064x}"),
+            }
+        } else {
+            Record::Move {
+                lobby: LobbyId(n),
+                game_no: n,
+                seat: (n % 6) as u8,
+                action: Action::Bid {
+                    bid: (n % 15) as u8,
+                },
+                by: MoveSource::Ai,
+                autoplayed: n.is_multiple_of(2),
+            }
+        }
+    };
+    let count = 70_000;
+    let dir = TempDir::new();
+    let path = dir.0.join("wizard.db");
+    let interval = std::time::Duration::from_secs(3600);
+    let (store, _) = Store::open_sqlite(&path, interval).unwrap();
+    let written: Vec<Record> = (1..=count).map(record).collect();
+    for chunk in written.chunks(10_000) {
+        store.commit(chunk.to_vec()).unwrap();
+    }
+    drop(store);
+    let (store, read) = Store::open_sqlite(&path, interval).unwrap();
+    assert_eq!(read.len(), written.len());
+    assert!(read == written, "every record, in order");
+    drop(store);
+    for damaged in [1, 16_385, 40_000, count] {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "UPDATE records SET body = 'junk' WHERE seq = ?1",
+            [damaged as i64],
+        )
+        .unwrap();
+        drop(conn);
+        let err = Store::open_sqlite(&path, interval).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("record {damaged}:")),
+            "{damaged}: {err}"
+        );
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "UPDATE records SET body = ?2 WHERE seq = ?1",
+            rusqlite::params![damaged as i64, record(damaged).encode()],
+        )
+        .unwrap();
+    }
+}
