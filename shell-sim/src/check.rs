@@ -425,6 +425,10 @@ impl Observer for Observers<'_> {
             }
         }
         k.games.input(input);
+        k.games.expiry.input(h.now, input);
+        k.games.expiry.evicting = out
+            .iter()
+            .any(|o| matches!(o, Output::Note(Note::SessionEvicted)));
         for o in out {
             k.games.output(r, h.now, o);
         }

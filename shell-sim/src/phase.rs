@@ -255,6 +255,18 @@ impl Sim {
                 .insert("sessions_evicted".into(), counters.sessions_evicted);
             r.cover("session_evicted");
         }
+        if counters.sessions_expired > 0 {
+            r.counters
+                .insert("sessions_expired".into(), counters.sessions_expired);
+            r.cover("session_expired");
+        }
+        let expiry = &self.check.games.expiry;
+        if expiry.walkers() > 0 {
+            r.counters
+                .insert("walkers".into(), expiry.walkers() as u64);
+            r.counters
+                .insert("walkers_expired_seen".into(), expiry.expired_seen);
+        }
         if counters.resumed_past_cap > 0 {
             r.counters
                 .insert("resumed_past_cap".into(), counters.resumed_past_cap);
