@@ -14,6 +14,7 @@ pub mod cost;
 pub mod cpu;
 pub mod dist;
 pub mod door;
+pub mod executor;
 pub mod expiry;
 pub mod feed;
 pub mod frames;
