@@ -242,8 +242,11 @@ impl Host {
         self.inbox_len_max = self.inbox_len_max.max(self.inbox.len());
     }
 
-    /// The core task has work: a pass runs at its turn.
+    /// The core task has work: a pass runs at its turn (never once the process is gone).
     pub fn wake(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        if self.finished_at.is_some() {
+            return;
+        }
         self.core_ready = true;
         self.kick(q, now);
     }
@@ -265,6 +268,9 @@ impl Host {
     }
 
     fn schedule_timer(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        if self.finished_at.is_some() {
+            return;
+        }
         if let Some((deadline, _)) = self.server.poll_timeout() {
             let at = timers::wake_at(deadline, now);
             if self.timer_scheduled != Some(at) {
