@@ -61,6 +61,7 @@
 pub mod ai_bridge;
 pub mod batch;
 pub mod config;
+pub mod executor;
 pub mod game;
 pub mod io;
 pub mod lobby;

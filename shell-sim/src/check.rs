@@ -184,15 +184,18 @@ impl Checker {
         let (mut errors, mut answers, mut states) = (0, 0, 0);
         let mut busy = false;
         // The answer to the message comes first; what the deadlines due in the same
-        // `handle` call did comes after, starting with the first AI or fallback move
-        // (its broadcast is no second answer to this message).
+        // `handle` call did comes after, starting with the first AI or fallback move or
+        // the first expired session (their broadcasts are no second answer to this
+        // message).
         let answer = out.iter().take_while(|o| {
             !matches!(
                 o,
-                Output::Note(Note::MoveApplied {
-                    by: MoveSource::Ai | MoveSource::Fallback,
-                    ..
-                })
+                Output::Note(
+                    Note::MoveApplied {
+                        by: MoveSource::Ai | MoveSource::Fallback,
+                        ..
+                    } | Note::SessionExpired
+                )
             )
         });
         for o in answer {
@@ -425,6 +428,10 @@ impl Observer for Observers<'_> {
             }
         }
         k.games.input(input);
+        k.games.expiry.input(h.now, input);
+        k.games.expiry.evicting = out
+            .iter()
+            .any(|o| matches!(o, Output::Note(Note::SessionEvicted)));
         for o in out {
             k.games.output(r, h.now, o);
         }

@@ -49,7 +49,13 @@ impl Host {
         if matches!(net.owner.get(&conn), Some(Owner::Client(_))) {
             self.honest_refused += 1;
         }
-        self.burn(now, self.cost.scaled_us(self.cost.close_us));
+        // The refusal is the accept path's work, at its turn; past a full accept queue
+        // the kernel refused the socket before the server saw it.
+        if self.exec.backlog_room() {
+            self.door_work(q, now, self.cost.scaled_us(self.cost.close_us));
+        } else {
+            self.exec.backlog_refused += 1;
+        }
         q.push(
             now.plus_us(net.latency_us(conn)),
             Ev::ClientClosed { conn, code: None },
@@ -58,7 +64,8 @@ impl Host {
     }
 
     /// A socket that will never send its head. Accepting it, arming its timer and
-    /// closing it cost about as much as closing a connection (`close_us`).
+    /// closing it cost about as much as closing a connection (`close_us`), a door task.
+    /// The kernel refuses it when the accept queue (`LISTEN_BACKLOG`) is full.
     pub(crate) fn accept_silent(
         &mut self,
         q: &mut EventQueue<Ev>,
@@ -67,7 +74,15 @@ impl Host {
         conn: ConnId,
         ip: IpAddr,
     ) {
-        self.burn(now, self.cost.scaled_us(self.cost.close_us));
+        if !self.exec.backlog_room() {
+            self.exec.backlog_refused += 1;
+            q.push(
+                now.plus_us(net.latency_us(conn)),
+                Ev::ClientClosed { conn, code: None },
+            );
+            return;
+        }
+        self.door_work(q, now, self.cost.scaled_us(self.cost.close_us));
         match self.door.admit(conn.0, ip, now) {
             Ok(admit) => {
                 self.evict(q, net, now, admit.evicted);
@@ -122,7 +137,7 @@ impl Host {
         }
         self.door.close(conn.0);
         self.first_byte_timeouts += 1;
-        self.burn(now, self.cost.scaled_us(self.cost.close_us));
+        self.door_work(q, now, self.cost.scaled_us(self.cost.close_us));
         q.push(
             now.plus_us(net.latency_us(conn)),
             Ev::ClientClosed { conn, code: None },

@@ -79,7 +79,7 @@ impl Host {
                 None => break,
             }
         }
-        let mut frames_us = 0.0;
+        let mut frames = 0u64;
         let mut woke = false;
         for read in reads {
             let input = match read {
@@ -93,7 +93,7 @@ impl Host {
                 Read::Close(_) => Some(Input::Closed { conn }),
                 // Nothing for the core (the flooders send no pings to answer).
                 Read::Ping(_) | Read::Pong | Read::Fragment | Read::Dropped => {
-                    frames_us += self.cost.read_us;
+                    frames += 1;
                     None
                 }
             };
@@ -102,8 +102,10 @@ impl Host {
                 woke = true;
             }
         }
-        if frames_us > 0.0 {
-            self.burn(now, self.cost.scaled_us(frames_us));
+        if frames > 0 {
+            // The reader's work on them, at its turns (`executor.rs`).
+            self.exec.read(conn, frames);
+            self.kick(q, now);
         }
         if woke {
             self.wake(q, now);

@@ -16,6 +16,7 @@ use wizard_core::session::LobbyId;
 use wizard_core::wire::{self, LobbyStatus, LobbyView, ServerMessage, peek};
 
 use crate::conn_map::ConnMap;
+use crate::expiry::Expiry;
 use crate::game_log::{GameLog, Seen, View};
 use crate::oracle::Oracle;
 use crate::progress::ProgressBound;
@@ -37,6 +38,8 @@ pub struct Games {
     bad: Vec<String>,
     /// What was checked, for the report.
     pub seen: Seen,
+    /// The walkers' `SESSION_TTL` (`expiry.rs`), judged from the lobby parts.
+    pub expiry: Expiry,
 }
 
 /// A player connection as the checkers follow it.
@@ -131,6 +134,15 @@ impl Games {
             return;
         }
         self.next_sweep = now.plus_us(SWEEP_US);
+        let tables = &self.tables;
+        let seen = |id: &str| {
+            tables
+                .values()
+                .any(|t| !t.viewers.is_empty() && t.lobby.players.iter().any(|p| p.id == id))
+        };
+        for what in self.expiry.overdue(now, seen) {
+            r.violation(now, what);
+        }
         for t in self.tables.values_mut() {
             let code = &t.lobby.code;
             let Some(w) = t.game.as_mut().and_then(|g| g.wait.as_mut()) else {
@@ -320,7 +332,12 @@ impl Games {
         let fresh = t.lobby_raw.is_empty();
         t.lobby_raw.clear();
         t.lobby_raw.push_str(raw);
-        t.lobby = lobby;
+        let old = std::mem::replace(&mut t.lobby, lobby);
+        if !fresh {
+            for what in self.expiry.lobby(now, &old, &t.lobby) {
+                r.violation(now, what);
+            }
+        }
         let from = t.status;
         t.status = status;
         match (from, status) {

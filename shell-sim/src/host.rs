@@ -2,8 +2,9 @@
 //! (wake, drain up to `BATCH_INPUTS_MAX` inputs at one `now`, route every output), the
 //! bounded inbox whose full state makes readers wait, the per-connection outboxes, the
 //! load probe, and one server thread whose CPU time comes from the cost model and is
-//! metered by the CFS quota. Lag is not injected anywhere: the probe wakes late exactly
-//! when the thread was busy or throttled.
+//! metered by the CFS quota. The thread's turns go to the core task, the probe and the
+//! accept path as shell-smol's executor gives them (`executor.rs`). Lag is not injected
+//! anywhere: the probe wakes late exactly when the thread was busy or throttled.
 
 use std::collections::VecDeque;
 
@@ -16,6 +17,7 @@ use wizard_core::{Server, Time, timers};
 use crate::conn_map::ConnMap;
 use crate::cost::{CostModel, Sent, WorkKind};
 use crate::cpu::Cpu;
+use crate::executor::{Executor, Turn};
 use crate::net::{Arrive, Ev, Net};
 use crate::outbox::Outbox;
 use crate::probe::Probe;
@@ -60,7 +62,10 @@ pub struct Host {
     pub outboxes: ConnMap<Outbox>,
     kinds: ConnMap<ConnKind>,
     pub thread_free_at: Time,
-    loop_scheduled: Option<Time>,
+    /// The core task has inputs or a due deadline.
+    core_ready: bool,
+    /// The thread's other tasks and whose turn it is.
+    pub exec: Executor,
     timer_scheduled: Option<Time>,
     probe: Probe,
     pub probe_intended: Time,
@@ -101,6 +106,8 @@ pub struct Host {
     pub write_timeouts: u64,
     /// The core keeps records for a durable store; the shell takes them every pass.
     pub durable: bool,
+    /// Samples the probe took.
+    pub probe_samples: u64,
     /// The core finished its shutdown: the process is gone.
     pub finished_at: Option<Time>,
     /// Sockets refused because the process was gone.
@@ -115,6 +122,9 @@ impl Host {
         let door = Door::for_config(server.config());
         let mut probe = Probe::new(interval, Time::ZERO, cpu.stat());
         let first = probe.next_sleep_us();
+        let backlog =
+            usize::try_from(server.config().shell.listen_backlog_max).unwrap_or(usize::MAX);
+        let exec = Executor::new(backlog);
         Host {
             server,
             cpu,
@@ -125,7 +135,8 @@ impl Host {
             outboxes: ConnMap::default(),
             kinds: ConnMap::default(),
             thread_free_at: Time::ZERO,
-            loop_scheduled: None,
+            core_ready: false,
+            exec,
             timer_scheduled: None,
             probe,
             probe_intended: Time(first),
@@ -150,6 +161,7 @@ impl Host {
             keepalive_timeouts: 0,
             write_timeouts: 0,
             durable: false,
+            probe_samples: 0,
             finished_at: None,
             refused_after_exit: 0,
         }
@@ -230,17 +242,35 @@ impl Host {
         self.inbox_len_max = self.inbox_len_max.max(self.inbox.len());
     }
 
-    /// Makes sure a loop iteration runs as soon as the thread is free.
+    /// The core task has work: a pass runs at its turn (never once the process is gone).
     pub fn wake(&mut self, q: &mut EventQueue<Ev>, now: Time) {
-        let at = now.max(self.thread_free_at);
-        if self.loop_scheduled.is_some_and(|t| t <= at) {
+        if self.finished_at.is_some() {
             return;
         }
-        self.loop_scheduled = Some(at);
+        self.core_ready = true;
+        self.kick(q, now);
+    }
+
+    /// Makes sure the thread takes its next turn as soon as it is free.
+    pub(crate) fn kick(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        let at = now.max(self.thread_free_at);
+        if self.exec.scheduled.is_some_and(|t| t <= at) {
+            return;
+        }
+        self.exec.scheduled = Some(at);
         q.push(at, Ev::LoopRun);
     }
 
+    /// A door task (the accept path's work on one socket) of `us` CPU microseconds.
+    pub(crate) fn door_work(&mut self, q: &mut EventQueue<Ev>, now: Time, us: u64) {
+        self.exec.door(us);
+        self.kick(q, now);
+    }
+
     fn schedule_timer(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        if self.finished_at.is_some() {
+            return;
+        }
         if let Some((deadline, _)) = self.server.poll_timeout() {
             let at = timers::wake_at(deadline, now);
             if self.timer_scheduled != Some(at) {
@@ -267,26 +297,29 @@ impl Host {
         self.thread_free_at = self.thread_free_at.max(now).plus_us(us);
     }
 
-    /// Other work on the thread that uses `us` of CPU.
+    /// Other work that blocks the thread while it uses `us` of CPU (`background`).
     pub fn burn(&mut self, now: Time, us: u64) {
         let start = self.thread_free_at.max(now);
         self.thread_free_at = self.cpu.run(start, us);
     }
 
-    /// The probe's timer fired (or the thread became free after it did).
+    /// The probe's timer fired: its task is ready.
     pub fn probe_wake(&mut self, q: &mut EventQueue<Ev>, now: Time) {
         if now < self.probe_intended {
             return;
         }
-        if self.thread_free_at > now {
-            q.push(self.thread_free_at, Ev::ProbeWake);
-            return;
-        }
+        self.exec.probe();
+        self.kick(q, now);
+    }
+
+    /// The probe's turn: it measures how late it woke.
+    fn probe_run(&mut self, q: &mut EventQueue<Ev>, now: Time) {
         let quota = self.cpu.quota_cores();
         if let Some(sample) =
             self.probe
                 .woke(self.probe_intended, now, self.cpu.stat_at(now), quota)
         {
+            self.probe_samples += 1;
             self.enqueue(Input::LoadSample(sample));
             self.wake(q, now);
         }
@@ -294,7 +327,8 @@ impl Host {
         q.push(self.probe_intended, Ev::ProbeWake);
     }
 
-    /// One iteration of the core task's loop at `now`.
+    /// The thread's next turn at `now`, when it is free: a pass of the core task's loop,
+    /// or one tick of a task (`executor.rs`).
     pub fn run_loop(
         &mut self,
         q: &mut EventQueue<Ev>,
@@ -302,17 +336,37 @@ impl Host {
         now: Time,
         observer: &mut dyn Observer,
     ) {
-        if self.loop_scheduled == Some(now) {
-            self.loop_scheduled = None;
+        if self.exec.scheduled == Some(now) {
+            self.exec.scheduled = None;
         }
         if self.thread_free_at > now {
-            self.wake(q, now);
+            self.kick(q, now);
             return;
         }
-        // A probe whose timer fired while the thread was busy runs first.
-        if self.probe_intended <= now {
-            self.probe_wake(q, now);
+        match self.exec.next(self.core_ready) {
+            Turn::Core => self.core_pass(q, net, now, observer),
+            Turn::Probe => self.probe_run(q, now),
+            Turn::Read(frames) => {
+                let us = self.cost.scaled_us(frames as f64 * self.cost.read_us);
+                self.thread_free_at = self.cpu.run(now, us);
+            }
+            Turn::Door(us) => self.thread_free_at = self.cpu.run(now, us),
+            Turn::Idle => {}
         }
+        if self.core_ready || self.exec.has_tasks() {
+            self.kick(q, self.thread_free_at.max(now));
+        }
+    }
+
+    /// One pass of the core task's loop at `now`.
+    fn core_pass(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        net: &Net,
+        now: Time,
+        observer: &mut dyn Observer,
+    ) {
+        self.core_ready = false;
         let mut cpu_us = self.cost.wake_us;
         let mut routed: Vec<Output> = Vec::new();
         for _ in 0..BATCH_INPUTS_MAX {
@@ -335,9 +389,7 @@ impl Host {
         self.thread_free_at = end;
         self.after_pass(end);
         self.route(q, net, end, routed);
-        if !self.inbox.is_empty() {
-            self.wake(q, end);
-        }
+        self.core_ready |= !self.inbox.is_empty();
         self.schedule_timer(q, end);
     }
 

@@ -14,6 +14,8 @@ pub mod cost;
 pub mod cpu;
 pub mod dist;
 pub mod door;
+pub mod executor;
+pub mod expiry;
 pub mod feed;
 pub mod frames;
 pub mod game_log;

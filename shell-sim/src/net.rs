@@ -101,6 +101,8 @@ pub enum Ev {
     Heal,
     /// A reconnecting player drops its connection and comes back.
     Reconnect { client: usize },
+    /// A player closes its connection and never comes back.
+    WalkAway { client: usize },
     /// The end of the run.
     End,
 }

@@ -220,6 +220,17 @@ impl Sim {
             .insert("outbox_overflows".into(), self.host.overflows);
         r.counters
             .insert("cpu_usage_us".into(), self.host.cpu.stat_at(now).usage_us);
+        r.counters
+            .insert("probe_samples".into(), self.host.probe_samples);
+        r.counters
+            .insert("door_queue_max".into(), self.host.exec.door_len_max as u64);
+        if self.host.exec.backlog_refused > 0 {
+            r.counters.insert(
+                "sockets_backlog_refused".into(),
+                self.host.exec.backlog_refused,
+            );
+            r.cover("listen_backlog_full");
+        }
         let shell = [
             (
                 self.host.keepalive_timeouts,
@@ -254,6 +265,17 @@ impl Sim {
             r.counters
                 .insert("sessions_evicted".into(), counters.sessions_evicted);
             r.cover("session_evicted");
+        }
+        if counters.sessions_expired > 0 {
+            r.counters
+                .insert("sessions_expired".into(), counters.sessions_expired);
+            r.cover("session_expired");
+        }
+        let expiry = &self.check.games.expiry;
+        if expiry.walkers() > 0 {
+            r.counters.insert("walkers".into(), expiry.walkers() as u64);
+            r.counters
+                .insert("walkers_expired_seen".into(), expiry.expired_seen);
         }
         if counters.resumed_past_cap > 0 {
             r.counters

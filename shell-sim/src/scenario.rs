@@ -66,6 +66,11 @@ pub struct Tables {
     /// (`reconnect_every_s`) without closing the first: a takeover, which closes the
     /// older connection with `session_replaced` and 4000.
     pub takeovers: u32,
+    /// Tables whose second player walks away `walk_away_s` after the table's start: it
+    /// closes its connection and never comes back, so its session expires after
+    /// `SESSION_TTL` (its seat turns AI in a game, goes in a waiting room).
+    pub walk_aways: u32,
+    pub walk_away_s: f64,
     /// The lobby options the host sets before starting: hidden bids, and a turn timer
     /// (0: none; else 10 to 300 s).
     pub hidden_bids: bool,

@@ -139,6 +139,8 @@ impl Sim {
             scenario,
         };
         sim.check.games = crate::games::Games::new(progress);
+        sim.check.games.expiry =
+            crate::expiry::Expiry::new(config.session_ttl_us, progress.map(|p| p.slack_us));
         sim.populate();
         Ok(sim)
     }
@@ -196,6 +198,11 @@ impl Sim {
                         let every = secs_to_us(spec.reconnect_every_s.max(1.0));
                         self.reconnect_every_us.insert(id, every);
                         self.q.push(at.plus_us(every), Ev::Reconnect { client: id });
+                    }
+                    let walk_from = takeover_from + spec.takeovers;
+                    if seat == 1 && t >= walk_from && t < walk_from + spec.walk_aways {
+                        let walk_at = at.plus_us(secs_to_us(spec.walk_away_s.max(0.0)));
+                        self.q.push(walk_at, Ev::WalkAway { client: id });
                     }
                     if seat > 0 {
                         self.tables[table].members.push(id);
@@ -369,6 +376,20 @@ impl Sim {
                         c.drop_and_resume(&mut cx, now, 500_000);
                     }
                     cx.q.push(now.plus_us(every), Ev::Reconnect { client });
+                }
+            }
+            Ev::WalkAway { client } => {
+                let Some(c) = self.clients.get_mut(client) else {
+                    return;
+                };
+                match (c.conn, c.player_id.clone()) {
+                    (Some(conn), Some(id)) if c.welcomed => {
+                        self.check.games.expiry.walked(conn, &id);
+                        c.leave(&mut cx, now);
+                    }
+                    // Between connections: it walks away once it is back.
+                    _ if !c.gone => cx.q.push(now.plus_us(1_000_000), Ev::WalkAway { client }),
+                    _ => {}
                 }
             }
             Ev::Tick => self.tick(now),

@@ -51,6 +51,8 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "close_sent_1001",
     "close_sent_1012",
     "process_exited",
+    // Players who walk away: their sessions expire after SESSION_TTL.
+    "session_expired",
 ];
 
 /// A random scenario for `seed`.
@@ -231,7 +233,34 @@ pub fn scenario(seed: u64) -> Scenario {
     door_and_frames(seed, &mut s);
     table_options(seed, &mut s);
     shell_events(seed, &mut s);
+    walk_aways(seed, &mut s);
     s
+}
+
+/// Players who walk away (close and never return), from a stream of their own so that
+/// every draw above stays as it was: the second player of some tables of the first
+/// group with two humans or more, with a `SESSION_TTL` of a few seconds, so that their
+/// sessions expire within the run and the expiry checker (`expiry.rs`) judges them.
+/// The TTL stays above the 0.5 to 1.5 s an honest player takes to come back after a
+/// dropped connection.
+fn walk_aways(seed: u64, s: &mut Scenario) {
+    let mut r = fork(seed, 0x3A1C);
+    if !r.random_bool(0.25) {
+        return;
+    }
+    let ttl_s = r.random_range(3..8u32);
+    let at_s = r.random_range(0.5..s.duration_s.max(1.0));
+    let Some(t) = s
+        .tables
+        .iter_mut()
+        .find(|t| t.humans >= 2 && t.count > t.slow_readers + t.reconnectors + t.takeovers)
+    else {
+        return;
+    };
+    let free = t.count - (t.slow_readers + t.reconnectors + t.takeovers);
+    t.walk_aways = r.random_range(1..=free);
+    t.walk_away_s = at_s;
+    s.env.insert("SESSION_TTL".into(), ttl_s.to_string());
 }
 
 /// What the shell around the core does, from a stream of its own so that every draw

@@ -44,10 +44,9 @@ use crate::outbox::{Batch, Outbox, Woken};
 
 /// Read buffer per connection: small, because an idle connection should cost little.
 pub const READ_BUFFER_BYTES: usize = 1024;
-/// Frames a reader handles before yielding to the executor.
-pub const READ_FRAMES_PER_YIELD: u32 = 16;
-/// Bytes a reader takes from its socket before yielding to the executor.
-pub const READ_BYTES_PER_YIELD: usize = 16 * 1024;
+/// How much a reader does before yielding to the executor: the core's constants, which
+/// the simulator's readers yield by too.
+pub use wizard_core::executor::{READ_BYTES_PER_YIELD, READ_FRAMES_PER_YIELD};
 /// Input a closing connection reads and discards at most while it lingers (and as
 /// much again after a violation, before its close frame): enough for what an honest
 /// client has in flight, little for a flooder, whose every connection would otherwise

@@ -24,10 +24,10 @@ use std::future::Future;
 use futures_lite::FutureExt;
 use smol::Executor;
 
-/// Game tasks run in a row at most before one door task gets its turn.
-pub const GAMES_TICKS_MAX: u32 = 16;
-/// Ticks before the thread yields to its own driver (the reactor, the core task).
-const TICKS_PER_YIELD: u32 = 64;
+use wizard_core::executor::{Class, Turns};
+/// The rule's constants are the core's (`wizard_core::executor`), which the simulator
+/// runs its executor by too.
+pub use wizard_core::executor::{GAMES_TICKS_MAX, TICKS_PER_YIELD};
 
 /// The two executors every server thread ticks.
 #[derive(Debug, Default)]
@@ -47,13 +47,13 @@ impl Priorities {
     }
 
     async fn ticks<T>(&self) -> T {
-        let mut games_in_row = 0u32;
+        let mut turns = Turns::default();
         loop {
             for _ in 0..TICKS_PER_YIELD {
                 // The door's turn only if it has a task ready: waiting on the door alone
                 // would leave the games' tasks scheduled with nobody to run them.
-                if games_in_row >= GAMES_TICKS_MAX && self.door.try_tick() {
-                    games_in_row = 0;
+                if turns.door_first() && self.door.try_tick() {
+                    turns.ran(Class::Door);
                     continue;
                 }
                 let ran_games = async {
@@ -65,7 +65,7 @@ impl Priorities {
                     false
                 })
                 .await;
-                games_in_row = if ran_games { games_in_row + 1 } else { 0 };
+                turns.ran(if ran_games { Class::Games } else { Class::Door });
             }
             futures_lite::future::yield_now().await;
         }

@@ -129,10 +129,13 @@ impl Server {
         if s.conn.is_some() || !due {
             return;
         }
+        // The note first: it marks where the expiry's outputs begin (the views of the
+        // seat given up), so that a shell or a checker can tell them from the answer to
+        // the input whose `handle` call the deadline came due in.
+        out.push(Output::Note(Note::SessionExpired));
+        self.counters.sessions_expired += 1;
         self.leave_lobby(now, session, out);
         self.sessions.remove(session);
-        self.counters.sessions_expired += 1;
-        out.push(Output::Note(Note::SessionExpired));
     }
 
     /// Whether every human seat of the lobby belongs to a disconnected session.

@@ -11,6 +11,7 @@ mod cli;
 mod common;
 mod determinism;
 mod door_and_frames;
+mod executor;
 mod limits;
 mod metastability;
 mod reconnect;

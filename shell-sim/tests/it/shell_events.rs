@@ -1,5 +1,5 @@
 //! What the shell ends by itself, each asked for by a scenario file and held to its
-//! outcome through the public API: takeovers (`session_replaced`, 4000), oversized
+//! outcome through the public API: `SESSION_TTL` for players who walk away, takeovers (`session_replaced`, 4000), oversized
 //! frames (1009), `KEEPALIVE_TIMEOUT`, `WRITE_TIMEOUT`, turn timers (the fallback plays),
 //! SIGTERM with its grace (1001) and with a durable store (1012), the idle floor and the
 //! embedded AI's CPU on the quota.
@@ -33,6 +33,12 @@ fn the_shell_ends_takeovers_oversized_mute_and_blocked_connections() {
             r.coverage.contains_key("progress_turn_timer"),
             "seed {seed}"
         );
+        // The two walkers' sessions expired, each seat turning AI no earlier than
+        // SESSION_TTL after its close and no later than the slack after it (the
+        // checker, `expiry.rs`, holds the timing and the seat).
+        assert_eq!(counter(&r, "walkers"), 2, "seed {seed}");
+        assert_eq!(counter(&r, "walkers_expired_seen"), 2, "seed {seed}");
+        assert_eq!(counter(&r, "sessions_expired"), 2, "seed {seed}");
     }
 }
 
