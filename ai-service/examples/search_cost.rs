@@ -33,6 +33,9 @@ struct Args {
     stride: usize,
     repeat: u32,
     actions: Option<String>,
+    stop_z: Option<f32>,
+    stop_worlds_min: Option<u32>,
+    compare: bool,
 }
 
 fn args() -> Result<Args, lexopt::Error> {
@@ -44,6 +47,9 @@ fn args() -> Result<Args, lexopt::Error> {
         stride: 7,
         repeat: 1,
         actions: None,
+        stop_z: None,
+        stop_worlds_min: None,
+        compare: false,
     };
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
@@ -54,6 +60,9 @@ fn args() -> Result<Args, lexopt::Error> {
             Long("stride") => out.stride = parser.value()?.parse::<usize>()?.max(1),
             Long("repeat") => out.repeat = parser.value()?.parse::<u32>()?.max(1),
             Long("actions") => out.actions = Some(parser.value()?.string()?),
+            Long("stop-z") => out.stop_z = Some(parser.value()?.parse()?),
+            Long("stop-min") => out.stop_worlds_min = Some(parser.value()?.parse()?),
+            Long("compare") => out.compare = true,
             other => return Err(other.unexpected()),
         }
     }
@@ -157,7 +166,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
-                "search_cost: {e}\nusage: search_cost [--iterations N] [--time-ms MS] [--games G] [--stride K] [--repeat R] [--actions FILE]"
+                "search_cost: {e}\nusage: search_cost [--iterations N] [--time-ms MS] [--games G] [--stride K] [--repeat R] [--actions FILE] [--stop-z Z] [--stop-min N] [--compare]"
             );
             return ExitCode::from(2);
         }
@@ -173,7 +182,20 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<(), String> {
     let set = decision_set(args.games, args.stride)?;
-    let config = SearchConfig::default();
+    let mut config = SearchConfig::default();
+    if let Some(z) = args.stop_z {
+        config.stop_z = z;
+    }
+    if let Some(n) = args.stop_worlds_min {
+        config.stop_worlds_min = n;
+    }
+    let full = SearchConfig {
+        stop_z: 0.0,
+        ..config
+    };
+    // With --compare: decisions that differ from the full search (stopping rule off),
+    // and the full search's value lost by them (its best mean minus the chosen's).
+    let (mut differ, mut regret) = (0u32, 0.0f64);
     let mut all = Vec::new();
     let mut by_kind: Vec<(&'static str, Vec<u64>)> = ["trump", "bid", "play-early", "play-late"]
         .into_iter()
@@ -198,6 +220,22 @@ fn run(args: &Args) -> Result<(), String> {
             all.push(us);
             if let Some((_, v)) = by_kind.iter_mut().find(|(k, _)| *k == d.kind) {
                 v.push(us);
+            }
+            if pass == 0 && args.compare {
+                let mut rng = decision_rng(d.seed, d.obs.to_act.unwrap_or(0), d.index);
+                let reference = search::search(&d.obs, &budget, &full, &mut rng)
+                    .map_err(|e| format!("decision {}: {e}", d.index))?;
+                if reference.action != out.action {
+                    differ += 1;
+                    let of = |a: Action| {
+                        reference
+                            .values
+                            .iter()
+                            .find(|(x, _)| *x == a)
+                            .map_or(0.0, |(_, v)| *v)
+                    };
+                    regret += of(reference.action) - of(out.action);
+                }
             }
             if pass == 0 {
                 worlds += u64::from(out.worlds);
@@ -224,6 +262,13 @@ fn run(args: &Args) -> Result<(), String> {
         args.time_ms,
         worlds as f64 / set.len().max(1) as f64,
     );
+    if args.compare {
+        println!(
+            "differ from the full search: {differ} of {} decisions, full-search value lost {:.3} points per decision",
+            set.len(),
+            regret / set.len().max(1) as f64
+        );
+    }
     println!("{}", summary("all", all));
     for (k, v) in by_kind {
         println!("{}", summary(k, v));
