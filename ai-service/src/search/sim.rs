@@ -11,7 +11,7 @@
 //! by the lowest card index where the core's heuristic asks its RNG.
 
 use wizard_core::game::bot::Params;
-use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit, trick};
+use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit};
 use wizard_core::game::{round_score, trick::Lead};
 
 /// A set of cards, bit `Card::index()`.
@@ -45,6 +45,17 @@ pub(crate) fn cards(mut mask: Mask) -> impl Iterator<Item = Card> {
         Card::from_index(i as usize)
     })
 }
+
+/// The cards of the suit of each card index (none for Wizards and Jesters).
+const SUIT_OF: [Mask; 60] = {
+    let mut t = [0; 60];
+    let mut i = 0;
+    while i < 52 {
+        t[i] = 0x1FFF << (13 * (i / 13));
+        i += 1;
+    }
+    t
+};
 
 /// The index of the lowest card of a non-empty mask.
 fn lowest_bit(mask: Mask) -> u32 {
@@ -82,6 +93,8 @@ pub(crate) struct Sim {
     restriction: BidRestriction,
     stage: Stage,
     trump: Option<Suit>,
+    /// The cards of the trump suit (none without trump).
+    trumps: Mask,
     to_act: Seat,
     pub(crate) hands: [Mask; SEATS_MAX],
     pub(crate) bids: [Option<u8>; SEATS_MAX],
@@ -121,6 +134,7 @@ impl Sim {
             restriction: obs.options.bid_restriction,
             stage,
             trump: obs.trump_suit,
+            trumps: obs.trump_suit.map_or(0, suit_mask),
             to_act: obs.to_act.unwrap_or(obs.leader),
             hands: [0; SEATS_MAX],
             bids: [None; SEATS_MAX],
@@ -138,7 +152,7 @@ impl Sim {
             sim.scores[i] = obs.scores.get(i).copied().unwrap_or(0);
         }
         for p in &obs.trick {
-            sim.add_to_trick(p.card);
+            sim.add_to_trick(p.card.index() as u32);
         }
         Some(sim)
     }
@@ -170,26 +184,30 @@ impl Sim {
         self.to_act
     }
 
-    /// Adds `card` to the current trick: the lead, the winner so far and the cards that
-    /// would beat it, by the rules of `trick::winner` (the first Wizard; else the highest
-    /// trump; else the highest card of the led suit; with only Jesters, the first).
-    fn add_to_trick(&mut self, card: Card) {
-        let takes = self.beats & bit(card) != 0;
-        if self.lead == Lead::Open {
-            self.lead = trick::lead(std::iter::once(card));
-        }
-        if takes {
-            self.win_pos = self.trick_len;
-            let above = |c: Card| {
-                let i = c.index();
-                c.suit().map_or(0, suit_mask) & !((1u64 << (i + 1)) - 1)
+    /// Adds the card of index `i` to the current trick: the lead, the winner so far and
+    /// the cards that would beat it, by the rules of `trick::winner` (the first Wizard;
+    /// else the highest trump; else the highest card of the led suit; with only Jesters,
+    /// the first). Works on card indices: rollouts never build a `Card`.
+    fn add_to_trick(&mut self, i: u32) {
+        let card = 1u64 << i;
+        if self.lead == Lead::Open && card & JESTERS == 0 {
+            self.lead = if card & WIZARDS != 0 {
+                Lead::Wizard
+            } else {
+                Lead::Suit(Suit::ALL[(i / 13) as usize])
             };
-            let trumps = self.trump.map_or(0, suit_mask);
-            self.beats = match card {
-                Card::Wizard(_) => 0,
-                Card::Jester(_) => DECK & !JESTERS,
-                Card::Suited { suit, .. } if Some(suit) == self.trump => WIZARDS | above(card),
-                Card::Suited { .. } => WIZARDS | trumps | above(card),
+        }
+        if self.beats & card != 0 {
+            self.win_pos = self.trick_len;
+            let above = SUIT_OF[i as usize] & !((card << 1) - 1);
+            self.beats = if card & WIZARDS != 0 {
+                0
+            } else if card & JESTERS != 0 {
+                DECK & !JESTERS
+            } else if card & self.trumps != 0 {
+                WIZARDS | above
+            } else {
+                WIZARDS | self.trumps | above
             };
         }
         self.trick_len += 1;
@@ -229,6 +247,7 @@ impl Sim {
         match action {
             Action::ChooseTrump { suit } => {
                 self.trump = Some(suit);
+                self.trumps = suit_mask(suit);
                 self.stage = Stage::Bidding;
                 self.to_act = self.next(self.dealer);
             }
@@ -242,13 +261,14 @@ impl Sim {
                     self.to_act = self.next(seat);
                 }
             }
-            Action::Play { card } => self.play(seat, card),
+            Action::Play { card } => self.play(seat, card.index() as u32),
         }
     }
 
-    fn play(&mut self, seat: Seat, card: Card) {
-        self.hands[usize::from(seat)] &= !bit(card);
-        self.add_to_trick(card);
+    /// Plays the card of index `i` from `seat`'s hand.
+    fn play(&mut self, seat: Seat, i: u32) {
+        self.hands[usize::from(seat)] &= !(1u64 << i);
+        self.add_to_trick(i);
         if self.trick_len < self.players {
             self.to_act = self.next(seat);
             return;
@@ -290,6 +310,14 @@ impl Sim {
         // A round has at most 1 + 6 bids + 60 cards of actions; the bound only guards
         // against a bug looping forever.
         for _ in 0..128 {
+            if self.stage == Stage::Playing {
+                let seat = self.to_act;
+                match self.heuristic_card_index(seat) {
+                    Some(i) => self.play(seat, i),
+                    None => return,
+                }
+                continue;
+            }
             match self.heuristic_step(params) {
                 Some((seat, action)) => self.apply(seat, action),
                 None => return,
@@ -367,11 +395,11 @@ impl Sim {
     /// The card of `mask` with the highest (or lowest) power, ties to the lowest index,
     /// where power ranks Jesters, then plain suits by rank, then trumps by rank, then
     /// Wizards (the core heuristic's order), found with mask operations.
-    fn pick(&self, mask: Mask, highest: bool) -> Option<Card> {
+    fn pick(&self, mask: Mask, highest: bool) -> Option<u32> {
         if mask == 0 {
             return None;
         }
-        let trumps = self.trump.map_or(0, suit_mask);
+        let trumps = self.trumps;
         let plain = mask & !(WIZARDS | JESTERS | trumps);
         let index = if highest {
             if mask & WIZARDS != 0 {
@@ -392,11 +420,16 @@ impl Sim {
         } else {
             lowest_bit(mask & WIZARDS)
         };
-        Card::from_index(index as usize)
+        Some(index)
     }
 
     /// The heuristic's card for `seat` (the core's `choose_card`).
     pub(crate) fn heuristic_card(&self, seat: Seat) -> Option<Card> {
+        Card::from_index(self.heuristic_card_index(seat)? as usize)
+    }
+
+    /// The index of the heuristic's card for `seat`.
+    fn heuristic_card_index(&self, seat: Seat) -> Option<u32> {
         let s = usize::from(seat);
         let legal = self.legal_mask(seat);
         let want = self.bids[s].unwrap_or(0) > self.tricks[s];
@@ -433,6 +466,7 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
+    use wizard_core::game::trick;
 
     fn sim(players: u8, trump: Option<Suit>) -> Sim {
         Sim {
@@ -443,6 +477,7 @@ mod tests {
             restriction: BidRestriction::None,
             stage: Stage::Playing,
             trump,
+            trumps: trump.map_or(0, suit_mask),
             to_act: 0,
             hands: [0; SEATS_MAX],
             bids: [None; SEATS_MAX],
@@ -499,7 +534,7 @@ mod tests {
     fn check_trick(cards: &[Card], trump: Option<Suit>) -> Result<(), TestCaseError> {
         let mut s = sim(6, trump);
         for (i, &c) in cards.iter().enumerate() {
-            s.add_to_trick(c);
+            s.add_to_trick(c.index() as u32);
             let played = &cards[..=i];
             prop_assert_eq!(Some(usize::from(s.win_pos)), trick::winner(played, trump));
             prop_assert_eq!(s.lead, trick::lead(played.iter().copied()));
@@ -539,7 +574,8 @@ mod tests {
         #[test]
         fn pick_is_the_first_card_of_extreme_power(mask in 0u64..(1 << 60), trump in trump(), highest: bool) {
             let s = sim(4, trump);
-            prop_assert_eq!(s.pick(mask, highest), pick_by_power(mask, trump, highest));
+            let picked = s.pick(mask, highest).and_then(|i| Card::from_index(i as usize));
+            prop_assert_eq!(picked, pick_by_power(mask, trump, highest));
         }
 
         #[test]
@@ -550,7 +586,8 @@ mod tests {
         ) {
             let mask = idx.iter().fold(0, |m, &i| m | 1u64 << i);
             let s = sim(4, trump);
-            prop_assert_eq!(s.pick(mask, highest), pick_by_power(mask, trump, highest));
+            let picked = s.pick(mask, highest).and_then(|i| Card::from_index(i as usize));
+            prop_assert_eq!(picked, pick_by_power(mask, trump, highest));
         }
     }
 }
