@@ -158,11 +158,12 @@ pub fn search(
     );
     let mut worlds = 0u32;
     let mut hands = [0u64; SEATS_MAX];
+    let mut pool = Vec::with_capacity(sim::DECK.count_ones() as usize);
     while worlds < worlds_max && !race.decided() {
         if worlds > 0 && budget.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        knowledge.sample(rng, &mut hands);
+        knowledge.sample(rng, &mut hands, &mut pool);
         let mut world = base;
         world.hands = hands;
         fill_hidden_bids(obs, &mut world, &params);
@@ -259,7 +260,7 @@ pub fn sample_world(obs: &Observation, rng: &mut impl Rng) -> Result<Hidden, Kno
     let knowledge = Knowledge::new(obs)?;
     let mut world = Sim::from_observation(obs).ok_or(KnowledgeError::NotToAct)?;
     let mut hands = [0u64; SEATS_MAX];
-    knowledge.sample(rng, &mut hands);
+    knowledge.sample(rng, &mut hands, &mut Vec::new());
     world.hands = hands;
     let params = Params::default();
     fill_hidden_bids(obs, &mut world, &params);
