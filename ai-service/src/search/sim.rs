@@ -165,8 +165,18 @@ impl Sim {
         self.stage
     }
 
+    /// The seat after `seat` (a compare, not a division: this runs on every card).
     fn next(&self, seat: Seat) -> Seat {
-        (seat + 1) % self.players
+        self.wrap(seat + 1)
+    }
+
+    /// `seat` taken modulo the table for `seat < 2 * players`.
+    fn wrap(&self, seat: Seat) -> Seat {
+        if seat >= self.players {
+            seat - self.players
+        } else {
+            seat
+        }
     }
 
     /// The seat that acts next; under hidden bids the first seat without a bid from the
@@ -274,7 +284,7 @@ impl Sim {
             return;
         }
         let len = usize::from(self.players);
-        let winner = (self.leader + self.win_pos) % self.players;
+        let winner = self.wrap(self.leader + self.win_pos);
         self.tricks[usize::from(winner)] += 1;
         self.trick_len = 0;
         self.lead = Lead::Open;
