@@ -12,11 +12,21 @@
 //! 3. adds the seat's round score change (not its tricks) to the candidate's total.
 //!
 //! It stops at the budget's deadline or iteration count (one iteration = one world,
-//! all candidates) and returns the candidate with the best weighted mean. Candidates are
-//! the legal actions, except that bids far from the heuristic's estimate are not tried.
+//! all candidates still in the race) and returns the candidate with the best weighted
+//! mean. Candidates are the legal actions, except that bids far from the heuristic's
+//! estimate are not tried.
+//!
+//! The stopping rule (the `race` submodule): once every candidate has
+//! `stop_worlds_min` worlds, a candidate whose mean is below the leader's by more than
+//! `stop_z` standard errors of their paired difference is dropped (the worlds are
+//! common, so the difference's variance is small when the answer is clear), and the
+//! search ends as soon as one candidate is left. A candidate that has scored exactly
+//! as the leader in each of `stop_tie_worlds_min` worlds is dropped as
+//! indistinguishable.
 //! It never returns an action outside `obs.legal_actions`: with one legal action, an
 //! expired deadline or an observation it cannot read, the heuristic's choice stands.
 
+mod race;
 mod sample;
 pub(crate) mod sim;
 
@@ -28,6 +38,7 @@ use wizard_core::game::world::Hidden;
 use wizard_core::game::{Action, Card, Observation, Phase, Seat};
 
 use crate::agent::Budget;
+use race::Race;
 use sample::Knowledge;
 pub use sample::KnowledgeError;
 use sim::{SEATS_MAX, Sim, Stage};
@@ -44,6 +55,15 @@ pub struct SearchConfig {
     /// The value of a rollout is the seat's round score change minus this times the
     /// mean change of the other seats (0: own score only; 1: the margin on the table).
     pub opponent_weight: f32,
+    /// The stopping rule's confidence: a candidate is dropped once its mean is below
+    /// the leader's by more than this many standard errors of their paired difference,
+    /// and the search stops when one candidate is left; 0 turns the rule off.
+    pub stop_z: f32,
+    /// Worlds every candidate gets before the stopping rule may drop one.
+    pub stop_worlds_min: u32,
+    /// Worlds before a candidate that scored exactly as the leader in every one of them
+    /// is dropped as indistinguishable.
+    pub stop_tie_worlds_min: u32,
 }
 
 impl Default for SearchConfig {
@@ -53,6 +73,9 @@ impl Default for SearchConfig {
             bid_window: 2.0,
             bid_sigma: 1.0,
             opponent_weight: 0.0,
+            stop_z: 3.0,
+            stop_worlds_min: 32,
+            stop_tie_worlds_min: 128,
         }
     }
 }
@@ -127,51 +150,41 @@ pub fn search(
         (None, None) => config.worlds_default.max(1),
     };
     let viewer = knowledge.viewer;
-    let mut sums = vec![0.0f64; candidates.len()];
-    let mut weight_sum = 0.0f64;
+    let mut race = Race::new(
+        candidates.len(),
+        config.stop_z,
+        config.stop_worlds_min,
+        config.stop_tie_worlds_min,
+    );
     let mut worlds = 0u32;
     let mut hands = [0u64; SEATS_MAX];
-    while worlds < worlds_max {
+    let mut pool = Vec::with_capacity(sim::DECK.count_ones() as usize);
+    while worlds < worlds_max && !race.decided() {
         if worlds > 0 && budget.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        knowledge.sample(rng, &mut hands);
+        knowledge.sample(rng, &mut hands, &mut pool);
         let mut world = base;
         world.hands = hands;
         fill_hidden_bids(obs, &mut world, &params);
         let weight = f64::from(knowledge.log_weight(obs, &world, &params, config.bid_sigma)).exp();
-        for (sum, &action) in sums.iter_mut().zip(&candidates) {
+        race.world(weight, |c| {
             let mut sim = world;
-            sim.apply(viewer, action);
+            sim.apply(viewer, candidates[c]);
             sim.roll_out(&params);
-            *sum += weight * value(&sim, viewer, config.opponent_weight);
-        }
-        weight_sum += weight;
+            value(&sim, viewer, config.opponent_weight)
+        });
         worlds += 1;
     }
     let values: Vec<(Action, f64)> = candidates
         .iter()
-        .zip(&sums)
-        .map(|(&a, &s)| {
-            (
-                a,
-                if weight_sum > 0.0 {
-                    s / weight_sum
-                } else {
-                    0.0
-                },
-            )
-        })
+        .enumerate()
+        .map(|(c, &a)| (a, race.mean(c)))
         .collect();
     // The heuristic's action is the first candidate: a strictly better mean must beat it.
-    let mut best = (default, f64::NEG_INFINITY);
-    for &(a, v) in &values {
-        if v > best.1 {
-            best = (a, v);
-        }
-    }
-    let action = if obs.legal_actions.contains(&best.0) {
-        best.0
+    let best = candidates.get(race.leader()).copied().unwrap_or(default);
+    let action = if obs.legal_actions.contains(&best) {
+        best
     } else {
         default
     };
@@ -247,7 +260,7 @@ pub fn sample_world(obs: &Observation, rng: &mut impl Rng) -> Result<Hidden, Kno
     let knowledge = Knowledge::new(obs)?;
     let mut world = Sim::from_observation(obs).ok_or(KnowledgeError::NotToAct)?;
     let mut hands = [0u64; SEATS_MAX];
-    knowledge.sample(rng, &mut hands);
+    knowledge.sample(rng, &mut hands, &mut Vec::new());
     world.hands = hands;
     let params = Params::default();
     fill_hidden_bids(obs, &mut world, &params);

@@ -115,12 +115,20 @@ impl Knowledge {
     /// Deals the unknown cards to the other seats into `hands` (the rest stays undealt).
     /// Respects every known void when it can in a few attempts; otherwise (rare, late
     /// in the last round) deals ignoring voids so the search still has a world.
-    /// Returns whether the voids were respected.
-    pub(crate) fn sample(&self, rng: &mut impl Rng, hands: &mut [Mask; SEATS_MAX]) -> bool {
-        let mut pool: Vec<Card> = cards(self.unknown).collect();
+    /// Returns whether the voids were respected. `pool` is scratch space the caller
+    /// keeps between samples (at most the 60 cards of the deck), so sampling allocates
+    /// only the first time.
+    pub(crate) fn sample(
+        &self,
+        rng: &mut impl Rng,
+        hands: &mut [Mask; SEATS_MAX],
+        pool: &mut Vec<Card>,
+    ) -> bool {
+        pool.clear();
+        pool.extend(cards(self.unknown));
         for attempt in 0..8 {
             pool.shuffle(rng);
-            if self.deal(&pool, hands, attempt < 7) {
+            if self.deal(pool, hands, attempt < 7) {
                 return attempt < 7;
             }
         }

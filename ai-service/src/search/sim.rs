@@ -11,7 +11,7 @@
 //! by the lowest card index where the core's heuristic asks its RNG.
 
 use wizard_core::game::bot::Params;
-use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit, trick};
+use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit};
 use wizard_core::game::{round_score, trick::Lead};
 
 /// A set of cards, bit `Card::index()`.
@@ -46,6 +46,34 @@ pub(crate) fn cards(mut mask: Mask) -> impl Iterator<Item = Card> {
     })
 }
 
+/// The cards of the suit of each card index (none for Wizards and Jesters).
+const SUIT_OF: [Mask; 60] = {
+    let mut t = [0; 60];
+    let mut i = 0;
+    while i < 52 {
+        t[i] = 0x1FFF << (13 * (i / 13));
+        i += 1;
+    }
+    t
+};
+
+/// The index of the lowest card of a non-empty mask.
+fn lowest_bit(mask: Mask) -> u32 {
+    mask.trailing_zeros()
+}
+
+/// The ranks (bit `rank - 2`) present in any suit of `mask` (suited cards only).
+fn rank_union(mask: Mask) -> u64 {
+    (mask | mask >> 13 | mask >> 26 | mask >> 39) & 0x1FFF
+}
+
+/// The index of the card of rank bit `rank` in the lowest suit of `mask` that has it
+/// (the lowest index among the cards of that rank).
+fn first_suit_with(mask: Mask, rank: u32) -> u32 {
+    let same_rank = mask & (0x0008_0040_0200_1000_u64 >> (12 - rank));
+    lowest_bit(same_rank)
+}
+
 /// Where a simulated round stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stage {
@@ -65,12 +93,20 @@ pub(crate) struct Sim {
     restriction: BidRestriction,
     stage: Stage,
     trump: Option<Suit>,
+    /// The cards of the trump suit (none without trump).
+    trumps: Mask,
     to_act: Seat,
     pub(crate) hands: [Mask; SEATS_MAX],
     pub(crate) bids: [Option<u8>; SEATS_MAX],
     tricks: [u8; SEATS_MAX],
-    trick: [Card; SEATS_MAX],
     trick_len: u8,
+    /// The lead the current trick's cards set (kept as cards are played).
+    lead: Lead,
+    /// The position in the current trick of the card taking it so far.
+    win_pos: u8,
+    /// The cards that would take the current trick if played now (every card when it
+    /// is empty): the trick's winner is kept incrementally, never recomputed.
+    beats: Mask,
     leader: Seat,
     scores: [i32; SEATS_MAX],
 }
@@ -98,12 +134,15 @@ impl Sim {
             restriction: obs.options.bid_restriction,
             stage,
             trump: obs.trump_suit,
+            trumps: obs.trump_suit.map_or(0, suit_mask),
             to_act: obs.to_act.unwrap_or(obs.leader),
             hands: [0; SEATS_MAX],
             bids: [None; SEATS_MAX],
             tricks: [0; SEATS_MAX],
-            trick: [Card::Jester(1); SEATS_MAX],
             trick_len: 0,
+            lead: Lead::Open,
+            win_pos: 0,
+            beats: DECK,
             leader: obs.leader,
             scores: [0; SEATS_MAX],
         };
@@ -113,8 +152,7 @@ impl Sim {
             sim.scores[i] = obs.scores.get(i).copied().unwrap_or(0);
         }
         for p in &obs.trick {
-            sim.trick[usize::from(sim.trick_len)] = p.card;
-            sim.trick_len += 1;
+            sim.add_to_trick(p.card.index() as u32);
         }
         Some(sim)
     }
@@ -127,8 +165,18 @@ impl Sim {
         self.stage
     }
 
+    /// The seat after `seat` (a compare, not a division: this runs on every card).
     fn next(&self, seat: Seat) -> Seat {
-        (seat + 1) % self.players
+        self.wrap(seat + 1)
+    }
+
+    /// `seat` taken modulo the table for `seat < 2 * players`.
+    fn wrap(&self, seat: Seat) -> Seat {
+        if seat >= self.players {
+            seat - self.players
+        } else {
+            seat
+        }
     }
 
     /// The seat that acts next; under hidden bids the first seat without a bid from the
@@ -146,14 +194,39 @@ impl Sim {
         self.to_act
     }
 
-    fn lead(&self) -> Lead {
-        trick::lead(self.trick[..usize::from(self.trick_len)].iter().copied())
+    /// Adds the card of index `i` to the current trick: the lead, the winner so far and
+    /// the cards that would beat it, by the rules of `trick::winner` (the first Wizard;
+    /// else the highest trump; else the highest card of the led suit; with only Jesters,
+    /// the first). Works on card indices: rollouts never build a `Card`.
+    fn add_to_trick(&mut self, i: u32) {
+        let card = 1u64 << i;
+        if self.lead == Lead::Open && card & JESTERS == 0 {
+            self.lead = if card & WIZARDS != 0 {
+                Lead::Wizard
+            } else {
+                Lead::Suit(Suit::ALL[(i / 13) as usize])
+            };
+        }
+        if self.beats & card != 0 {
+            self.win_pos = self.trick_len;
+            let above = SUIT_OF[i as usize] & !((card << 1) - 1);
+            self.beats = if card & WIZARDS != 0 {
+                0
+            } else if card & JESTERS != 0 {
+                DECK & !JESTERS
+            } else if card & self.trumps != 0 {
+                WIZARDS | above
+            } else {
+                WIZARDS | self.trumps | above
+            };
+        }
+        self.trick_len += 1;
     }
 
     /// The cards `seat` may play now.
     pub(crate) fn legal_mask(&self, seat: Seat) -> Mask {
         let hand = self.hands[usize::from(seat)];
-        match self.lead() {
+        match self.lead {
             Lead::Suit(s) if hand & suit_mask(s) != 0 => hand & (suit_mask(s) | WIZARDS | JESTERS),
             _ => hand,
         }
@@ -184,6 +257,7 @@ impl Sim {
         match action {
             Action::ChooseTrump { suit } => {
                 self.trump = Some(suit);
+                self.trumps = suit_mask(suit);
                 self.stage = Stage::Bidding;
                 self.to_act = self.next(self.dealer);
             }
@@ -197,24 +271,25 @@ impl Sim {
                     self.to_act = self.next(seat);
                 }
             }
-            Action::Play { card } => self.play(seat, card),
+            Action::Play { card } => self.play(seat, card.index() as u32),
         }
     }
 
-    fn play(&mut self, seat: Seat, card: Card) {
-        self.hands[usize::from(seat)] &= !bit(card);
-        self.trick[usize::from(self.trick_len)] = card;
-        self.trick_len += 1;
+    /// Plays the card of index `i` from `seat`'s hand.
+    fn play(&mut self, seat: Seat, i: u32) {
+        self.hands[usize::from(seat)] &= !(1u64 << i);
+        self.add_to_trick(i);
         if self.trick_len < self.players {
             self.to_act = self.next(seat);
             return;
         }
         let len = usize::from(self.players);
-        let position = trick::winner(&self.trick[..len], self.trump).unwrap_or(0);
-        let offset = u8::try_from(position).unwrap_or(0);
-        let winner = (self.leader + offset) % self.players;
+        let winner = self.wrap(self.leader + self.win_pos);
         self.tricks[usize::from(winner)] += 1;
         self.trick_len = 0;
+        self.lead = Lead::Open;
+        self.win_pos = 0;
+        self.beats = DECK;
         self.leader = winner;
         self.to_act = winner;
         if self.hands[..len].iter().all(|&h| h == 0) {
@@ -245,6 +320,14 @@ impl Sim {
         // A round has at most 1 + 6 bids + 60 cards of actions; the bound only guards
         // against a bug looping forever.
         for _ in 0..128 {
+            if self.stage == Stage::Playing {
+                let seat = self.to_act;
+                match self.heuristic_card_index(seat) {
+                    Some(i) => self.play(seat, i),
+                    None => return,
+                }
+                continue;
+            }
             match self.heuristic_step(params) {
                 Some((seat, action)) => self.apply(seat, action),
                 None => return,
@@ -319,42 +402,44 @@ impl Sim {
         self.nearest_bid(seat, self.bid_estimate(seat, params))
     }
 
-    fn power(&self, card: Card) -> u8 {
-        match card {
-            Card::Wizard(_) => 100,
-            Card::Jester(_) => 0,
-            Card::Suited { suit, rank } if Some(suit) == self.trump => 40 + rank,
-            Card::Suited { rank, .. } => rank,
+    /// The card of `mask` with the highest (or lowest) power, ties to the lowest index,
+    /// where power ranks Jesters, then plain suits by rank, then trumps by rank, then
+    /// Wizards (the core heuristic's order), found with mask operations.
+    fn pick(&self, mask: Mask, highest: bool) -> Option<u32> {
+        if mask == 0 {
+            return None;
         }
-    }
-
-    /// The card of `mask` with the highest (or lowest) power; ties to the lowest index.
-    fn pick(&self, mask: Mask, highest: bool) -> Option<Card> {
-        let mut best: Option<(u8, Card)> = None;
-        for c in cards(mask) {
-            let p = self.power(c);
-            let better = match best {
-                None => true,
-                Some((b, _)) if highest => p > b,
-                Some((b, _)) => p < b,
-            };
-            if better {
-                best = Some((p, c));
+        let trumps = self.trumps;
+        let plain = mask & !(WIZARDS | JESTERS | trumps);
+        let index = if highest {
+            if mask & WIZARDS != 0 {
+                lowest_bit(mask & WIZARDS)
+            } else if mask & trumps != 0 {
+                63 - (mask & trumps).leading_zeros()
+            } else if plain != 0 {
+                first_suit_with(plain, 63 - rank_union(plain).leading_zeros())
+            } else {
+                lowest_bit(mask & JESTERS)
             }
-        }
-        best.map(|(_, c)| c)
-    }
-
-    /// Whether `card` would take the current trick if played now.
-    fn wins(&self, card: Card) -> bool {
-        let len = usize::from(self.trick_len);
-        let mut cards = self.trick;
-        cards[len] = card;
-        trick::winner(&cards[..=len], self.trump) == Some(len)
+        } else if mask & JESTERS != 0 {
+            lowest_bit(mask & JESTERS)
+        } else if plain != 0 {
+            first_suit_with(plain, rank_union(plain).trailing_zeros())
+        } else if mask & trumps != 0 {
+            lowest_bit(mask & trumps)
+        } else {
+            lowest_bit(mask & WIZARDS)
+        };
+        Some(index)
     }
 
     /// The heuristic's card for `seat` (the core's `choose_card`).
     pub(crate) fn heuristic_card(&self, seat: Seat) -> Option<Card> {
+        Card::from_index(self.heuristic_card_index(seat)? as usize)
+    }
+
+    /// The index of the heuristic's card for `seat`.
+    fn heuristic_card_index(&self, seat: Seat) -> Option<u32> {
         let s = usize::from(seat);
         let legal = self.legal_mask(seat);
         let want = self.bids[s].unwrap_or(0) > self.tricks[s];
@@ -366,12 +451,7 @@ impl Sim {
                 self.pick(plain_or(legal), false)
             };
         }
-        let mut winners: Mask = 0;
-        for c in cards(legal) {
-            if self.wins(c) {
-                winners |= bit(c);
-            }
-        }
+        let winners = legal & self.beats;
         let losers = legal & !winners;
         if want {
             if winners == 0 {
@@ -385,6 +465,139 @@ impl Sim {
             self.pick(losers, false)
         } else {
             self.pick(winners, false)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The mask shortcuts against the rules they replace: the kept trick winner and
+    //! `beats` against `trick::winner`, and `pick` against ranking by power.
+
+    use super::*;
+    use proptest::prelude::*;
+    use wizard_core::game::trick;
+
+    fn sim(players: u8, trump: Option<Suit>) -> Sim {
+        Sim {
+            players,
+            round: 1,
+            dealer: 0,
+            hidden_bids: false,
+            restriction: BidRestriction::None,
+            stage: Stage::Playing,
+            trump,
+            trumps: trump.map_or(0, suit_mask),
+            to_act: 0,
+            hands: [0; SEATS_MAX],
+            bids: [None; SEATS_MAX],
+            tricks: [0; SEATS_MAX],
+            trick_len: 0,
+            lead: Lead::Open,
+            win_pos: 0,
+            beats: DECK,
+            leader: 0,
+            scores: [0; SEATS_MAX],
+        }
+    }
+
+    fn power(card: Card, trump: Option<Suit>) -> u8 {
+        match card {
+            Card::Wizard(_) => 100,
+            Card::Jester(_) => 0,
+            Card::Suited { suit, rank } if Some(suit) == trump => 40 + rank,
+            Card::Suited { rank, .. } => rank,
+        }
+    }
+
+    /// The first card of the highest (or lowest) power, lowest index first.
+    fn pick_by_power(mask: Mask, trump: Option<Suit>, highest: bool) -> Option<Card> {
+        let mut best: Option<(u8, Card)> = None;
+        for c in cards(mask) {
+            let p = power(c, trump);
+            if best.is_none_or(|(b, _)| if highest { p > b } else { p < b }) {
+                best = Some((p, c));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
+    /// Distinct cards of a trick, drawn mostly from Wizards, Jesters and two suits so
+    /// that ties, all-Jester tricks and late Wizards are common.
+    fn trick_cards() -> impl Strategy<Value = Vec<Card>> {
+        proptest::sample::subsequence((0usize..60).collect::<Vec<_>>(), 1..=6)
+            .prop_shuffle()
+            .prop_map(|v| v.into_iter().filter_map(Card::from_index).collect())
+    }
+
+    fn biased_cards() -> impl Strategy<Value = Vec<Card>> {
+        let pool: Vec<usize> = (0..4).chain(13..17).chain(52..60).collect();
+        proptest::sample::subsequence(pool, 1..=6)
+            .prop_shuffle()
+            .prop_map(|v| v.into_iter().filter_map(Card::from_index).collect())
+    }
+
+    fn trump() -> impl Strategy<Value = Option<Suit>> {
+        prop_oneof![Just(None), (0usize..4).prop_map(|i| Some(Suit::ALL[i]))]
+    }
+
+    fn check_trick(cards: &[Card], trump: Option<Suit>) -> Result<(), TestCaseError> {
+        let mut s = sim(6, trump);
+        for (i, &c) in cards.iter().enumerate() {
+            s.add_to_trick(c.index() as u32);
+            let played = &cards[..=i];
+            prop_assert_eq!(Some(usize::from(s.win_pos)), trick::winner(played, trump));
+            prop_assert_eq!(s.lead, trick::lead(played.iter().copied()));
+            for next in super::cards(DECK) {
+                if played.contains(&next) {
+                    continue;
+                }
+                let mut longer = played.to_vec();
+                longer.push(next);
+                let takes = trick::winner(&longer, trump) == Some(played.len());
+                prop_assert_eq!(
+                    s.beats & bit(next) != 0,
+                    takes,
+                    "{:?} after {:?}",
+                    next,
+                    played
+                );
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn the_kept_winner_and_beats_follow_trick_winner(cards in trick_cards(), trump in trump()) {
+            check_trick(&cards, trump)?;
+        }
+
+        #[test]
+        fn the_kept_winner_follows_trick_winner_with_many_wizards_and_jesters(
+            cards in biased_cards(),
+            trump in trump(),
+        ) {
+            check_trick(&cards, trump)?;
+        }
+
+        #[test]
+        fn pick_is_the_first_card_of_extreme_power(mask in 0u64..(1 << 60), trump in trump(), highest: bool) {
+            let s = sim(4, trump);
+            let picked = s.pick(mask, highest).and_then(|i| Card::from_index(i as usize));
+            prop_assert_eq!(picked, pick_by_power(mask, trump, highest));
+        }
+
+        #[test]
+        fn pick_breaks_ties_like_power_order(
+            idx in proptest::sample::subsequence((0usize..60).collect::<Vec<_>>(), 0..=8),
+            trump in trump(),
+            highest: bool,
+        ) {
+            let mask = idx.iter().fold(0, |m, &i| m | 1u64 << i);
+            let s = sim(4, trump);
+            let picked = s.pick(mask, highest).and_then(|i| Card::from_index(i as usize));
+            prop_assert_eq!(picked, pick_by_power(mask, trump, highest));
         }
     }
 }
