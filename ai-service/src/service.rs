@@ -6,7 +6,12 @@
 //! fails or is refused, and gives each connection its own admission machine and worker
 //! pool (the server fails every request of a lost connection anyway, so nothing carries
 //! over). Replies go out in whatever order they are computed.
+//!
+//! The transport ends where a decoded [`AiRequest`] meets [`admit`] and a reply leaves
+//! the pool's queue: the websocket here and the server's in-process link ([`local`])
+//! share that seam, so admission, deadlines and degradation are written once.
 
+pub mod local;
 mod pool;
 
 use std::net::ToSocketAddrs;
@@ -32,7 +37,7 @@ pub const RECONNECT_DELAY_MIN: Duration = Duration::from_millis(250);
 /// Longest pause between connection attempts.
 pub const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(10);
 /// Replies waiting to be written on one connection (each request gets exactly one).
-const REPLIES_QUEUED_MAX: usize = 1024;
+pub const REPLIES_QUEUED_MAX: usize = 1024;
 
 /// How the service runs besides its configuration.
 #[derive(Clone, Debug)]
@@ -171,14 +176,7 @@ where
     S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + Send + 'static,
 {
     let (replies_tx, replies_rx) = async_channel::bounded::<AiReply>(REPLIES_QUEUED_MAX);
-    let primary = AgentSpec::from(config.agent).build();
-    let pool = Pool::start(
-        AdmissionConfig::from_service(config),
-        primary,
-        replies_tx.clone(),
-        options.worker_nice,
-        options.seed,
-    );
+    let pool = start_pool(config, options, replies_tx.clone());
     let mut ws = ws;
     let ended = loop {
         let event = async { Event::Frame(ws.next().await) }
@@ -198,30 +196,12 @@ where
             Event::Frame(Some(Ok(Message::Text(text)))) => text,
             Event::Frame(Some(Ok(_))) => continue,
         };
-        let Ok(AiRequest::Decide {
-            request_id,
-            observation,
-            timeout,
-        }) = wire::decode_ai_request(text.as_str())
-        else {
+        let Ok(request) = wire::decode_ai_request(text.as_str()) else {
             warn!("Ignoring a message from the server that is not a decide request");
             continue;
         };
-        let reply = match pool.submit(request_id, observation, timeout) {
-            Submit::Queued => continue,
-            Submit::Overloaded => {
-                let in_progress = pool.in_progress();
-                warn!(
-                    in_progress,
-                    "Overloaded: {in_progress} requests in progress"
-                );
-                error(
-                    request_id,
-                    AiErrorCode::Overloaded,
-                    "too many requests in progress",
-                )
-            }
-            Submit::Duplicate => error(request_id, AiErrorCode::Internal, "duplicate request id"),
+        let Some(reply) = admit(&pool, request) else {
+            continue;
         };
         // The reply goes through the same queue as the workers' so writes stay in one
         // place; the queue holds at most one reply per request in progress.
@@ -236,6 +216,53 @@ where
 enum Event {
     Frame(Option<Result<Message, async_tungstenite::tungstenite::Error>>),
     Reply(Option<AiReply>),
+}
+
+/// The pool of one connection (or of the in-process link): `AI_WORKERS` threads
+/// deciding with `AI_AGENT`, their replies queued on `replies`.
+fn start_pool(
+    config: &AiServiceConfig,
+    options: &ServiceOptions,
+    replies: async_channel::Sender<AiReply>,
+) -> Pool {
+    Pool::start(
+        AdmissionConfig::from_service(config),
+        AgentSpec::from(config.agent).build(),
+        replies,
+        options.worker_nice,
+        options.seed,
+    )
+}
+
+/// Hands a decoded request to the admission machine: `None` when it was queued (a
+/// worker will reply), or the reply to send at once (`overloaded`, or `internal` for a
+/// duplicate id). Every transport admits through here.
+pub fn admit(pool: &Pool, request: AiRequest) -> Option<AiReply> {
+    let AiRequest::Decide {
+        request_id,
+        observation,
+        timeout,
+    } = request;
+    match pool.submit(request_id, observation, timeout) {
+        Submit::Queued => None,
+        Submit::Overloaded => {
+            let in_progress = pool.in_progress();
+            warn!(
+                in_progress,
+                "Overloaded: {in_progress} requests in progress"
+            );
+            Some(error(
+                request_id,
+                AiErrorCode::Overloaded,
+                "too many requests in progress",
+            ))
+        }
+        Submit::Duplicate => Some(error(
+            request_id,
+            AiErrorCode::Internal,
+            "duplicate request id",
+        )),
+    }
 }
 
 fn error(request_id: u64, code: AiErrorCode, message: &str) -> AiReply {

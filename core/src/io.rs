@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use crate::overload::LoadLevel;
 use crate::overload::level::LoadSample;
 use crate::session::LobbyId;
-use crate::wire::{AiReply, ClientMessage, CloseCode, DecodeError, ErrorCode};
+use crate::wire::{AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode};
 
 /// A connection, numbered by the shell; never reused within one server's life.
 /// Printed as its bare number.
@@ -27,13 +27,25 @@ impl std::fmt::Display for ConnId {
     }
 }
 
-/// Which websocket route a connection came through.
+/// Which websocket route a connection came through, or the in-process AI link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ConnKind {
     /// `/ws`: a player's client.
     Player,
     /// `/internal/ai`: the AI service (already authenticated by the upgrade check).
     Ai,
+    /// The AI service inside the server's process (`EMBEDDED_AI=1`): no socket and no
+    /// text. Its requests leave as [`Output::AiRequest`] values and its replies come
+    /// back as [`Input::AiMessage`]; otherwise it is an AI connection like [`Self::Ai`]
+    /// (the same bridge, deadlines, breaker and notes).
+    AiInProcess,
+}
+
+impl ConnKind {
+    /// True for an AI service connection, over a websocket or in process.
+    pub fn is_ai(self) -> bool {
+        matches!(self, ConnKind::Ai | ConnKind::AiInProcess)
+    }
 }
 
 /// A frame the shell could not turn into a text message.
@@ -133,7 +145,7 @@ impl Input {
                 Ok(message) => Input::Message { conn, message },
                 Err(error) => Input::Undecodable { conn, error },
             },
-            ConnKind::Ai => {
+            ConnKind::Ai | ConnKind::AiInProcess => {
                 let reply = crate::wire::decode_ai_reply(text);
                 let request_id = match reply {
                     Ok(_) => None,
@@ -161,6 +173,14 @@ pub enum Output {
         text: String,
         replaceable: bool,
     },
+    /// Hand a decision request to the in-process AI service on `conn` (a
+    /// [`ConnKind::AiInProcess`] connection; a websocket AI connection gets the request
+    /// as a [`Output::Send`] of its JSON instead).
+    /// (Boxed: an observation is large, and every other output would pay for it.)
+    AiRequest {
+        conn: ConnId,
+        request: Box<AiRequest>,
+    },
     /// Close the connection with this code after the frames already queued.
     Close { conn: ConnId, code: CloseCode },
     /// Something worth a log line or a metric; nothing to carry out.
@@ -171,6 +191,12 @@ pub enum Output {
 pub trait Router {
     /// Queue `text` on `conn` (replacing a queued replaceable frame when `replaceable`).
     fn send(&mut self, conn: ConnId, text: String, replaceable: bool);
+    /// Hand `request` to the in-process AI service on `conn`. A shell without one never
+    /// opens a [`ConnKind::AiInProcess`] connection; the default sends the request's
+    /// JSON as a frame, as for a websocket AI connection.
+    fn ai_request(&mut self, conn: ConnId, request: Box<AiRequest>) {
+        self.send(conn, crate::wire::encode_ai_request(&request), false);
+    }
     /// Close `conn` with `code` after the frames already queued.
     fn close(&mut self, conn: ConnId, code: CloseCode);
     /// A fact for logs and metrics.
@@ -186,6 +212,7 @@ impl Output {
                 text,
                 replaceable,
             } => router.send(conn, text, replaceable),
+            Output::AiRequest { conn, request } => router.ai_request(conn, request),
             Output::Close { conn, code } => router.close(conn, code),
             Output::Note(note) => router.note(note),
         }

@@ -19,8 +19,9 @@
 //!   [`upgrade`]'s policy), a decoded player message or an undecodable frame, a
 //!   forbidden frame, an AI service message, a connection closed, a load sample, a
 //!   timeout, shutdown.
-//! - [`io::Output`] is what the core asks for: send a text frame, close a connection with
-//!   a code, or a [`io::Note`] for logs and metrics.
+//! - [`io::Output`] is what the core asks for: send a text frame, hand a decide request
+//!   to an in-process AI service, close a connection with a code, or a [`io::Note`] for
+//!   logs and metrics.
 //! - `handle` cannot fail: client misbehaviour becomes an `error` message or a close.
 //!
 //! A shell's loop, in outline:
@@ -41,6 +42,7 @@
 //!     for output in out.drain(..) {
 //!         match output {
 //!             Output::Send { .. } => { /* queue the frame on its connection */ }
+//!             Output::AiRequest { .. } => { /* only to an in-process AI service */ }
 //!             Output::Close { .. } => { /* close after queued frames */ }
 //!             Output::Note(_) => { /* log, count */ }
 //!         }

@@ -257,7 +257,7 @@ pub fn check_upgrade(
     }
     let peer = request.peer.ok_or(NO_PEER)?.to_canonical();
     match kind {
-        ConnKind::Ai => {
+        ConnKind::Ai | ConnKind::AiInProcess => {
             if request.is_forwarded() {
                 return Err(FORWARDED_AI);
             }

@@ -419,6 +419,11 @@ impl Observer for Observers<'_> {
                     r.hash(&conn.0.to_le_bytes());
                     r.hash(text.as_bytes());
                 }
+                // The simulator opens no in-process AI; hashed as its frame would be.
+                Output::AiRequest { conn, request } => {
+                    r.hash(&conn.0.to_le_bytes());
+                    r.hash(wizard_core::wire::encode_ai_request(request).as_bytes());
+                }
                 Output::Close { conn, code } => {
                     r.hash(&conn.0.to_le_bytes());
                     r.hash(&code.code().to_le_bytes());

@@ -116,6 +116,8 @@ impl Games {
                 }
                 _ => {}
             },
+            // Requests to the AI carry no player's view.
+            Output::AiRequest { .. } => {}
             Output::Close { conn, .. } => {
                 self.detach(*conn);
                 self.viewer(*conn).closing = true;

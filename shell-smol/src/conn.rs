@@ -367,7 +367,7 @@ async fn read_frames(
                             input,
                             arrived: st.read_at,
                         },
-                        ConnKind::Ai => CoreMsg::Input(input),
+                        ConnKind::Ai | ConnKind::AiInProcess => CoreMsg::Input(input),
                     };
                     Step {
                         wait: try_forward(inbox, msg)?,

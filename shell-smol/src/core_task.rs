@@ -8,6 +8,12 @@
 //! `/metrics`, which never enter this queue. Notes become the log lines listed in
 //! `docs/OPERATIONS.md` ("Log lines to watch"); those an attacker can cause are rate
 //! limited ([`crate::log_limit`]).
+//!
+//! With the AI service embedded ([`crate::embedded`]) the task is its transport too:
+//! the core's requests go to the service's admission machine as values while routing,
+//! and the workers' replies wake the task like inbox messages. An answer due at once
+//! (`overloaded`) and the close of the in-process connection are fed back to the core
+//! in the next pass, without waiting.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -21,10 +27,11 @@ use futures_lite::FutureExt;
 use tracing::{debug, info, warn};
 use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output, Router};
 use wizard_core::overload::LoadLevel;
-use wizard_core::wire::CloseCode;
+use wizard_core::wire::{AiReply, AiRequest, CloseCode};
 use wizard_core::{Server, Time, timers};
 
 use crate::deadline::Deadline;
+use crate::embedded::Embedded;
 use crate::log_limit::{LineKind, LogLimiter};
 use crate::metrics::{CoreHistograms, ShellStats};
 use crate::outbox::Outbox;
@@ -87,10 +94,16 @@ pub struct CoreTask {
     /// The durable store, if `STORE` names one: each pass's records are committed
     /// before its frames are sent.
     pub store: Option<crate::store::Store>,
+    /// The embedded AI service (`EMBEDDED_AI=1`), linked in process.
+    pub ai: Option<Embedded>,
 }
 
 enum Wake {
     Msg(CoreMsg),
+    /// A reply from the embedded AI service's workers.
+    AiReply(AiReply),
+    /// Inputs the last routing produced for the core itself (see [`State::loopback`]).
+    Loopback,
     Deadline,
     Shutdown,
     /// Every sender is gone: nothing more can happen.
@@ -103,12 +116,18 @@ struct State {
     /// The pass of the loop, counted: a frame handled in a pass is answered by the
     /// first frame its connection is sent in the same pass ([`Outbox::expect_answer`]).
     pass: u64,
+    /// Inputs for the next pass from the in-process AI link: its at-once answers and its
+    /// close. At most one per AI request or close of one pass (the core keeps at most
+    /// `AI_MAX_INFLIGHT` requests pending on a connection).
+    loopback: Vec<Input>,
 }
 
 /// Where the core task carries out outputs: the connections' outboxes, the log and the
 /// AI round-trip histogram.
 struct Outboxes<'a> {
     conns: &'a HashMap<ConnId, Arc<Outbox>>,
+    ai: Option<&'a Embedded>,
+    loopback: &'a mut Vec<Input>,
     logs: &'a mut LogLimiter,
     histograms: &'a CoreHistograms,
     now_us: u64,
@@ -122,9 +141,28 @@ impl Router for Outboxes<'_> {
         }
     }
 
+    fn ai_request(&mut self, conn: ConnId, request: Box<AiRequest>) {
+        match self.ai.filter(|ai| ai.conn == conn) {
+            Some(ai) => {
+                if let Some(reply) = ai.link.submit(*request) {
+                    self.loopback.push(Input::AiMessage {
+                        conn,
+                        reply: Ok(reply),
+                        request_id: None,
+                    });
+                }
+            }
+            // Not the in-process service: the request's frame, as the core's default.
+            None => self.send(conn, wizard_core::wire::encode_ai_request(&request), false),
+        }
+    }
+
     fn close(&mut self, conn: ConnId, code: CloseCode) {
         if let Some(outbox) = self.conns.get(&conn) {
             outbox.close(code);
+        } else if self.ai.is_some_and(|ai| ai.conn == conn) {
+            // No socket to close: the in-process connection is gone at once.
+            self.loopback.push(Input::Closed { conn });
         }
     }
 
@@ -148,7 +186,16 @@ impl CoreTask {
             conns: HashMap::new(),
             out: Vec::with_capacity(256),
             pass: 0,
+            loopback: Vec::new(),
         };
+        if let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+            let kind = ConnKind::AiInProcess;
+            let now = self.clock.now();
+            self.handle(now, Input::Opened { conn, kind, ip }, &mut st);
+            self.published.publish(&self.server);
+            self.route(&mut st, now);
+        }
         let mut hard_stop: Option<Instant> = None;
         let mut shutdown_open = true;
         let mut timer = Deadline::default();
@@ -162,13 +209,24 @@ impl CoreTask {
                 (d, h) => d.or(h),
             };
             timer.set(deadline);
-            let wake = self.wait(&mut timer, shutdown_open).await;
+            let wake = if st.loopback.is_empty() {
+                self.wait(&mut timer, shutdown_open).await
+            } else {
+                Wake::Loopback
+            };
             ShellStats::bump(&self.stats.core_wakeups);
             st.pass += 1;
             let now = self.clock.now();
             let inputs_before = self.stats.core_inputs.load(Ordering::Relaxed);
             match wake {
                 Wake::Msg(msg) => self.apply(now, msg, &mut st),
+                Wake::AiReply(reply) => self.ai_reply(now, reply, &mut st),
+                Wake::Loopback => {
+                    for input in std::mem::take(&mut st.loopback) {
+                        ShellStats::bump(&self.stats.core_inputs);
+                        self.handle(now, input, &mut st);
+                    }
+                }
                 Wake::Deadline => self.handle(now, Input::Timeout, &mut st),
                 Wake::Shutdown => {
                     shutdown_open = false;
@@ -192,6 +250,13 @@ impl CoreTask {
                     break;
                 };
                 self.apply(now, msg, &mut st);
+            }
+            for _ in 0..BATCH_INPUTS_MAX {
+                let Some(Ok(reply)) = self.ai.as_ref().map(|ai| ai.link.replies().try_recv())
+                else {
+                    break;
+                };
+                self.ai_reply(now, reply, &mut st);
             }
             if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
                 self.handle(now, Input::Timeout, &mut st);
@@ -245,7 +310,31 @@ impl CoreTask {
             let _ = self.shutdown.recv().await;
             Wake::Shutdown
         };
-        msg.or(timer).or(shutdown).await
+        let ai = async {
+            match self.ai.as_ref().map(|ai| ai.link.replies()) {
+                Some(replies) => match replies.recv().await {
+                    Ok(reply) => Wake::AiReply(reply),
+                    // The workers are gone (only when the link is dropped).
+                    Err(_) => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
+        msg.or(ai).or(timer).or(shutdown).await
+    }
+
+    /// A reply of the embedded AI service's workers, as the core takes an AI message.
+    fn ai_reply(&mut self, now: Time, reply: AiReply, st: &mut State) {
+        let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) else {
+            return;
+        };
+        ShellStats::bump(&self.stats.core_inputs);
+        let input = Input::AiMessage {
+            conn,
+            reply: Ok(reply),
+            request_id: None,
+        };
+        self.handle(now, input, st);
     }
 
     fn apply(&mut self, now: Time, msg: CoreMsg, st: &mut State) {
@@ -294,6 +383,8 @@ impl CoreTask {
     fn route(&mut self, st: &mut State, now: Time) {
         let mut into = Outboxes {
             conns: &st.conns,
+            ai: self.ai.as_ref(),
+            loopback: &mut st.loopback,
             logs: &mut self.logs,
             histograms: &self.stats.core,
             now_us: now.0,

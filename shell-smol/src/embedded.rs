@@ -1,51 +1,46 @@
-//! Embedded mode (`EMBEDDED_AI=1`): the AI service runs inside the server process, on
-//! its own thread and executor, connected to the server's own `/internal/ai` over
-//! loopback with a secret generated at start-up, so a single command gives real AI
-//! players. Its worker threads run at a lower priority than the event loop, and their
-//! CPU counts in the load probe like any other (the probe reads the process's CPU), so
-//! a busy AI makes the server refuse new games and degrade to the heuristic, never slow
-//! running games down.
-
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+//! Embedded mode (`EMBEDDED_AI=1`): the AI service's admission machine and worker pool
+//! run inside the server process, linked to the core task in process
+//! ([`wizard_ai::service::local`]). The core sees an AI connection of kind
+//! [`ConnKind::AiInProcess`](wizard_core::io::ConnKind::AiInProcess): its decide
+//! requests reach the pool as values and the workers' replies come back on a bounded
+//! queue the core task waits on, so there is no socket, no JSON and no event loop
+//! besides the core task's. The workers run at a lower priority than the event loop,
+//! and their CPU counts in the load probe like any other (the probe reads the process's
+//! CPU), so a busy AI makes the server refuse new games and degrade to the heuristic,
+//! never slow running games down.
 
 use tracing::info;
-use wizard_ai::service::{self, ServiceOptions};
+use wizard_ai::service::ServiceOptions;
+use wizard_ai::service::local::Local;
 use wizard_core::config::{AiServiceConfig, Config};
+use wizard_core::io::ConnId;
 
 /// Niceness of the embedded AI's worker threads (the event loop stays at 0).
 pub const AI_WORKER_NICE: i32 = 10;
 
-/// The running embedded service; dropping it stops the service.
+/// The running embedded service and the connection the core knows it by; dropping it
+/// stops the workers.
 #[derive(Debug)]
 pub struct Embedded {
-    _stop: async_channel::Sender<()>,
+    pub conn: ConnId,
+    pub link: Local,
 }
 
-/// Where the embedded service should connect: the listener's port on loopback when the
-/// server listens on every address.
-pub fn loopback_url(local: SocketAddr) -> String {
-    let ip = match local.ip() {
-        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        other => other,
-    };
-    format!("ws://{}/internal/ai", SocketAddr::new(ip, local.port()))
-}
-
-/// Starts the embedded AI service. When `AI_SHARED_SECRET` is empty a random secret is
-/// generated and set in `config`, so `/internal/ai` stays authenticated.
-pub fn start(
-    config: &mut Config,
-    mut ai: AiServiceConfig,
-    listener: &TcpListener,
-) -> std::io::Result<Embedded> {
+/// Keeps `/internal/ai` authenticated when the service runs embedded: with an empty
+/// `AI_SHARED_SECRET` a random secret nobody knows is set, so no outside service can
+/// connect unless the operator sets one.
+pub fn lock_ai_route(config: &mut Config) -> std::io::Result<()> {
     if config.ai_shared_secret.is_empty() {
         let mut bytes = [0u8; 24];
         getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
         config.ai_shared_secret = bytes.iter().map(|b| format!("{b:02x}")).collect();
     }
-    ai.shared_secret = config.ai_shared_secret.clone();
-    ai.server_url = loopback_url(listener.local_addr()?);
+    Ok(())
+}
+
+/// Starts the embedded AI service's workers for connection `conn`, the agents seeded
+/// from OS entropy.
+pub fn start(ai: &AiServiceConfig, conn: ConnId) -> std::io::Result<Embedded> {
     let mut seed = [0u8; 8];
     getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
     info!(
@@ -57,6 +52,8 @@ pub fn start(
         worker_nice: AI_WORKER_NICE,
         seed: u64::from_le_bytes(seed),
     };
-    let (stop, _thread) = service::spawn(ai, options)?;
-    Ok(Embedded { _stop: stop })
+    Ok(Embedded {
+        conn,
+        link: Local::start(ai, &options),
+    })
 }

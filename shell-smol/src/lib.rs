@@ -11,7 +11,8 @@
 //! nothing about shedding, retrying or falling back.
 //!
 //! [`run_on`] is the entry point for the binary and the tests: it takes a bound
-//! listener and a shutdown future, and returns once the core finished after shutdown.
+//! listener and a shutdown future, and returns once the core finished after shutdown;
+//! [`run_with`] also starts the embedded AI service ([`embedded`]).
 
 pub mod assets;
 pub mod conn;
@@ -39,7 +40,8 @@ use std::time::{Duration, Instant};
 use async_io::{Async, Timer};
 use tracing::{info, warn};
 use wizard_core::Server;
-use wizard_core::config::{Config, StoreSpec};
+use wizard_core::config::{AiServiceConfig, Config, StoreSpec};
+use wizard_core::io::ConnId;
 use wizard_core::overload::door::DoorRefusal;
 use wizard_core::rng::Seed;
 
@@ -60,6 +62,8 @@ pub enum RunError {
     Thread(std::io::Error),
     /// `STORE` cannot be opened or restored, or a commit failed.
     Store(String),
+    /// The embedded AI service could not start (no OS entropy for its seed).
+    EmbeddedAi(std::io::Error),
 }
 
 impl std::fmt::Display for RunError {
@@ -68,6 +72,7 @@ impl std::fmt::Display for RunError {
             RunError::Listener(e) => write!(f, "listener: {e}"),
             RunError::Thread(e) => write!(f, "executor thread: {e}"),
             RunError::Store(e) => write!(f, "STORE: {e}"),
+            RunError::EmbeddedAi(e) => write!(f, "embedded AI service: {e}"),
         }
     }
 }
@@ -98,10 +103,23 @@ impl ShutdownHandle {
 /// Pause after a failed `accept` (e.g. out of file descriptors) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// Runs the server on `listener` until the core finished after `shutdown` resolved.
-/// Blocks the calling thread, which becomes one of the executor's threads.
+/// Runs the server on `listener` until the core finished after `shutdown` resolved,
+/// without an embedded AI service (whatever `EMBEDDED_AI` says). Blocks the calling
+/// thread, which becomes one of the executor's threads.
 pub fn run_on(
     config: Config,
+    listener: TcpListener,
+    seed: Seed,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    run_with(config, None, listener, seed, shutdown)
+}
+
+/// [`run_on`], with the AI service embedded in process when `embedded_ai` gives its
+/// settings (the binary passes them when `EMBEDDED_AI=1`).
+pub fn run_with(
+    config: Config,
+    embedded_ai: Option<AiServiceConfig>,
     listener: TcpListener,
     seed: Seed,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -124,6 +142,7 @@ pub fn run_on(
     let result = smol::block_on(ex.run(serve(
         Arc::clone(&ex),
         config,
+        embedded_ai,
         listener,
         seed,
         shutdown,
@@ -139,6 +158,7 @@ pub fn run_on(
 async fn serve(
     ex: Arc<Priorities>,
     config: Config,
+    embedded_ai: Option<AiServiceConfig>,
     listener: TcpListener,
     seed: Seed,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -161,6 +181,11 @@ async fn serve(
             let _ = shutdown_tx.send(()).await;
         })
         .detach();
+    // The embedded service is connection 1; sockets are numbered after it.
+    let ai = embedded_ai
+        .map(|ai| embedded::start(&ai, ConnId(1)))
+        .transpose()
+        .map_err(RunError::EmbeddedAi)?;
     let stats = Arc::new(ShellStats::default());
     let gate = Arc::new(Gate::new(&config, clock));
     let published = Arc::new(Published::new(&server, &stats.core));
@@ -174,7 +199,7 @@ async fn serve(
         config,
         inbox,
         stats: Arc::clone(&stats),
-        next_conn: AtomicU64::new(1),
+        next_conn: AtomicU64::new(2),
         published: Arc::clone(&published),
         gate: Arc::clone(&gate),
         executors: Arc::clone(&ex),
@@ -188,6 +213,7 @@ async fn serve(
         published,
         logs: LogLimiter::default(),
         store,
+        ai,
     };
     // Its own task: raced against the core task in one future, every wake-up of the
     // core polled the listener too (an `accept4` that fails with EAGAIN each time).

@@ -1,6 +1,6 @@
 //! The `wizard-server` binary: settings from the environment, logging, OS-entropy seed,
-//! SIGTERM/SIGINT as graceful shutdown, the embedded AI service (`EMBEDDED_AI=1`), then
-//! [`wizard_server::run_on`].
+//! SIGTERM/SIGINT as graceful shutdown, then [`wizard_server::run_with`], with the AI
+//! service embedded in process when `EMBEDDED_AI=1`.
 
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -120,19 +120,15 @@ fn serve() -> ExitCode {
             info!(?signal, "Signal received");
         }
     };
-    // Kept alive while the server runs; dropping it stops the embedded AI service.
-    let mut _embedded = None;
-    if config.shell.embedded_ai {
-        match embedded::start(&mut config, ai_config, &listener) {
-            Ok(handle) => _embedded = Some(handle),
-            Err(e) => {
-                error!(error = %e, "cannot start the embedded AI service");
-                return ExitCode::from(EXIT_START);
-            }
-        }
+    let embedded_ai = config.shell.embedded_ai.then_some(ai_config);
+    if embedded_ai.is_some()
+        && let Err(e) = embedded::lock_ai_route(&mut config)
+    {
+        error!(error = %e, "cannot start the embedded AI service");
+        return ExitCode::from(EXIT_START);
     }
     info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
-    match wizard_server::run_on(config, listener, seed, shutdown) {
+    match wizard_server::run_with(config, embedded_ai, listener, seed, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
         // A store that cannot be opened is a setting to fix, like a bad variable.
         Err(e @ wizard_server::RunError::Store(_)) => {

@@ -58,7 +58,9 @@ impl Server {
                 // The limiter refuses with `Total` or `PerIp` only.
                 Err(_) => Some(RefuseReason::PerIp),
             },
-            ConnKind::Ai => (!self.bridge.connect(conn)).then_some(RefuseReason::AiConnections),
+            ConnKind::Ai | ConnKind::AiInProcess => {
+                (!self.bridge.connect(conn)).then_some(RefuseReason::AiConnections)
+            }
         };
         let waiting = entry.waiting.is_some();
         self.conns.insert(conn, entry);
@@ -70,7 +72,7 @@ impl Server {
             }
             None => {
                 self.counters.connections_opened += 1;
-                if kind == ConnKind::Ai {
+                if kind.is_ai() {
                     out.push(Output::Note(Note::AiConnected { conn }));
                 }
             }
@@ -263,7 +265,7 @@ impl Server {
             self.timers.cancel(&TimerKey::HelloGrace(conn));
         }
         match c.kind {
-            ConnKind::Ai => {
+            ConnKind::Ai | ConnKind::AiInProcess => {
                 let lost = self.bridge.disconnect(now, conn);
                 out.push(Output::Note(Note::AiDisconnected {
                     conn,

@@ -6,7 +6,7 @@ use rand_chacha::ChaCha12Rng;
 
 use crate::ai_bridge::{Answer, Ask, Outcome, Pending};
 use crate::game::{Action, Event, Seat, bot};
-use crate::io::{ConnId, FallbackReason, MoveSource, Note, Output};
+use crate::io::{ConnId, ConnKind, FallbackReason, MoveSource, Note, Output};
 use crate::lobby::LobbyError;
 use crate::session::{LobbyId, SessionId};
 use crate::time::Time;
@@ -213,15 +213,27 @@ impl Server {
                     return;
                 };
                 let timeout_s = self.config.ai_decision_timeout_us as f64 / 1e6;
-                let text = wire::encode_ai_request(&AiRequest::Decide {
+                let request = AiRequest::Decide {
                     request_id,
                     observation,
                     timeout: timeout_s,
-                });
-                out.push(Output::Send {
-                    conn,
-                    text,
-                    replaceable: false,
+                };
+                // The in-process service takes the value itself; a websocket its JSON.
+                let in_process = self
+                    .conns
+                    .get(&conn)
+                    .is_some_and(|c| c.kind == ConnKind::AiInProcess);
+                out.push(if in_process {
+                    Output::AiRequest {
+                        conn,
+                        request: Box::new(request),
+                    }
+                } else {
+                    Output::Send {
+                        conn,
+                        text: wire::encode_ai_request(&request),
+                        replaceable: false,
+                    }
                 });
                 self.counters.ai_requests += 1;
                 self.timers.set(TimerKey::AiRequest(request_id), deadline);

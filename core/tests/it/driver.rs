@@ -78,6 +78,11 @@ impl Driver {
                     }
                     seen.messages.push(value);
                 }
+                // Kept as the JSON the same request would have on a websocket.
+                Output::AiRequest { conn, request } => {
+                    let value = serde_json::to_value(request).expect("a request encodes");
+                    self.seen.entry(*conn).or_default().messages.push(value);
+                }
                 Output::Close { conn, code } => {
                     self.seen.entry(*conn).or_default().closed = Some(*code);
                 }
@@ -115,9 +120,14 @@ impl Driver {
     }
 
     pub fn open_ai(&mut self, conn: ConnId) {
+        self.open_ai_as(conn, ConnKind::Ai);
+    }
+
+    /// Opens an AI connection of `kind` (over a websocket or in process).
+    pub fn open_ai_as(&mut self, conn: ConnId, kind: ConnKind) {
         self.input(Input::Opened {
             conn,
-            kind: ConnKind::Ai,
+            kind,
             ip: "127.0.0.1".parse().expect("an IP"),
         });
     }

@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 
 mod absent;
+mod ai_transports;
 mod bot;
 mod cards;
 mod cgroup;

@@ -224,6 +224,10 @@ fn output_value(output: &Output) -> Option<Value> {
             assert_eq!(*replaceable, snapshot, "replaceable flag of {text}");
             Some(serde_json::json!({"conn": conn.0, "state": replaceable, "msg": msg}))
         }
+        // The transcripts open no in-process AI; shown apart from frames if one did.
+        Output::AiRequest { conn, request } => {
+            Some(serde_json::json!({"conn": conn.0, "in_process": request}))
+        }
         Output::Close { conn, code } => {
             Some(serde_json::json!({"conn": conn.0, "close": code.code()}))
         }

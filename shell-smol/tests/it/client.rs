@@ -11,7 +11,7 @@ use async_tungstenite::tungstenite::client::IntoClientRequest;
 use async_tungstenite::tungstenite::http::HeaderValue;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::config::Config;
+use wizard_core::config::{AiServiceConfig, Config};
 use wizard_core::game::{Action, Event};
 use wizard_core::rng::Seed;
 use wizard_core::wire::{
@@ -32,21 +32,29 @@ impl TestServer {
         TestServer::start_on("127.0.0.1:0".parse().unwrap(), pairs)
     }
 
-    /// Starts a server on `addr` (e.g. the address of one that was stopped).
+    /// Starts a server on `addr` (e.g. the address of one that was stopped). The AI
+    /// service is embedded only when `pairs` say `EMBEDDED_AI=1` (its settings come from
+    /// `pairs` too).
     pub fn start_on(addr: SocketAddr, pairs: &[(&str, &str)]) -> TestServer {
         let mut all = vec![
             ("SHUTDOWN_GRACE", "0"),
             ("BIND", "127.0.0.1:0"),
             ("STORE", "memory"),
+            ("EMBEDDED_AI", "0"),
         ];
         all.extend_from_slice(pairs);
-        let config = Config::from_pairs(all).unwrap();
+        let config = Config::from_pairs(all.iter().copied()).unwrap();
+        let embedded_ai = config
+            .shell
+            .embedded_ai
+            .then(|| AiServiceConfig::from_pairs(all.iter().copied()).unwrap());
         let listener = TcpListener::bind(addr).unwrap();
         let addr = listener.local_addr().unwrap();
         let (handle, signal) = ShutdownHandle::new();
         let (finished, done) = async_channel::bounded(1);
         std::thread::spawn(move || {
-            let result = wizard_server::run_on(config, listener, Seed::from_u64(7), signal);
+            let result =
+                wizard_server::run_with(config, embedded_ai, listener, Seed::from_u64(7), signal);
             let _ = finished.try_send(());
             result
         });

@@ -5,6 +5,7 @@
 
 mod absent;
 mod ai;
+mod ai_embedded;
 mod ai_service;
 mod attacks;
 mod bench;

@@ -1,0 +1,181 @@
+//! The real AI service on both transports, against a real server: over `/internal/ai`
+//! (a separate service, `EMBEDDED_AI=0`) and embedded in process (`EMBEDDED_AI=1`).
+//! Both play AI seats, note round trips, and shed load the same way; only the separate
+//! one has a socket.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_io::Timer;
+use futures_lite::FutureExt;
+use wizard_ai::service::{self, ServiceOptions};
+use wizard_core::config::AiServiceConfig;
+use wizard_core::wire::ClientMessage;
+
+use crate::client::{Player, TestServer, bounded, http, metric, my_move};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Transport {
+    /// `wizard_ai::service` connecting to `/internal/ai`.
+    Websocket,
+    /// `EMBEDDED_AI=1`: the service's pool linked to the core task.
+    InProcess,
+}
+
+const SECRET: &str = "s3cret";
+
+/// A server whose AI seats are played by the real service over `transport`, with the
+/// service's settings in `ai` (`AI_*` names); the handle keeps a separate service alive.
+fn start(
+    transport: Transport,
+    ai: &[(&str, &str)],
+) -> (TestServer, Option<async_channel::Sender<()>>) {
+    let mut pairs = vec![
+        ("AI_SHARED_SECRET", SECRET),
+        ("AI_MOVE_DELAY", "0"),
+        ("TRICK_PAUSE", "0"),
+        ("MESSAGE_RATE", "1000"),
+        ("MESSAGE_BURST", "1000"),
+        // The metrics polls open a socket each.
+        ("SOCKET_RATE", "1000"),
+        ("SOCKET_BURST", "1000"),
+    ];
+    pairs.extend_from_slice(ai);
+    if transport == Transport::InProcess {
+        pairs.push(("EMBEDDED_AI", "1"));
+    }
+    let server = TestServer::start(&pairs);
+    let stop = (transport == Transport::Websocket).then(|| {
+        let config = AiServiceConfig {
+            server_url: format!("ws://{}/internal/ai", server.addr),
+            ..AiServiceConfig::from_pairs(pairs.iter().copied()).unwrap()
+        };
+        let options = ServiceOptions {
+            worker_nice: 0,
+            seed: 7,
+        };
+        service::spawn(config, options).unwrap().0
+    });
+    bounded(20, wait_for_ai(server.addr));
+    (server, stop)
+}
+
+/// Polls `/health` until the server has its AI connection.
+async fn wait_for_ai(addr: SocketAddr) {
+    loop {
+        let (_, body) = http(addr, "GET", "/health", &[]).await;
+        if wizard_core::wire::decode_health(&body)
+            .unwrap()
+            .ai
+            .connections
+            == 1
+        {
+            return;
+        }
+        Timer::after(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls `/metrics` until `name` reads `want`; fails the test when it does not within
+/// 10 s.
+async fn wait_for_metric(addr: SocketAddr, name: &str, want: f64) {
+    let poll = async {
+        while metric(addr, name).await != want {
+            Timer::after(Duration::from_millis(50)).await;
+        }
+    };
+    poll.or(async {
+        Timer::after(Duration::from_secs(10)).await;
+        let got = metric(addr, name).await;
+        panic!("{name} is {got}, not {want}");
+    })
+    .await;
+}
+
+/// `games` humans each host a game with three AI seats and play their own moves at
+/// once, until `enough` says so.
+async fn play_until(addr: SocketAddr, games: usize, enough: impl AsyncFn() -> bool) {
+    let done = AtomicBool::new(false);
+    let play = |_| async {
+        let (mut host, _) = Player::hello(addr, None).await;
+        host.create_lobby("Ann").await;
+        for seats in 2..=4 {
+            host.add_ai(seats).await;
+        }
+        let mut view = host.start_game().await;
+        while !done.load(Ordering::Relaxed) {
+            if let Some(action) = my_move(&view) {
+                host.send(ClientMessage::Action { action }).await;
+            }
+            view = host.next_state().await;
+        }
+    };
+    let players = futures_util::future::join_all((0..games).map(play));
+    let watch = async {
+        while !enough().await {
+            Timer::after(Duration::from_millis(50)).await;
+        }
+        done.store(true, Ordering::Relaxed);
+    };
+    // The watch ends first; the players stop at their next state.
+    watch
+        .or(async {
+            players.await;
+        })
+        .await;
+}
+
+/// Each transport plays AI seats with the service's decisions and notes their round
+/// trips; the separate service holds a socket (two TCP connections open while only the
+/// metrics request and it are there), the embedded one none (one: the request).
+#[test]
+fn both_transports_play_ai_seats_and_only_the_websocket_opens_a_socket() {
+    for (transport, sockets) in [(Transport::Websocket, 2.0), (Transport::InProcess, 1.0)] {
+        let (server, _service) = start(transport, &[("AI_AGENT", "heuristic")]);
+        let addr = server.addr;
+        bounded(30, async {
+            wait_for_metric(addr, "wizard_tcp_open", sockets).await;
+            play_until(addr, 1, async || {
+                metric(addr, "wizard_moves_total{by=\"ai\"}").await >= 6.0
+            })
+            .await;
+            let answered = metric(addr, "wizard_ai_round_trip_seconds_count").await;
+            assert!(answered >= 6.0, "{transport:?}: {answered} round trips");
+            let fallbacks = metric(addr, "wizard_fallbacks_total").await;
+            assert_eq!(
+                fallbacks, 0.0,
+                "{transport:?}: every AI move from the service"
+            );
+        });
+    }
+}
+
+/// One worker and room for one request, four games asking at once: the service sheds
+/// with `overloaded`, the fallback moves for those seats, and the breaker stays closed
+/// (shedding is not a failure), on either transport.
+#[test]
+fn an_overloaded_service_sheds_to_fallback_moves_on_both_transports() {
+    let ai = [
+        ("AI_AGENT", "search"),
+        ("AI_WORKERS", "1"),
+        ("AI_MAX_QUEUE", "1"),
+    ];
+    for transport in [Transport::Websocket, Transport::InProcess] {
+        let (server, _service) = start(transport, &ai);
+        let addr = server.addr;
+        bounded(60, async {
+            play_until(addr, 4, async || {
+                metric(addr, "wizard_fallbacks_total{reason=\"overloaded\"}").await >= 3.0
+                    && metric(addr, "wizard_moves_total{by=\"ai\"}").await >= 3.0
+            })
+            .await;
+            let open = metric(addr, "wizard_ai_breaker_open").await;
+            assert_eq!(open, 0.0, "{transport:?}: shedding opened the breaker");
+            let other = metric(addr, "wizard_fallbacks_total{reason=\"internal\"}").await
+                + metric(addr, "wizard_fallbacks_total{reason=\"timeout\"}").await
+                + metric(addr, "wizard_fallbacks_total{reason=\"breaker_open\"}").await;
+            assert_eq!(other, 0.0, "{transport:?}: only shedding, no failure");
+        });
+    }
+}
