@@ -192,7 +192,7 @@ impl GameLog {
                 ));
             }
             self.new_public(None, public, bad);
-            return Some((whole.you, own));
+            return Some((whole.you?, own));
         };
         let same = self
             .public

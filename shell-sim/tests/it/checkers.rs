@@ -206,7 +206,7 @@ fn hidden_bid_shown(rec: &mut Steps) -> bool {
     edit_first(steps, ConnId(1), |d| {
         let Some(g) = &mut d.1 else { return false };
         let o = &mut g.observation;
-        let other = (0..o.players).find(|s| *s != g.you && o.has_bid[usize::from(*s)]);
+        let other = (0..o.players).find(|s| Some(*s) != g.you && o.has_bid[usize::from(*s)]);
         match (o.phase, other) {
             (Phase::Bidding, Some(s)) => {
                 o.bids[usize::from(s)] = Some(0);
