@@ -318,7 +318,13 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
 /// Sets up `games` lobbies with a running game each (two humans from different
 /// addresses, one or two AI seats) and, optionally, an AI service connection, so the
 /// random operations start from a busy server rather than an empty one.
-fn prelude(d: &mut Driver, w: &mut World, games: u8, with_ai: bool) -> Result<(), TestCaseError> {
+fn prelude(
+    d: &mut Driver,
+    w: &mut World,
+    games: u8,
+    with_ai: bool,
+    hidden_bids: bool,
+) -> Result<(), TestCaseError> {
     if with_ai {
         step(d, w, &Op::AiConnect)?;
     }
@@ -344,6 +350,9 @@ fn prelude(d: &mut Driver, w: &mut World, games: u8, with_ai: bool) -> Result<()
             },
         )?;
         step(d, w, &Op::Create { conn: a })?;
+        if let Some(&(host, _)) = w.players.get(usize::from(a)).filter(|_| hidden_bids) {
+            d.send_json(host, json!({"type": "set_options", "hidden_bids": true}));
+        }
         let code = u8::try_from(w.codes.len()).unwrap() - 1;
         step(d, w, &Op::Join { conn: b, code })?;
         for _ in 0..=g % 2 {
@@ -439,6 +448,7 @@ proptest! {
         overloaded in any::<bool>(),
         games in 0..3u8,
         with_ai in any::<bool>(),
+        hidden_bids in any::<bool>(),
     ) {
         let cfg = config(&[
             ("MAX_CONNECTIONS", "8"), ("MAX_CONNECTIONS_PER_IP", "3"), ("MESSAGE_RATE", "5"),
@@ -453,7 +463,7 @@ proptest! {
         ]);
         let mut d = Driver::new(cfg, seed);
         let mut w = World::default();
-        prelude(&mut d, &mut w, games, with_ai)?;
+        prelude(&mut d, &mut w, games, with_ai, hidden_bids)?;
         if overloaded {
             // A severe lag sample: the games just started must go on regardless.
             step(&mut d, &mut w, &Op::Sample { lag_ms: 1400, cpu: 100, throttled: 90 })?;
