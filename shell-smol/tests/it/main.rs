@@ -22,3 +22,4 @@ mod logs;
 mod proxy;
 mod routes;
 mod statics;
+mod watch;
