@@ -128,6 +128,9 @@ pub const SETTINGS: &[Setting] = &[
     server("JOIN_FAIL_BURST", "10", "join_lobby attempts with an unknown code one client IP may make in a burst"),
     server("SOCKET_RATE", "20", "new TCP sockets one client IP may open per second (beyond: closed at once)"),
     server("SOCKET_BURST", "40", "new TCP sockets one client IP may open in a burst"),
+    // Spectators and table chat (PROTOCOL.md 6.4).
+    server("MAX_SPECTATORS", "20", "spectators one lobby may have at once"),
+    server("CHAT_RATE", "20", "chat lines one session may send per minute (a burst of as many)"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to (ws:// only)"),
     ai("AI_SHARED_SECRET", "", "secret presented to the server (must match the server's)"),
     ai("AI_WORKERS", "1", "decisions computed at the same time"),
@@ -220,6 +223,10 @@ pub struct Config {
     pub join_fail_burst: u32,
     pub socket_rate_per_sec: f64,
     pub socket_burst: u32,
+    /// `MAX_SPECTATORS`: spectators per lobby.
+    pub spectators_per_lobby_max: usize,
+    /// `CHAT_RATE`: chat lines per session per minute, and the burst.
+    pub chat_rate_per_min: u32,
 }
 
 impl Default for Config {
@@ -269,6 +276,8 @@ impl Default for Config {
             join_fail_burst: 10,
             socket_rate_per_sec: 20.0,
             socket_burst: 40,
+            spectators_per_lobby_max: 20,
+            chat_rate_per_min: 20,
         }
     }
 }
@@ -346,6 +355,8 @@ impl Config {
                 "JOIN_FAIL_BURST" => c.join_fail_burst = v.count(1)?,
                 "SOCKET_RATE" => c.socket_rate_per_sec = v.rate()?,
                 "SOCKET_BURST" => c.socket_burst = v.count(1)?,
+                "MAX_SPECTATORS" => c.spectators_per_lobby_max = v.count(0)?,
+                "CHAT_RATE" => c.chat_rate_per_min = v.count(1)?,
                 _ => {} // every SETTINGS name has an arm; the tests check that
             }
         }

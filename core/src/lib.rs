@@ -61,6 +61,7 @@
 //! - [`ws`]: the websocket frame layer (decoder, encoder, per-frame budget).
 
 pub mod ai_bridge;
+pub mod audience;
 pub mod batch;
 pub mod config;
 pub mod executor;

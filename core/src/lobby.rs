@@ -371,6 +371,11 @@ impl LobbyManager {
         }
     }
 
+    /// Lobbies deleted since [`LobbyManager::take_gone`] was last called, in order.
+    pub fn gone(&self) -> &[LobbyId] {
+        &self.gone
+    }
+
     /// The lobbies deleted since the last call, in order.
     pub fn take_gone(&mut self) -> Vec<LobbyId> {
         std::mem::take(&mut self.gone)

@@ -6,7 +6,8 @@
 //! token bucket, closing), `players` (hello, lobby messages, admission), `games` (moves,
 //! AI turns, fallback), `views` (personal `state` messages), `status` (load samples,
 //! deadlines, shutdown, and what is published after every input), `absent` (what
-//! players who are gone may hold: idle lobbies, dormant games, evictable sessions).
+//! players who are gone may hold: idle lobbies, dormant games, evictable sessions),
+//! `watch` (spectators and table chat).
 
 mod absent;
 mod conns;
@@ -15,6 +16,7 @@ mod games;
 mod players;
 mod status;
 mod views;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -22,6 +24,7 @@ use std::net::IpAddr;
 use rand_chacha::ChaCha12Rng;
 
 use crate::ai_bridge::AiBridge;
+use crate::audience::Audience;
 use crate::config::Config;
 use crate::io::{BadFrame, ConnId, ConnKind, Input, Note, Output, RefuseReason, WakeReason};
 use crate::lobby::LobbyManager;
@@ -139,6 +142,9 @@ pub struct Server {
     records: Option<Vec<Record>>,
     /// Each lobby's last record, so that an unchanged lobby is not recorded again.
     persisted_lobbies: BTreeMap<LobbyId, LobbyRecord>,
+    /// Spectators and chat history of the lobbies that have any (`server/watch.rs`);
+    /// one entry at most per existing lobby.
+    audiences: BTreeMap<LobbyId, Audience>,
 }
 
 pub use durable::RestoreError;
@@ -222,6 +228,7 @@ impl Server {
             finished: false,
             records: None,
             persisted_lobbies: BTreeMap::new(),
+            audiences: BTreeMap::new(),
             conns: BTreeMap::new(),
             now,
             config,
@@ -288,6 +295,7 @@ impl Server {
         }
         self.run_due(now, out);
         self.after_change(now, out);
+        self.release_gone_audiences(out);
         self.flush_gone();
     }
 

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::io::ConnId;
+use crate::overload::limiter::TokenBucket;
 use crate::rng::{self, TOKEN_BYTES, TokenBytes};
 use crate::time::Time;
 
@@ -75,6 +76,11 @@ pub struct Session {
     /// The name last used to create or join a lobby ("" before that).
     pub name: String,
     pub lobby: Option<LobbyId>,
+    /// The lobby it watches as a spectator (never together with `lobby`; only while
+    /// connected: spectating is not restored).
+    pub watching: Option<LobbyId>,
+    /// Its `CHAT_RATE` bucket, from its first chat line on.
+    pub chat_bucket: Option<TokenBucket>,
     pub conn: Option<ConnId>,
     /// When the session lost its connection (for `SESSION_TTL`).
     pub disconnected_at: Option<Time>,
@@ -224,6 +230,8 @@ impl SessionRegistry {
                 digest,
                 name: String::new(),
                 lobby: None,
+                watching: None,
+                chat_bucket: None,
                 conn: None,
                 disconnected_at: None,
                 evict_key: None,

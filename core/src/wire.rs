@@ -72,6 +72,15 @@ pub enum ClientMessage {
         action: Action,
     },
     ReturnToLobby,
+    /// Watch a lobby without a seat (PROTOCOL.md 6.4).
+    Spectate {
+        code: String,
+        name: String,
+    },
+    /// A line of table chat (PROTOCOL.md 6.4).
+    Chat {
+        text: String,
+    },
 }
 
 impl ClientMessage {
@@ -88,6 +97,8 @@ impl ClientMessage {
             ClientMessage::StartGame => "start_game",
             ClientMessage::Action { .. } => "action",
             ClientMessage::ReturnToLobby => "return_to_lobby",
+            ClientMessage::Spectate { .. } => "spectate",
+            ClientMessage::Chat { .. } => "chat",
         }
     }
 }
@@ -126,6 +137,14 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
     },
+    /// A line of table chat: `from` is the sender's public player id, `at_ms` the
+    /// server's clock (milliseconds since it started) when it was said.
+    Chat {
+        from: String,
+        name: String,
+        text: String,
+        at_ms: u64,
+    },
 }
 
 /// Where a lobby stands.
@@ -150,6 +169,9 @@ pub struct LobbyView {
     pub min_players: u8,
     pub max_players: u8,
     pub ai_available: bool,
+    /// The names of those watching without a seat, in the order they came.
+    #[serde(default)]
+    pub spectators: Vec<String>,
 }
 
 /// One seat of a lobby.
@@ -161,10 +183,11 @@ pub struct PlayerView {
     pub connected: bool,
 }
 
-/// A running or finished game as one seat sees it.
+/// A running or finished game as one seat sees it, or as a spectator does (`you` null:
+/// no hand, no hidden bid, no legal actions).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GameView {
-    pub you: Seat,
+    pub you: Option<Seat>,
     pub observation: Observation,
 }
 
@@ -205,6 +228,13 @@ pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
         "action" => fields::<ActionFields>(text, "action")
             .map(|f| ClientMessage::Action { action: f.action })?,
         "return_to_lobby" => ClientMessage::ReturnToLobby,
+        "spectate" => fields::<JoinFields>(text, "spectate").map(|f| ClientMessage::Spectate {
+            code: f.code,
+            name: f.name,
+        })?,
+        "chat" => {
+            fields::<ChatFields>(text, "chat").map(|f| ClientMessage::Chat { text: f.text })?
+        }
         other => return Err(unknown_type(other)),
     };
     Ok(message)
@@ -234,6 +264,12 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
             code: f.code,
             message: f.message,
             retry_after_ms: f.retry_after_ms,
+        }),
+        "chat" => fields::<ChatLineFields>(text, "chat").map(|f| ServerMessage::Chat {
+            from: f.from,
+            name: f.name,
+            text: f.text,
+            at_ms: f.at_ms,
         }),
         other => Err(unknown_type(other)),
     }
@@ -268,6 +304,19 @@ struct NameFields {
 struct JoinFields {
     code: String,
     name: String,
+}
+
+#[derive(Deserialize)]
+struct ChatFields {
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct ChatLineFields {
+    from: String,
+    name: String,
+    text: String,
+    at_ms: u64,
 }
 
 #[derive(Deserialize)]

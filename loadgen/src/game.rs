@@ -339,7 +339,8 @@ pub(super) async fn player(
                     && let Some(Some(game)) = state.game_to_act_on()
                 {
                     let obs = &game.observation;
-                    if obs.to_act == Some(game.you)
+                    if game.you.is_some()
+                        && obs.to_act == game.you
                         && obs.phase != Phase::Finished
                         && let Some(action) = obs.legal_actions.first()
                     {
@@ -364,6 +365,8 @@ pub(super) async fn player(
                     ServerMessage::ServerStatus {
                         accepting_games, ..
                     } => accepting = accepting_games,
+                    // The load generator's players do not chat.
+                    ServerMessage::Chat { .. } => {}
                     ServerMessage::Error {
                         code: err,
                         retry_after_ms,

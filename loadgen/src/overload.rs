@@ -229,7 +229,8 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
                 match (lobby.status, game) {
                     (LobbyStatus::Playing, Some(g)) => {
                         let obs = &g.observation;
-                        if obs.to_act == Some(g.you)
+                        if g.you.is_some()
+                            && obs.to_act == g.you
                             && obs.phase != Phase::Finished
                             && let Some(action) = obs.legal_actions.first()
                         {

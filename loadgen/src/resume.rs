@@ -164,7 +164,7 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..moves {
             let view = GameView {
-                you: 0,
+                you: Some(0),
                 observation: game.observation(0),
             };
             out.push(serde_json::to_string(&Some(view)).unwrap());
@@ -210,7 +210,7 @@ mod tests {
         }
         let view = |g: &Game| {
             let v = GameView {
-                you: 0,
+                you: Some(0),
                 observation: g.observation(0),
             };
             serde_json::to_string(&Some(v)).unwrap()

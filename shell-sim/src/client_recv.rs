@@ -58,7 +58,7 @@ impl Client {
                     retry_after_ms,
                     ..
                 }) => self.on_error(cx, now, code, retry_after_ms),
-                Ok(ServerMessage::State { .. }) | Err(_) => {}
+                Ok(ServerMessage::State { .. } | ServerMessage::Chat { .. }) | Err(_) => {}
             }
         }
         if let Some(text) = self.latest_state.take() {

@@ -63,6 +63,8 @@ pub struct Seen {
     pub timed_waits: u64,
     pub wait_us: u64,
     pub wait_bound_us: u64,
+    /// Views sent to spectators (`you` null), judged by `leak::spectator_rules`.
+    pub spectator_views: u64,
 }
 
 /// One `state` frame of a game, as one connection received it.
@@ -147,6 +149,15 @@ impl GameLog {
         let Some((you, own)) = self.decode(f.game_part, seen, bad) else {
             return at;
         };
+        let Some(you) = you else {
+            // A spectator's view: nothing of its own, and no seat's view to judge.
+            if let Some(p) = &self.public {
+                leak::spectator_rules(&p.obs, &own, bad);
+            }
+            // It resynchronises nothing: the oracle restarts from a seat's view.
+            seen.spectator_views += 1;
+            return at;
+        };
         if let Some(p) = &self.public {
             let hidden = p.obs.options.hidden_bids && p.obs.phase == Phase::Bidding;
             seen.hidden_bid_views += u64::from(hidden);
@@ -163,14 +174,14 @@ impl GameLog {
         at
     }
 
-    /// The viewer's seat and own fields; decodes and judges the public part when it is
-    /// not the one judged last.
+    /// The viewer's seat (`None`: a spectator) and own fields; decodes and judges the
+    /// public part when it is not the one judged last.
     fn decode(
         &mut self,
         game: &str,
         seen: &mut Seen,
         bad: &mut Vec<String>,
-    ) -> Option<(Seat, Own)> {
+    ) -> Option<(Option<Seat>, Own)> {
         let Some(sv) = seat_view::split(game) else {
             seen.views_whole += 1;
             let whole: GameView = match serde_json::from_str(game) {
@@ -216,7 +227,7 @@ impl GameLog {
             }
             self.new_public(Some(sv.public_text()), obs, bad);
         }
-        Some((sv.you, sv.own))
+        Some((Some(sv.you), sv.own))
     }
 
     fn new_public(&mut self, text: Option<String>, obs: PublicPart, bad: &mut Vec<String>) {

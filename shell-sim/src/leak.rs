@@ -1,7 +1,8 @@
 //! The rules that keep a view to what its seat may know (docs/RULES.md, "What a seat
 //! sees"), checked on every `state` frame the core sends a player: the hand shown is
 //! the seat's own, other seats' cards appear only where played cards are shown, and a
-//! hidden bid is not shown before every bid is in.
+//! hidden bid is not shown before every bid is in. A spectator's view (`you` null,
+//! PROTOCOL.md 6.4) shows no hand, no legal action and no hidden bid at all.
 //!
 //! Who holds a card is learnt from the frames themselves: a card shown in a seat's
 //! hand, or played by a seat (an event, the trick on the table, the last trick), is
@@ -168,6 +169,30 @@ pub fn own_rules(obs: &Public, own: &Own, you: Seat, bad: &mut Vec<String>) {
             if seat != you && bid.is_some() {
                 bad.push(format!(
                     "seat {you} sees the hidden bid {bid:?} of seat {seat} before every bid is in"
+                ));
+            }
+        }
+    }
+}
+
+/// The rules of a spectator's own fields (`you` null): no hand, nothing it may play or
+/// bid, and under hidden bids no bid at all while bidding runs.
+pub fn spectator_rules(obs: &Public, own: &Own, bad: &mut Vec<String>) {
+    if !own.hand.is_empty() {
+        bad.push(format!(
+            "a spectator was shown a hand of {} cards in round {}",
+            own.hand.len(),
+            obs.round
+        ));
+    }
+    if !own.plays.is_empty() {
+        bad.push("a spectator was offered cards to play".into());
+    }
+    if obs.options.hidden_bids && obs.phase == Phase::Bidding {
+        for (seat, bid) in (0u8..).zip(&own.bids) {
+            if bid.is_some() {
+                bad.push(format!(
+                    "a spectator sees the hidden bid {bid:?} of seat {seat} before every bid is in"
                 ));
             }
         }

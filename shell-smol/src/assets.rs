@@ -3,7 +3,7 @@
 //! `If-None-Match`, and a gzip body when the request's `Accept-Encoding` allows it.
 //!
 //! The files are not versioned: `index.html` loads `/style.css` and `/app.js` by fixed
-//! names and `app.js` imports `./net.js`, `./cards.js` and `./alerts.js`, so a file's name does not
+//! names and `app.js` imports `./net.js`, `./cards.js`, `./alerts.js` and `./chat.js`, so a file's name does not
 //! change when its content does, and no file may be cached as immutable (a browser
 //! would keep an old `app.js` beside a new server). Every file therefore goes out with
 //! `Cache-Control: no-cache`: the browser keeps its copy but asks on every load with
@@ -62,6 +62,11 @@ pub const ASSETS: &[Asset] = &[
         name: "alerts.js",
         content_type: JS,
         body: include_bytes!("../web/alerts.js"),
+    },
+    Asset {
+        name: "chat.js",
+        content_type: JS,
+        body: include_bytes!("../web/chat.js"),
     },
 ];
 

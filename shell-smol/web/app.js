@@ -4,6 +4,7 @@
 
 import { Connection } from './net.js';
 import { initAlerts, setMyTurn } from './alerts.js';
+import { chatLobby, chatWasRefused, initChat, onChat, renderAudience, resetChat } from './chat.js';
 import {
   SUITS, SUIT_BY_NAME, cardFace, cardName, cardShort, parseCard, sortHand, suitBadge,
 } from './cards.js';
@@ -38,6 +39,9 @@ const S = {
   busyUntil: 0, // performance.now() before which create/start stay disabled (busy's retry_after_ms)
   view: null,
   joinFromLink: null,
+  watchFromLink: null,
+  watching: null, // {code, name} while we watch a table without a seat
+  rewatch: false, // a new connection: watch again what we watched (spectating is per connection)
 };
 
 // ---------------------------------------------------------------- helpers
@@ -97,6 +101,11 @@ function seatName(seat) {
   return players()[seat]?.name ?? `Seat ${seat + 1}`;
 }
 
+/** Whether we watch the lobby without a seat. */
+function spectating() {
+  return !!S.lobby && !S.lobby.players.some((p) => p.id === S.me);
+}
+
 function isHost() {
   return !!S.lobby && S.lobby.host_id === S.me;
 }
@@ -131,6 +140,8 @@ function onMessage(msg) {
   switch (msg.type) {
     case 'welcome':
       S.me = msg.player_id;
+      S.rewatch = !!S.watching;
+      resetChat();
       if (msg.name && !$('name-input').value) $('name-input').value = msg.name;
       break;
     case 'server_status':
@@ -145,6 +156,9 @@ function onMessage(msg) {
     case 'error':
       onError(msg);
       break;
+    case 'chat':
+      onChat(msg);
+      break;
     default:
       break;
   }
@@ -156,6 +170,15 @@ function onState(msg) {
   S.lobby = msg.lobby;
   S.game = msg.game;
   S.pending = false;
+  chatLobby(S.lobby);
+  if (S.lobby && spectating()) S.watching = { code: S.lobby.code, name: S.watching?.name ?? '' };
+  else if (S.lobby) S.watching = null;
+  if (!S.lobby && S.watching) {
+    // Reconnected: watch the same table again; otherwise the watching has ended.
+    if (S.rewatch) send({ type: 'spectate', code: S.watching.code, name: S.watching.name || 'Guest' });
+    else S.watching = null;
+  }
+  S.rewatch = false;
   if (!S.game) {
     S.shownTrick = null;
     S.ranking = null;
@@ -165,8 +188,9 @@ function onState(msg) {
   S.deadline = obs && obs.turn_deadline_ms != null ? performance.now() + obs.turn_deadline_ms : null;
   for (const ev of msg.events ?? []) onEvent(ev);
   if (obs && obs.trick.length > 0) S.shownTrick = null;
-  if (S.lobby && S.joinFromLink) {
+  if (S.lobby && (S.joinFromLink || S.watchFromLink)) {
     S.joinFromLink = null;
+    S.watchFromLink = null;
     history.replaceState(null, '', '/');
   }
   render();
@@ -249,7 +273,7 @@ function onError(msg) {
   S.pending = false;
   switch (msg.code) {
     case 'rate_limited':
-      toast('Too many messages, slow down.');
+      toast(chatWasRefused() ? 'You are sending chat messages too fast. Wait a moment.' : 'Too many messages, slow down.');
       break;
     case 'busy': {
       // Before `welcome` this is the connection limit: the 1013 close and its banner follow.
@@ -322,10 +346,12 @@ function render() {
   if (view === 'lobby') renderLobby();
   if (view === 'game') renderGame();
   else setMyTurn(false);
+  renderChatPanel(view);
   if (changed) {
     const heading = { home: 'home-title', lobby: 'lobby-title' }[view];
     if (view === 'home' && !$('name-input').value) $('name-input').focus();
     else if (view === 'home' && S.joinFromLink) $('join-lobby').focus();
+    else if (view === 'home' && S.watchFromLink) $('watch-lobby').focus();
     else if (heading && (key === null || !document.querySelector(key) || document.querySelector(key).closest('[hidden]'))) {
       $(heading).setAttribute('tabindex', '-1');
       $(heading).focus({ preventScroll: true });
@@ -366,6 +392,18 @@ function renderHome() {
   create.disabled = !accepting || !S.connected;
   create.title = accepting ? '' : 'The server is busy: new games cannot be created right now.';
   $('join-lobby').disabled = !S.connected;
+  $('watch-lobby').disabled = !S.connected;
+}
+
+/** The chat panel goes into the lobby or the game view; the spectators' lists and the
+ *  mute toggles follow the lobby. */
+function renderChatPanel(view) {
+  const panel = $('chat-panel');
+  const slot = { lobby: 'lobby-chat-slot', game: 'game-chat-slot' }[view];
+  panel.hidden = !slot;
+  if (!slot) return;
+  if (panel.parentElement?.id !== slot) $(slot).append(panel);
+  renderAudience(S.lobby, S.me);
 }
 
 function renderLobby() {
@@ -373,6 +411,8 @@ function renderLobby() {
   const host = isHost();
   $('lobby-code').textContent = l.code;
   $('share-link').value = `${location.origin}/?join=${l.code}`;
+  $('watch-link').value = `${location.origin}/?watch=${l.code}`;
+  $('spectating-note').hidden = !spectating();
   $('seat-count').textContent = `(${l.players.length} of ${l.max_players ?? 6})`;
   const seats = $('seats');
   fill(seats,
@@ -461,9 +501,13 @@ function act(action) {
 function renderGame() {
   const g = S.game;
   const o = g.observation;
-  const you = g.you;
+  // A spectator (`you` null) sees the table from seat 0's side, and has no hand.
+  const you = g.you ?? 0;
   const n = o.players;
   const ps = players();
+  const watching = g.you === null || g.you === undefined;
+  $('view-game').classList.toggle('spectating', watching);
+  $('hand-area').hidden = watching;
 
   // Round and trump information.
   const info = $('game-info');
@@ -497,7 +541,7 @@ function renderGame() {
   fill(ring,
     ...Array.from({ length: n }, (_, seat) => {
       const p = ps[seat] ?? { name: `Seat ${seat + 1}`, is_ai: false, connected: true };
-      const isYou = seat === you;
+      const isYou = seat === g.you;
       const { x, y } = seatPos(seat, you, n);
       const bid = o.bids[seat];
       let bidText;
@@ -849,6 +893,11 @@ function wire() {
     S.joinFromLink = join.toUpperCase();
     $('join-code-input').value = S.joinFromLink.slice(0, 6);
   }
+  const watch = params.get('watch');
+  if (watch && !join) {
+    S.watchFromLink = watch.toUpperCase();
+    $('join-code-input').value = S.watchFromLink.replace(/[^A-Z0-9]/g, '').slice(0, 6);
+  }
   $('create-lobby').addEventListener('click', () => {
     const name = nameValue();
     if (name) send({ type: 'create_lobby', name });
@@ -879,6 +928,19 @@ function wire() {
   });
   $('copy-code').addEventListener('click', () => copy(S.lobby?.code ?? '', 'Code'));
   $('copy-link').addEventListener('click', () => copy($('share-link').value, 'Link'));
+  $('copy-watch-link').addEventListener('click', () => copy($('watch-link').value, 'Watch link'));
+  $('watch-lobby').addEventListener('click', () => {
+    const name = nameValue();
+    if (!name) return;
+    const code = $('join-code-input').value.trim().toUpperCase();
+    if (code.length !== 6) {
+      toast('A lobby code has 6 characters.');
+      $('join-code-input').focus();
+      return;
+    }
+    S.watching = { code, name };
+    send({ type: 'spectate', code, name });
+  });
   $('add-ai').addEventListener('click', () => send({ type: 'add_ai' }));
   $('start-game').addEventListener('click', () => send({ type: 'start_game' }));
   $('option-hidden-bids').addEventListener('change', (ev) => send({ type: 'set_options', hidden_bids: ev.target.checked }));
@@ -886,7 +948,7 @@ function wire() {
   $('option-turn-seconds').addEventListener('change', (ev) => send({ type: 'set_options', turn_seconds: Number(ev.target.value) }));
   $('leave-lobby').addEventListener('click', () => send({ type: 'leave_lobby' }));
   const leaveGame = () => {
-    const running = S.game && S.game.observation.phase !== 'finished';
+    const running = S.game && S.game.observation.phase !== 'finished' && !spectating();
     // eslint-disable-next-line no-alert
     if (!running || window.confirm('Leave the game? An AI player takes over your seat.')) send({ type: 'leave_lobby' });
   };
@@ -924,6 +986,7 @@ function wire() {
 
 const conn = new Connection({ onMessage, onStatus });
 initAlerts($('sound-toggle'));
+initChat(send);
 wire();
 conn.start();
 render();

@@ -278,6 +278,13 @@ impl Server {
             }
             ConnKind::Player => {
                 if let Some(session) = c.session {
+                    if self
+                        .sessions
+                        .get(session)
+                        .is_some_and(|s| s.conn == Some(conn))
+                    {
+                        self.stop_watching(now, session, out);
+                    }
                     self.session_disconnected(now, session, conn, out);
                 }
             }

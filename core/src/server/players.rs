@@ -48,8 +48,17 @@ impl Server {
             }
             return;
         };
+        if !self.spectator_may_send(session, &message) {
+            let e = Server::spectator_refused();
+            self.send_error(conn, e.code(), &e.message(), None, out);
+            return;
+        }
         let result = match message {
             ClientMessage::Hello { .. } => Err(LobbyError::NotAllowed("Already said hello.")),
+            ClientMessage::Spectate { code, name } => {
+                self.spectate(now, conn, session, &code, &name, out)
+            }
+            ClientMessage::Chat { text } => self.chat(now, conn, session, &text, out),
             ClientMessage::CreateLobby { name } => {
                 self.create_lobby(now, conn, session, &name, out)
             }
@@ -57,6 +66,7 @@ impl Server {
                 self.join_lobby(now, conn, session, &code, &name, out)
             }
             ClientMessage::LeaveLobby => {
+                self.stop_watching(now, session, out);
                 self.leave_lobby(now, session, out);
                 self.send_state(now, session, out);
                 Ok(())
@@ -106,6 +116,8 @@ impl Server {
         let (session, token) = match known {
             Some(id) => {
                 self.resume(now, id, conn, out);
+                // Spectating belongs to a connection: a new one starts without it.
+                self.stop_watching(now, id, out);
                 // The registry keeps no token: the welcome repeats the one presented.
                 let token = token
                     .and_then(crate::rng::decode_token)
@@ -162,6 +174,9 @@ impl Server {
             self.sync_away(now, lobby, out);
         }
         self.send_state(now, session, out);
+        if let Some(lobby) = lobby {
+            self.send_history(conn, lobby, out);
+        }
         if known.is_some()
             && let Some(lobby) = lobby
         {
@@ -335,6 +350,7 @@ impl Server {
         // A human is present again: the lobby's away clock stops.
         self.sync_away(now, lobby, out);
         self.broadcast(now, lobby, &[], out);
+        self.send_history(conn, lobby, out);
         Ok(())
     }
 

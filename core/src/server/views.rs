@@ -1,6 +1,6 @@
 //! Personal `state` messages: the lobby as its members see it and each seat's own game
 //! view. The lobby part and the events are encoded once per change; only the game part
-//! is encoded per seat.
+//! is encoded per seat, and once for all the lobby's spectators.
 
 use crate::game::{Event, Game, ObservationJson, Seat};
 use crate::io::Output;
@@ -14,12 +14,16 @@ use super::Server;
 /// Typical size of an encoded `state`, to allocate once per message.
 const STATE_BYTES_TYPICAL: usize = 2048;
 
+/// The seat whose view is a spectator's: outside every table, so it has no hand, sees
+/// no hidden bid and has no legal action ([`Game::observation`]).
+const SPECTATOR_SEAT: Seat = Seat::MAX;
+
 /// One seat's game as the `game` part of `state`: the lobby's game, its pre-encoded
-/// public parts and the seat.
+/// public parts and the seat (`None` for a spectator).
 struct SeatGame<'a> {
     game: &'a Game,
     public: &'a ObservationJson,
-    seat: Seat,
+    seat: Option<Seat>,
 }
 
 /// The encoded `state` message for one viewer, written into one buffer: the lobby part,
@@ -41,9 +45,13 @@ fn state_text(
     match game {
         Some(g) => {
             buf.push_str(r#"{"you":"#);
-            buf.push_str(itoa::Buffer::new().format(g.seat));
+            match g.seat {
+                Some(seat) => buf.push_str(itoa::Buffer::new().format(seat)),
+                None => buf.push_str("null"),
+            }
             buf.push_str(r#","observation":"#);
-            g.public.write_seat(g.game, g.seat, deadline_ms, &mut buf);
+            let seat = g.seat.unwrap_or(SPECTATOR_SEAT);
+            g.public.write_seat(g.game, seat, deadline_ms, &mut buf);
             buf.push('}');
         }
         None => buf.push_str("null"),
@@ -88,6 +96,7 @@ impl Server {
             min_players: crate::game::types::PLAYERS_MIN,
             max_players: crate::game::types::PLAYERS_MAX,
             ai_available: self.bridge.available(),
+            spectators: self.spectator_names(lobby.id()),
         }
     }
 
@@ -99,6 +108,7 @@ impl Server {
             && view.host_id == lobby.host()
             && view.options == lobby.options()
             && view.ai_available == self.bridge.available()
+            && self.spectators_are(lobby.id(), &view.spectators)
             && view.players.len() == lobby.seats().len()
             && view.players.iter().zip(lobby.seats()).all(|(p, s)| {
                 p.id == s.player_id
@@ -177,9 +187,36 @@ impl Server {
             };
             out.push(Output::Send {
                 conn,
-                text: self.seat_state(now, lobby, lobby_json, public.as_ref(), seat, &events_json),
+                text: self.seat_state(
+                    now,
+                    lobby,
+                    lobby_json,
+                    public.as_ref(),
+                    Some(seat),
+                    &events_json,
+                ),
                 // Only a state without events may be replaced by a newer one: events
                 // are not repeated, so dropping them would lose them.
+                replaceable: events.is_empty(),
+            });
+        }
+        let spectators = self
+            .audiences
+            .get(&lobby_id)
+            .map(|a| a.spectators())
+            .unwrap_or_default();
+        let mut text = None;
+        for spectator in spectators {
+            let Some(conn) = self.sessions.get(spectator.session).and_then(|s| s.conn) else {
+                continue;
+            };
+            // Every spectator sees the same view: it is encoded once.
+            let text = text.get_or_insert_with(|| {
+                self.seat_state(now, lobby, lobby_json, public.as_ref(), None, &events_json)
+            });
+            out.push(Output::Send {
+                conn,
+                text: text.clone(),
                 replaceable: events.is_empty(),
             });
         }
@@ -193,7 +230,7 @@ impl Server {
         lobby: &Lobby,
         lobby_json: &str,
         public: Option<&ObservationJson>,
-        seat: Seat,
+        seat: Option<Seat>,
         events_json: &str,
     ) -> String {
         let game = lobby
@@ -240,9 +277,13 @@ impl Server {
         };
         let seated = s.lobby.and_then(|id| self.lobbies.get(id)).and_then(|l| {
             let seat = l.seat_of(&s.player_id)?;
-            Some((l, seat))
+            Some((l, Some(seat)))
         });
-        let text = match seated {
+        let watching = s
+            .watching
+            .and_then(|id| self.lobbies.get(id))
+            .map(|l| (l, None));
+        let text = match seated.or(watching) {
             Some((lobby, seat)) => {
                 let lobby_json = serde_json::to_string(&self.lobby_view(lobby)).unwrap_or_default();
                 let public = lobby.game().map(Game::observation_json);

@@ -255,6 +255,8 @@ const OTHER: &[(&str, &str)] = &[
     ("JOIN_FAIL_BURST", "3"),
     ("SOCKET_RATE", "7.5"),
     ("SOCKET_BURST", "9"),
+    ("MAX_SPECTATORS", "0"),
+    ("CHAT_RATE", "3"),
     ("AI_SERVER_URL", "ws://game.example:9000/internal/ai"),
     ("AI_WORKERS", "2"),
     ("AI_MAX_QUEUE", "5"),
@@ -356,7 +358,10 @@ fn every_field_is_covered() {
         join_fail_burst,
         socket_rate_per_sec,
         socket_burst,
+        spectators_per_lobby_max,
+        chat_rate_per_min,
     } = server(OTHER).unwrap();
+    assert_eq!((spectators_per_lobby_max, chat_rate_per_min), (0, 3));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
     assert_eq!(
         allowed_origins,
@@ -571,6 +576,9 @@ const BAD: &[(&str, &str, &str)] = &[
     ("OUTBOUND_QUEUE_BYTES", "0", "at least 1"),
     ("IP_TABLE_MAX", "0", "at least 1"),
     ("MAX_SESSIONS", "0", "at least 1"),
+    ("CHAT_RATE", "0", "at least 1"),
+    ("CHAT_RATE", "1.5", "not a whole number"),
+    ("MAX_SPECTATORS", "-1", "not a whole number"),
     ("SESSION_TTL", "-1", "negative"),
     ("SESSION_TTL", "abc", "not a number of seconds"),
     ("SESSION_TTL", "0", "greater than 0"),

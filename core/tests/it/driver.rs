@@ -222,8 +222,10 @@ pub fn hand_of(state: &Value) -> Vec<String> {
 }
 
 /// Checks that no connection's game view shows a card another seat of the same lobby
-/// holds. Only views of one broadcast (one change) are compared: a broadcast sends each
-/// seat one state, so a repeated connection starts the next broadcast.
+/// holds, that no view shows another seat's hidden bid, and that a spectator's view
+/// (`you` null) has no hand and no legal action. Only views of one broadcast (one
+/// change) are compared: a broadcast sends each seat and spectator one state, so a
+/// repeated connection starts the next broadcast.
 pub fn check_no_hand_leaks(outputs: &[Output]) {
     let mut group: Vec<(ConnId, Value)> = Vec::new();
     for o in outputs {
@@ -232,6 +234,7 @@ pub fn check_no_hand_leaks(outputs: &[Output]) {
             if v["type"] != "state" || v["game"].is_null() {
                 continue;
             }
+            check_own_view(*conn, &v);
             if group.iter().any(|(c, _)| c == conn) {
                 check_group(&group);
                 group.clear();
@@ -240,6 +243,37 @@ pub fn check_no_hand_leaks(outputs: &[Output]) {
         }
     }
     check_group(&group);
+}
+
+/// What one view may show by itself: no hidden bid but the viewer's own, and for a
+/// spectator no hand and no legal action.
+fn check_own_view(conn: ConnId, v: &Value) {
+    let you = &v["game"]["you"];
+    let obs = &v["game"]["observation"];
+    if you.is_null() {
+        assert_eq!(
+            obs["hand"],
+            serde_json::json!([]),
+            "spectator {conn} sees a hand"
+        );
+        let legal = &obs["legal_actions"];
+        assert_eq!(*legal, serde_json::json!([]), "spectator {conn} may act");
+    }
+    let hidden = obs["options"]["hidden_bids"] == true
+        && obs["phase"] == "bidding"
+        && obs["has_bid"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|b| *b == false));
+    if hidden {
+        let bids = obs["bids"].as_array().cloned().unwrap_or_default();
+        for (seat, bid) in bids.iter().enumerate() {
+            let own = you.as_u64() == Some(seat as u64);
+            assert!(
+                own || bid.is_null(),
+                "conn {conn} sees seat {seat}'s hidden bid"
+            );
+        }
+    }
 }
 
 fn check_group(views: &[(ConnId, Value)]) {

@@ -32,6 +32,9 @@ enum Op {
     AiClose,
     Sample { lag_ms: u16, cpu: u8, throttled: u8 },
     Advance { ms: u16 },
+    // Issue 19, appended so the earlier weights keep their meaning:
+    Spectate { conn: u8, code: u8 },
+    Chat { conn: u8, long: bool },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -53,6 +56,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::AiClose),
         2 => (0..1500u16, 0..120u8, 0..100u8).prop_map(|(lag_ms, cpu, throttled)| Op::Sample { lag_ms, cpu, throttled }),
         4 => (0..4000u16).prop_map(|ms| Op::Advance { ms }),
+        2 => (c.clone(), 0..4u8).prop_map(|(conn, code)| Op::Spectate { conn, code }),
+        1 => (c.clone(), any::<bool>()).prop_map(|(conn, long)| Op::Chat { conn, long }),
     ]
 }
 
@@ -281,6 +286,31 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
             );
         }
         Op::Advance { ms } => d.advance_ms(u64::from(ms)),
+        Op::Spectate { conn, code } => {
+            if let (Some(c), Some(code)) = (conn_of(w, conn), pick(&w.codes, code)) {
+                d.send_json(
+                    c,
+                    json!({"type": "spectate", "code": code, "name": format!("S{c}")}),
+                );
+                prop_assert!(!d.last_errors(c).contains(&"busy".to_string()));
+            }
+        }
+        Op::Chat { conn, long } => {
+            if let Some(c) = conn_of(w, conn) {
+                let text = if long {
+                    "x".repeat(201)
+                } else {
+                    format!("hi from {c}")
+                };
+                d.send_json(c, json!({"type": "chat", "text": text}));
+                if long {
+                    let said = d.last.iter().any(|o| {
+                        matches!(o, Output::Send { text, .. } if text.starts_with(r#"{"type":"chat""#))
+                    });
+                    prop_assert!(!said, "a line over 200 characters went out");
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -288,7 +318,13 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
 /// Sets up `games` lobbies with a running game each (two humans from different
 /// addresses, one or two AI seats) and, optionally, an AI service connection, so the
 /// random operations start from a busy server rather than an empty one.
-fn prelude(d: &mut Driver, w: &mut World, games: u8, with_ai: bool) -> Result<(), TestCaseError> {
+fn prelude(
+    d: &mut Driver,
+    w: &mut World,
+    games: u8,
+    with_ai: bool,
+    hidden_bids: bool,
+) -> Result<(), TestCaseError> {
     if with_ai {
         step(d, w, &Op::AiConnect)?;
     }
@@ -314,6 +350,9 @@ fn prelude(d: &mut Driver, w: &mut World, games: u8, with_ai: bool) -> Result<()
             },
         )?;
         step(d, w, &Op::Create { conn: a })?;
+        if let Some(&(host, _)) = w.players.get(usize::from(a)).filter(|_| hidden_bids) {
+            d.send_json(host, json!({"type": "set_options", "hidden_bids": true}));
+        }
         let code = u8::try_from(w.codes.len()).unwrap() - 1;
         step(d, w, &Op::Join { conn: b, code })?;
         for _ in 0..=g % 2 {
@@ -364,6 +403,7 @@ fn check_invariants(d: &Driver, w: &mut World) -> Result<(), TestCaseError> {
     prop_assert!(g.ip_table_entries <= IP_TABLE_MAX);
     prop_assert!(g.ai_probes_pending <= 1, "at most one half-open probe");
     d.server.check_absent().map_err(TestCaseError::fail)?;
+    d.server.check_audiences().map_err(TestCaseError::fail)?;
     let mut per_ip: BTreeMap<u8, usize> = BTreeMap::new();
     for (_, ip) in &w.players {
         *per_ip.entry(*ip).or_default() += 1;
@@ -408,6 +448,7 @@ proptest! {
         overloaded in any::<bool>(),
         games in 0..3u8,
         with_ai in any::<bool>(),
+        hidden_bids in any::<bool>(),
     ) {
         let cfg = config(&[
             ("MAX_CONNECTIONS", "8"), ("MAX_CONNECTIONS_PER_IP", "3"), ("MESSAGE_RATE", "5"),
@@ -418,10 +459,11 @@ proptest! {
             ("LOAD_RECOVER_SAMPLES", "2"), ("LOBBY_IDLE_TTL", "5"), ("ABANDONED_GAME_TTL", "3"),
             ("MAX_LOBBIES_PER_IP", "2"), ("MAX_GAMES_PER_IP", "1"), ("RECONNECT_RATE", "20"),
             ("RECONNECT_BURST", "5"), ("JOIN_FAIL_RATE", "20"), ("JOIN_FAIL_BURST", "3"),
+            ("MAX_SPECTATORS", "2"), ("CHAT_RATE", "3"),
         ]);
         let mut d = Driver::new(cfg, seed);
         let mut w = World::default();
-        prelude(&mut d, &mut w, games, with_ai)?;
+        prelude(&mut d, &mut w, games, with_ai, hidden_bids)?;
         if overloaded {
             // A severe lag sample: the games just started must go on regardless.
             step(&mut d, &mut w, &Op::Sample { lag_ms: 1400, cpu: 100, throttled: 90 })?;

@@ -331,6 +331,11 @@ fn junk_client_messages_are_typed_errors() {
             r#"{"type":"action","action":{"kind":"choose_trump","suit":null}}"#,
             bad_field(),
         ),
+        (r#"{"type":"chat"}"#, bad_field()),
+        (r#"{"type":"chat","text":null}"#, bad_field()),
+        (r#"{"type":"chat","text":["a"]}"#, bad_field()),
+        (r#"{"type":"spectate","code":"ABC234"}"#, bad_field()),
+        (r#"{"type":"spectate","name":"Zoe","code":7}"#, bad_field()),
     ];
     for (text, want) in &cases {
         assert_error(text, decode_client(text), want);
@@ -422,6 +427,7 @@ fn lobby() -> LobbyView {
         min_players: 3,
         max_players: 6,
         ai_available: true,
+        spectators: vec!["Zoe".into()],
     }
 }
 
@@ -479,6 +485,13 @@ fn every_event() -> Vec<Event> {
 
 fn every_client_message() -> Vec<ClientMessage> {
     vec![
+        ClientMessage::Spectate {
+            code: "abc234".into(),
+            name: "Zoe \u{1f0cf}".into(),
+        },
+        ClientMessage::Chat {
+            text: "<script>alert(\"x\")</script> \u{e9}".into(),
+        },
         ClientMessage::Hello { token: None },
         ClientMessage::Hello {
             token: Some("s3cr3t".into()),
@@ -537,7 +550,7 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::State {
             lobby: Some(lobby()),
             game: Some(GameView {
-                you: 2,
+                you: Some(2),
                 observation: rules_observation(),
             }),
             events: every_event(),
@@ -548,7 +561,7 @@ fn every_server_message() -> Vec<ServerMessage> {
                 ..lobby()
             }),
             game: Some(GameView {
-                you: 1,
+                you: Some(1),
                 observation: obs,
             }),
             events,
@@ -556,6 +569,20 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::ServerStatus {
             load: LoadLevel::Overloaded,
             accepting_games: false,
+        },
+        ServerMessage::State {
+            lobby: Some(lobby()),
+            game: Some(GameView {
+                you: None,
+                observation: rules_observation(),
+            }),
+            events: Vec::new(),
+        },
+        ServerMessage::Chat {
+            from: "0123456789ab".into(),
+            name: "Ann (2)".into(),
+            text: "<b>\"x\"</b>\n".into(),
+            at_ms: u64::MAX,
         },
         ServerMessage::Error {
             code: ErrorCode::RateLimited,
@@ -680,6 +707,28 @@ fn encodings_follow_the_protocol_text() {
             r#"{"type":"hello","token":null}"#,
         ),
         (
+            encode_client(&ClientMessage::Spectate {
+                code: "ABC234".into(),
+                name: "Zoe".into(),
+            }),
+            r#"{"type":"spectate","code":"ABC234","name":"Zoe"}"#,
+        ),
+        (
+            encode_client(&ClientMessage::Chat {
+                text: "<b>hi</b>".into(),
+            }),
+            r#"{"type":"chat","text":"<b>hi</b>"}"#,
+        ),
+        (
+            encode(&ServerMessage::Chat {
+                from: "0123456789ab".into(),
+                name: "Ann".into(),
+                text: "<script>".into(),
+                at_ms: 1500,
+            }),
+            r#"{"type":"chat","from":"0123456789ab","name":"Ann","text":"<script>","at_ms":1500}"#,
+        ),
+        (
             encode_ai_reply(&AiReply::Decision {
                 request_id: 17,
                 action: Action::Bid { bid: 2 },
@@ -705,7 +754,7 @@ fn encodings_follow_the_protocol_text() {
             "options":{"hidden_bids":false,"bid_restriction":"house","turn_seconds":0},
             "players":[{"id":"0123456789ab","name":"Ann","is_ai":false,"connected":true},
                        {"id":"ba9876543210","name":"Ann (2)","is_ai":true,"connected":false}],
-            "min_players":3,"max_players":6,"ai_available":true}"#,
+            "min_players":3,"max_players":6,"ai_available":true,"spectators":["Zoe"]}"#,
     )
     .unwrap();
     assert_eq!(lobby_json, want);
@@ -740,6 +789,14 @@ fn server_and_ai_junk_is_typed_too() {
         ),
         (
             r#"{"type":"welcome","player_id":"p","token":"t"}"#,
+            bad_field(),
+        ),
+        (
+            r#"{"type":"chat","from":"p","name":"n","text":"t","at_ms":-1}"#,
+            bad_field(),
+        ),
+        (
+            r#"{"type":"chat","from":"p","name":"n","at_ms":1}"#,
             bad_field(),
         ),
         ("[]", DecodeError::NotAnObject),

@@ -12,7 +12,7 @@ use crate::recorded::*;
 
 #[test]
 fn real_games_pass_every_checker_of_views() {
-    for t in [OPEN, WITH_AI, HIDDEN, RECONNECT, ALONE] {
+    for t in [OPEN, WITH_AI, HIDDEN, RECONNECT, ALONE, WATCHED] {
         let steps = record(t);
         // Every frame survives a decode and an encode unchanged, so the edits below
         // change only what they mean to.
@@ -25,7 +25,13 @@ fn real_games_pass_every_checker_of_views() {
         assert!(r.violations.is_empty(), "{t:?}: {:#?}", r.violations);
         // Every view was judged, each split into its own fields and the public rest.
         assert!(seen.views > 100 && seen.lists > 100, "{t:?}: {seen:?}");
-        assert_eq!(seen.views_whole, 0, "{t:?}");
+        // Spectators' views (`you` null) are decoded whole, and only theirs.
+        assert_eq!(seen.views_whole, seen.spectator_views, "{t:?}");
+        assert_eq!(
+            seen.spectator_views > 100,
+            t.spectators > 0,
+            "{t:?}: {seen:?}"
+        );
         // Only a game nobody saw for a while has the oracle start again from a view.
         assert_eq!(seen.resyncs, u64::from(t.humans == 1), "{t:?}");
         let finished = steps
@@ -90,6 +96,18 @@ const CASES: &[Case] = &[
         "where cards may be",
     ),
     ("a hidden bid shown", HIDDEN, hidden_bid_shown, "hidden bid"),
+    (
+        "a card of seat 0 shown to a spectator",
+        WATCHED,
+        card_shown_to_spectator,
+        "a spectator was shown a hand",
+    ),
+    (
+        "a hidden bid shown to a spectator",
+        WATCHED,
+        hidden_bid_shown_to_spectator,
+        "a spectator sees the hidden bid",
+    ),
     (
         "seat 1's view sent to seat 0",
         OPEN,
@@ -206,10 +224,43 @@ fn hidden_bid_shown(rec: &mut Steps) -> bool {
     edit_first(steps, ConnId(1), |d| {
         let Some(g) = &mut d.1 else { return false };
         let o = &mut g.observation;
-        let other = (0..o.players).find(|s| *s != g.you && o.has_bid[usize::from(*s)]);
+        let other = (0..o.players).find(|s| Some(*s) != g.you && o.has_bid[usize::from(*s)]);
         match (o.phase, other) {
             (Phase::Bidding, Some(s)) => {
                 o.bids[usize::from(s)] = Some(0);
+                true
+            }
+            _ => false,
+        }
+    })
+}
+
+/// The first card of seat 0's hand in round 3, put into a spectator's hand.
+fn card_shown_to_spectator(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
+    let theirs = states(steps)
+        .into_iter()
+        .find(|(_, c, d)| *c == ConnId(1) && in_round(d, 3, Phase::Playing))
+        .and_then(|(_, _, d)| d.1.as_ref()?.observation.hand.first().copied());
+    let Some(card) = theirs else { return false };
+    edit_first(steps, ConnId(50), |d| {
+        let fits = in_round(d, 3, Phase::Playing);
+        if let (true, Some(g)) = (fits, &mut d.1) {
+            g.observation.hand.push(card);
+        }
+        fits
+    })
+}
+
+fn hidden_bid_shown_to_spectator(rec: &mut Steps) -> bool {
+    let steps = &mut rec.0;
+    edit_first(steps, ConnId(51), |d| {
+        let Some(g) = &mut d.1 else { return false };
+        let o = &mut g.observation;
+        let bidder = (0..o.players).find(|s| o.has_bid[usize::from(*s)]);
+        match (o.phase, bidder) {
+            (Phase::Bidding, Some(s)) if o.has_bid.contains(&false) => {
+                o.bids[usize::from(s)] = Some(1);
                 true
             }
             _ => false,

@@ -27,15 +27,17 @@ pub enum Step {
 #[derive(Clone, Debug)]
 pub struct Steps(pub Vec<Step>);
 
-/// A table to record: its humans and AI seats, hidden bids, and whether the second
+/// A table to record: its humans and AI seats, hidden bids, whether the second
 /// human (the only one, at a table of one) drops its connection after this many moves
-/// and comes back with its token.
+/// and comes back with its token, and how many spectators watch it from the start
+/// (connections 50, 51, ...).
 #[derive(Clone, Copy, Debug)]
 pub struct Table {
     pub humans: u64,
     pub ai: u8,
     pub hidden_bids: bool,
     pub drop_after_moves: Option<u64>,
+    pub spectators: u64,
 }
 
 pub const OPEN: Table = Table {
@@ -43,24 +45,37 @@ pub const OPEN: Table = Table {
     ai: 0,
     hidden_bids: false,
     drop_after_moves: None,
+    spectators: 0,
 };
 pub const WITH_AI: Table = Table {
     humans: 2,
     ai: 2,
     hidden_bids: false,
     drop_after_moves: None,
+    spectators: 0,
 };
 pub const HIDDEN: Table = Table {
     humans: 2,
     ai: 1,
     hidden_bids: true,
     drop_after_moves: None,
+    spectators: 0,
 };
 pub const RECONNECT: Table = Table {
     humans: 3,
     ai: 1,
     hidden_bids: false,
     drop_after_moves: Some(40),
+    spectators: 0,
+};
+
+/// Hidden bids, watched by two spectators.
+pub const WATCHED: Table = Table {
+    humans: 2,
+    ai: 1,
+    hidden_bids: true,
+    drop_after_moves: None,
+    spectators: 2,
 };
 
 /// The only human drops: nobody sees the game until it comes back.
@@ -69,6 +84,7 @@ pub const ALONE: Table = Table {
     ai: 2,
     hidden_bids: false,
     drop_after_moves: Some(40),
+    spectators: 0,
 };
 
 /// A bound the recorded games keep easily (every move comes within 50 ms).
@@ -163,6 +179,13 @@ pub fn record(t: Table) -> Vec<Step> {
     }
     for _ in 0..t.ai {
         rec.send(ConnId(1), ClientMessage::AddAi);
+    }
+    for s in 0..t.spectators {
+        let c = ConnId(50 + s);
+        rec.open(c, None);
+        let code = code.clone();
+        let name = format!("s{c}");
+        rec.send(c, ClientMessage::Spectate { code, name });
     }
     if t.hidden_bids {
         let options = ClientMessage::SetOptions {

@@ -13,7 +13,9 @@
 // window (close 4000); a server restart (SIGTERM: 1012, then back in the same game
 // without a click); the rules page and the links to it; the hand on screen and no stale
 // trick while bidding, at 1280x800 and 375x812; the title of a hidden tab on your turn
-// and the sound toggle; no errors in any browser console.
+// and the sound toggle; a spectator of a running game by its watch link (no hand or
+// hidden bid in any frame or in the page) and table chat (plain text, mute, rate-limit
+// toast); no errors in any browser console.
 // WEB_DIR=<folder> serves the client's files from that folder instead of the server's
 // embedded copy (e.g. the files of an older commit, to see a new test fail on them).
 
@@ -22,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { tableScenarios } from './table.mjs';
+import { watchScenarios } from './watch.mjs';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
@@ -427,6 +430,8 @@ async function main() {
   // Issue 19: rules page, layout while bidding, turn alerts. On the durable server,
   // which has no limit on active games (the restart below comes after).
   await tableScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
+  // Issue 19: spectators and table chat, also on the durable server.
+  await watchScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
 
   await scenario('a server restart (SIGTERM, 1012): back in the game with no click', async () => {
     // Its own context: while the server restarts, a reconnect may find nobody

@@ -381,7 +381,7 @@ impl Player {
 pub fn my_move(view: &View) -> Option<Action> {
     let game = view.game.as_ref()?;
     let obs = &game.observation;
-    if obs.to_act != Some(game.you) {
+    if game.you.is_none() || obs.to_act != game.you {
         return None;
     }
     obs.legal_actions.first().copied()

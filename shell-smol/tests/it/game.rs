@@ -167,7 +167,7 @@ fn reconnecting_by_token_mid_game_restores_the_full_view() {
         let lobby = back.lobby.as_ref().expect("still seated");
         assert!(lobby.players.iter().all(|p| p.connected));
         let game = back.game.as_ref().expect("the game view is restored");
-        assert_eq!(game.you, b_seat);
+        assert_eq!(game.you, Some(b_seat));
         let obs = &game.observation;
         let a_obs = &view.game.as_ref().unwrap().observation;
         assert_eq!(obs.to_act, Some(b_seat));

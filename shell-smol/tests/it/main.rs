@@ -23,3 +23,4 @@ mod logs;
 mod proxy;
 mod routes;
 mod statics;
+mod watch;

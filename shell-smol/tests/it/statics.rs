@@ -87,6 +87,7 @@ const FILES: &[(&str, &[u8])] = &[
     ("/net.js", include_bytes!("../../web/net.js")),
     ("/cards.js", include_bytes!("../../web/cards.js")),
     ("/alerts.js", include_bytes!("../../web/alerts.js")),
+    ("/chat.js", include_bytes!("../../web/chat.js")),
 ];
 
 #[test]

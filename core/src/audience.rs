@@ -1,0 +1,118 @@
+//! A lobby's audience (PROTOCOL.md 6.4): its spectators and its table chat history.
+//!
+//! Spectators are connections, not seats: they hold no seat, are never recorded in a
+//! durable store and are not restored, so a spectator who loses its connection simply
+//! stops watching. A lobby has at most `MAX_SPECTATORS` of them. The chat history keeps
+//! the last [`CHAT_HISTORY_LINES_MAX`] lines already encoded as `chat` frames; with the
+//! length bound of a line ([`CHAT_CHARS_MAX`]) that bounds it in bytes too. The history
+//! lives in memory only: a restart starts every lobby's chat afresh.
+//!
+//! This module is plain bookkeeping; the server decides who may watch or chat and sends
+//! the frames (`server/watch.rs`).
+
+use std::collections::VecDeque;
+
+use crate::session::SessionId;
+
+/// Longest chat line, in characters (not bytes) after trimming.
+pub const CHAT_CHARS_MAX: usize = 200;
+/// Lines of chat a lobby keeps and sends to whoever joins or spectates.
+pub const CHAT_HISTORY_LINES_MAX: usize = 50;
+
+/// Why a chat text was refused (the client's fault).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChatTextError {
+    /// Nothing but white space.
+    Empty,
+    /// More than [`CHAT_CHARS_MAX`] characters after trimming.
+    TooLong,
+    /// A control character (newline, tab, escape, ...): a line is one line of text.
+    Control,
+}
+
+impl ChatTextError {
+    /// The text for the `error` message.
+    pub fn message(self) -> &'static str {
+        match self {
+            ChatTextError::Empty => "Write something first.",
+            ChatTextError::TooLong => "Chat messages are at most 200 characters.",
+            ChatTextError::Control => "Chat messages may not contain control characters.",
+        }
+    }
+}
+
+/// The trimmed chat text, if it is 1..=[`CHAT_CHARS_MAX`] characters of one line.
+pub fn clean_chat(raw: &str) -> Result<&str, ChatTextError> {
+    let text = raw.trim();
+    if text.is_empty() {
+        return Err(ChatTextError::Empty);
+    }
+    if text.chars().count() > CHAT_CHARS_MAX {
+        return Err(ChatTextError::TooLong);
+    }
+    if text.chars().any(char::is_control) {
+        return Err(ChatTextError::Control);
+    }
+    Ok(text)
+}
+
+/// One spectator: its session and the name shown in `lobby.spectators`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spectator {
+    pub session: SessionId,
+    pub name: String,
+}
+
+/// The spectators and chat history of one lobby.
+#[derive(Clone, Debug, Default)]
+pub struct Audience {
+    /// In the order they came.
+    spectators: Vec<Spectator>,
+    /// Encoded `chat` frames, oldest first, at most [`CHAT_HISTORY_LINES_MAX`].
+    history: VecDeque<String>,
+}
+
+impl Audience {
+    pub fn spectators(&self) -> &[Spectator] {
+        &self.spectators
+    }
+
+    /// The spectators' names, in the order they came.
+    pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.spectators.iter().map(|s| s.name.as_str())
+    }
+
+    /// Adds a spectator unless `spectators_max` are watching; false when full.
+    pub fn add(&mut self, session: SessionId, name: String, spectators_max: usize) -> bool {
+        if self.spectators.len() >= spectators_max {
+            return false;
+        }
+        self.spectators.push(Spectator { session, name });
+        true
+    }
+
+    /// Removes `session`; false when it was not watching.
+    pub fn remove(&mut self, session: SessionId) -> bool {
+        let before = self.spectators.len();
+        self.spectators.retain(|s| s.session != session);
+        self.spectators.len() != before
+    }
+
+    /// The chat frames kept, oldest first.
+    pub fn history(&self) -> impl Iterator<Item = &str> + '_ {
+        self.history.iter().map(String::as_str)
+    }
+
+    /// Keeps an encoded `chat` frame, forgetting the oldest past the bound.
+    pub fn push_line(&mut self, frame: String) {
+        while self.history.len() >= CHAT_HISTORY_LINES_MAX {
+            self.history.pop_front();
+        }
+        self.history.push_back(frame);
+    }
+
+    /// Neither spectators nor chat: nothing worth keeping.
+    pub fn is_empty(&self) -> bool {
+        self.spectators.is_empty() && self.history.is_empty()
+    }
+}

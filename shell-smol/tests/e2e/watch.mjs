@@ -1,0 +1,146 @@
+// End-to-end scenarios of issue 19 for spectators and table chat (run by e2e.mjs): a
+// spectator joins a running 4-player game (two humans, two AI seats, hidden bids) by
+// its watch link, sees the table, and sees no hand and no hidden bid in any frame it
+// receives nor in its page; the players see the spectator's name. Chat reaches the
+// other player and the spectator; `<script>` and `<b>` arrive as text; a mute toggle
+// hides a player's lines and is stored; the chat rate limit shows its toast.
+
+import { join } from 'node:path';
+
+export async function watchScenarios(t) {
+  const { scenario, newPage, assert, visible, text, log, OUT, URL } = t;
+  const ann = await newPage('ann', { width: 1280, height: 800 });
+  const bea = await newPage('bea', { width: 1280, height: 800 });
+  const zed = await newPage('zed', { width: 1280, height: 800 });
+  // Every frame the spectator's page receives, parsed.
+  const zedFrames = [];
+  zed.page.on('websocket', (ws) => ws.on('framereceived', (f) => {
+    try {
+      zedFrames.push(JSON.parse(f.payload));
+    } catch {
+      zedFrames.push({ type: 'unparsable', raw: String(f.payload) });
+    }
+  }));
+  let code = '';
+  let started = false;
+
+  await scenario('spectator: joins a running 4-player game by link, no hand or hidden bid in any frame or the DOM; the players see the name', async () => {
+    await ann.page.goto(URL);
+    await ann.page.getByTestId('name-input').fill('Ann');
+    await ann.page.getByTestId('create-lobby').click();
+    await visible(ann.page, 'lobby-code');
+    code = await text(ann.page, 'lobby-code');
+    const watchLink = await ann.page.getByTestId('watch-link').inputValue();
+    assert(watchLink.endsWith(`/?watch=${code}`), `watch link beside the invite link: ${watchLink}`);
+    assert(await ann.page.getByTestId('watch-link').isVisible(), 'the watch link is shown');
+    await ann.page.getByTestId('option-hidden-bids').check();
+    await bea.page.goto(`${URL}/?join=${code}`);
+    await bea.page.getByTestId('name-input').fill('Bea');
+    await bea.page.getByTestId('join-lobby').click();
+    await visible(bea.page, 'lobby-code');
+    await ann.page.locator('#seats li', { hasText: 'Bea' }).waitFor();
+    for (const n of [2, 3]) {
+      await ann.page.getByTestId('add-ai').click();
+      await ann.page.locator('#seats li').nth(n).waitFor();
+    }
+    await ann.page.getByTestId('start-game').click();
+    for (const p of [ann.page, bea.page]) await p.locator('#hand li').first().waitFor({ state: 'visible' });
+    started = true;
+
+    // The spectator follows the watch link.
+    await zed.page.goto(watchLink);
+    assert((await zed.page.getByTestId('join-code-input').inputValue()) === code, 'the link fills in the code');
+    assert(await zed.page.getByTestId('watch-lobby').isVisible(), 'a Watch button beside Join');
+    await zed.page.getByTestId('name-input').fill('Zed');
+    await zed.page.getByTestId('watch-lobby').click();
+    await zed.page.locator('#seats-ring .seat-plate').nth(3).waitFor({ state: 'visible' });
+    assert(await zed.page.locator('#felt').isVisible(), 'the spectator sees the table');
+    const plates = await zed.page.locator('#seats-ring .seat-plate').allTextContents();
+    assert(plates.length === 4 && ['Ann', 'Bea'].every((n) => plates.some((p) => p.includes(n))), `four seats: ${plates}`);
+    // The AI seats bid at once (hidden): the spectator sees that they have bid, not what.
+    await zed.page.locator('.seat-plate', { hasText: 'Has bid' }).first().waitFor();
+    assert(await zed.page.locator('#hand-area').isHidden(), 'no hand area for a spectator');
+    assert((await zed.page.locator('#hand li').count()) === 0, 'no cards in the hand');
+    assert((await zed.page.locator('#action-bar button').count()) === 0, 'no bid buttons');
+    // Ann bids; Bea has not: every bid stays hidden.
+    await ann.page.locator('#action-bar [data-testid^="bid-"]:not(:disabled)').first().click();
+    await zed.page.locator('.seat-plate', { hasText: 'Has bid' }).nth(2).waitFor();
+    const plateText = (await zed.page.locator('#seats-ring').textContent()) ?? '';
+    assert(!/Bid \d/.test(plateText), `no bid shown to the spectator: ${plateText}`);
+
+    // The players see who is watching.
+    for (const p of [ann.page, bea.page]) {
+      await p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' }).waitFor({ state: 'visible' });
+    }
+    // No hand in any frame: every game view is a spectator's.
+    const states = zedFrames.filter((f) => f.type === 'state' && f.game);
+    assert(states.length >= 2, `the spectator got game states: ${states.length}`);
+    for (const s of states) {
+      const o = s.game.observation;
+      assert(s.game.you === null, 'game.you is null');
+      assert(Array.isArray(o.hand) && o.hand.length === 0, `a hand reached the spectator: ${JSON.stringify(o.hand)}`);
+      assert(o.legal_actions.length === 0, 'legal actions reached the spectator');
+      if (o.phase === 'bidding' && o.options.hidden_bids && o.has_bid.includes(false)) {
+        assert(o.bids.every((b) => b === null), `a hidden bid reached the spectator: ${JSON.stringify(o.bids)}`);
+      }
+    }
+    assert(states.some((s) => s.game.observation.has_bid.filter(Boolean).length >= 3), 'frames while three had bid');
+    // No card of the players' hands is anywhere in the spectator's page.
+    const hands = [];
+    for (const p of [ann.page, bea.page]) hands.push(...await p.locator('#hand [data-card]').evaluateAll((els) => els.map((e) => e.dataset.card)));
+    assert(hands.length === 2, `the players hold a card each: ${hands}`);
+    const zedCards = await zed.page.locator('[data-card]').count();
+    assert(zedCards === 0, 'no card button in the spectator page');
+    await zed.page.screenshot({ path: join(OUT, 'spectator.png') });
+    await ann.page.screenshot({ path: join(OUT, 'spectated-player.png') });
+    log(`  spectator checked over ${states.length} game states`);
+  });
+
+  await scenario('chat: reaches the other player and the spectator, <script> and markup as text, mute, rate-limit toast', async () => {
+    assert(started, 'needs the spectator scenario');
+    const script = '<script>window.pwned=1</script>';
+    const say = async (p, line) => {
+      await p.getByTestId('chat-input').fill(line);
+      await p.getByTestId('chat-input').press('Enter');
+    };
+    await say(ann.page, script);
+    for (const p of [bea.page, zed.page]) {
+      await p.getByTestId('chat-log').locator('.chat-text', { hasText: 'window.pwned' }).waitFor({ state: 'visible' });
+      const got = await p.getByTestId('chat-log').locator('.chat-text').last().textContent();
+      assert(got === script, `the script tag arrives as text: ${got}`);
+      assert((await p.locator('#chat-log script').count()) === 0, 'no script element in the chat');
+      assert((await p.evaluate(() => window.pwned)) === undefined, 'the script did not run');
+    }
+    await say(bea.page, '<b>x</b>');
+    await zed.page.getByTestId('chat-log').locator('.chat-text', { hasText: '<b>x</b>' }).waitFor({ state: 'visible' });
+    assert((await zed.page.locator('#chat-log b').count()) === 0, 'markup is not rendered');
+    const beaLine = await zed.page.getByTestId('chat-log').locator('.chat-line').last().textContent();
+    assert(beaLine === 'Bea: <b>x</b>', `the sender's name with the line: ${beaLine}`);
+    await say(zed.page, 'hello from the rail');
+    for (const p of [ann.page, bea.page]) {
+      await p.getByTestId('chat-log').locator('.chat-line', { hasText: 'Zed: hello from the rail' }).waitFor({ state: 'visible' });
+    }
+
+    // Mute: Ann hides Bea's lines; the choice is stored; unmuted they come back.
+    await ann.page.locator('#chat-mutes-wrap summary').click();
+    const muteBea = ann.page.getByTestId('chat-mutes').getByRole('button', { name: 'Mute Bea' });
+    await muteBea.click();
+    await ann.page.getByTestId('chat-mutes').getByRole('button', { name: 'Unmute Bea' }).waitFor();
+    assert((await ann.page.getByTestId('chat-log').locator('.chat-line', { hasText: 'Bea:' }).count()) === 0, 'muted lines hidden');
+    const stored = JSON.parse(await ann.page.evaluate(() => localStorage.getItem('wizard.muted')) ?? '[]');
+    assert(stored.length === 1, `the mute is stored: ${stored}`);
+    await ann.page.getByTestId('chat-mutes').getByRole('button', { name: 'Unmute Bea' }).click();
+    await ann.page.getByTestId('chat-log').locator('.chat-line', { hasText: 'Bea: <b>x</b>' }).waitFor({ state: 'visible' });
+
+    // CHAT_RATE (20 a minute): Zed's 21st line within the minute shows the toast.
+    for (let i = 2; i <= 21; i += 1) await say(zed.page, `line ${i}`);
+    await zed.page.getByTestId('toast').waitFor({ state: 'visible' });
+    const toast = await text(zed.page, 'toast');
+    assert(toast.includes('chat messages too fast'), `the rate-limit toast: ${toast}`);
+    await ann.page.getByTestId('chat-log').locator('.chat-line', { hasText: 'Zed: line 20' }).waitFor({ state: 'visible' });
+    assert((await ann.page.getByTestId('chat-log').locator('.chat-line', { hasText: 'Zed: line 21' }).count()) === 0, 'the 21st line was refused');
+    await zed.page.screenshot({ path: join(OUT, 'chat.png') });
+  });
+
+  for (const p of [ann, bea, zed]) await p.context.close();
+}
