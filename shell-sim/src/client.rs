@@ -30,6 +30,10 @@ pub enum Role {
     Joiner {
         table: usize,
     },
+    /// Watches the table's lobby once it has a code; never acts.
+    Spectator {
+        table: usize,
+    },
     /// An open-loop arrival: one game of its own with AI seats, then it leaves.
     Solo,
     /// The liveness phase's probe: creates one lobby.
@@ -210,7 +214,7 @@ impl Client {
         if self.inflight.is_some() || self.done {
             return;
         }
-        let creates = !matches!(self.role, Role::Joiner { .. });
+        let creates = !matches!(self.role, Role::Joiner { .. } | Role::Spectator { .. });
         match (&self.lobby, self.role) {
             (None, Role::Joiner { table }) => {
                 let code = cx.tables.get(table).and_then(|t| t.code.clone());
@@ -218,6 +222,14 @@ impl Client {
                     self.join_sent = true;
                     let name = format!("p{}", self.id);
                     self.send(cx, now, &ClientMessage::JoinLobby { code, name });
+                }
+            }
+            (None, Role::Spectator { table }) => {
+                let code = cx.tables.get(table).and_then(|t| t.code.clone());
+                if let Some(code) = code.filter(|_| !self.join_sent) {
+                    self.join_sent = true;
+                    let name = format!("s{}", self.id);
+                    self.send(cx, now, &ClientMessage::Spectate { code, name });
                 }
             }
             (None, _) if creates && self.may_retry(now) => {

@@ -188,6 +188,7 @@ impl Sim {
             (seen.autoplayed, "autoplayed"),
             (seen.timed_waits, "progress_turn_timer"),
             (seen.resyncs, "oracle_resync"),
+            (seen.spectator_views, "views_spectators"),
         ];
         for (n, fact) in facts {
             if n > 0 {

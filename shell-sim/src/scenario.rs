@@ -75,6 +75,10 @@ pub struct Tables {
     /// (0: none; else 10 to 300 s).
     pub hidden_bids: bool,
     pub turn_seconds: u16,
+    /// Tables watched by one spectator each (PROTOCOL.md 6.4): a client that sends
+    /// `spectate` with the table's code and never acts, so that the view checkers
+    /// judge spectators' frames too.
+    pub spectators: u32,
 }
 
 /// Open-loop arrivals of new games: each arrival is a new client that connects, says

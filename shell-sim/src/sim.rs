@@ -75,6 +75,17 @@ pub(crate) fn client_ip(group: usize, n: u64, ips: u32) -> IpAddr {
     ))
 }
 
+/// The address of the spectator of table `t` of group `group`: `10.201.x.y` and up,
+/// apart from the players' `10.1.x.y` to `10.100.x.y` ([`client_ip`]).
+fn spectator_ip(group: usize, t: u32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(
+        10,
+        u8::try_from(201 + group % 50).unwrap_or(201),
+        u8::try_from((t >> 8) & 0xff).unwrap_or(0),
+        u8::try_from(t & 0xff).unwrap_or(0),
+    ))
+}
+
 impl Sim {
     /// Builds the world of `scenario` (already resolved) for `seed`.
     pub fn new(scenario: Scenario, seed: u64) -> Result<Sim, ScenarioError> {
@@ -207,6 +218,14 @@ impl Sim {
                     if seat > 0 {
                         self.tables[table].members.push(id);
                     }
+                }
+                if t < spec.spectators {
+                    // No draw, and an address of its own outside the players' ranges,
+                    // so that it takes nothing of their per-address caps; every other
+                    // client stays as it was (spectators come only where asked).
+                    let ip = spectator_ip(g, t);
+                    let id = self.new_client(Role::Spectator { table }, ip, at);
+                    self.clients[id].pace = spec.pace;
                 }
             }
         }
