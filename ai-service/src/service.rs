@@ -202,12 +202,13 @@ where
             request_id,
             observation,
             timeout,
+            level,
         }) = wire::decode_ai_request(text.as_str())
         else {
             warn!("Ignoring a message from the server that is not a decide request");
             continue;
         };
-        let reply = match pool.submit(request_id, observation, timeout) {
+        let reply = match pool.submit(request_id, observation, level, timeout) {
             Submit::Queued => continue,
             Submit::Overloaded => {
                 let in_progress = pool.in_progress();

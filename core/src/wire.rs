@@ -21,7 +21,7 @@ pub mod peek;
 
 use serde::{Deserialize, Serialize};
 
-use crate::game::{Action, BidRestriction, Event, Observation, Options, Seat};
+use crate::game::{Action, AiLevel, BidRestriction, Event, Observation, Options, Seat};
 use crate::overload::LoadLevel;
 
 use codec::{envelope, fields, to_json, unknown_type};
@@ -54,7 +54,11 @@ pub enum ClientMessage {
         name: String,
     },
     LeaveLobby,
-    AddAi,
+    /// Host only; `level` absent (or null) is [`AiLevel::Strong`].
+    AddAi {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<AiLevel>,
+    },
     RemovePlayer {
         player_id: String,
     },
@@ -82,7 +86,7 @@ impl ClientMessage {
             ClientMessage::CreateLobby { .. } => "create_lobby",
             ClientMessage::JoinLobby { .. } => "join_lobby",
             ClientMessage::LeaveLobby => "leave_lobby",
-            ClientMessage::AddAi => "add_ai",
+            ClientMessage::AddAi { .. } => "add_ai",
             ClientMessage::RemovePlayer { .. } => "remove_player",
             ClientMessage::SetOptions { .. } => "set_options",
             ClientMessage::StartGame => "start_game",
@@ -159,6 +163,9 @@ pub struct PlayerView {
     pub name: String,
     pub is_ai: bool,
     pub connected: bool,
+    /// An AI seat's level; absent for a human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<AiLevel>,
 }
 
 /// A running or finished game as one seat sees it.
@@ -188,7 +195,8 @@ pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
             })?
         }
         "leave_lobby" => ClientMessage::LeaveLobby,
-        "add_ai" => ClientMessage::AddAi,
+        "add_ai" => fields::<AddAiFields>(text, "add_ai")
+            .map(|f| ClientMessage::AddAi { level: f.level })?,
         "remove_player" => {
             fields::<RemoveFields>(text, "remove_player").map(|f| ClientMessage::RemovePlayer {
                 player_id: f.player_id,
@@ -268,6 +276,12 @@ struct NameFields {
 struct JoinFields {
     code: String,
     name: String,
+}
+
+#[derive(Deserialize)]
+struct AddAiFields {
+    #[serde(default)]
+    level: Option<AiLevel>,
 }
 
 #[derive(Deserialize)]

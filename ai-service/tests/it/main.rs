@@ -6,4 +6,5 @@ mod admission;
 mod agents;
 mod cli;
 mod evaluate;
+mod levels;
 mod search;

@@ -162,7 +162,7 @@ pub fn record(t: Table) -> Vec<Step> {
         rec.send(c, ClientMessage::JoinLobby { code, name });
     }
     for _ in 0..t.ai {
-        rec.send(ConnId(1), ClientMessage::AddAi);
+        rec.send(ConnId(1), ClientMessage::AddAi { level: None });
     }
     if t.hidden_bids {
         let options = ClientMessage::SetOptions {
