@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { tableScenarios } from './table.mjs';
+import { levelScenarios } from './levels.mjs';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
@@ -427,6 +428,7 @@ async function main() {
   // Issue 19: rules page, layout while bidding, turn alerts. On the durable server,
   // which has no limit on active games (the restart below comes after).
   await tableScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
+  await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE });
 
   await scenario('a server restart (SIGTERM, 1012): back in the game with no click', async () => {
     // Its own context: while the server restarts, a reconnect may find nobody
