@@ -220,6 +220,28 @@ impl Admission {
         agent: JobAgent,
         took_us: u64,
     ) -> Result<(), FinishError> {
+        self.finish(now, request_id, agent, Some(took_us))
+    }
+
+    /// A worker answered `request_id`, given to `agent`, with another player than that
+    /// agent (a request for a weaker level, PROTOCOL.md section 6.5): its time says
+    /// nothing about the primary's and is not kept.
+    pub fn finished_untimed(
+        &mut self,
+        now: Time,
+        request_id: u64,
+        agent: JobAgent,
+    ) -> Result<(), FinishError> {
+        self.finish(now, request_id, agent, None)
+    }
+
+    fn finish(
+        &mut self,
+        now: Time,
+        request_id: u64,
+        agent: JobAgent,
+        took_us: Option<u64>,
+    ) -> Result<(), FinishError> {
         let i = self
             .computing
             .iter()
@@ -229,7 +251,9 @@ impl Admission {
             return Err(FinishError::AgentMismatch { request_id, agent });
         }
         self.computing.swap_remove(i);
-        if agent == JobAgent::Primary && self.config.timing_window > 0 {
+        if let Some(took_us) = took_us.filter(|_| agent == JobAgent::Primary)
+            && self.config.timing_window > 0
+        {
             if self.timings.len() >= self.config.timing_window {
                 self.timings.pop_front();
             }

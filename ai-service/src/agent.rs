@@ -1,5 +1,6 @@
 //! The agents that decide for an AI seat: `random`, `heuristic` (the core's fallback
-//! player, optionally re-tuned) and `search` (see [`crate::search`]).
+//! player, optionally re-tuned; the `normal` level), `easy` (the core's easy player,
+//! the `easy` level) and `search` (see [`crate::search`]; the `strong` level's default).
 //!
 //! Every agent decides from an [`Observation`] alone, within a [`Budget`], with an RNG
 //! the caller seeds. Given the same observation, an iteration-bounded budget and an RNG
@@ -14,7 +15,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use wizard_core::config::AiAgent;
 use wizard_core::game::bot::{self, BidTable, Params};
-use wizard_core::game::{Action, Observation, Seat, selfplay};
+use wizard_core::game::{Action, Observation, Seat, level, selfplay};
 use wizard_core::wire::{AiErrorCode, AiReply};
 
 use crate::search::{self, SearchConfig};
@@ -169,6 +170,27 @@ impl Agent for HeuristicAgent {
     }
 }
 
+/// The `easy` level: the core's heuristic misjudging on purpose
+/// ([`wizard_core::game::level`]), the same player the server falls back to for an
+/// easy seat.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EasyAgent;
+
+impl Agent for EasyAgent {
+    fn name(&self) -> &'static str {
+        "easy"
+    }
+
+    fn decide(
+        &self,
+        obs: &Observation,
+        _: &Budget,
+        rng: &mut ChaCha12Rng,
+    ) -> Result<Action, AgentError> {
+        level::decide_easy(&Params::default(), obs, rng).ok_or(AgentError::NoLegalAction)
+    }
+}
+
 /// The determinized Monte Carlo search.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SearchAgent {
@@ -192,13 +214,14 @@ impl Agent for SearchAgent {
     }
 }
 
-/// An agent by name with its settings: `random`, `heuristic`, `variant` (the
-/// heuristic bidding differently: aggression 0.3, bid pressure 0.1, table x0.9),
-/// `heuristic:aggression=A,pressure=P,scale=S`, `search`,
+/// An agent by name with its settings: `random`, `easy`, `heuristic` (also `normal`),
+/// `variant` (the heuristic bidding differently: aggression 0.3, bid pressure 0.1,
+/// table x0.9), `heuristic:aggression=A,pressure=P,scale=S`, `search`,
 /// `search:window=W,sigma=S,opp=O`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum AgentSpec {
     Random,
+    Easy,
     Heuristic {
         aggression: f32,
         bid_pressure: f32,
@@ -217,7 +240,7 @@ impl fmt::Display for AgentSpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown agent {:?}: expected random, heuristic[:aggression=A,pressure=P,scale=S], variant or search[:window=W,sigma=S,opp=O]",
+            "unknown agent {:?}: expected random, easy, heuristic[:aggression=A,pressure=P,scale=S] (or normal), variant or search[:window=W,sigma=S,opp=O]",
             self.input
         )
     }
@@ -242,7 +265,8 @@ impl FromStr for AgentSpec {
         let default_heuristic = Params::default();
         let mut spec = match name {
             "random" => AgentSpec::Random,
-            "heuristic" => AgentSpec::Heuristic {
+            "easy" => AgentSpec::Easy,
+            "heuristic" | "normal" => AgentSpec::Heuristic {
                 aggression: default_heuristic.aggression,
                 bid_pressure: default_heuristic.bid_pressure,
                 table_scale: 1.0,
@@ -289,6 +313,7 @@ impl AgentSpec {
     pub fn build(&self) -> Box<dyn Agent> {
         match *self {
             AgentSpec::Random => Box::new(RandomAgent),
+            AgentSpec::Easy => Box::new(EasyAgent),
             AgentSpec::Heuristic {
                 aggression,
                 bid_pressure,

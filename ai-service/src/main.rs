@@ -29,7 +29,7 @@ const USAGE: &str = "usage:
     --seed N            seed of the deal sets (default 1)
     --json              print the report as JSON
   wizard-ai --help | --version
-  agents: random, heuristic[:aggression=A,pressure=P,scale=S], variant, search[:window=W,sigma=S,opp=O]";
+  agents: random, easy, heuristic[:aggression=A,pressure=P,scale=S] (or normal), variant, search[:window=W,sigma=S,opp=O]";
 
 /// A command line the binary cannot run (the user's fault: exit 2), or an evaluation
 /// that failed (exit 1).

@@ -242,8 +242,9 @@ pub fn admit(pool: &Pool, request: AiRequest) -> Option<AiReply> {
         request_id,
         observation,
         timeout,
+        level,
     } = request;
-    match pool.submit(request_id, observation, timeout) {
+    match pool.submit(request_id, observation, level, timeout) {
         Submit::Queued => None,
         Submit::Overloaded => {
             let in_progress = pool.in_progress();

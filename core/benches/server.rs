@@ -170,7 +170,7 @@ fn benches(c: &mut Criterion) {
         for _ in 0..40 {
             server.handle(
                 Time::ZERO,
-                message(ConnId(9), ClientMessage::AddAi),
+                message(ConnId(9), ClientMessage::AddAi { level: None }),
                 &mut out,
             );
         }
@@ -178,7 +178,7 @@ fn benches(c: &mut Criterion) {
             out.clear();
             server.handle(
                 Time::ZERO,
-                message(ConnId(9), ClientMessage::AddAi),
+                message(ConnId(9), ClientMessage::AddAi { level: None }),
                 &mut out,
             );
             black_box(&out);

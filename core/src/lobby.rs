@@ -16,7 +16,7 @@ use rand::RngCore;
 use rand_chacha::ChaCha12Rng;
 
 use crate::game::types::{PLAYERS_MAX, PLAYERS_MIN};
-use crate::game::{Action, ActionError, Event, Game, Options, Phase, Seat};
+use crate::game::{Action, ActionError, AiLevel, Event, Game, Options, Phase, Seat};
 use crate::overload::limiter::IpKey;
 use crate::rng;
 use crate::server::LobbyViewCache;
@@ -50,7 +50,8 @@ pub const AI_NAMES: [&str; 12] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Occupant {
     Human(SessionId),
-    Ai,
+    /// An AI seat and how well it plays.
+    Ai(AiLevel),
 }
 
 /// One place at the table.
@@ -64,7 +65,15 @@ pub struct SeatInfo {
 
 impl SeatInfo {
     pub fn is_ai(&self) -> bool {
-        self.occupant == Occupant::Ai
+        self.level().is_some()
+    }
+
+    /// An AI seat's level; `None` for a human.
+    pub fn level(&self) -> Option<AiLevel> {
+        match self.occupant {
+            Occupant::Ai(level) => Some(level),
+            Occupant::Human(_) => None,
+        }
     }
 }
 
@@ -269,7 +278,7 @@ impl Lobby {
     pub fn humans(&self) -> impl Iterator<Item = SessionId> + '_ {
         self.seats.iter().filter_map(|s| match s.occupant {
             Occupant::Human(id) => Some(id),
-            Occupant::Ai => None,
+            Occupant::Ai(_) => None,
         })
     }
 
@@ -404,7 +413,7 @@ impl LobbyManager {
             .map(|s| SeatInfo {
                 player_id: s.player_id.clone(),
                 name: s.name.clone(),
-                occupant: s.session.map_or(Occupant::Ai, Occupant::Human),
+                occupant: s.session.map_or(Occupant::Ai(s.level), Occupant::Human),
             })
             .collect();
         if seats.is_empty() || seats.len() > usize::from(PLAYERS_MAX) {
@@ -678,7 +687,7 @@ impl LobbyManager {
     }
 
     /// Removes `player_id` from its seat (waiting) or hands the seat to the AI (playing or
-    /// finished), moving the host if needed. Returns true when the lobby was deleted
+    /// finished; at the default level, [`AiLevel::Strong`]), moving the host if needed. Returns true when the lobby was deleted
     /// because no human seat remains.
     pub fn leave(&mut self, id: LobbyId, player_id: &str) -> bool {
         let ai_id = format!("ai-{}", rng::hex_id(&mut self.rng, 8));
@@ -692,7 +701,7 @@ impl LobbyManager {
         if lobby.status == LobbyStatus::Waiting {
             lobby.seats.remove(index);
         } else if let Some(info) = lobby.seats.get_mut(index) {
-            info.occupant = Occupant::Ai;
+            info.occupant = Occupant::Ai(AiLevel::default());
             info.player_id = ai_id;
         }
         if lobby.host == player_id
@@ -751,8 +760,8 @@ impl LobbyManager {
         Ok(lobby)
     }
 
-    /// Adds an AI seat named after a famous wizard.
-    pub fn add_ai(&mut self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
+    /// Adds an AI seat of `level` named after a famous wizard.
+    pub fn add_ai(&mut self, id: LobbyId, host: &str, level: AiLevel) -> Result<(), LobbyError> {
         let ai_id = format!("ai-{}", rng::hex_id(&mut self.rng, 8));
         let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
         if lobby.seats.len() >= usize::from(PLAYERS_MAX) {
@@ -767,7 +776,7 @@ impl LobbyManager {
         lobby.seats.push(SeatInfo {
             player_id: ai_id,
             name,
-            occupant: Occupant::Ai,
+            occupant: Occupant::Ai(level),
         });
         Ok(())
     }
@@ -791,7 +800,7 @@ impl LobbyManager {
         let removed = lobby.seats.remove(usize::from(seat));
         Ok(match removed.occupant {
             Occupant::Human(s) => Some(s),
-            Occupant::Ai => None,
+            Occupant::Ai(_) => None,
         })
     }
 

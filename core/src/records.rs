@@ -9,8 +9,8 @@
 //! - [`Record::Session`]: a session exists (its player id and the SHA-256 digest of its
 //!   token, never the token);
 //! - [`Record::Lobby`]: a lobby as it now is, everything but its game's moves: code,
-//!   status, host, options, seats, creator's address, the current game's number and
-//!   seed. Written whenever one of those changes, so the newest one of a lobby
+//!   status, host, options, seats (an AI seat with its level), creator's address, the
+//!   current game's number and seed. Written whenever one of those changes, so the newest one of a lobby
 //!   supersedes the older ones;
 //! - [`Record::Move`]: a move applied to the lobby's current game, with its seat,
 //!   action and who made it (human, AI or fallback, autoplay included);
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 mod compact_move;
 pub mod liveness;
 
-use crate::game::{Action, Options, Seat};
+use crate::game::{Action, AiLevel, Options, Seat};
 use crate::io::MoveSource;
 use crate::session::{LobbyId, SessionId};
 use crate::wire::LobbyStatus;
@@ -51,6 +51,11 @@ pub struct SeatRecord {
     pub name: String,
     /// The human's session; `None` for an AI seat.
     pub session: Option<SessionId>,
+    /// An AI seat's level (PROTOCOL.md section 6.5); left out when `strong`, so a
+    /// record written before levels existed reads as a `strong` seat. Ignored for a
+    /// human.
+    #[serde(default, skip_serializing_if = "AiLevel::is_strong")]
+    pub level: AiLevel,
 }
 
 /// A lobby as the players see it, with what a restore needs besides.
@@ -189,6 +194,7 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
                 },
                 name: format!("P{s}"),
                 session: (s == 0).then_some(SessionId(session)),
+                level: AiLevel::Strong,
             })
             .collect();
         records.push(Record::Lobby(LobbyRecord {

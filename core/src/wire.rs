@@ -21,7 +21,7 @@ pub mod peek;
 
 use serde::{Deserialize, Serialize};
 
-use crate::game::{Action, BidRestriction, Event, Observation, Options, Seat};
+use crate::game::{Action, AiLevel, BidRestriction, Event, Observation, Options, Seat};
 use crate::overload::LoadLevel;
 
 use codec::{envelope, fields, to_json, unknown_type};
@@ -54,7 +54,11 @@ pub enum ClientMessage {
         name: String,
     },
     LeaveLobby,
-    AddAi,
+    /// Host only; `level` absent (or null) is [`AiLevel::Strong`].
+    AddAi {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<AiLevel>,
+    },
     RemovePlayer {
         player_id: String,
     },
@@ -91,7 +95,7 @@ impl ClientMessage {
             ClientMessage::CreateLobby { .. } => "create_lobby",
             ClientMessage::JoinLobby { .. } => "join_lobby",
             ClientMessage::LeaveLobby => "leave_lobby",
-            ClientMessage::AddAi => "add_ai",
+            ClientMessage::AddAi { .. } => "add_ai",
             ClientMessage::RemovePlayer { .. } => "remove_player",
             ClientMessage::SetOptions { .. } => "set_options",
             ClientMessage::StartGame => "start_game",
@@ -181,6 +185,9 @@ pub struct PlayerView {
     pub name: String,
     pub is_ai: bool,
     pub connected: bool,
+    /// An AI seat's level; absent for a human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<AiLevel>,
 }
 
 /// A running or finished game as one seat sees it, or as a spectator does (`you` null:
@@ -211,7 +218,8 @@ pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
             })?
         }
         "leave_lobby" => ClientMessage::LeaveLobby,
-        "add_ai" => ClientMessage::AddAi,
+        "add_ai" => fields::<AddAiFields>(text, "add_ai")
+            .map(|f| ClientMessage::AddAi { level: f.level })?,
         "remove_player" => {
             fields::<RemoveFields>(text, "remove_player").map(|f| ClientMessage::RemovePlayer {
                 player_id: f.player_id,
@@ -317,6 +325,12 @@ struct ChatLineFields {
     name: String,
     text: String,
     at_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct AddAiFields {
+    #[serde(default)]
+    level: Option<AiLevel>,
 }
 
 #[derive(Deserialize)]

@@ -152,7 +152,7 @@ async fn seat(ctx: &Ctx, ws: &mut Ws, attack: Attack, game: bool, w: Window) -> 
         return lobby == Some(true);
     }
     for _ in 0..2 {
-        let _ = send(ws, &ClientMessage::AddAi).await;
+        let _ = send(ws, &ClientMessage::AddAi { level: None }).await;
     }
     let full = until_msg(ctx, ws, attack, w, |m| match m {
         ServerMessage::State { lobby: Some(l), .. } if l.players.len() >= 3 => Some(true),

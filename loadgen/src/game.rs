@@ -275,7 +275,7 @@ pub(super) async fn player(
                 if host && step == Step::Filling && ai_needed > 0 {
                     while ai_needed > 0 {
                         ai_needed -= 1;
-                        if !send(&mut ws, &ClientMessage::AddAi).await {
+                        if !send(&mut ws, &ClientMessage::AddAi { level: None }).await {
                             break;
                         }
                     }

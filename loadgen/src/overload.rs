@@ -179,7 +179,7 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
             ServerMessage::State { lobby: Some(l), .. } => {
                 seats = l.players.len();
                 if seats < args.ai + 1 {
-                    send(&mut ws, &ClientMessage::AddAi).await;
+                    send(&mut ws, &ClientMessage::AddAi { level: None }).await;
                 }
             }
             ServerMessage::Error { .. } => {

@@ -2,7 +2,8 @@
 //! machine) decides what is computed when and by which agent; decision times come from
 //! the scenario's distributions; faults make it hang, crash, flap, answer garbage,
 //! illegal moves, `internal` or `overloaded`, or run slow. Decisions themselves are the
-//! core's heuristic on the request's observation, so legal answers are really legal.
+//! core's fallback for the request's level (the heuristic, or the easy player for
+//! `easy`) on the request's observation, so legal answers are really legal.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -11,7 +12,8 @@ use rand::Rng;
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
 use wizard_core::Time;
-use wizard_core::game::{Action, Observation, bot};
+use wizard_core::game::level::{self, AiLevel};
+use wizard_core::game::{Action, Observation};
 use wizard_core::io::{ConnId, ConnKind};
 use wizard_core::wire::{self, AiErrorCode, AiReply, AiRequest};
 
@@ -25,6 +27,7 @@ use crate::world::Ctx;
 struct Held {
     conn: ConnId,
     observation: Observation,
+    level: AiLevel,
 }
 
 /// Why the heuristic decided instead of the primary.
@@ -207,6 +210,7 @@ impl AiService {
                 request_id,
                 observation,
                 timeout,
+                level,
             }) = wire::decode_ai_request(&text)
             else {
                 continue;
@@ -221,7 +225,14 @@ impl AiService {
             let deadline = now.plus_us(secs_to_us(timeout));
             match self.admission.submit(now, request_id, deadline) {
                 Submit::Queued => {
-                    self.held.insert(request_id, Held { conn, observation });
+                    self.held.insert(
+                        request_id,
+                        Held {
+                            conn,
+                            observation,
+                            level,
+                        },
+                    );
                 }
                 Submit::Overloaded => {
                     self.error(cx, now, conn, request_id, AiErrorCode::Overloaded)
@@ -312,7 +323,7 @@ impl AiService {
             cx.report.ai_illegal.insert(id);
             Some(Action::Bid { bid: 99 })
         } else {
-            bot::decide(&h.observation, &mut self.rng)
+            level::fallback(h.level, &h.observation, &mut self.rng)
         };
         let Some(action) = action else {
             self.error(cx, now, h.conn, id, AiErrorCode::Internal);

@@ -259,7 +259,7 @@ impl Client {
                 if ais < usize::from(self.ai_seats) && !full {
                     if !self.add_ai_sent {
                         self.add_ai_sent = true;
-                        self.send(cx, now, &ClientMessage::AddAi);
+                        self.send(cx, now, &ClientMessage::AddAi { level: None });
                     }
                 } else if full && self.may_retry(now) {
                     self.inflight = Some(Request {

@@ -406,6 +406,9 @@ function renderChatPanel(view) {
   renderAudience(S.lobby, S.me);
 }
 
+/** What the lobby shows for an AI seat's level (PROTOCOL.md 6.5; absent is strong). */
+const LEVEL_NAMES = { easy: 'Easy', normal: 'Normal', strong: 'Strong' };
+
 function renderLobby() {
   const l = S.lobby;
   const host = isHost();
@@ -421,6 +424,10 @@ function renderLobby() {
       if (p.id === l.host_id) badges.push(h('span', { class: 'badge badge-host' }, 'Host'));
       if (p.id === S.me) badges.push(h('span', { class: 'badge badge-you' }, 'You'));
       if (p.is_ai) badges.push(h('span', { class: 'badge badge-ai' }, 'AI'));
+      if (p.is_ai) {
+        const level = LEVEL_NAMES[p.level] ?? LEVEL_NAMES.strong;
+        badges.push(h('span', { class: 'badge badge-level', 'data-testid': `level-${p.id}` }, level));
+      }
       if (!p.connected && !p.is_ai) badges.push(h('span', { class: 'badge badge-off' }, 'Offline'));
       const remove = host && p.id !== S.me
         ? h('button', {
@@ -447,6 +454,7 @@ function renderLobby() {
   }
   const full = l.players.length >= (l.max_players ?? 6);
   $('add-ai').disabled = full;
+  $('ai-level').disabled = full;
   $('option-hidden-bids').checked = !!o.hidden_bids;
   $('option-bid-restriction').value = o.bid_restriction ?? 'none';
   const ts = $('option-turn-seconds');
@@ -941,7 +949,7 @@ function wire() {
     S.watching = { code, name };
     send({ type: 'spectate', code, name });
   });
-  $('add-ai').addEventListener('click', () => send({ type: 'add_ai' }));
+  $('add-ai').addEventListener('click', () => send({ type: 'add_ai', level: $('ai-level').value }));
   $('start-game').addEventListener('click', () => send({ type: 'start_game' }));
   $('option-hidden-bids').addEventListener('change', (ev) => send({ type: 'set_options', hidden_bids: ev.target.checked }));
   $('option-bid-restriction').addEventListener('change', (ev) => send({ type: 'set_options', bid_restriction: ev.target.value }));

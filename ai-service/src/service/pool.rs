@@ -1,6 +1,8 @@
 //! The worker pool of one AI connection: `AI_WORKERS` threads that take jobs from the
-//! admission machine, compute them with the primary agent or the heuristic, and hand
-//! the replies to the connection's writer.
+//! admission machine, compute them with the player of the request's level (for
+//! `strong` the primary agent, or the heuristic when admission degrades the job; for
+//! `normal` the heuristic; for `easy` the easy player), and hand the replies to the
+//! connection's writer.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 use wizard_core::Time;
-use wizard_core::game::Observation;
+use wizard_core::game::{AiLevel, Observation};
 use wizard_core::wire::{AiErrorCode, AiReply};
 
 use crate::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
-use crate::agent::{self, Agent, Budget, HeuristicAgent};
+use crate::agent::{self, Agent, Budget, EasyAgent, HeuristicAgent};
 
 /// The most a primary decision may take, whatever the server's timeout.
 pub const THINK_TIME_MAX: Duration = Duration::from_millis(100);
@@ -23,9 +25,9 @@ pub const SEARCH_WORLDS_MAX: u32 = 200;
 
 struct State {
     admission: Admission,
-    /// Observations of the requests in progress, by request id (bounded by the
-    /// admission machine's queue).
-    jobs: BTreeMap<u64, Observation>,
+    /// Observations and levels of the requests in progress, by request id (bounded by
+    /// the admission machine's queue).
+    jobs: BTreeMap<u64, (Observation, AiLevel)>,
     stopped: bool,
 }
 
@@ -35,6 +37,7 @@ struct Shared {
     start: Instant,
     primary: Box<dyn Agent>,
     heuristic: HeuristicAgent,
+    easy: EasyAgent,
     replies: async_channel::Sender<AiReply>,
     seed: u64,
     degrade_queue_min: usize,
@@ -91,6 +94,7 @@ impl Pool {
             start: Instant::now(),
             primary,
             heuristic: HeuristicAgent::default(),
+            easy: EasyAgent,
             replies,
             seed,
             degrade_queue_min: config.degrade_queue_min,
@@ -113,8 +117,15 @@ impl Pool {
         Pool { shared, workers }
     }
 
-    /// Admits a request whose answer the server awaits for `timeout_s` seconds.
-    pub fn submit(&self, request_id: u64, observation: Observation, timeout_s: f64) -> Submit {
+    /// Admits a request for a player of `level` whose answer the server awaits for
+    /// `timeout_s` seconds.
+    pub fn submit(
+        &self,
+        request_id: u64,
+        observation: Observation,
+        level: AiLevel,
+        timeout_s: f64,
+    ) -> Submit {
         let now = self.shared.now();
         let timeout_us = if timeout_s.is_finite() && timeout_s > 0.0 {
             (timeout_s * 1e6) as u64
@@ -126,7 +137,7 @@ impl Pool {
             .admission
             .submit(now, request_id, now.plus_us(timeout_us));
         if submitted == Submit::Queued {
-            state.jobs.insert(request_id, observation);
+            state.jobs.insert(request_id, (observation, level));
             self.shared.wake.notify_one();
         }
         submitted
@@ -201,9 +212,9 @@ fn work(shared: &Shared) {
                     message: "the deadline passed before a worker was free".into(),
                 }
             }
-            (Next::Job(job), Some(obs)) => compute(shared, job, &obs, waiting),
+            (Next::Job(job), Some((obs, level))) => compute(shared, job, &obs, level, waiting),
             (Next::Job(job), None) => {
-                finish(shared, job.request_id, job.agent, 0);
+                finish(shared, job.request_id, job.agent, None);
                 AiReply::Error {
                     request_id: job.request_id,
                     code: AiErrorCode::Internal,
@@ -221,13 +232,16 @@ fn compute(
     shared: &Shared,
     job: crate::admission::Job,
     obs: &Observation,
+    level: AiLevel,
     waiting: usize,
 ) -> AiReply {
     let started = Instant::now();
     let left = Duration::from_micros(job.deadline.since_us(shared.now()));
-    let agent: &dyn Agent = match job.agent {
-        JobAgent::Primary => shared.primary.as_ref(),
-        JobAgent::Heuristic => {
+    let agent: &dyn Agent = match (level, job.agent) {
+        (AiLevel::Easy, _) => &shared.easy,
+        (AiLevel::Normal, _) => &shared.heuristic,
+        (AiLevel::Strong, JobAgent::Primary) => shared.primary.as_ref(),
+        (AiLevel::Strong, JobAgent::Heuristic) => {
             log_degraded(shared, waiting);
             &shared.heuristic
         }
@@ -246,7 +260,9 @@ fn compute(
         &budget,
         &mut rng,
     );
-    let took_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    // Only the primary's own decisions tell how long the primary takes.
+    let took_us = (level == AiLevel::Strong)
+        .then(|| u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
     finish(shared, job.request_id, job.agent, took_us);
     reply
 }
@@ -278,10 +294,15 @@ fn log_degraded(shared: &Shared, waiting: usize) {
     }
 }
 
-fn finish(shared: &Shared, request_id: u64, agent: JobAgent, took_us: u64) {
+/// Reports a finished job; `took_us` is `None` when the primary did not decide it.
+fn finish(shared: &Shared, request_id: u64, agent: JobAgent, took_us: Option<u64>) {
     let mut state = shared.lock();
     let now = shared.now();
-    if let Err(e) = state.admission.finished(now, request_id, agent, took_us) {
+    let reported = match took_us {
+        Some(took_us) => state.admission.finished(now, request_id, agent, took_us),
+        None => state.admission.finished_untimed(now, request_id, agent),
+    };
+    if let Err(e) = reported {
         warn!(error = %e, "admission report refused");
     }
     drop(state);

@@ -7,4 +7,5 @@ mod agents;
 mod cli;
 mod evaluate;
 mod local;
+mod levels;
 mod search;

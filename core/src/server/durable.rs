@@ -155,8 +155,9 @@ impl Server {
                     name: s.name.clone(),
                     session: match s.occupant {
                         Occupant::Human(id) => Some(id),
-                        Occupant::Ai => None,
+                        Occupant::Ai(_) => None,
                     },
+                    level: s.level().unwrap_or_default(),
                 })
                 .collect(),
             owner: l.owner().addr(),
@@ -327,7 +328,8 @@ fn record_is(kept: &LobbyRecord, lobby: &crate::lobby::Lobby) -> bool {
                 && k.session
                     == match s.occupant {
                         Occupant::Human(id) => Some(id),
-                        Occupant::Ai => None,
+                        Occupant::Ai(_) => None,
                     }
+                && k.level == s.level().unwrap_or_default()
         })
 }

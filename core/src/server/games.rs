@@ -5,7 +5,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 
 use crate::ai_bridge::{Answer, Ask, Outcome, Pending};
-use crate::game::{Action, Event, Seat, bot};
+use crate::game::level::{self, AiLevel};
+use crate::game::{Action, Event, Seat};
 use crate::io::{ConnId, ConnKind, FallbackReason, MoveSource, Note, Output};
 use crate::lobby::LobbyError;
 use crate::session::{LobbyId, SessionId};
@@ -185,16 +186,18 @@ impl Server {
         self.after_move(now, lobby, seat, source, events, out);
     }
 
-    /// The heuristic's move for `seat`, from that seat's own view.
+    /// The fallback's move for `seat`, from that seat's own view: the easy player for
+    /// an easy AI seat, the heuristic for any other seat (a timed-out human included).
     /// Its randomness comes from the game's seed and the number of moves made so far,
     /// so a restored server plays the same fallback moves as the one before it.
     fn fallback_action(&mut self, lobby: LobbyId, seat: Seat) -> Option<Action> {
         let l = self.lobbies.get(lobby)?;
         let game = l.game()?;
         let obs = game.observation(seat);
+        let level = seat_level(l, seat).unwrap_or(AiLevel::Normal);
         let mut rng = ChaCha12Rng::seed_from_u64(l.seed().unwrap_or_default());
         rng.set_stream(l.moves());
-        bot::decide(&obs, &mut rng).or_else(|| obs.legal_actions.first().copied())
+        level::fallback(level, &obs, &mut rng).or_else(|| obs.legal_actions.first().copied())
     }
 
     /// Asks the AI service for `seat`'s move, or decides with the fallback at once.
@@ -212,11 +215,13 @@ impl Server {
                 let Some(observation) = l.game().map(|g| g.observation(seat)) else {
                     return;
                 };
+                let level = seat_level(l, seat).unwrap_or_default();
                 let timeout_s = self.config.ai_decision_timeout_us as f64 / 1e6;
                 let request = AiRequest::Decide {
                     request_id,
                     observation,
                     timeout: timeout_s,
+                    level,
                 };
                 // The in-process service takes the value itself; a websocket its JSON.
                 let in_process = self
@@ -354,4 +359,9 @@ impl Server {
             self.fallback_for(now, request_id, pending, FallbackReason::Timeout, out);
         }
     }
+}
+
+/// The level of `seat` when it is an AI seat.
+fn seat_level(lobby: &crate::lobby::Lobby, seat: Seat) -> Option<AiLevel> {
+    lobby.seats().get(usize::from(seat)).and_then(|s| s.level())
 }

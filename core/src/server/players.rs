@@ -71,9 +71,11 @@ impl Server {
                 self.send_state(now, session, out);
                 Ok(())
             }
-            ClientMessage::AddAi => self.host_action(now, session, out, |s, lobby, host| {
-                s.lobbies.add_ai(lobby, host)
-            }),
+            ClientMessage::AddAi { level } => {
+                self.host_action(now, session, out, |s, lobby, host| {
+                    s.lobbies.add_ai(lobby, host, level.unwrap_or_default())
+                })
+            }
             ClientMessage::RemovePlayer { player_id } => {
                 self.remove_player(now, session, &player_id, out)
             }

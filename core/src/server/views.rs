@@ -86,11 +86,12 @@ impl Server {
                     name: s.name.clone(),
                     is_ai: s.is_ai(),
                     connected: match s.occupant {
-                        Occupant::Ai => true,
+                        Occupant::Ai(_) => true,
                         Occupant::Human(id) => {
                             self.sessions.get(id).is_some_and(|x| x.conn.is_some())
                         }
                     },
+                    level: s.level(),
                 })
                 .collect(),
             min_players: crate::game::types::PLAYERS_MIN,
@@ -114,9 +115,10 @@ impl Server {
                 p.id == s.player_id
                     && p.name == s.name
                     && p.is_ai == s.is_ai()
+                    && p.level == s.level()
                     && p.connected
                         == match s.occupant {
-                            Occupant::Ai => true,
+                            Occupant::Ai(_) => true,
                             Occupant::Human(id) => {
                                 self.sessions.get(id).is_some_and(|x| x.conn.is_some())
                             }

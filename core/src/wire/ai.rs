@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::game::{Action, Observation};
+use crate::game::{Action, AiLevel, Observation};
 use crate::overload::LoadLevel;
 
 use super::codec::{DecodeError, envelope, envelope_object, fields, to_json, unknown_type};
@@ -16,11 +16,14 @@ use super::codec::{DecodeError, envelope, envelope_object, fields, to_json, unkn
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AiRequest {
-    /// Decide for the seat to move; `timeout` is how many seconds the server waits.
+    /// Decide for the seat to move; `timeout` is how many seconds the server waits,
+    /// `level` how well to play (PROTOCOL.md section 6.5; absent is `strong`).
     Decide {
         request_id: u64,
         observation: Observation,
         timeout: f64,
+        #[serde(default)]
+        level: AiLevel,
     },
 }
 
@@ -116,6 +119,7 @@ pub fn decode_ai_request(text: &str) -> Result<AiRequest, DecodeError> {
             request_id: f.request_id,
             observation: f.observation,
             timeout: f.timeout,
+            level: f.level,
         }),
         other => Err(unknown_type(other)),
     }
@@ -177,6 +181,8 @@ struct DecideFields {
     request_id: u64,
     observation: Observation,
     timeout: f64,
+    #[serde(default)]
+    level: AiLevel,
 }
 
 #[derive(Deserialize)]

@@ -1,7 +1,7 @@
 //! Durable games: a server restored from the records committed up to any input shows
 //! every seat what the live server showed it, and both go on alike. Random games with
-//! every rule option, AI seats (played by the fallback, as no AI service is connected)
-//! and turn timers; the records go through their stored text form. And the store
+//! every rule option, AI seats of every level (played by the fallback, as no AI service
+//! is connected) and turn timers; the records go through their stored text form. And the store
 //! fixture written by version 1 still restores.
 
 // The fixture test reads `fixtures/store/`.
@@ -34,8 +34,10 @@ enum Op {
         conn: u8,
         lobby: u8,
     },
+    /// An AI seat of level `level` (0 easy, 1 normal, 2 strong, 3 absent: strong).
     AddAi {
         conn: u8,
+        level: u8,
     },
     Options {
         conn: u8,
@@ -71,7 +73,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => c.clone().prop_map(|conn| Op::Create { conn }),
         2 => c.clone().prop_map(|conn| Op::Table { conn }),
         2 => (c.clone(), 0..3u8).prop_map(|(conn, lobby)| Op::Enter { conn, lobby }),
-        2 => c.clone().prop_map(|conn| Op::AddAi { conn }),
+        2 => (c.clone(), 0..4u8).prop_map(|(conn, level)| Op::AddAi { conn, level }),
         1 => (c.clone(), any::<bool>(), 0..3u8, any::<bool>())
             .prop_map(|(conn, hidden, restriction, timed)| Op::Options { conn, hidden, restriction, timed }),
         2 => c.clone().prop_map(|conn| Op::Start { conn }),
@@ -152,8 +154,9 @@ impl Live {
                     self.d
                         .send_json(c, json!({"type": "create_lobby", "name": format!("T{c}")}));
                     self.commit();
-                    for _ in 0..2 {
-                        self.d.send_json(c, json!({"type": "add_ai"}));
+                    for level in ["easy", "normal"] {
+                        self.d
+                            .send_json(c, json!({"type": "add_ai", "level": level}));
                         self.commit();
                     }
                     self.d.send_json(c, json!({"type": "start_game"}));
@@ -168,7 +171,11 @@ impl Live {
                     );
                 }
             }
-            Op::AddAi { conn } => self.send(conn, json!({"type": "add_ai"})),
+            Op::AddAi { conn, level } => match ["easy", "normal", "strong"].get(usize::from(level))
+            {
+                Some(level) => self.send(conn, json!({"type": "add_ai", "level": level})),
+                None => self.send(conn, json!({"type": "add_ai"})),
+            },
             Op::Options {
                 conn,
                 hidden,

@@ -4,7 +4,8 @@
 
 use proptest::prelude::*;
 use wizard_core::game::{
-    Action, BidRestriction, Card, Event, Game, Observation, Options, Placing, PlayedCard, Suit,
+    Action, AiLevel, BidRestriction, Card, Event, Game, Observation, Options, Placing, PlayedCard,
+    Suit,
 };
 use wizard_core::overload::LoadLevel;
 use wizard_core::wire::{
@@ -106,7 +107,17 @@ fn client_messages_decode() {
             },
         ),
         (r#"{"type":"leave_lobby"}"#, ClientMessage::LeaveLobby),
-        (r#"{"type":"add_ai"}"#, ClientMessage::AddAi),
+        (r#"{"type":"add_ai"}"#, ClientMessage::AddAi { level: None }),
+        (
+            r#"{"type":"add_ai","level":"easy"}"#,
+            ClientMessage::AddAi {
+                level: Some(AiLevel::Easy),
+            },
+        ),
+        (
+            r#"{"type":"add_ai","level":null}"#,
+            ClientMessage::AddAi { level: None },
+        ),
         (
             r#"{"type":"remove_player","player_id":"0123456789ab"}"#,
             ClientMessage::RemovePlayer {
@@ -169,7 +180,10 @@ fn client_messages_decode() {
             ClientMessage::ReturnToLobby,
         ),
         // Escapes in the type and whitespace are plain JSON.
-        (" {\"type\" : \"add\\u005fai\"} \n", ClientMessage::AddAi),
+        (
+            " {\"type\" : \"add\\u005fai\"} \n",
+            ClientMessage::AddAi { level: None },
+        ),
     ];
     for (text, want) in cases {
         assert_eq!(decode_client(text), Ok(want), "{text}");
@@ -271,6 +285,8 @@ fn junk_client_messages_are_typed_errors() {
             r#"{"type":"join_lobby","code":123456,"name":"Ann"}"#,
             bad_field(),
         ),
+        (r#"{"type":"add_ai","level":"expert"}"#, bad_field()),
+        (r#"{"type":"add_ai","level":1}"#, bad_field()),
         (r#"{"type":"remove_player"}"#, bad_field()),
         (r#"{"type":"remove_player","player_id":1}"#, bad_field()),
         (r#"{"type":"set_options","hidden_bids":"yes"}"#, bad_field()),
@@ -416,12 +432,14 @@ fn lobby() -> LobbyView {
                 name: "Ann".into(),
                 is_ai: false,
                 connected: true,
+                level: None,
             },
             PlayerView {
                 id: "ba9876543210".into(),
                 name: "Ann (2)".into(),
                 is_ai: true,
                 connected: false,
+                level: Some(AiLevel::Easy),
             },
         ],
         min_players: 3,
@@ -504,7 +522,10 @@ fn every_client_message() -> Vec<ClientMessage> {
             name: "Bob".into(),
         },
         ClientMessage::LeaveLobby,
-        ClientMessage::AddAi,
+        ClientMessage::AddAi { level: None },
+        ClientMessage::AddAi {
+            level: Some(AiLevel::Normal),
+        },
         ClientMessage::RemovePlayer {
             player_id: "0123456789ab".into(),
         },
@@ -641,11 +662,15 @@ fn every_message_round_trips() {
         assert_eq!(peek_request_id(&text), Some(reply.request_id()));
     }
     let (obs, _) = engine_observation();
-    for (request_id, observation) in [(17, rules_observation()), (0, obs)] {
+    for (request_id, observation, level) in [
+        (17, rules_observation(), AiLevel::Easy),
+        (0, obs, AiLevel::Strong),
+    ] {
         let request = AiRequest::Decide {
             request_id,
             observation,
             timeout: 5.0,
+            level,
         };
         let text = encode_ai_request(&request);
         assert_eq!(decode_ai_request(&text), Ok(request), "{text}");
@@ -753,7 +778,7 @@ fn encodings_follow_the_protocol_text() {
         r#"{"code":"ABC234","status":"playing","host_id":"0123456789ab",
             "options":{"hidden_bids":false,"bid_restriction":"house","turn_seconds":0},
             "players":[{"id":"0123456789ab","name":"Ann","is_ai":false,"connected":true},
-                       {"id":"ba9876543210","name":"Ann (2)","is_ai":true,"connected":false}],
+                       {"id":"ba9876543210","name":"Ann (2)","is_ai":true,"connected":false,"level":"easy"}],
             "min_players":3,"max_players":6,"ai_available":true,"spectators":["Zoe"]}"#,
     )
     .unwrap();
@@ -762,12 +787,22 @@ fn encodings_follow_the_protocol_text() {
         request_id: 17,
         observation: rules_observation(),
         timeout: 5.0,
+        level: AiLevel::Normal,
     });
     assert!(
         request.starts_with(r#"{"type":"decide","request_id":17,"observation":{"players":4,"#),
         "{request}"
     );
-    assert!(request.ends_with(r#","timeout":5.0}"#), "{request}");
+    assert!(
+        request.ends_with(r#","timeout":5.0,"level":"normal"}"#),
+        "{request}"
+    );
+    // A request without a level (from a server before levels) is for `strong`.
+    let old = request.replace(r#","level":"normal""#, "");
+    let Ok(AiRequest::Decide { level, .. }) = decode_ai_request(&old) else {
+        panic!("{old}")
+    };
+    assert_eq!(level, AiLevel::Strong);
 }
 
 #[test]

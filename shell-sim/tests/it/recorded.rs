@@ -178,7 +178,7 @@ pub fn record(t: Table) -> Vec<Step> {
         rec.send(c, ClientMessage::JoinLobby { code, name });
     }
     for _ in 0..t.ai {
-        rec.send(ConnId(1), ClientMessage::AddAi);
+        rec.send(ConnId(1), ClientMessage::AddAi { level: None });
     }
     for s in 0..t.spectators {
         let c = ConnId(50 + s);

@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { tableScenarios } from './table.mjs';
 import { watchScenarios } from './watch.mjs';
+import { levelScenarios } from './levels.mjs';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
@@ -432,6 +433,8 @@ async function main() {
   await tableScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
   // Issue 19: spectators and table chat, also on the durable server.
   await watchScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
+  // Issue 19: AI levels.
+  await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE });
 
   await scenario('a server restart (SIGTERM, 1012): back in the game with no click', async () => {
     // Its own context: while the server restarts, a reconnect may find nobody

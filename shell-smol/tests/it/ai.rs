@@ -16,6 +16,7 @@ async fn fake_ai(ai: &mut Client, answers: usize, seen: &mut Vec<AiRequest>) {
             request_id,
             observation,
             timeout,
+            ..
         } = &request;
         assert!(*timeout > 0.0);
         assert!(observation.to_act.is_some());

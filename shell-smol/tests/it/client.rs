@@ -365,7 +365,7 @@ impl Player {
 
     /// Adds an AI seat (host) and waits for the state showing `seats` seats.
     pub async fn add_ai(&mut self, seats: usize) {
-        self.send(ClientMessage::AddAi).await;
+        self.send(ClientMessage::AddAi { level: None }).await;
         self.state_where(|v| v.lobby.as_ref().is_some_and(|l| l.players.len() == seats))
             .await;
     }

@@ -39,8 +39,8 @@ impl Drop for TempDir {
 /// first move when the deal starts with her.
 async fn start_game(player: &mut Player) -> wizard_core::wire::GameView {
     player.create_lobby("Ann").await;
-    player.send(ClientMessage::AddAi).await;
-    player.send(ClientMessage::AddAi).await;
+    player.send(ClientMessage::AddAi { level: None }).await;
+    player.send(ClientMessage::AddAi { level: None }).await;
     player
         .state_where(|v| v.lobby.as_ref().is_some_and(|l| l.players.len() == 3))
         .await;
