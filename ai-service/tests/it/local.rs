@@ -36,6 +36,7 @@ fn decide(request_id: u64, observation: &Observation, timeout: f64) -> AiRequest
         request_id,
         observation: observation.clone(),
         timeout,
+        level: Default::default(),
     }
 }
 

@@ -117,6 +117,7 @@ fn play(kind: ConnKind) -> Seen {
                     request_id,
                     observation,
                     timeout: 2.0,
+                    level: Default::default(),
                 });
                 break;
             };
