@@ -15,7 +15,8 @@
 # (cost: "paced full" by default, or one of them), GAMES
 # (default 1000), RESTARTS (restart: rounds of one SIGTERM and one kill -9, default 2),
 # TARGET_DIR (default CARGO_TARGET_DIR or target), HISTORY (default bench/durable.jsonl),
-# LABEL (default the commit), SERVER_CPU / BENCH_CPU (taskset CPU lists, default 0 / 1).
+# LABEL (default the commit), BUILD (0: use the binaries already in TARGET_DIR, built
+# from another commit; say which in LABEL), SERVER_CPU / BENCH_CPU (taskset CPU lists, default 0 / 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +31,10 @@ LABEL=${LABEL:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 SERVER_CPU=${SERVER_CPU-0}
 BENCH_CPU=${BENCH_CPU-1}
 
-cargo build --release -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench \
-  --target-dir "$TARGET_DIR" >&2
+if [ "${BUILD:-1}" = 1 ]; then
+  cargo build --release -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench \
+    --target-dir "$TARGET_DIR" >&2
+fi
 BIN="$TARGET_DIR/release"
 pin() { if [ -n "$1" ]; then echo "taskset -c $1"; fi; }
 ulimit -n "$(ulimit -Hn)" || true
