@@ -19,6 +19,7 @@ mod shell;
 use std::fmt;
 
 use crate::overload::LoadLevel;
+use crate::shard::ShardId;
 use crate::time::US_PER_SEC;
 
 use raw::Raw;
@@ -128,6 +129,8 @@ pub const SETTINGS: &[Setting] = &[
     server("JOIN_FAIL_BURST", "10", "join_lobby attempts with an unknown code one client IP may make in a burst"),
     server("SOCKET_RATE", "20", "new TCP sockets one client IP may open per second (beyond: closed at once)"),
     server("SOCKET_BURST", "40", "new TCP sockets one client IP may open in a burst"),
+    // Shards (PROTOCOL.md 6.3).
+    server("SHARD_ID", "", "this shard's id, one character of ABCDEFGHJKLMNPQRSTUVWXYZ23456789, first in every lobby code and session token it issues (empty = not sharded)"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to (ws:// only)"),
     ai("AI_SHARED_SECRET", "", "secret presented to the server (must match the server's)"),
     ai("AI_WORKERS", "1", "decisions computed at the same time"),
@@ -220,6 +223,8 @@ pub struct Config {
     pub join_fail_burst: u32,
     pub socket_rate_per_sec: f64,
     pub socket_burst: u32,
+    /// `SHARD_ID`: `None` when not sharded.
+    pub shard: Option<ShardId>,
 }
 
 impl Default for Config {
@@ -269,6 +274,7 @@ impl Default for Config {
             join_fail_burst: 10,
             socket_rate_per_sec: 20.0,
             socket_burst: 40,
+            shard: None,
         }
     }
 }
@@ -346,6 +352,10 @@ impl Config {
                 "JOIN_FAIL_BURST" => c.join_fail_burst = v.count(1)?,
                 "SOCKET_RATE" => c.socket_rate_per_sec = v.rate()?,
                 "SOCKET_BURST" => c.socket_burst = v.count(1)?,
+                "SHARD_ID" => {
+                    c.shard =
+                        Some(v.parsed("is not one character of ABCDEFGHJKLMNPQRSTUVWXYZ23456789")?)
+                }
                 _ => {} // every SETTINGS name has an arm; the tests check that
             }
         }

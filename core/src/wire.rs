@@ -109,6 +109,10 @@ pub enum ServerMessage {
         player_id: String,
         token: String,
         name: String,
+        /// The server's `SHARD_ID`, only on a sharded server: where the client
+        /// reconnects (`/ws/<shard>`, PROTOCOL.md section 6.3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shard: Option<String>,
     },
     /// The full view after a change; `lobby` and `game` are null when not seated.
     State {
@@ -125,6 +129,9 @@ pub enum ServerMessage {
         message: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
+        /// With `wrong_shard`: the id of the shard that owns the code or token.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shard: Option<String>,
     },
 }
 
@@ -218,6 +225,7 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
             player_id: f.player_id,
             token: f.token,
             name: f.name,
+            shard: f.shard,
         }),
         "state" => fields::<StateFields>(text, "state").map(|f| ServerMessage::State {
             lobby: f.lobby,
@@ -234,6 +242,7 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
             code: f.code,
             message: f.message,
             retry_after_ms: f.retry_after_ms,
+            shard: f.shard,
         }),
         other => Err(unknown_type(other)),
     }
@@ -295,6 +304,8 @@ struct WelcomeFields {
     player_id: String,
     token: String,
     name: String,
+    #[serde(default)]
+    shard: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -316,4 +327,6 @@ struct ErrorFields {
     message: String,
     #[serde(default)]
     retry_after_ms: Option<u64>,
+    #[serde(default)]
+    shard: Option<String>,
 }
