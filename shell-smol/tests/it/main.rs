@@ -21,4 +21,5 @@ mod limits;
 mod logs;
 mod proxy;
 mod routes;
+mod shards;
 mod statics;
