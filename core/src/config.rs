@@ -19,6 +19,7 @@ mod shell;
 use std::fmt;
 
 use crate::overload::LoadLevel;
+use crate::shard::ShardId;
 use crate::time::US_PER_SEC;
 
 use raw::Raw;
@@ -131,6 +132,8 @@ pub const SETTINGS: &[Setting] = &[
     // Spectators and table chat (PROTOCOL.md 6.4).
     server("MAX_SPECTATORS", "20", "spectators one lobby may have at once"),
     server("CHAT_RATE", "20", "chat lines one session may send per minute (a burst of as many)"),
+    // Shards (PROTOCOL.md 6.3).
+    server("SHARD_ID", "", "this shard's id, one character of ABCDEFGHJKLMNPQRSTUVWXYZ23456789, first in every lobby code and session token it issues (empty = not sharded)"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to (ws:// only)"),
     ai("AI_SHARED_SECRET", "", "secret presented to the server (must match the server's)"),
     ai("AI_WORKERS", "1", "decisions computed at the same time"),
@@ -227,6 +230,8 @@ pub struct Config {
     pub spectators_per_lobby_max: usize,
     /// `CHAT_RATE`: chat lines per session per minute, and the burst.
     pub chat_rate_per_min: u32,
+    /// `SHARD_ID`: `None` when not sharded.
+    pub shard: Option<ShardId>,
 }
 
 impl Default for Config {
@@ -278,6 +283,7 @@ impl Default for Config {
             socket_burst: 40,
             spectators_per_lobby_max: 20,
             chat_rate_per_min: 20,
+            shard: None,
         }
     }
 }
@@ -357,6 +363,10 @@ impl Config {
                 "SOCKET_BURST" => c.socket_burst = v.count(1)?,
                 "MAX_SPECTATORS" => c.spectators_per_lobby_max = v.count(0)?,
                 "CHAT_RATE" => c.chat_rate_per_min = v.count(1)?,
+                "SHARD_ID" => {
+                    c.shard =
+                        Some(v.parsed("is not one character of ABCDEFGHJKLMNPQRSTUVWXYZ23456789")?)
+                }
                 _ => {} // every SETTINGS name has an arm; the tests check that
             }
         }

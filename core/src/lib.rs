@@ -57,7 +57,8 @@
 //!   connection limiter, load levels, circuit breaker and cgroup parsers.
 //! - [`game`]: the rules engine, observations and the heuristic fallback player.
 //! - [`wire`]: the messages of PROTOCOL.md; [`config`]: every setting; [`upgrade`]: the
-//!   HTTP routing and upgrade policy; [`time`], [`rng`], [`timers`], [`stats`].
+//!   HTTP routing and upgrade policy; [`shard`]: which shard a code or token names;
+//!   [`time`], [`rng`], [`timers`], [`stats`].
 //! - [`ws`]: the websocket frame layer (decoder, encoder, per-frame budget).
 
 pub mod ai_bridge;
@@ -76,6 +77,7 @@ pub mod rng;
 mod serde_str;
 pub mod server;
 pub mod session;
+pub mod shard;
 pub mod stats;
 pub mod time;
 pub mod timers;

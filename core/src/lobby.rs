@@ -21,6 +21,7 @@ use crate::overload::limiter::IpKey;
 use crate::rng;
 use crate::server::LobbyViewCache;
 use crate::session::{LobbyId, SessionId};
+use crate::shard::ShardId;
 use crate::time::Time;
 use crate::turns::{Decider, TurnBook};
 use crate::wire::{ErrorCode, LobbyStatus};
@@ -362,10 +363,12 @@ pub struct LobbyManager {
     /// Lobbies deleted since [`LobbyManager::take_gone`] was last called.
     gone: Vec<LobbyId>,
     rng: ChaCha12Rng,
+    /// The server's `SHARD_ID`: the first character of every code it creates.
+    shard: Option<ShardId>,
 }
 
 impl LobbyManager {
-    pub fn new(lobbies_max: usize, rng: ChaCha12Rng) -> Self {
+    pub fn new(lobbies_max: usize, rng: ChaCha12Rng, shard: Option<ShardId>) -> Self {
         LobbyManager {
             lobbies: BTreeMap::new(),
             by_code: BTreeMap::new(),
@@ -377,6 +380,7 @@ impl LobbyManager {
             idle: BTreeSet::new(),
             gone: Vec::new(),
             rng,
+            shard,
         }
     }
 
@@ -627,12 +631,16 @@ impl LobbyManager {
         if self.lobbies.len() >= self.lobbies_max {
             return Err(LobbyError::TooManyLobbies);
         }
+        // A shard's code is its id, then random characters up to the usual length.
+        let prefix = self.shard.map(ShardId::as_char);
         let code = loop {
-            let code: String = (0..CODE_CHARS)
-                .map(|_| {
+            let random = CODE_CHARS - usize::from(prefix.is_some());
+            let code: String = prefix
+                .into_iter()
+                .chain((0..random).map(|_| {
                     let i = (self.rng.next_u32() % 32) as usize;
                     char::from(CODE_ALPHABET.get(i).copied().unwrap_or(b'A'))
-                })
+                }))
                 .collect();
             if !self.by_code.contains_key(&code) {
                 break code;

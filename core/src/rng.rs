@@ -52,6 +52,9 @@ pub fn fork(seed: &Seed, purpose: Purpose) -> ChaCha12Rng {
 /// time) and 16 secret bytes (128 bits, compared in constant time).
 pub const TOKEN_BYTES: usize = 24;
 
+/// Characters of an encoded token ([`encode_token`]).
+pub const TOKEN_CHARS: usize = 32;
+
 /// A session token's raw bytes.
 pub type TokenBytes = [u8; TOKEN_BYTES];
 
@@ -66,7 +69,7 @@ const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 
 /// URL-safe base64 without padding (24 bytes -> 32 characters).
 pub fn encode_token(bytes: &TokenBytes) -> String {
-    let mut out = String::with_capacity(32);
+    let mut out = String::with_capacity(TOKEN_CHARS + 1);
     for chunk in bytes.chunks(3) {
         let b = [
             chunk.first().copied().unwrap_or(0),
@@ -84,7 +87,7 @@ pub fn encode_token(bytes: &TokenBytes) -> String {
 
 /// The bytes of a token string, or `None` when it is not one of ours.
 pub fn decode_token(text: &str) -> Option<TokenBytes> {
-    if text.len() != 32 {
+    if text.len() != TOKEN_CHARS {
         return None;
     }
     let mut bytes = [0u8; TOKEN_BYTES];

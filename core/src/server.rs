@@ -36,6 +36,7 @@ use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
 use crate::records::{LobbyRecord, Record};
 use crate::rng::{self, Purpose, Seed};
 use crate::session::{LobbyId, SessionId, SessionRegistry};
+use crate::shard::ShardId;
 use crate::stats::{Counters, Gauges};
 use crate::time::Time;
 use crate::timers::Timers;
@@ -209,8 +210,13 @@ impl Server {
                 config.sessions_max,
                 rng::fork(&seed, Purpose::Tokens),
                 rng::fork(&seed, Purpose::PlayerIds),
+                config.shard,
             ),
-            lobbies: LobbyManager::new(config.lobbies_max, rng::fork(&seed, Purpose::LobbyCodes)),
+            lobbies: LobbyManager::new(
+                config.lobbies_max,
+                rng::fork(&seed, Purpose::LobbyCodes),
+                config.shard,
+            ),
             game_seeds: rng::fork(&seed, Purpose::GameSeeds),
             retry_rng: rng::fork(&seed, Purpose::Retry),
             breaker_was: bridge.breaker_state(),
@@ -387,6 +393,7 @@ impl Server {
                 breaker: self.bridge.breaker_state().name().to_string(),
             },
             version: crate::VERSION.to_string(),
+            shard: self.config.shard.map(|s| s.to_string()),
         }
     }
 
@@ -423,6 +430,26 @@ impl Server {
             code,
             message: message.to_string(),
             retry_after_ms,
+            shard: None,
+        });
+        out.push(Output::Send {
+            conn,
+            text,
+            replaceable: false,
+        });
+    }
+
+    /// `wrong_shard`: the code or token in the message belongs to shard `owner`, where
+    /// the client repeats the message (PROTOCOL.md section 6.3).
+    fn send_wrong_shard(&mut self, conn: ConnId, owner: ShardId, out: &mut Vec<Output>) {
+        let code = ErrorCode::WrongShard;
+        self.counters.errors.bump(code);
+        out.push(Output::Note(Note::Refused { conn, code }));
+        let text = wire::encode(&ServerMessage::Error {
+            code,
+            message: format!("That belongs to shard {owner}: connect to /ws/{owner}."),
+            retry_after_ms: None,
+            shard: Some(owner.to_string()),
         });
         out.push(Output::Send {
             conn,

@@ -4,7 +4,9 @@
 //! token the client keeps to resume it. The registry keeps only the token's SHA-256
 //! digest, never the token (so neither memory nor a store holds it): a presented token
 //! is hashed, looked up by the digest's first 8 bytes and then compared in full in
-//! constant time. The registry is bounded by `MAX_SESSIONS`.
+//! constant time. The registry is bounded by `MAX_SESSIONS`. On a sharded server
+//! (`SHARD_ID`) a token is the shard's id followed by the encoded secret bytes; the id
+//! is not secret and is not part of the digest.
 //!
 //! The registry also keeps the index of evictable sessions, ordered by their
 //! [`Evict`] class and then by when they disconnected, so that a `hello` at
@@ -21,7 +23,8 @@ use sha2::{Digest as _, Sha256};
 
 use crate::io::ConnId;
 use crate::overload::limiter::TokenBucket;
-use crate::rng::{self, TOKEN_BYTES, TokenBytes};
+use crate::rng::{self, TOKEN_BYTES, TOKEN_CHARS, TokenBytes};
+use crate::shard::{SHARDED_TOKEN_CHARS, ShardId};
 use crate::time::Time;
 
 /// A session, numbered by the registry; never reused. Stored and printed as its bare
@@ -165,6 +168,8 @@ pub struct SessionRegistry {
     sessions_max: usize,
     token_rng: ChaCha12Rng,
     id_rng: ChaCha12Rng,
+    /// The server's `SHARD_ID`, put in front of every token it issues.
+    shard: Option<ShardId>,
     /// Sessions removed since [`SessionRegistry::take_gone`] was last called.
     gone: Vec<SessionId>,
 }
@@ -176,7 +181,12 @@ fn locator(digest: &TokenDigest) -> [u8; LOCATOR_BYTES] {
 }
 
 impl SessionRegistry {
-    pub fn new(sessions_max: usize, token_rng: ChaCha12Rng, id_rng: ChaCha12Rng) -> Self {
+    pub fn new(
+        sessions_max: usize,
+        token_rng: ChaCha12Rng,
+        id_rng: ChaCha12Rng,
+        shard: Option<ShardId>,
+    ) -> Self {
         SessionRegistry {
             sessions: BTreeMap::new(),
             by_locator: BTreeMap::new(),
@@ -186,6 +196,7 @@ impl SessionRegistry {
             sessions_max,
             token_rng,
             id_rng,
+            shard,
             gone: Vec::new(),
         }
     }
@@ -213,10 +224,13 @@ impl SessionRegistry {
         let id = self.next_id;
         self.next_id = id.next();
         self.insert(id, player_id, digest);
-        Ok(Created {
-            id,
-            token: rng::encode_token(&token),
-        })
+        // The shard's id goes in front of the same random bytes, never in their place.
+        let mut text = String::with_capacity(SHARDED_TOKEN_CHARS);
+        if let Some(shard) = self.shard {
+            text.push(shard.as_char());
+        }
+        text.push_str(&rng::encode_token(&token));
+        Ok(Created { id, token: text })
     }
 
     fn insert(&mut self, id: SessionId, player_id: String, digest: TokenDigest) {
@@ -267,9 +281,21 @@ impl SessionRegistry {
         std::mem::take(&mut self.gone)
     }
 
+    /// The secret part of a token this registry may know: the whole token on an
+    /// unsharded server; on a sharded one, what follows its own id, or a whole token of
+    /// unsharded length (issued before the server had an id).
+    fn secret_part<'t>(&self, token: &'t str) -> Option<&'t str> {
+        match self.shard {
+            Some(shard) if token.len() == SHARDED_TOKEN_CHARS => {
+                token.strip_prefix(shard.as_char())
+            }
+            _ => (token.len() == TOKEN_CHARS).then_some(token),
+        }
+    }
+
     /// The session a client's token names, if the token is valid.
     pub fn find_by_token(&self, token: &str) -> Option<SessionId> {
-        let digest = token_digest(&rng::decode_token(token)?);
+        let digest = token_digest(&rng::decode_token(self.secret_part(token)?)?);
         let id = *self.by_locator.get(&locator(&digest))?;
         let session = self.sessions.get(&id)?;
         rng::constant_time_eq(&session.digest, &digest).then_some(id)

@@ -14,6 +14,10 @@
 //! - `/ws` is refused with 403 when `ALLOWED_ORIGINS` is set and the `Origin` header is
 //!   not in it. A request without `Origin` is let through: browsers always send it, and
 //!   a program that does not is free to send any value, so demanding it protects nothing.
+//! - `/ws/<id>` (PROTOCOL.md section 6.3) is `/ws` on a server whose `SHARD_ID` is
+//!   `<id>`; another shard's id is refused with 421 (Misdirected Request: the proxy in
+//!   front sent it to the wrong server), anything else with 404, as is every `/ws/...`
+//!   on a server without `SHARD_ID`.
 //! - The client address is the TCP peer, unless the peer is in `TRUSTED_PROXIES`: then
 //!   it is the right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
 
@@ -22,6 +26,7 @@ use std::net::{IpAddr, SocketAddr};
 use crate::config::Config;
 use crate::io::ConnKind;
 use crate::rng::constant_time_eq;
+use crate::shard::ShardId;
 
 /// Where a request goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +44,9 @@ pub enum Route<'a> {
     Ready,
     /// `GET /ws`: a player's websocket.
     PlayerWs,
+    /// `GET /ws/<id>`: a player's websocket on shard `id` (one path segment, not
+    /// checked here: [`check_upgrade`] compares it with `SHARD_ID`).
+    ShardWs(&'a str),
     /// `GET /internal/ai`: the AI service's websocket.
     AiWs,
     /// A fixed route with a method it does not serve (405).
@@ -71,6 +79,10 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
         "/ready" => (Route::Ready, read),
         "/ws" => (Route::PlayerWs, get),
         "/internal/ai" => (Route::AiWs, get),
+        _ if path.starts_with("/ws/") => match path.strip_prefix("/ws/") {
+            Some(id) if !id.is_empty() && !id.contains('/') => (Route::ShardWs(id), get),
+            _ => return Route::NotFound,
+        },
         // Whether an asset exists is the shell's business, so other methods get 404.
         _ => match path.strip_prefix('/').filter(|name| is_asset_name(name)) {
             Some(name) if read => (Route::Asset(name), true),
@@ -223,6 +235,10 @@ const BAD_ORIGIN: Reject = Reject {
     status: 403,
     reason: "origin not allowed",
 };
+const OTHER_SHARD: Reject = Reject {
+    status: 421,
+    reason: "this server is another shard",
+};
 const NO_PEER: Reject = Reject {
     status: 400,
     reason: "no peer address",
@@ -231,7 +247,8 @@ const NO_PEER: Reject = Reject {
 /// Decides whether a websocket upgrade may go ahead: `Ok` with the route's connection
 /// kind and the client address for the per-IP limits, or the HTTP status to refuse with.
 ///
-/// Checks, in order: the path is a websocket route (404), the request is a websocket
+/// Checks, in order: the path is a websocket route (404; 421 for another shard's
+/// `/ws/<id>`), the request is a websocket
 /// handshake over HTTP/1.1 with a key of 16 base64-encoded bytes (400) of version 13
 /// (426), then the route's security rule (403).
 pub fn check_upgrade(
@@ -240,6 +257,11 @@ pub fn check_upgrade(
 ) -> Result<(ConnKind, IpAddr), Reject> {
     let kind = match route("GET", request.path) {
         Route::PlayerWs => ConnKind::Player,
+        Route::ShardWs(id) => match (config.shard, id.parse::<ShardId>()) {
+            (Some(own), Ok(id)) if id == own => ConnKind::Player,
+            (Some(_), Ok(_)) => return Err(OTHER_SHARD),
+            _ => return Err(NOT_FOUND),
+        },
         Route::AiWs => ConnKind::Ai,
         _ => return Err(NOT_FOUND),
     };

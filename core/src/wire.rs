@@ -124,6 +124,10 @@ pub enum ServerMessage {
         player_id: String,
         token: String,
         name: String,
+        /// The server's `SHARD_ID`, only on a sharded server: where the client
+        /// reconnects (`/ws/<shard>`, PROTOCOL.md section 6.3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shard: Option<String>,
     },
     /// The full view after a change; `lobby` and `game` are null when not seated.
     State {
@@ -140,6 +144,9 @@ pub enum ServerMessage {
         message: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
+        /// With `wrong_shard`: the id of the shard that owns the code or token.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shard: Option<String>,
     },
     /// A line of table chat: `from` is the sender's public player id, `at_ms` the
     /// server's clock (milliseconds since it started) when it was said.
@@ -256,6 +263,7 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
             player_id: f.player_id,
             token: f.token,
             name: f.name,
+            shard: f.shard,
         }),
         "state" => fields::<StateFields>(text, "state").map(|f| ServerMessage::State {
             lobby: f.lobby,
@@ -272,6 +280,7 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
             code: f.code,
             message: f.message,
             retry_after_ms: f.retry_after_ms,
+            shard: f.shard,
         }),
         "chat" => fields::<ChatLineFields>(text, "chat").map(|f| ServerMessage::Chat {
             from: f.from,
@@ -358,6 +367,8 @@ struct WelcomeFields {
     player_id: String,
     token: String,
     name: String,
+    #[serde(default)]
+    shard: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -379,4 +390,6 @@ struct ErrorFields {
     message: String,
     #[serde(default)]
     retry_after_ms: Option<u64>,
+    #[serde(default)]
+    shard: Option<String>,
 }

@@ -187,18 +187,20 @@ async fn answer_request(
                 .send(200, metrics::CONTENT_TYPE, body.as_bytes())
                 .await
         }
-        Route::PlayerWs | Route::AiWs => match check_upgrade(config, &upgrade) {
-            Ok((kind, ip)) => {
-                let key = upgrade.websocket_key.unwrap_or("");
-                return Some(accepted(kind, ip, key, &head));
+        Route::PlayerWs | Route::ShardWs(_) | Route::AiWs => {
+            match check_upgrade(config, &upgrade) {
+                Ok((kind, ip)) => {
+                    let key = upgrade.websocket_key.unwrap_or("");
+                    return Some(accepted(kind, ip, key, &head));
+                }
+                Err(Reject { status, reason }) => {
+                    ShellStats::bump(&ctx.stats.upgrades_refused);
+                    debug!(%peer, path, status, reason, "upgrade refused");
+                    let body = format!("{reason}\n");
+                    reply.send(status, "text/plain", body.as_bytes()).await;
+                }
             }
-            Err(Reject { status, reason }) => {
-                ShellStats::bump(&ctx.stats.upgrades_refused);
-                debug!(%peer, path, status, reason, "upgrade refused");
-                let body = format!("{reason}\n");
-                reply.send(status, "text/plain", body.as_bytes()).await;
-            }
-        },
+        }
         Route::MethodNotAllowed => reply.send(405, "text/plain", b"method not allowed\n").await,
         Route::NotFound => reply.send(404, "text/plain", b"not found\n").await,
     }
@@ -298,6 +300,7 @@ fn reason_phrase(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        421 => "Misdirected Request",
         426 => "Upgrade Required",
         431 => "Request Header Fields Too Large",
         503 => "Service Unavailable",

@@ -1,9 +1,16 @@
 // The websocket to /ws: hello with the session token kept in sessionStorage, automatic
 // reconnect with jittered exponential backoff, the 1013 "server full" retry schedule,
 // a quick return after 1012 (the server restarts and keeps the game), and no reconnect
-// after 4000 (the session was opened in another window).
+// after 4000 (the session was opened in another window). On a sharded deployment
+// (`welcome` names a shard) it connects at /ws/<shard>, and follows `wrong_shard`
+// to the owner's route, repeating the refused message, without the player noticing
+// (docs/PROTOCOL.md, "Shards").
 
 const TOKEN_KEY = 'wizard.token';
+const SHARD_KEY = 'wizard.shard';
+/** `wrong_shard` answers followed in a row before the error is shown. */
+export const SHARD_HOPS_MAX = 3;
+const SHARD_ID = /^[ABCDEFGHJKLMNPQRSTUVWXYZ2-9]$/;
 /** Retries after a 1013 close ("try again later") when the server named no time:
  * 15 s, 30 s, then every 60 s. A `busy` with `retry_after_ms` before the close wins. */
 export const FULL_RETRY_MS = [15000, 30000, 60000];
@@ -28,6 +35,50 @@ export class Connection {
     this.stopped = false;
     this.welcomed = false;
     this.busyRetryMs = null; // the retry_after_ms of a busy before welcome
+    this.lastJoin = null; // the last join_lobby sent, repeated on its shard
+    this.repeat = null; // the message to send again once welcomed
+    this.shardHops = 0;
+  }
+
+  get shard() {
+    try {
+      return sessionStorage.getItem(SHARD_KEY);
+    } catch {
+      return null;
+    }
+  }
+
+  set shard(value) {
+    try {
+      if (value) sessionStorage.setItem(SHARD_KEY, value);
+      else sessionStorage.removeItem(SHARD_KEY);
+    } catch {
+      /* private mode */
+    }
+  }
+
+  forgetToken() {
+    try {
+      sessionStorage.removeItem(TOKEN_KEY);
+    } catch {
+      /* private mode */
+    }
+  }
+
+  /** Follows `wrong_shard` to `shard`'s route: after `hello` with the same token,
+   * after `join_lobby` as a new session there (a token is good on its shard only). */
+  followShard(ws, shard) {
+    this.shardHops += 1;
+    if (this.welcomed) {
+      if (this.lastJoin) this.repeat = this.lastJoin;
+      // Joining elsewhere leaves the current lobby, as a join on one server does.
+      ws.send(JSON.stringify({ type: 'leave_lobby' }));
+      this.forgetToken();
+    }
+    this.shard = shard;
+    this.ws = null; // its close is not a lost connection
+    ws.close(1000);
+    this.open();
   }
 
   get token() {
@@ -48,7 +99,8 @@ export class Connection {
 
   url() {
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-    return `${scheme}://${location.host}/ws`;
+    const shard = this.shard;
+    return `${scheme}://${location.host}/ws${shard && SHARD_ID.test(shard) ? `/${shard}` : ''}`;
   }
 
   start() {
@@ -80,12 +132,24 @@ export class Connection {
       } catch {
         return;
       }
+      if (msg.type === 'error' && msg.code === 'wrong_shard' && SHARD_ID.test(msg.shard ?? '')
+        && this.shardHops < SHARD_HOPS_MAX) {
+        this.followShard(ws, msg.shard);
+        return;
+      }
       if (msg.type === 'welcome') {
         this.token = msg.token;
+        this.shard = msg.shard ?? null;
         this.welcomed = true;
         this.attempt = 0;
         this.fullAttempt = 0;
         this.handlers.onStatus('open');
+        if (this.repeat) {
+          ws.send(JSON.stringify(this.repeat));
+          this.repeat = null;
+        }
+      } else if (msg.type === 'state' && msg.lobby) {
+        this.shardHops = 0; // seated: the hops led somewhere
       } else if (msg.type === 'error' && msg.code === 'busy' && !this.welcomed
         && Number.isFinite(msg.retry_after_ms)) {
         this.busyRetryMs = msg.retry_after_ms;
@@ -134,6 +198,7 @@ export class Connection {
   /** Sends a message; false when not connected (the caller may tell the user). */
   send(msg) {
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcomed) return false;
+    if (msg.type === 'join_lobby') this.lastJoin = msg;
     this.ws.send(JSON.stringify(msg));
     return true;
   }

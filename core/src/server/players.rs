@@ -5,6 +5,7 @@ use crate::io::{ConnId, Note, Output, RefuseReason};
 use crate::lobby::{LobbyError, clean_name};
 use crate::overload::limiter::IpKey;
 use crate::session::{LobbyId, SessionId};
+use crate::shard::{elsewhere, owner_of, token_owner};
 use crate::stats::RequestRefusal;
 use crate::time::Time;
 use crate::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
@@ -115,17 +116,20 @@ impl Server {
 
     fn hello(&mut self, now: Time, conn: ConnId, token: Option<&str>, out: &mut Vec<Output>) {
         let known = token.and_then(|t| self.sessions.find_by_token(t));
+        // Another shard's token: its session is there, so no new one is made here.
+        let foreign = token.and_then(|t| elsewhere(self.config.shard, token_owner(t)));
+        if let (None, Some(owner)) = (known, foreign) {
+            self.send_wrong_shard(conn, owner, out);
+            return;
+        }
         let (session, token) = match known {
             Some(id) => {
                 self.resume(now, id, conn, out);
                 // Spectating belongs to a connection: a new one starts without it.
                 self.stop_watching(now, id, out);
-                // The registry keeps no token: the welcome repeats the one presented.
-                let token = token
-                    .and_then(crate::rng::decode_token)
-                    .map(|b| crate::rng::encode_token(&b))
-                    .unwrap_or_default();
-                (id, token)
+                // The registry keeps no token: the welcome repeats the one presented,
+                // which it recognised (so it is exactly a token this server issued).
+                (id, token.unwrap_or_default().to_owned())
             }
             None => match self.sessions.create().or_else(|full| {
                 // At MAX_SESSIONS a player who left a lobby that is not playing makes
@@ -162,6 +166,7 @@ impl Server {
                 player_id: s.player_id.clone(),
                 token,
                 name: s.name.clone(),
+                shard: self.config.shard.map(|s| s.to_string()),
             });
             out.push(Output::Send {
                 conn,
@@ -321,6 +326,13 @@ impl Server {
             return Ok(());
         }
         let Some(lobby) = self.lobbies.find_code(code) else {
+            // Another shard's code: not a failed guess, that shard knows the answer. A
+            // code this shard holds is served above whatever its first character (a
+            // lobby from before the server had a SHARD_ID).
+            if let Some(owner) = elsewhere(self.config.shard, owner_of(code)) {
+                self.send_wrong_shard(conn, owner, out);
+                return Ok(());
+            }
             if let Some(ip) = ip {
                 self.join_fail_rate.try_take(&ip, now);
             }

@@ -96,6 +96,9 @@ pub struct Health {
     /// The build's version (PROTOCOL.md section 6.2); empty from a server before it.
     #[serde(default)]
     pub version: String,
+    /// The server's `SHARD_ID`, only on a sharded server (PROTOCOL.md section 6.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
 }
 
 /// The AI bridge part of [`Health`].

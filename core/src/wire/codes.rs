@@ -27,11 +27,14 @@ pub enum ErrorCode {
     SessionReplaced,
     /// The host removed you from the lobby.
     Removed,
+    /// The code or token belongs to another shard, named by the `error`'s `shard`
+    /// (PROTOCOL.md section 6.3).
+    WrongShard,
 }
 
 impl ErrorCode {
     /// Every code, in the order of PROTOCOL.md's table.
-    pub const ALL: [ErrorCode; 9] = [
+    pub const ALL: [ErrorCode; 10] = [
         ErrorCode::Invalid,
         ErrorCode::HelloRequired,
         ErrorCode::NotFound,
@@ -41,6 +44,7 @@ impl ErrorCode {
         ErrorCode::RateLimited,
         ErrorCode::SessionReplaced,
         ErrorCode::Removed,
+        ErrorCode::WrongShard,
     ];
 
     /// The wire name, e.g. `hello_required`.
@@ -55,6 +59,7 @@ impl ErrorCode {
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::SessionReplaced => "session_replaced",
             ErrorCode::Removed => "removed",
+            ErrorCode::WrongShard => "wrong_shard",
         }
     }
 }

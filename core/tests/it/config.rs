@@ -257,6 +257,7 @@ const OTHER: &[(&str, &str)] = &[
     ("SOCKET_BURST", "9"),
     ("MAX_SPECTATORS", "0"),
     ("CHAT_RATE", "3"),
+    ("SHARD_ID", "K"),
     ("AI_SERVER_URL", "ws://game.example:9000/internal/ai"),
     ("AI_WORKERS", "2"),
     ("AI_MAX_QUEUE", "5"),
@@ -360,6 +361,7 @@ fn every_field_is_covered() {
         socket_burst,
         spectators_per_lobby_max,
         chat_rate_per_min,
+        shard,
     } = server(OTHER).unwrap();
     assert_eq!((spectators_per_lobby_max, chat_rate_per_min), (0, 3));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
@@ -445,6 +447,7 @@ fn every_field_is_covered() {
     assert_eq!((reconnect_rate_per_min, reconnect_burst), (4.5, 6));
     assert_eq!((join_fail_rate_per_min, join_fail_burst), (2.0, 3));
     assert_eq!((socket_rate_per_sec, socket_burst), (7.5, 9));
+    assert_eq!(shard.map(|s| s.as_char()), Some('K'));
 
     let AiServiceConfig {
         server_url,
@@ -661,6 +664,19 @@ const BAD: &[(&str, &str, &str)] = &[
     ),
     ("STORE", "sqlite:", "is not memory or sqlite:PATH"),
     ("STORE", "disk", "is not memory or sqlite:PATH"),
+    // One character of the lobby-code alphabet, upper case: no 0/O/1/I, no pairs.
+    (
+        "SHARD_ID",
+        "O",
+        "is not one character of ABCDEFGHJKLMNPQRSTUVWXYZ23456789",
+    ),
+    ("SHARD_ID", "0", "is not one character of"),
+    ("SHARD_ID", "1", "is not one character of"),
+    ("SHARD_ID", "I", "is not one character of"),
+    ("SHARD_ID", "a", "is not one character of"),
+    ("SHARD_ID", "AB", "is not one character of"),
+    ("SHARD_ID", "-", "is not one character of"),
+    ("SHARD_ID", "é", "is not one character of"),
     ("STORE_SYNC_INTERVAL", "0", "greater than 0"),
 ];
 

@@ -21,6 +21,7 @@ mod retry;
 mod rules;
 mod server_game;
 mod server_props;
+mod shards;
 mod transcripts;
 mod upgrade;
 mod wire;

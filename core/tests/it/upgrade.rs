@@ -43,6 +43,13 @@ fn routes() {
         ("GET", "/../etc/passwd", Route::NotFound),
         ("GET", "/a/b.js", Route::NotFound),
         ("GET", "/ws/", Route::NotFound),
+        // Shards (PROTOCOL.md 6.3): one segment after /ws/, checked by check_upgrade.
+        ("GET", "/ws/A", Route::ShardWs("A")),
+        ("GET", "/ws/A?x=1", Route::ShardWs("A")),
+        ("GET", "/ws/abc", Route::ShardWs("abc")),
+        ("HEAD", "/ws/A", Route::MethodNotAllowed),
+        ("GET", "/ws/A/", Route::NotFound),
+        ("GET", "/ws//", Route::NotFound),
         ("GET", "/internal/ai/x", Route::NotFound),
         ("GET", "/%2e%2e", Route::NotFound),
         ("GET", "", Route::NotFound),
@@ -93,6 +100,7 @@ fn upgrade_policy() {
         "https://game.example.com, http://localhost:5173/",
     )]);
     let proxied = config(&[("TRUSTED_PROXIES", "10.0.0.0/8, fd00::/8")]);
+    let shard_b = config(&[("SHARD_ID", "B")]);
     let peer = "192.0.2.7";
     use ConnKind::{Ai, Player};
     #[rustfmt::skip]
@@ -102,6 +110,16 @@ fn upgrade_policy() {
         ("unknown path", &open, "/nope", &[], Err(404)),
         ("http route", &open, "/health", &[], Err(404)),
         ("wrong version", &open, "/ws", &[("Sec-WebSocket-Version", "8")], Err(426)),
+        // Shard routes: its own id is /ws, another shard's is misdirected (421).
+        ("shard own", &shard_b, "/ws/B", &[], Ok((Player, peer))),
+        ("shard plain ws", &shard_b, "/ws", &[], Ok((Player, peer))),
+        ("shard other", &shard_b, "/ws/A", &[], Err(421)),
+        ("shard other digit", &shard_b, "/ws/9", &[], Err(421)),
+        ("shard lower case", &shard_b, "/ws/b", &[], Err(404)),
+        ("shard not an id", &shard_b, "/ws/O", &[], Err(404)),
+        ("shard two chars", &shard_b, "/ws/BB", &[], Err(404)),
+        ("shard path unsharded", &open, "/ws/B", &[], Err(404)),
+        ("shard checked before handshake", &shard_b, "/ws/A", &[("Sec-WebSocket-Version", "8")], Err(421)),
         // AI route: forwarding headers and the secret.
         ("ai no secret configured", &open, "/internal/ai", &[], Ok((Ai, peer))),
         ("ai xff", &open, "/internal/ai", &[("X-Forwarded-For", "1.2.3.4")], Err(403)),

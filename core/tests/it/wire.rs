@@ -562,6 +562,13 @@ fn every_server_message() -> Vec<ServerMessage> {
             player_id: "0123456789ab".into(),
             token: "tok_-0".into(),
             name: "Ann".into(),
+            shard: None,
+        },
+        ServerMessage::Welcome {
+            player_id: "0123456789ab".into(),
+            token: "Ktok_-0".into(),
+            name: "Ann".into(),
+            shard: Some("K".into()),
         },
         ServerMessage::State {
             lobby: None,
@@ -609,12 +616,20 @@ fn every_server_message() -> Vec<ServerMessage> {
             code: ErrorCode::RateLimited,
             message: "slow down".into(),
             retry_after_ms: Some(1500),
+            shard: None,
+        },
+        ServerMessage::Error {
+            code: ErrorCode::WrongShard,
+            message: "elsewhere".into(),
+            retry_after_ms: None,
+            shard: Some("B".into()),
         },
     ];
     messages.extend(ErrorCode::ALL.into_iter().map(|code| ServerMessage::Error {
         code,
         message: code.to_string(),
         retry_after_ms: None,
+        shard: None,
     }));
     messages
 }
@@ -687,8 +702,18 @@ fn encodings_follow_the_protocol_text() {
                 player_id: "0123456789ab".into(),
                 token: "t".into(),
                 name: "Ann".into(),
+                shard: None,
             }),
             r#"{"type":"welcome","player_id":"0123456789ab","token":"t","name":"Ann"}"#,
+        ),
+        (
+            encode(&ServerMessage::Welcome {
+                player_id: "0123456789ab".into(),
+                token: "Bt".into(),
+                name: "Ann".into(),
+                shard: Some("B".into()),
+            }),
+            r#"{"type":"welcome","player_id":"0123456789ab","token":"Bt","name":"Ann","shard":"B"}"#,
         ),
         (
             encode(&ServerMessage::State {
@@ -710,6 +735,7 @@ fn encodings_follow_the_protocol_text() {
                 code: ErrorCode::HelloRequired,
                 message: "say hello first".into(),
                 retry_after_ms: None,
+                shard: None,
             }),
             r#"{"type":"error","code":"hello_required","message":"say hello first"}"#,
         ),
@@ -718,8 +744,18 @@ fn encodings_follow_the_protocol_text() {
                 code: ErrorCode::Busy,
                 message: "m".into(),
                 retry_after_ms: Some(250),
+                shard: None,
             }),
             r#"{"type":"error","code":"busy","message":"m","retry_after_ms":250}"#,
+        ),
+        (
+            encode(&ServerMessage::Error {
+                code: ErrorCode::WrongShard,
+                message: "m".into(),
+                retry_after_ms: None,
+                shard: Some("A".into()),
+            }),
+            r#"{"type":"error","code":"wrong_shard","message":"m","shard":"A"}"#,
         ),
         (
             encode_client(&ClientMessage::Action {
@@ -909,6 +945,7 @@ fn health() -> Health {
             breaker: "closed".into(),
         },
         version: String::new(),
+        shard: None,
     }
 }
 
@@ -931,7 +968,20 @@ fn health_matches_the_protocol_example() {
         r#""version":"1.2.3"}"#
     );
     assert_eq!(encode_health(&versioned), with_version);
-    assert_eq!(decode_health(with_version), Ok(versioned));
+    assert_eq!(decode_health(with_version), Ok(versioned.clone()));
+    // Section 6.2: with shards, `/health` gains "shard"; without, it has none.
+    let sharded = Health {
+        shard: Some("C".into()),
+        ..versioned
+    };
+    let with_shard = concat!(
+        r#"{"status":"ok","load":"normal","loop_lag":0.0003,"cpu":0.012,"throttled":0.0,"#,
+        r#""accepting_games":true,"lobbies":4,"active_games":3,"sessions":9,"connections":7,"#,
+        r#""ai_available":true,"ai":{"connections":1,"pending":0,"breaker":"closed"},"#,
+        r#""version":"1.2.3","shard":"C"}"#
+    );
+    assert_eq!(encode_health(&sharded), with_shard);
+    assert_eq!(decode_health(with_shard), Ok(sharded));
 }
 
 #[test]
@@ -962,6 +1012,7 @@ fn close_codes_and_error_codes_are_complete() {
             "\"rate_limited\"",
             "\"session_replaced\"",
             "\"removed\"",
+            "\"wrong_shard\"",
         ]
     );
     for code in ErrorCode::ALL {

@@ -71,3 +71,23 @@ fn the_health_check_has_help_and_version_and_refuses_other_arguments() {
     let (code, out, _) = run(&[]);
     assert_eq!(code, Some(1), "{out}");
 }
+
+/// A bad `SHARD_ID` stops start-up with exit 2 and a message naming it, like every bad
+/// setting; were it accepted, the server would start here and the test time out.
+#[test]
+fn a_bad_shard_id_stops_start_up() {
+    for value in ["O", "a", "AB", "1"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
+            .env_clear()
+            .env("BIND", "127.0.0.1:0")
+            .env("STORE", "memory")
+            .env("EMBEDDED_AI", "0")
+            .env("SHARD_ID", value)
+            .stdin(Stdio::null())
+            .output()
+            .expect("wizard-server runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
+        assert!(err.contains("SHARD_ID"), "{value}: {err}");
+    }
+}

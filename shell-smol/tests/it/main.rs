@@ -22,5 +22,6 @@ mod limits;
 mod logs;
 mod proxy;
 mod routes;
+mod shards;
 mod statics;
 mod watch;
