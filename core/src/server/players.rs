@@ -57,7 +57,15 @@ impl Server {
         let result = match message {
             ClientMessage::Hello { .. } => Err(LobbyError::NotAllowed("Already said hello.")),
             ClientMessage::Spectate { code, name } => {
-                self.spectate(now, conn, session, &code, &name, out)
+                // Another shard's code, as for `join_lobby`: that shard has the table.
+                let foreign = elsewhere(self.config.shard, owner_of(&code));
+                match foreign {
+                    Some(owner) if self.lobbies.find_code(&code).is_none() => {
+                        self.send_wrong_shard(conn, owner, out);
+                        Ok(())
+                    }
+                    _ => self.spectate(now, conn, session, &code, &name, out),
+                }
             }
             ClientMessage::Chat { text } => self.chat(now, conn, session, &text, out),
             ClientMessage::CreateLobby { name } => {

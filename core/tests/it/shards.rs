@@ -136,13 +136,12 @@ fn tokens_resume_at_home_and_are_sent_home_elsewhere() {
     assert_eq!(b.seen[&ConnId(1)].messages[1]["type"], "welcome");
 }
 
-/// `join_lobby` by code: (code, the error code or "joined", the shard named).
+/// `join_lobby` and `spectate` by code: (code, the error code or "joined", the shard
+/// named).
 #[test]
-fn join_by_code_on_a_shard() {
+fn join_or_watch_by_code_on_a_shard() {
     let (mut a, _, codes) = issue("A", 21);
     let mine = codes[0].clone();
-    a.open(ConnId(500), "10.8.0.1");
-    a.hello(ConnId(500), None);
     let cases: &[(&str, &str, Option<&str>)] = &[
         ("BCDEFG", "wrong_shard", Some("B")),
         ("bcdefg", "wrong_shard", Some("B")),
@@ -154,21 +153,33 @@ fn join_by_code_on_a_shard() {
         ("", "not_found", None),
         (&mine, "joined", None),
     ];
-    for (code, want, shard) in cases {
-        let before = a.seen[&ConnId(500)].messages.len();
-        let join = ClientMessage::JoinLobby {
-            code: (*code).to_owned(),
+    type Message = fn(String) -> ClientMessage;
+    let kinds: [(&str, Message); 2] = [
+        ("join_lobby", |code| ClientMessage::JoinLobby {
+            code,
             name: "Zed".into(),
-        };
-        a.send(ConnId(500), &join);
-        let got = &a.seen[&ConnId(500)].messages[before..];
-        let first = got.first().expect("an answer");
-        if *want == "joined" {
-            assert_eq!(first["type"], "state", "{code}: {first}");
-            assert_eq!(first["lobby"]["code"], mine.as_str());
-        } else {
-            assert_eq!(first["code"], *want, "{code}: {first}");
-            assert_eq!(first["shard"].as_str(), *shard, "{code}: {first}");
+        }),
+        ("spectate", |code| ClientMessage::Spectate {
+            code,
+            name: "Zoe".into(),
+        }),
+    ];
+    for (n, (kind, message)) in kinds.into_iter().enumerate() {
+        let conn = ConnId(500 + n as u64);
+        a.open(conn, &format!("10.8.0.{}", n + 1));
+        a.hello(conn, None);
+        for (code, want, shard) in cases {
+            let before = a.seen[&conn].messages.len();
+            a.send(conn, &message((*code).to_owned()));
+            let got = &a.seen[&conn].messages[before..];
+            let first = got.first().expect("an answer");
+            if *want == "joined" {
+                assert_eq!(first["type"], "state", "{kind} {code}: {first}");
+                assert_eq!(first["lobby"]["code"], mine.as_str(), "{kind}");
+            } else {
+                assert_eq!(first["code"], *want, "{kind} {code}: {first}");
+                assert_eq!(first["shard"].as_str(), *shard, "{kind} {code}: {first}");
+            }
         }
     }
 }
