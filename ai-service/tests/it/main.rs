@@ -6,6 +6,6 @@ mod admission;
 mod agents;
 mod cli;
 mod evaluate;
-mod local;
 mod levels;
+mod local;
 mod search;

@@ -73,19 +73,32 @@ fn the_health_check_has_help_and_version_and_refuses_other_arguments() {
 }
 
 /// A bad `SHARD_ID` stops start-up with exit 2 and a message naming it, like every bad
-/// setting; were it accepted, the server would start here and the test time out.
+/// setting; were it accepted, the server would start and serve, and the test fails after
+/// 60 s (the server is killed then).
 #[test]
 fn a_bad_shard_id_stops_start_up() {
     for value in ["O", "a", "AB", "1"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
+        let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
             .env_clear()
             .env("BIND", "127.0.0.1:0")
             .env("STORE", "memory")
             .env("EMBEDDED_AI", "0")
             .env("SHARD_ID", value)
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .expect("wizard-server runs");
+        let pid = child.id();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(child.wait_with_output());
+        });
+        let Ok(out) = done_rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("SHARD_ID={value}: the server started instead of refusing the setting");
+        };
+        let out = out.expect("its output");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{value}: {err}");
         assert!(err.contains("SHARD_ID"), "{value}: {err}");
