@@ -202,7 +202,12 @@ impl Server {
         records: impl IntoIterator<Item = Record>,
     ) -> Result<Server, RestoreError> {
         let mut sessions: BTreeMap<SessionId, (String, String)> = BTreeMap::new();
-        let mut lobbies: BTreeMap<LobbyId, (LobbyRecord, Vec<(Seat, Action)>)> = BTreeMap::new();
+        let mut lobbies: BTreeMap<LobbyId, LobbyRecord> = BTreeMap::new();
+        // Moves by lobby and game, whatever lobby record came before them: a store that
+        // compacted keeps only a lobby's newest record, which may come after the moves
+        // of its game (a seat turned AI mid-game writes one), so a move is the current
+        // game's when its number matches the newest record's (`records::liveness`).
+        let mut moves: BTreeMap<(LobbyId, u64), Vec<(Seat, Action)>> = BTreeMap::new();
         for record in records {
             match record {
                 Record::Session {
@@ -215,17 +220,11 @@ impl Server {
                 Record::SessionGone { session } => {
                     sessions.remove(&session);
                 }
-                Record::Lobby(l) => match lobbies.get_mut(&l.lobby) {
-                    Some((old, moves)) => {
-                        if old.game_no != l.game_no {
-                            moves.clear();
-                        }
-                        *old = l;
-                    }
-                    None => {
-                        lobbies.insert(l.lobby, (l, Vec::new()));
-                    }
-                },
+                Record::Lobby(l) => {
+                    // An earlier game's moves are not needed any more.
+                    moves.retain(|(lobby, game_no), _| *lobby != l.lobby || *game_no >= l.game_no);
+                    lobbies.insert(l.lobby, l);
+                }
                 Record::Move {
                     lobby,
                     game_no,
@@ -233,17 +232,27 @@ impl Server {
                     action,
                     ..
                 } => {
-                    if let Some((l, moves)) = lobbies.get_mut(&lobby)
-                        && l.game_no == game_no
-                    {
-                        moves.push((seat, action));
+                    let current = lobbies.get(&lobby).is_none_or(|l| l.game_no <= game_no);
+                    if current {
+                        moves
+                            .entry((lobby, game_no))
+                            .or_default()
+                            .push((seat, action));
                     }
                 }
                 Record::LobbyGone { lobby } => {
                     lobbies.remove(&lobby);
+                    moves.retain(|(l, _), _| *l != lobby);
                 }
             }
         }
+        let lobbies: BTreeMap<LobbyId, (LobbyRecord, Vec<(Seat, Action)>)> = lobbies
+            .into_iter()
+            .map(|(id, record)| {
+                let game = moves.remove(&(id, record.game_no)).unwrap_or_default();
+                (id, (record, game))
+            })
+            .collect();
         let mut server = Server::new(config, seed, now);
         server.keep_records();
         for (id, (player_id, hex)) in sessions {
