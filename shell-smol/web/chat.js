@@ -13,7 +13,7 @@ const C = {
   senders: new Map(), // player_id -> name, for the mute list
   muted: new Set(),
   code: null, // the lobby the lines belong to
-  sentAt: 0, // performance.now() of our last chat line (to explain a rate_limited)
+  sentAt: -Infinity, // performance.now() of our last chat line (to explain a rate_limited)
 };
 
 function el(tag, attrs = {}, ...children) {
