@@ -889,6 +889,20 @@ function fallbackCopy(text, done) {
   input.value = old;
 }
 
+/** The name and the lobby code typed on the home page, for Join and Watch; null (with a
+ *  toast for a short code) when either is missing. */
+function joinFields() {
+  const name = nameValue();
+  if (!name) return null;
+  const code = $('join-code-input').value.trim().toUpperCase();
+  if (code.length !== 6) {
+    toast('A lobby code has 6 characters.');
+    $('join-code-input').focus();
+    return null;
+  }
+  return { code, name };
+}
+
 function wire() {
   try {
     $('name-input').value = localStorage.getItem(NAME_KEY) ?? '';
@@ -912,15 +926,8 @@ function wire() {
   });
   $('join-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    const name = nameValue();
-    if (!name) return;
-    const code = $('join-code-input').value.trim().toUpperCase();
-    if (code.length !== 6) {
-      toast('A lobby code has 6 characters.');
-      $('join-code-input').focus();
-      return;
-    }
-    send({ type: 'join_lobby', code, name });
+    const form = joinFields();
+    if (form) send({ type: 'join_lobby', ...form });
   });
   $('join-code-input').addEventListener('input', (ev) => {
     const el = ev.target;
@@ -938,14 +945,9 @@ function wire() {
   $('copy-link').addEventListener('click', () => copy($('share-link').value, 'Link'));
   $('copy-watch-link').addEventListener('click', () => copy($('watch-link').value, 'Watch link'));
   $('watch-lobby').addEventListener('click', () => {
-    const name = nameValue();
-    if (!name) return;
-    const code = $('join-code-input').value.trim().toUpperCase();
-    if (code.length !== 6) {
-      toast('A lobby code has 6 characters.');
-      $('join-code-input').focus();
-      return;
-    }
+    const form = joinFields();
+    if (!form) return;
+    const { code, name } = form;
     S.watching = { code, name };
     send({ type: 'spectate', code, name });
   });
