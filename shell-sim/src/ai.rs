@@ -4,6 +4,11 @@
 //! illegal moves, `internal` or `overloaded`, or run slow. Decisions themselves are the
 //! core's fallback for the request's level (the heuristic, or the easy player for
 //! `easy`) on the request's observation, so legal answers are really legal.
+//!
+//! Embedded (`EMBEDDED_AI=1`) the service is linked in process, as in the real server
+//! (`shell-smol/src/embedded.rs`): one connection of kind `AiInProcess` that crosses no
+//! network, requests and replies as values (no frame, no JSON, no reader or writer
+//! cost), and no faults that need a separate process (crash, flapping, garbage).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -52,12 +57,14 @@ pub struct AiService {
     pub degraded_queue: u64,
     pub degraded_slow: u64,
     pub answered: u64,
+    /// Linked in process (`EMBEDDED_AI=1`) rather than over websockets.
+    pub in_process: bool,
 }
 
 const AI_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 99, 0, 1));
 
 impl AiService {
-    pub fn new(spec: AiSpec, rng: ChaCha12Rng) -> AiService {
+    pub fn new(spec: AiSpec, rng: ChaCha12Rng, in_process: bool) -> AiService {
         let config = AdmissionConfig {
             workers: spec.workers.max(1),
             queue_max: spec.queue_max.max(1),
@@ -80,11 +87,12 @@ impl AiService {
             degraded_queue: 0,
             degraded_slow: 0,
             answered: 0,
+            in_process,
         }
     }
 
     fn fault(&self, kind: AiFaultKind) -> Option<f64> {
-        if self.healed {
+        if self.healed || (self.in_process && !kind.in_process()) {
             return None;
         }
         self.spec
@@ -117,6 +125,11 @@ impl AiService {
         if self.down || !self.conns.is_empty() {
             return;
         }
+        if self.in_process {
+            let conn = cx.net.open_in_process(cx.q, now, Owner::Ai, AI_IP);
+            self.conns.push(conn);
+            return;
+        }
         for _ in 0..self.spec.connections.max(1) {
             let conn = cx.net.open(cx.q, now, Owner::Ai, AI_IP, ConnKind::Ai);
             self.conns.push(conn);
@@ -140,6 +153,9 @@ impl AiService {
         let to = Time(secs_to_us(f.to_s));
         if let Some(on) = self.active.get_mut(index) {
             *on = start && now < to;
+        }
+        if self.in_process && !f.kind.in_process() {
+            return;
         }
         match f.kind {
             AiFaultKind::Crash if start && !self.healed => {
@@ -189,8 +205,12 @@ impl AiService {
     fn reply(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId, reply: &AiReply) {
         if self.conns.contains(&conn) {
             self.answered += 1;
-            cx.net
-                .to_server(cx.q, now, conn, Arrive::Text(wire::encode_ai_reply(reply)));
+            let what = if self.in_process {
+                Arrive::AiReply(Box::new(reply.clone()))
+            } else {
+                Arrive::Text(wire::encode_ai_reply(reply))
+            };
+            cx.net.to_server(cx.q, now, conn, what);
         }
     }
 
@@ -206,41 +226,57 @@ impl AiService {
     /// A frame from the server on `conn`.
     pub fn deliver(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId, frames: Vec<String>) {
         for text in frames {
-            let Ok(AiRequest::Decide {
-                request_id,
-                observation,
-                timeout,
-                level,
-            }) = wire::decode_ai_request(&text)
-            else {
-                continue;
-            };
-            if self.fault(AiFaultKind::BlackHole).is_some() {
-                continue;
-            }
-            if self.fault(AiFaultKind::Overloaded).is_some() {
-                self.error(cx, now, conn, request_id, AiErrorCode::Overloaded);
-                continue;
-            }
-            let deadline = now.plus_us(secs_to_us(timeout));
-            match self.admission.submit(now, request_id, deadline) {
-                Submit::Queued => {
-                    self.held.insert(
-                        request_id,
-                        Held {
-                            conn,
-                            observation,
-                            level,
-                        },
-                    );
-                }
-                Submit::Overloaded => {
-                    self.error(cx, now, conn, request_id, AiErrorCode::Overloaded)
-                }
-                Submit::Duplicate => self.error(cx, now, conn, request_id, AiErrorCode::Internal),
+            if let Ok(request) = wire::decode_ai_request(&text) {
+                self.submit(cx, now, conn, request);
             }
         }
         self.pump(cx, now);
+    }
+
+    /// A request handed over the in-process link.
+    pub fn deliver_in_process(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        now: Time,
+        conn: ConnId,
+        request: AiRequest,
+    ) {
+        if self.conns.contains(&conn) {
+            self.submit(cx, now, conn, request);
+            self.pump(cx, now);
+        }
+    }
+
+    /// One decide request, to the admission machine (or to a fault).
+    fn submit(&mut self, cx: &mut Ctx<'_>, now: Time, conn: ConnId, request: AiRequest) {
+        let AiRequest::Decide {
+            request_id,
+            observation,
+            timeout,
+            level,
+        } = request;
+        if self.fault(AiFaultKind::BlackHole).is_some() {
+            return;
+        }
+        if self.fault(AiFaultKind::Overloaded).is_some() {
+            self.error(cx, now, conn, request_id, AiErrorCode::Overloaded);
+            return;
+        }
+        let deadline = now.plus_us(secs_to_us(timeout));
+        match self.admission.submit(now, request_id, deadline) {
+            Submit::Queued => {
+                self.held.insert(
+                    request_id,
+                    Held {
+                        conn,
+                        observation,
+                        level,
+                    },
+                );
+            }
+            Submit::Overloaded => self.error(cx, now, conn, request_id, AiErrorCode::Overloaded),
+            Submit::Duplicate => self.error(cx, now, conn, request_id, AiErrorCode::Internal),
+        }
     }
 
     /// Gives free workers their next jobs.

@@ -37,6 +37,8 @@ pub struct Checker {
     /// (first create attempt, lobbies created)
     lobby_per_ip: BTreeMap<IpAddr, (Time, u64)>,
     ai_conns: BTreeSet<ConnId>,
+    /// The embedded service's in-process link: held by the core, but no socket.
+    in_process: BTreeSet<ConnId>,
     ai_pending: BTreeMap<u64, (Time, ConnId)>,
     ai_expired: BTreeSet<u64>,
     failures: u32,
@@ -95,8 +97,11 @@ impl Checker {
         if counted {
             self.count_open(r, now, ip);
         }
-        if !refused && kind == ConnKind::Ai {
+        if !refused && kind.is_ai() {
             self.ai_conns.insert(conn);
+        }
+        if !refused && kind == ConnKind::AiInProcess {
+            self.in_process.insert(conn);
         }
     }
 
@@ -119,6 +124,7 @@ impl Checker {
             }
         }
         self.conn_msgs.remove(&conn);
+        self.in_process.remove(&conn);
         if self.ai_conns.remove(&conn) {
             let lost: Vec<u64> = self
                 .ai_pending
@@ -335,7 +341,11 @@ impl Checker {
         let caps = [
             // Every connection the core holds came through a full slot of the door,
             // refused players waiting for their 1013 included.
-            ("connections", g.connections, door_cap),
+            (
+                "connections",
+                g.connections.saturating_sub(self.in_process.len() as u64),
+                door_cap,
+            ),
             // Players of running games coming back may pass `MAX_CONNECTIONS`.
             (
                 "player connections",

@@ -61,8 +61,11 @@ pub struct CostModel {
     /// The idle server's CPU a second (wake-ups of every thread), charged to the quota;
     /// not scaled by `speed_factor` (a measured figure).
     pub idle_floor_us_per_s: f64,
-    /// One AI decision of the embedded service, charged to the quota (`EMBEDDED_AI=1`).
+    /// One decision of the embedded service's primary agent (`search`), charged to the
+    /// quota (`EMBEDDED_AI=1`).
     pub ai_embedded_us: f64,
+    /// One decision the embedded service degraded to the heuristic, charged likewise.
+    pub ai_embedded_heuristic_us: f64,
 }
 
 impl Default for CostModel {
@@ -84,6 +87,7 @@ impl Default for CostModel {
             small_us: 0.2,
             idle_floor_us_per_s: 14_500.0,
             ai_embedded_us: 195.0,
+            ai_embedded_heuristic_us: 195.0,
         }
     }
 }

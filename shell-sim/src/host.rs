@@ -7,6 +7,7 @@
 //! anywhere: the probe wakes late exactly when the thread was busy or throttled.
 
 use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr};
 
 use wizard_core::io::{ConnId, ConnKind, Input, Output};
 use wizard_core::overload::door::Door;
@@ -61,6 +62,8 @@ pub struct Host {
     pub inbox_len_max: usize,
     pub outboxes: ConnMap<Outbox>,
     kinds: ConnMap<ConnKind>,
+    /// The embedded AI service's in-process link (`EMBEDDED_AI=1`), while it is open.
+    pub(crate) in_process: Option<ConnId>,
     pub thread_free_at: Time,
     /// The core task has inputs or a due deadline.
     core_ready: bool,
@@ -134,6 +137,7 @@ impl Host {
             inbox_len_max: 0,
             outboxes: ConnMap::default(),
             kinds: ConnMap::default(),
+            in_process: None,
             thread_free_at: Time::ZERO,
             core_ready: false,
             exec,
@@ -210,6 +214,26 @@ impl Host {
                 );
                 Input::Opened { conn, kind, ip }
             }
+            Arrive::OpenInProcess => {
+                // The embedded service's link: no socket, so no door, no outbox and
+                // no keepalive (the real core task opens it before it listens).
+                let kind = ConnKind::AiInProcess;
+                let ip = net
+                    .ip
+                    .get(&conn)
+                    .copied()
+                    .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+                self.kinds.insert(conn, kind);
+                self.in_process = Some(conn);
+                Input::Opened { conn, kind, ip }
+            }
+            // A reply that comes back after the link is gone (the process stopped).
+            Arrive::AiReply(_) if self.in_process != Some(conn) => return,
+            Arrive::AiReply(reply) => Input::AiMessage {
+                conn,
+                reply: Ok(*reply),
+                request_id: None,
+            },
             Arrive::Silent { ip } => return self.accept_silent(q, net, now, conn, ip),
             Arrive::Close if self.silent.remove(&conn).is_some() => {
                 self.door.close(conn.0);
@@ -448,7 +472,10 @@ impl Host {
                     Ok(r) => Some(r.request_id()),
                     Err(_) => *request_id,
                 };
-                read = self.cost.read_us;
+                // A reply over the in-process link is a value: nothing to read.
+                if self.in_process != Some(*conn) {
+                    read = self.cost.read_us;
+                }
             }
             Input::LoadSample(_) => h.is_sample = true,
             Input::Timeout => h.is_timeout = true,
@@ -471,6 +498,11 @@ impl Host {
         observer.handled(&h, &input, &self.out, &self.server);
         let mut sent = Sent::default();
         for o in &self.out {
+            if let Output::AiRequest { .. } = o {
+                // Built like a websocket request's observation, but never framed.
+                sent.ai_requests += 1;
+                continue;
+            }
             if let Output::Send {
                 conn,
                 text,
@@ -492,7 +524,11 @@ impl Host {
         {
             self.outboxes.remove(&conn);
             self.readers.remove(&conn);
-            self.door.close(conn.0);
+            if self.in_process == Some(conn) {
+                self.in_process = None;
+            } else {
+                self.door.close(conn.0);
+            }
         }
         routed.append(&mut self.out);
         read + self.cost.core_us(h.kind, sent) + self.cost.write_us * sent.frames as f64

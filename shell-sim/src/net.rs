@@ -44,6 +44,10 @@ pub enum Arrive {
     Binary,
     /// The peer closed (or answered our close).
     Close,
+    /// The embedded AI service's link opens (`EMBEDDED_AI=1`): no socket, no door.
+    OpenInProcess,
+    /// A reply of the embedded AI service, as a value (no frame, no JSON).
+    AiReply(Box<wizard_core::wire::AiReply>),
 }
 
 /// Everything that happens in the simulation.
@@ -63,6 +67,11 @@ pub enum Ev {
     Background { index: usize },
     /// Frames reach a client's socket.
     Deliver { conn: ConnId, frames: Vec<Frame> },
+    /// A decide request handed to the embedded AI service as a value (`EMBEDDED_AI=1`).
+    AiInProcess {
+        conn: ConnId,
+        request: Box<wizard_core::wire::AiRequest>,
+    },
     /// A slow reader finished reading `bytes` of one frame.
     SlowRead { conn: ConnId, bytes: usize },
     /// The server closed the connection (with a close frame, or dropped it).
@@ -187,6 +196,27 @@ impl Net {
 
     pub fn latency_us(&self, conn: ConnId) -> u64 {
         self.latency_us.get(&conn).copied().unwrap_or(1000)
+    }
+
+    /// Names a connection that never crosses the network: the embedded AI service's
+    /// in-process link. It reaches the server at once ([`Arrive::OpenInProcess`]).
+    pub fn open_in_process(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        now: Time,
+        owner: Owner,
+        ip: IpAddr,
+    ) -> ConnId {
+        let (conn, _) = self.register(owner, ip);
+        self.latency_us.insert(conn, 0);
+        q.push(
+            now,
+            Ev::ServerArrive {
+                conn,
+                what: Arrive::OpenInProcess,
+            },
+        );
+        conn
     }
 
     /// A frame from the client end to the server.

@@ -202,6 +202,18 @@ pub enum AiFaultKind {
     Flapping,
 }
 
+impl AiFaultKind {
+    /// Whether the fault can happen to a service linked in process (`EMBEDDED_AI=1`):
+    /// it can hang, refuse, fail, run slow or answer illegal moves, but it cannot
+    /// crash or flap apart from the server, nor send bytes that are not a message.
+    pub fn in_process(self) -> bool {
+        !matches!(
+            self,
+            AiFaultKind::Crash | AiFaultKind::Flapping | AiFaultKind::Garbage
+        )
+    }
+}
+
 /// A blocked event loop (a long synchronous call) at `at_s` for `ms`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use rand::Rng;
 use rand_chacha::ChaCha12Rng;
+use wizard_ai::admission::JobAgent;
 use wizard_core::io::ConnId;
 use wizard_core::rng::Seed;
 use wizard_core::session::LobbyId;
@@ -123,7 +124,7 @@ impl Sim {
         let ai = scenario
             .ai
             .clone()
-            .map(|spec| AiService::new(spec, fork(seed, 3)));
+            .map(|spec| AiService::new(spec, fork(seed, 3), ai_embedded));
         let mut sim = Sim {
             host,
             q: EventQueue::default(),
@@ -325,6 +326,11 @@ impl Sim {
             Ev::Background { index } => self.background(now, index),
             Ev::Deliver { conn, frames } => self.deliver(now, conn, frames),
             Ev::SlowRead { conn, bytes } => self.slow_read(now, conn, bytes),
+            Ev::AiInProcess { conn, request } => {
+                if let Some(ai) = &mut self.ai {
+                    ai.deliver_in_process(&mut cx, now, conn, *request);
+                }
+            }
             Ev::ClientClosed { conn, code } => match cx.net.owner.get(&conn).copied() {
                 Some(Owner::Client(i)) => {
                     if let Some(c) = self.clients.get_mut(i) {
@@ -369,7 +375,11 @@ impl Sim {
                 if let Some(ai) = &mut self.ai {
                     ai.done(&mut cx, now, request_id, agent, took_us);
                     if self.ai_embedded {
-                        let us = self.host.cost.scaled_us(self.host.cost.ai_embedded_us);
+                        let cost = &self.host.cost;
+                        let us = cost.scaled_us(match agent {
+                            JobAgent::Primary => cost.ai_embedded_us,
+                            JobAgent::Heuristic => cost.ai_embedded_heuristic_us,
+                        });
                         self.host.cpu.charge(now, us);
                         self.ai_embedded_decisions += 1;
                     }

@@ -15,6 +15,10 @@ use crate::queue::EventQueue;
 /// Routed outputs into the outboxes, at `at` (when the batch's CPU time is spent).
 struct Outboxes<'a> {
     outboxes: &'a mut ConnMap<Outbox>,
+    /// The embedded AI service's in-process link, if it is open.
+    in_process: Option<ConnId>,
+    /// Requests and closes for the in-process link, carried out after the routing.
+    in_process_out: Vec<Ev>,
     /// The connections whose writers have something new.
     touched: Vec<ConnId>,
     at: Time,
@@ -36,9 +40,27 @@ impl Router for Outboxes<'_> {
         }
     }
 
+    fn ai_request(&mut self, conn: ConnId, request: Box<wizard_core::wire::AiRequest>) {
+        if self.in_process == Some(conn) {
+            self.in_process_out.push(Ev::AiInProcess { conn, request });
+        } else {
+            self.send(conn, wizard_core::wire::encode_ai_request(&request), false);
+        }
+    }
+
     fn close(&mut self, conn: ConnId, code: CloseCode) {
         if let Some(o) = self.get(conn) {
             o.close(code);
+        } else if self.in_process == Some(conn) {
+            // No socket: the link is gone at once, for the core and for the service.
+            self.in_process_out.push(Ev::ServerArrive {
+                conn,
+                what: Arrive::Close,
+            });
+            self.in_process_out.push(Ev::ClientClosed {
+                conn,
+                code: Some(code),
+            });
         }
     }
 
@@ -56,11 +78,16 @@ impl Host {
     ) {
         let mut into = Outboxes {
             outboxes: &mut self.outboxes,
+            in_process: self.in_process,
+            in_process_out: Vec::new(),
             touched: Vec::new(),
             at,
         };
         for output in routed {
             output.route(&mut into);
+        }
+        for ev in into.in_process_out {
+            q.push(at, ev);
         }
         let mut touched = into.touched;
         touched.dedup();

@@ -49,7 +49,7 @@ fn sigterm_gives_running_games_their_grace_then_1001() {
     // SIGTERM at 6 s, SHUTDOWN_GRACE 3 s: the process ends at 9 s, on the 5 ms grid.
     let at = counter(&r, "finished_at_ms");
     assert!((9000..9010).contains(&at), "finished at {at} ms");
-    // Every connection (12 players of games, 2 in lobbies, the AI service) got 1001.
+    // Every connection (12 players of games, 2 in lobbies, the in-process AI link) got 1001.
     assert_eq!(counter(&r, "close_1001"), 15);
     assert_eq!(counter(&r, "close_1012"), 0);
     assert!(counter(&r, "refused_after_exit") > 0);
@@ -63,7 +63,7 @@ fn sigterm_with_a_durable_store_closes_every_player_with_1012_at_once() {
     assert_clean(&r, &[]);
     let at = counter(&r, "finished_at_ms");
     assert!((6000..6010).contains(&at), "finished at {at} ms");
-    // The 14 players get 1012; the AI service is told 1001.
+    // The 14 players get 1012; the in-process AI link is closed with 1001.
     assert_eq!(counter(&r, "close_1012"), 14);
     assert_eq!(counter(&r, "close_1001"), 1);
 }
