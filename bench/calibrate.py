@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Sets the real server's overload timeline (bench/cpu_quota_test.sh) beside the
+simulator's for the same workload (issue 15's calibration points) and checks the
+acceptance: every level change within 1 s, and moves a second while saturated within
+20 %. Usage: calibrate.py REAL_TIMELINE SIM_OUTPUT LOAD_SECS
+Prints a markdown table and one verdict line; exit status 0 either way (figures)."""
+import re
+import sys
+
+
+def real_rows(path):
+    rows = []
+    for line in open(path):
+        m = re.match(r"\s*([\d.]+)\s+(\w+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\d+)", line)
+        if m:
+            rows.append(dict(t=float(m[1]), level=m[2], cpu=float(m[4]), thr=float(m[5]),
+                             moves=int(m[6])))
+    return rows
+
+
+def sim_rows(path):
+    rows = []
+    for line in open(path):
+        m = re.match(r"\s*(\d+)\s+(normal|busy|overloaded)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\d+)", line)
+        if m:
+            rows.append(dict(t=float(m[1]), level=m[2], cpu=float(m[5]), thr=float(m[6]),
+                             moves=int(m[8])))
+    return rows
+
+
+def changes(rows):
+    out, prev = [], "normal"
+    for r in rows:
+        if r["level"] != prev:
+            out.append((f"{prev}->{r['level']}", r["t"]))
+            prev = r["level"]
+    return out
+
+
+def main():
+    real, sim, load = real_rows(sys.argv[1]), sim_rows(sys.argv[2]), float(sys.argv[3])
+    print("| t (s) | real level | real CPU | real moves | sim level | sim CPU | sim moves |")
+    print("|---:|---|---:|---:|---|---:|---:|")
+    for i in range(max(len(real), len(sim))):
+        r = real[i] if i < len(real) else None
+        s = sim[i] if i < len(sim) else None
+        cells = [f"{(r or s)['t']:.0f}"]
+        for x in (r, s):
+            cells += [x["level"], f"{x['cpu']:.2f}", str(x["moves"])] if x else ["", "", ""]
+        print("| " + " | ".join(cells) + " |")
+    rc, sc = changes(real), changes(sim)
+    worst = 0.0
+    ok = len(rc) == len(sc)
+    for (a, ta), (b, tb) in zip(rc, sc):
+        ok &= a == b
+        worst = max(worst, abs(ta - tb))
+    # Saturated: the seconds of the load in which the real server used its whole quota.
+    sat = [r["t"] for r in real if r["t"] <= load and r["cpu"] >= 0.9]
+    rm = [r["moves"] for r in real if r["t"] in sat]
+    sm = [s["moves"] for s in sim if any(abs(s["t"] - t) < 0.5 for t in sat)]
+    rate_r = sum(rm) / len(rm) if rm else 0.0
+    rate_s = sum(sm) / len(sm) if sm else 0.0
+    diff = (rate_s - rate_r) / rate_r if rate_r else float("nan")
+    ok &= worst <= 1.0 and abs(diff) <= 0.20
+    print()
+    print(f"level changes: real {rc}; sim {sc}; worst gap {worst:.2f} s")
+    print(f"moves/s while saturated ({len(sat)} s): real {rate_r:.0f}, sim {rate_s:.0f}, sim/real {1 + diff:.2f}")
+    print("verdict:", "AGREE" if ok else "DIFFER")
+
+
+main()
