@@ -1,19 +1,37 @@
 //! `wizard-bench-room`: the bare smol + async-tungstenite room (see the library's
 //! documentation). Settings come from the environment: `BIND`, `ROOM_MAX_CONNECTIONS`,
-//! `ROOM_MAX_FRAME_BYTES`, `ROOM_QUEUE_FRAMES`. It runs until killed.
+//! `ROOM_MAX_FRAME_BYTES`, `ROOM_QUEUE_FRAMES`; its only flags are `--help` and
+//! `--version`. It runs until killed.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
+const USAGE: &str = "usage: [BIND=127.0.0.1:8000] [ROOM_MAX_CONNECTIONS=N] \
+[ROOM_MAX_FRAME_BYTES=N] [ROOM_QUEUE_FRAMES=N] wizard-bench-room\n       \
+wizard-bench-room --help | --version\n";
+
 fn main() -> ExitCode {
     let mut stderr = std::io::stderr();
-    if std::env::args().nth(1).is_some() {
-        let _ = writeln!(
-            stderr,
-            "usage: [BIND=127.0.0.1:8000] [ROOM_MAX_CONNECTIONS=N] [ROOM_MAX_FRAME_BYTES=N] \
-             [ROOM_QUEUE_FRAMES=N] wizard-bench-room"
-        );
-        return ExitCode::from(2);
+    // No flags but these two, read with lexopt as the other binaries do.
+    let mut parser = lexopt::Parser::from_env();
+    match parser.next() {
+        Ok(None) => {}
+        Ok(Some(lexopt::Arg::Short('h') | lexopt::Arg::Long("help"))) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Some(lexopt::Arg::Short('V') | lexopt::Arg::Long("version"))) => {
+            println!("wizard-bench-room {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Ok(Some(other)) => {
+            let _ = write!(stderr, "wizard-bench-room: {}\n{USAGE}", other.unexpected());
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            let _ = write!(stderr, "wizard-bench-room: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
     }
     let env: Vec<(String, String)> = std::env::vars().collect();
     let settings = match wizard_bench_room::Settings::from_pairs(

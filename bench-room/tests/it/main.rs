@@ -209,3 +209,24 @@ fn settings_are_read_and_bad_values_refused() {
         assert_eq!(&got, expected, "{pairs:?}");
     }
 }
+
+/// docs/OPERATIONS.md lists every setting the room reads.
+#[test]
+fn operations_doc_lists_the_room_settings() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/OPERATIONS.md"
+    ))
+    .unwrap();
+    for name in [
+        "BIND",
+        "ROOM_MAX_CONNECTIONS",
+        "ROOM_MAX_FRAME_BYTES",
+        "ROOM_QUEUE_FRAMES",
+    ] {
+        assert!(
+            doc.contains(&format!("| `{name}` | bench room |")),
+            "docs/OPERATIONS.md has no bench room row for {name}"
+        );
+    }
+}
