@@ -27,7 +27,8 @@
 # `sqlite` for a fresh SQLite file), SEARCH_STORE (sqlite: the default configuration's),
 # BUILD (1: build the release binaries first; 0: use those in TARGET_DIR and A/B as
 # given), TARGET_DIR (CARGO_TARGET_DIR or target), A / B (binaries; default
-# TARGET_DIR/release/wizard-server and wizard-bench-room), HISTORY (one JSON line per
+# TARGET_DIR/release/wizard-server and wizard-bench-room), BENCH (the generator, default
+# TARGET_DIR/release/wizard-bench), HISTORY (one JSON line per
 # run, default target/perf17.jsonl), LABEL (default the commit), SERVER_CPU / BENCH_CPU
 # (taskset CPU lists, default 0 / 1; empty: not pinned).
 #
@@ -67,7 +68,7 @@ fi
 BIN="$TARGET_DIR/release"
 A=${A:-$BIN/wizard-server}
 B=${B:-$BIN/wizard-bench-room}
-BENCH="$BIN/wizard-bench"
+BENCH=${BENCH:-$BIN/wizard-bench}
 for f in "$A" "$B" "$BENCH"; do
   [ -x "$f" ] || { echo "perf17: no executable $f (BUILD=1 builds it)" >&2; exit 2; }
 done
@@ -123,8 +124,9 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 # start BINARY PORT CGROUP ENV...: starts a server or the room in the background (pid in
 # SP), inside CGROUP when set, and waits until it answers.
 start() {
-  local bin=$1 port=$2 cg=$3
+  local bin=$1 port=$2 cg=$3 room=0
   shift 3
+  if is_room "$bin"; then room=1; fi
   (
     if [ -n "$cg" ]; then echo "$BASHPID" >"$cg/cgroup.procs"; fi
     # shellcheck disable=SC2046
@@ -133,7 +135,7 @@ start() {
   SP=$!
   SERVER_PID=$SP
   for _ in $(seq 300); do
-    if is_room "$bin"; then
+    if [ $room = 1 ]; then
       (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
     else
       curl -sf -o /dev/null "http://127.0.0.1:$port/health" && return 0
