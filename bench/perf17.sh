@@ -20,6 +20,10 @@
 #           moves by the AI and by the fallback, and the share decided by `search` when
 #           the server exports moves by agent. Only for wizard-server binaries (the room
 #           plays no AI): with the room as B, A alone.
+#   syscalls  (not in the default ROWS) the full row's workload with `strace -c -f`
+#           attached to the server for the window: system calls per move, by call.
+#           strace slows the server, so its CPU figures are not kept; the counts are
+#           what the run is for, and they do not depend on the machine's load.
 #
 # Settings (environment): DURATION (measured window per run, s, default 20), PAIRS
 # (interleaved pairs per row, default 2), ROWS, FULL_GAMES, PACED_GAMES, QUOTA_GAMES,
@@ -160,10 +164,38 @@ run() {
   # shellcheck disable=SC2086
   start "$bin" "$port" "$cg" $env
   echo "== $row $side $(basename "$bin") load $(load)" >&2
+  local tracer=""
+  if [ "$row" = syscalls ]; then
+    # From the end of the ramp and warm-up (5 s) for the window; SIGINT detaches
+    # strace, which then writes its counts.
+    (
+      sleep 5
+      exec timeout -s INT "$DURATION" strace -c -f -p "$SP" -o "$SCRATCH/strace"
+    ) 2>/dev/null &
+    tracer=$!
+  fi
   # shellcheck disable=SC2046
   timeout $((DURATION + 120)) $(pin "$BENCH_CPU") "$BENCH" --url "ws://127.0.0.1:$port/ws" \
     --server-pid "$SP" --history "$HISTORY" --label "$RUN_ID $row $side" "$@" \
     >"$SCRATCH/bench.out" 2>&1 || { echo "perf17: wizard-bench failed:" >&2; tail -5 "$SCRATCH/bench.out" >&2; }
+  if [ -n "$tracer" ]; then
+    wait "$tracer" || true
+    python3 - "$SCRATCH/strace" "$RUN_ID $row $side" >>"$SCRATCH/syscalls.jsonl" <<'EOF'
+import json, sys
+calls = {}
+try:
+    lines = open(sys.argv[1]).read().splitlines()
+except OSError:
+    lines = []
+for line in lines:
+    f = line.split()
+    # % time, seconds, usecs/call, calls, [errors], name; not the header, rules, total.
+    if len(f) >= 5 and f[-1] not in ("total", "syscall") and f[3].isdigit():
+        calls[f[-1]] = int(f[3])
+print(json.dumps({"label": sys.argv[2], "calls": calls}))
+EOF
+    rm -f "$SCRATCH/strace"
+  fi
   if [ "$row" = search ]; then
     curl -sf "http://127.0.0.1:$port/metrics" >"$SCRATCH/metrics" || : >"$SCRATCH/metrics"
     python3 - "$SCRATCH/metrics" "$RUN_ID $row $side" >>"$SCRATCH/search.jsonl" <<'EOF'
@@ -201,6 +233,7 @@ echo "perf17: A=$A B=$B, $PAIRS pairs, DURATION=$DURATION s, rows: $ROWS; load $
 for row in $ROWS; do
   case $row in
     full | paced | search) ;;
+    syscalls) command -v strace >/dev/null || { echo "perf17: no strace, syscalls row skipped" >&2; continue; } ;;
     quota)
       PERIOD_US=100000
       QUOTA_US=$((PERIOD_US * QUOTA_PERCENT / 100))
@@ -215,6 +248,10 @@ for row in $ROWS; do
       bin=$A
       if [ $side = B ]; then bin=$B; fi
       case $row in
+        syscalls)
+          run syscalls $side "$bin" "" "$(env_for "$bin" "$HUMANS $(store_env "$STORE")")" \
+            --games "$FULL_GAMES" --humans 4 --seats 4 --pacing full --duration "$DURATION" --ramp 2 --warmup 3
+          ;;
         full)
           run full $side "$bin" "" "$(env_for "$bin" "$HUMANS $(store_env "$STORE")")" \
             --games "$FULL_GAMES" --humans 4 --seats 4 --pacing full --duration "$DURATION" --ramp 2 --warmup 3
@@ -238,10 +275,10 @@ for row in $ROWS; do
 done
 
 echo "load at the end: $(load)" >&2
-touch "$SCRATCH/search.jsonl"
-python3 - "$HISTORY" "$RUN_ID" "$SCRATCH/search.jsonl" "$A" "$B" "$LABEL" "$(load)" <<'EOF'
+touch "$SCRATCH/search.jsonl" "$SCRATCH/syscalls.jsonl"
+python3 - "$HISTORY" "$RUN_ID" "$SCRATCH/search.jsonl" "$A" "$B" "$LABEL" "$(load)" "$SCRATCH/syscalls.jsonl" <<'EOF'
 import json, sys
-history, run_id, search_file, a, b, label, load = sys.argv[1:8]
+history, run_id, search_file, a, b, label, load, syscalls_file = sys.argv[1:9]
 runs = {}
 for line in open(history):
     try:
@@ -317,6 +354,35 @@ print("| figure | A | B | A / B (means) |")
 print("|---|---|---|---|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
+# System calls per move (moves from the same run's generator line).
+traced = {}
+for line in open(syscalls_file):
+    d = json.loads(line)
+    _, row, side = d["label"].split(" ")
+    traced.setdefault(side, []).append(d["calls"])
+if traced:
+    names = {}
+    for side, runs_calls in traced.items():
+        for calls in runs_calls:
+            for n, c in calls.items():
+                names[n] = names.get(n, 0) + c
+    top = sorted(names, key=lambda n: -names[n])[:8]
+    def per_move(side, name=None):
+        out = []
+        for calls, d in zip(traced.get(side, []), runs.get(("syscalls", side), [])):
+            moves = res(d)["accepted"]["moves"]
+            n = sum(calls.values()) if name is None else calls.get(name, 0)
+            out.append(n / moves if moves else None)
+        return out
+    def r(name):
+        ma, mb = mean(per_move("A", name)), mean(per_move("B", name))
+        return f"{ma / mb:.2f}" if ma and mb else "-"
+    print("\n| system calls per move (strace -c -f, full speed, 4 humans) | A | B | A / B |")
+    print("|---|---|---|---|")
+    print(f"| all | {fmt(per_move('A'), nd=2)} | {fmt(per_move('B'), nd=2)} | {r(None)} |")
+    for n in top:
+        print(f"| `{n}` | {fmt(per_move('A', n), nd=2)} | {fmt(per_move('B', n), nd=2)} | {r(n)} |")
+
 refused = [(k, res(d)["refused"]["total"], res(d).get("errors")) for k, ds in runs.items() for d in ds
            if res(d)["refused"]["total"] or res(d).get("errors")]
 if refused:
