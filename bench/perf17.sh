@@ -92,6 +92,7 @@ HUMANS="EMBEDDED_AI=0 AI_MOVE_DELAY=0 TRICK_PAUSE=0 MESSAGE_RATE=100000 MESSAGE_
 
 SCRATCH=$(mktemp -d /tmp/perf17.XXXXXX)
 SP=""
+TRACER=""
 # shellcheck source=bench/cgroup_lib.sh
 source bench/cgroup_lib.sh # make_cgroup, and cleanup() for SERVER_PID and CG
 CG=""
@@ -119,6 +120,7 @@ stop_server() {
   SERVER_PID=""
 }
 finish() {
+  if [ -n "$TRACER" ]; then kill -INT "$TRACER" 2>/dev/null || true; fi
   stop_server
   cleanup
   rm -rf "$SCRATCH"
@@ -164,7 +166,7 @@ run() {
   # shellcheck disable=SC2086
   start "$bin" "$port" "$cg" $env
   echo "== $row $side $(basename "$bin") load $(load)" >&2
-  local tracer=""
+  TRACER=""
   if [ "$row" = syscalls ]; then
     # From the end of the ramp and warm-up (5 s) for the window; SIGINT detaches
     # strace, which then writes its counts.
@@ -172,14 +174,15 @@ run() {
       sleep 5
       exec timeout -s INT "$DURATION" strace -c -f -p "$SP" -o "$SCRATCH/strace"
     ) 2>/dev/null &
-    tracer=$!
+    TRACER=$!
   fi
   # shellcheck disable=SC2046
   timeout $((DURATION + 120)) $(pin "$BENCH_CPU") "$BENCH" --url "ws://127.0.0.1:$port/ws" \
     --server-pid "$SP" --history "$HISTORY" --label "$RUN_ID $row $side" "$@" \
     >"$SCRATCH/bench.out" 2>&1 || { echo "perf17: wizard-bench failed:" >&2; tail -5 "$SCRATCH/bench.out" >&2; }
-  if [ -n "$tracer" ]; then
-    wait "$tracer" || true
+  if [ -n "$TRACER" ]; then
+    wait "$TRACER" || true
+    TRACER=""
     python3 - "$SCRATCH/strace" "$RUN_ID $row $side" >>"$SCRATCH/syscalls.jsonl" <<'EOF'
 import json, sys
 calls = {}

@@ -2,6 +2,8 @@
 //! real frames, `wizard-bench` plays full games against the room, and the room's
 //! bounds hold (a frame over the cap, connections over the cap, bad settings).
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -181,7 +183,9 @@ fn connections_over_the_cap_are_closed_at_accept() {
 
 #[test]
 fn settings_are_read_and_bad_values_refused() {
-    let cases: &[(&[(&str, &str)], Result<(usize, usize, usize), &str>)] = &[
+    /// (connections, frame bytes, queued frames), or the refused setting's name.
+    type Expected = Result<(usize, usize, usize), &'static str>;
+    let cases: &[(&[(&str, &str)], Expected)] = &[
         (&[], Ok((20_000, 4096, 64))),
         (
             &[("ROOM_MAX_CONNECTIONS", "10"), ("ROOM_QUEUE_FRAMES", "")],
