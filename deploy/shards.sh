@@ -22,7 +22,7 @@ SOCKET=${HAPROXY_SOCKET:-/run/haproxy/admin.sock}
 MAP="${HAPROXY_MAP_DIR:-/etc/haproxy}/shards.map"
 # The same check settings as haproxy.cfg's default-server (dynamic servers do not take
 # default-server's).
-CHECK="check inter 500ms fastinter 250ms downinter 250ms fall 2 rise 1 observe layer4 error-limit 1 on-error fastinter"
+CHECK="check inter 500ms fastinter 250ms downinter 250ms fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down"
 
 usage() {
 	sed -n '4,12p' "$0" | sed 's/^# \{0,1\}//' >&2

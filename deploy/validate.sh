@@ -156,7 +156,7 @@ for script in deploy/shards.sh deploy/haproxy-health.sh; do
 	[ -x "$script" ] || fail "$script is not executable"
 done
 if command -v haproxy >/dev/null; then
-	haproxy -v | head -n 1
+	haproxy -v | sed -n 1p
 	# With compose's names (unresolvable here: HAProxy starts with them disabled, as in
 	# compose before the shards' containers exist) and with loopback addresses.
 	for addrs in compose loopback; do
@@ -171,7 +171,7 @@ if command -v haproxy >/dev/null; then
 			printf '%s\n' "$out"
 			fail "haproxy -c -f deploy/haproxy.cfg ($addrs addresses)"
 		fi
-		if [ "$addrs" = loopback ] && printf '%s\n' "$out" | grep -q WARNING; then
+		if [ "$addrs" = loopback ] && printf '%s\n' "$out" | grep WARNING >/dev/null; then
 			printf '%s\n' "$out"
 			fail "haproxy -c warns ($addrs addresses)"
 		fi
