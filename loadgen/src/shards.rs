@@ -25,10 +25,18 @@ pub(super) const RESUME_EVENTS_MAX: usize = 200_000;
 /// of the shard that owns it when the run follows shard routes and `key` names one;
 /// the run's own path otherwise.
 pub(super) fn route(ctx: &Ctx, key: Option<&str>) -> String {
-    let base = &ctx.settings.path;
+    let path = &ctx.settings.path;
     match key.and_then(owner_of) {
-        Some(id) if ctx.settings.shard_routes => format!("{}/{id}", base.trim_end_matches('/')),
-        _ => base.clone(),
+        Some(id) if ctx.settings.shard_routes => format!("{}/{id}", routes_base(path)),
+        _ => path.clone(),
+    }
+}
+
+/// The path shard routes hang from: `/ws` for the run's path `/ws`, `/ws/` or `/ws/A`.
+fn routes_base(path: &str) -> &str {
+    match (route_shard(path), path.rsplit_once('/')) {
+        (Some(_), Some((base, _))) => base,
+        _ => path.trim_end_matches('/'),
     }
 }
 
@@ -55,7 +63,10 @@ pub(super) fn check_welcome(ctx: &Ctx, path: &str, token: &str) {
     let want = route_shard(path);
     let got = token_owner(token).map(|id| id.as_char());
     if want.is_some() && got != want {
-        misrouted(ctx, format!("a new session at {path} got a token of shard {got:?}"));
+        misrouted(
+            ctx,
+            format!("a new session at {path} got a token of shard {got:?}"),
+        );
     }
 }
 
@@ -130,7 +141,19 @@ pub(super) fn write_resume_log(ctx: &Ctx, events: &[(String, u64, u64)]) -> Resu
 
 #[cfg(test)]
 mod tests {
-    use super::route_shard;
+    use super::{route_shard, routes_base};
+
+    #[test]
+    fn routes_hang_from_the_runs_path() {
+        for (path, base) in [
+            ("/ws", "/ws"),
+            ("/ws/", "/ws"),
+            ("/ws/A", "/ws"),
+            ("/x/ws", "/x/ws"),
+        ] {
+            assert_eq!(routes_base(path), base, "{path}");
+        }
+    }
 
     #[test]
     fn a_route_names_its_shard() {

@@ -180,8 +180,7 @@ async fn serve(
     // default 128 would drop an honest client's SYN under a connect flood that outruns
     // the accept loop for a moment (its retry comes 1 s later).
     let backlog = i32::try_from(config.shell.listen_backlog_max).unwrap_or(i32::MAX);
-    rustix::net::listen(listener.get_ref(), backlog)
-        .map_err(|e| RunError::Listener(e.into()))?;
+    rustix::net::listen(listener.get_ref(), backlog).map_err(|e| RunError::Listener(e.into()))?;
     info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
     let (inbox, inbox_rx) = async_channel::bounded(INBOX_CAPACITY);
     let (shutdown_tx, shutdown_rx) = async_channel::bounded(1);
