@@ -129,16 +129,16 @@ QUICK=(AI_MOVE_DELAY=0.02 TRICK_PAUSE=0.05)
 # shard's store; returns once it listens (it serves) or says it waits for the store (a
 # standby: it refuses connections until it holds the store's lock).
 start() {
-	local slot=$1 shard=${1%_*}
+	local slot=$1 shard=${1%_*} n log="$SCRATCH/$1.log" lines
 	shift
-	touch "$SCRATCH/$slot.log"
+	touch "$log"
+	# Only the new process's lines count (the slot's log holds its predecessors').
+	lines=$(wc -l <"$log")
 	env BIND="127.0.0.1:${PORT[$slot]}" SHARD_ID="$shard" STORE="$(store_of "$shard")" \
 		EMBEDDED_AI=0 TRUSTED_PROXIES=127.0.0.1 LOG_LEVEL=info SHUTDOWN_GRACE=0 \
 		"${BIG[@]}" "${QUICK[@]}" "$@" \
 		"$BIN/wizard-server" >>"$SCRATCH/$slot.log" 2>&1 &
 	PID[$slot]=$!
-	local n log="$SCRATCH/$slot.log" lines
-	lines=$(wc -l <"$log")
 	for n in $(seq 300); do
 		if (exec 3<>"/dev/tcp/127.0.0.1/${PORT[$slot]}") 2>/dev/null; then return 0; fi
 		if tail -n +"$((lines + 1))" "$log" | grep "Waiting for the store" >/dev/null; then return 0; fi
