@@ -236,7 +236,7 @@ shards show
 MAIN_S=100
 say "the main run: $GAMES games for $MAIN_S s, bots resume and follow shard routes"
 "$BIN/wizard-bench" --url "ws://127.0.0.1:$HAP_PORT/ws" --games "$GAMES" --humans 2 --seats 4 \
-	--pacing realistic --think-ms 30 --duration "$MAIN_S" --ramp 3 --warmup 1 --stall-after 15 \
+	--pacing realistic --think-ms 30 --duration "$MAIN_S" --ramp 3 --warmup 1 \
 	--resume 1 --shard-routes 1 --resume-log "$SCRATCH/resume.log" \
 	--history "$SCRATCH/main.jsonl" --label "shards main" >"$SCRATCH/main.out" 2>&1 &
 BENCH=$!
@@ -323,7 +323,6 @@ check(r["errors"].get("WrongShard", 0) == 0, f"no wrong_shard answer ({r['errors
 check(res["failed"] == 0, f"every bot whose connection ended came back to its game (failed {res['failed']}, resumed {res['resumed']}, ended {res['ended']})")
 check(res["mismatched"] == 0, f"nothing a bot saw was lost ({res['mismatched']} mismatched: {res['mismatches']})")
 check(r["accepted"]["games_unscored"] == 0, "every finished game has every round scored")
-check(r["honest"]["stalled"] == 0, f"no game stalled 15 s (longest gap {r['honest']['move_gap_max_ms']} ms)")
 fin = sh["finished_by_shard"]
 check(all(fin.get(s, 0) > 0 for s in "ABC"), f"games finished on every shard {fin}")
 check(all(sh["lobbies_by_shard"].get(s, 0) > 0 for s in "ABC"), f"/ws placed lobbies on every shard {sh['lobbies_by_shard']}")
