@@ -14,6 +14,9 @@
 #   4. the bots count every connection that landed on a shard not owning its code or
 #      token (wrong_shard, 421, a token or lobby of another shard): 0 misrouted.
 #
+# Before the bots: the AI services' route through HAProxy's internal port reaches a
+# shard's /internal/ai, and the players' port forwards neither /internal/ai nor /metrics.
+#
 # Then the proxy hop's cost: the same workload on shard A straight and through HAProxy
 # (B and C drained), interleaved, PAIRS times: move latency and CPU per move of the shard
 # and of HAProxy. Figures are printed; the checks above fail the script (exit 1).
@@ -135,7 +138,7 @@ start() {
 	# Only the new process's lines count (the slot's log holds its predecessors').
 	lines=$(wc -l <"$log")
 	env BIND="127.0.0.1:${PORT[$slot]}" SHARD_ID="$shard" STORE="$(store_of "$shard")" \
-		EMBEDDED_AI=0 TRUSTED_PROXIES=127.0.0.1 LOG_LEVEL=info SHUTDOWN_GRACE=0 \
+		EMBEDDED_AI=0 TRUSTED_PROXIES=127.0.0.1 LOG_LEVEL=info SHUTDOWN_GRACE=0 AI_SHARED_SECRET=shards-test \
 		"${BIG[@]}" "${QUICK[@]}" "$@" \
 		"$BIN/wizard-server" >>"$SCRATCH/$slot.log" 2>&1 &
 	PID[$slot]=$!
@@ -182,7 +185,9 @@ stop() {
 	PID[$1]=""
 }
 
-export HAPROXY_SOCKET="$SCRATCH/haproxy.sock" HAPROXY_MAP_DIR="$SCRATCH" HAPROXY_BIND="127.0.0.1:$HAP_PORT"
+AI_PORT=$((BASE + 1))
+export HAPROXY_SOCKET="$SCRATCH/haproxy.sock" HAPROXY_MAP_DIR="$SCRATCH" HAPROXY_BIND="127.0.0.1:$HAP_PORT" \
+	HAPROXY_AI_BIND="127.0.0.1:$AI_PORT"
 for s in $SHARDS; do
 	export "SHARD_${s}_1=127.0.0.1:${PORT[${s}_1]}" "SHARD_${s}_2=127.0.0.1:${PORT[${s}_2]}"
 done
@@ -230,6 +235,24 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 shards show
+
+# The AI services' route (compose.shards.yaml): /internal/ai/<id> on HAProxy's internal
+# port reaches that shard's /internal/ai (101 with the secret, the shard's 403 without);
+# the players' port never forwards /internal/ai.
+upgrade() { # URL [header]: the status of a websocket upgrade
+	curl -s -o /dev/null -w '%{http_code}' --max-time 2 -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
+		-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' ${2:+-H "$2"} "$1" || true
+}
+for case in "http://127.0.0.1:$AI_PORT/internal/ai/B|Authorization: Bearer shards-test|101" \
+	"http://127.0.0.1:$AI_PORT/internal/ai/B||403" \
+	"http://127.0.0.1:$AI_PORT/internal/ai/Z|Authorization: Bearer shards-test|404" \
+	"http://127.0.0.1:$HAP_PORT/internal/ai|Authorization: Bearer shards-test|404" \
+	"http://127.0.0.1:$HAP_PORT/internal/ai/B|Authorization: Bearer shards-test|404" \
+	"http://127.0.0.1:$HAP_PORT/metrics||404"; do
+	IFS='|' read -r url header want <<<"$case"
+	got=$(upgrade "$url" "$header")
+	if [ "$got" = "$want" ]; then echo "ok   $url ${header:+(secret) }-> $got"; else fail "$url ${header:+(secret) }-> $got, expected $want"; fi
+done
 
 # ------------------------------------------------------------ the main run
 
