@@ -177,9 +177,9 @@ async function main() {
     '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync',
     '--disable-dev-shm-usage',
   ];
-  // Pages served by WEB_DIR's route would otherwise count as public and be refused the
-  // loopback websocket.
-  if (WEB_DIR) args.push('--disable-features=LocalNetworkAccessChecks');
+  // Pages served by a route (WEB_DIR's, or the shard scenario's: HAProxy forwards no
+  // files) would otherwise count as public and be refused the loopback websocket.
+  if (WEB_DIR || SHARD_URL) args.push('--disable-features=LocalNetworkAccessChecks');
   process.env.TMPDIR = profile; // where Playwright makes the profile (os.tmpdir())
   browser = await chromium.launch({ executablePath: CHROMIUM, args, headless: true });
   log(`chromium ${browser.version()}`);
