@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Validates the compose deployment without a Docker engine (CI runs this: .ci/run).
 #
-#  1. deploy/compose.yaml against the Compose JSON schema (../shared/compose-spec.json,
+#  1. deploy/compose.yaml and deploy/compose.shards.yaml against the Compose JSON schema (../shared/compose-spec.json,
 #     beside the checkout) with the jsonschema library, then the semantic checks of
 #     deploy/validate_compose.py (caps, health checks, environment vs. config.rs SETTINGS,
 #     networks, .env.example, Dockerfiles) and their self-test.
@@ -16,6 +16,11 @@
 #     missing) for the default, a domain and the plain-HTTP test address.
 #  5. The native test: Caddy with deploy/Caddyfile in front of the real wizard-server on
 #     loopback (shell-smol/tests/it/proxy.rs).
+#  6. deploy/haproxy.cfg (compose.shards.yaml's HAProxy): `haproxy -c` with the compose
+#     defaults and with loopback addresses (Debian's haproxy; skipped when it is not
+#     installed: bench/shards_test.sh installs it and runs it for real), and the syntax of
+#     deploy/shards.sh and deploy/haproxy-health.sh. Step 1 also checks
+#     deploy/compose.shards.yaml.
 #
 # Python packages go to a venv under target/ (created when missing). Exit status is
 # non-zero when any check fails.
@@ -140,6 +145,41 @@ say "monitoring: the dashboard's and the alerts' metrics against the real server
 cargo build --locked -p wizard-server --bin wizard-server
 "$VENV/bin/python" deploy/check_metrics.py "$ROOT" \
 	--server "${CARGO_TARGET_DIR:-target}/debug/wizard-server" "${promtool_args[@]}" --self-test
+
+# ------------------------------------------------------------ 6. haproxy.cfg
+# (before the Caddy steps, which end the script early when caddy cannot be installed)
+
+say "haproxy.cfg: haproxy -c; shards.sh and haproxy-health.sh syntax"
+for script in deploy/shards.sh deploy/haproxy-health.sh; do
+	sh -n "$script"
+	if command -v dash >/dev/null; then dash -n "$script"; fi
+	[ -x "$script" ] || fail "$script is not executable"
+done
+if command -v haproxy >/dev/null; then
+	haproxy -v | sed -n 1p
+	# With compose's names (unresolvable here: HAProxy starts with them disabled, as in
+	# compose before the shards' containers exist) and with loopback addresses.
+	for addrs in compose loopback; do
+		hap_env=(HAPROXY_SOCKET="$tmp/haproxy.sock" HAPROXY_MAP_DIR="$ROOT/deploy")
+		if [ "$addrs" = loopback ]; then
+			port=18100
+			for s in A B C; do
+				hap_env+=("SHARD_${s}_1=127.0.0.1:$((port += 1))" "SHARD_${s}_2=127.0.0.1:$((port += 1))")
+			done
+		fi
+		if ! out=$(env "${hap_env[@]}" haproxy -c -f deploy/haproxy.cfg 2>&1); then
+			printf '%s\n' "$out"
+			fail "haproxy -c -f deploy/haproxy.cfg ($addrs addresses)"
+		fi
+		if [ "$addrs" = loopback ] && printf '%s\n' "$out" | grep WARNING >/dev/null; then
+			printf '%s\n' "$out"
+			fail "haproxy -c warns ($addrs addresses)"
+		fi
+		echo "haproxy -c: valid ($addrs addresses)"
+	done
+else
+	echo "SKIPPED: haproxy is not installed (apt-get install haproxy): haproxy -c"
+fi
 
 # ------------------------------------------------------------ 4. Caddyfile
 

@@ -20,6 +20,12 @@
    line, which would need Docker Hub).
 3. Self-test: broken variants of the file must fail the checks, so they are known to bite.
 
+4. deploy/compose.shards.yaml (the sharded deployment): the schema as above; every service
+   capped (pids in both forms), checked and hardened; 3 shards or more, each two
+   wizard-server processes with the same SHARD_ID on STORE=postgres://wizard@postgres:5432/wizard,
+   every setting wired; one AI service per shard through HAProxy; haproxy.cfg and
+   shards.map naming every shard; only Caddy publishing ports; and its own self-test.
+
 Usage: validate_compose.py REPO_ROOT SCHEMA_JSON
 """
 
@@ -688,6 +694,194 @@ def dockerfile_mutations(text: str):
     yield "labels in a stage before the final one", text[:last_from] + text[cut:] + text[last_from:cut]
 
 
+# ---------------------------------------------------------------- compose.shards.yaml
+
+SHARD_FILE = "compose.shards.yaml"
+# The store every shard process uses (PROTOCOL.md 6.3; h20's PostgreSQL store).
+SHARD_STORE = "postgres://wizard@postgres:5432/wizard"
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+def caps_errors(name: str, svc: dict, rsvc: dict) -> list[str]:
+    """CPU, memory (and swap) and pids caps, the pids cap in both forms, equal."""
+    errors: list[str] = []
+    limits = ((svc.get("deploy") or {}).get("resources") or {}).get("limits") or {}
+    rlimits = ((rsvc.get("deploy") or {}).get("resources") or {}).get("limits") or {}
+    try:
+        if not 0 < float(rlimits.get("cpus")) <= 64:
+            raise ValueError
+    except (TypeError, ValueError):
+        errors.append(f"{name}: CPU cap {rlimits.get('cpus')!r} is not a positive number of CPUs")
+    memory = parse_memory(rlimits.get("memory", ""))
+    if not memory or memory < 16 << 20:
+        errors.append(f"{name}: memory cap {rlimits.get('memory')!r} is missing or below 16M")
+    if svc.get("memswap_limit") != limits.get("memory"):
+        errors.append(f"{name}: memswap_limit must equal the memory cap (no swap beyond it)")
+    pids = str(rsvc.get("pids_limit", ""))
+    if not pids.isdigit() or int(pids) < 16:
+        errors.append(f"{name}: pids cap {pids!r} is not a number of at least 16")
+    if str(limits.get("pids")) != str(svc.get("pids_limit")):
+        errors.append(f"{name}: deploy.resources.limits.pids must equal pids_limit")
+    return errors
+
+
+def shard_semantic(checks: "Checks", raw) -> list[str]:
+    """compose.shards.yaml: every service capped, checked and hardened as in compose.yaml;
+    at least 3 shards of two processes each (the same SHARD_ID) on the PostgreSQL store,
+    one AI service per shard through HAProxy, HAProxy's configuration naming every shard
+    process, and only Caddy publishing ports."""
+    errors: list[str] = []
+    err = errors.append
+    env = dict(checks.env_active)
+    env["AI_SHARED_SECRET"] = "0123456789abcdef"
+    try:
+        resolved = interpolate(raw, env)
+    except InterpolationError as e:
+        return [f"{SHARD_FILE}: interpolation: {e}"]
+    services = raw.get("services") or {}
+    rservices = resolved.get("services") or {}
+    haproxy_cfg = (checks.deploy / "haproxy.cfg").read_text()
+    shard_map = (checks.deploy / "shards.map").read_text()
+    processes: dict[str, list[str]] = {}
+    ai_for: dict[str, list[str]] = {}
+    for name, svc in services.items():
+        rsvc = rservices.get(name) or {}
+        where = f"{SHARD_FILE} {name}"
+        errors += caps_errors(where, svc, rsvc)
+        errors += checks.service_health(where, svc)
+        if svc.get("restart") != "unless-stopped":
+            err(f"{where}: restart is {svc.get('restart')!r}, expected unless-stopped")
+        if "privileged" in svc or svc.get("network_mode") == "host":
+            err(f"{where}: privileged or host network")
+        if "ALL" not in (svc.get("cap_drop") or []):
+            err(f"{where}: cap_drop must contain ALL")
+        if "no-new-privileges:true" not in (svc.get("security_opt") or []):
+            err(f"{where}: security_opt must contain no-new-privileges:true")
+        if svc.get("ports") and name != "wizard_proxy":
+            err(f"{where}: publishes ports (only wizard_proxy may)")
+        envs = rsvc.get("environment") or {}
+        image = str(svc.get("image", ""))
+        if image.startswith("wizard-server:"):
+            settings = checks.settings["wizard_server"]
+            unknown = set(envs) - set(settings)
+            missing = set(settings) - set(envs)
+            if unknown:
+                err(f"{where}: sets {sorted(unknown)}, which wizard-server does not read")
+            if missing:
+                err(f"{where}: does not wire {sorted(missing)}")
+            if envs.get("STORE") != SHARD_STORE:
+                err(f"{where}: STORE is {envs.get('STORE')!r}, expected {SHARD_STORE!r}")
+            if str(envs.get("EMBEDDED_AI")) != "0":
+                err(f"{where}: EMBEDDED_AI must be 0 (the shard's AI service plays)")
+            if str(envs.get("BIND", "")).rsplit(":", 1)[-1] != "8000":
+                err(f"{where}: BIND must listen on port 8000 (haproxy.cfg's default addresses)")
+            shard = str(envs.get("SHARD_ID", ""))
+            if len(shard) != 1 or shard not in CODE_ALPHABET:
+                err(f"{where}: SHARD_ID {shard!r} is not one character of the code alphabet")
+            processes.setdefault(shard, []).append(name)
+            if f"-{name}:8000}}" not in haproxy_cfg:
+                err(f"{where}: haproxy.cfg has no server defaulting to {name}:8000")
+        elif image.startswith("wizard-ai:"):
+            unknown = set(envs) - set(checks.settings["wizard_ai"])
+            if unknown:
+                err(f"{where}: sets {sorted(unknown)}, which wizard-ai does not read")
+            m = re.fullmatch(r"ws://wizard_haproxy:8001/internal/ai/([A-Z2-9])", str(envs.get("AI_SERVER_URL", "")))
+            if not m:
+                err(f"{where}: AI_SERVER_URL must be ws://wizard_haproxy:8001/internal/ai/<shard>")
+            else:
+                ai_for.setdefault(m.group(1), []).append(name)
+        elif name == "postgres":
+            if not image.startswith("postgres:15"):
+                err(f"{where}: image {image!r} is not PostgreSQL 15")
+    if len(processes) < 3:
+        err(f"{SHARD_FILE}: {len(processes)} shards, expected at least 3")
+    for shard, names in sorted(processes.items()):
+        if len(names) != 2:
+            err(f"{SHARD_FILE}: shard {shard} has {len(names)} processes {names}, expected 2 (serving and standby)")
+        if len(ai_for.get(shard, [])) != 1:
+            err(f"{SHARD_FILE}: shard {shard} has {len(ai_for.get(shard, []))} AI services, expected 1")
+        if f"/ws/{shard} " not in shard_map:
+            err(f"shards.map: no route /ws/{shard}")
+    if set(ai_for) - set(processes):
+        err(f"{SHARD_FILE}: AI services for shards that do not exist: {sorted(set(ai_for) - set(processes))}")
+    for name in ("wizard_haproxy", "wizard_proxy", "postgres"):
+        if name not in services:
+            err(f"{SHARD_FILE}: no {name} service")
+    upstream = ((rservices.get("wizard_proxy") or {}).get("environment") or {}).get("WIZARD_UPSTREAM")
+    if upstream != "wizard_haproxy:8080":
+        err(f"{SHARD_FILE}: Caddy's WIZARD_UPSTREAM is {upstream!r}, expected wizard_haproxy:8080")
+    listed = {**checks.env_commented, **checks.env_active}
+    for var, uses in variables(raw).items():
+        for op, arg in uses:
+            if op in (":?", "?"):
+                continue
+            if op not in (":-", "-"):
+                err(f"{SHARD_FILE}: ${{{var}}} has no default; write ${{{var}:-default}}")
+            elif var not in listed:
+                err(f".env.example does not list {var}, which {SHARD_FILE} uses")
+            elif arg != listed[var]:
+                err(f"{SHARD_FILE}: default of {var} is {arg!r}, .env.example says {listed[var]!r}")
+    text = (checks.deploy / "Dockerfile.haproxy").read_text()
+    errors += dockerfile_label_errors("Dockerfile.haproxy", text, checks.version, checks.license)
+    return errors
+
+
+def shard_mutations(raw: dict):
+    """Broken variants of compose.shards.yaml that shard_semantic must reject."""
+
+    def variant(label, edit):
+        doc = copy.deepcopy(raw)
+        edit(doc["services"])
+        return label, doc
+
+    def no_pids(s):
+        s["shard_a_1"]["deploy"] = {"resources": {"limits": {"cpus": "1.0", "memory": "512M"}}}
+
+    def sqlite_store(s):
+        s["shard_b_2"]["environment"] = dict(s["shard_b_2"]["environment"], STORE="sqlite:/data/w.db")
+
+    def no_standby(s):
+        del s["shard_c_2"]
+
+    def no_health(s):
+        s["postgres"] = dict(s["postgres"])
+        del s["postgres"]["healthcheck"]
+
+    def stray_ai(s):
+        s["wizard_ai_c"]["environment"] = dict(s["wizard_ai_c"]["environment"],
+                                                AI_SERVER_URL="ws://wizard_haproxy:8001/internal/ai/Z")
+
+    def published(s):
+        s["wizard_haproxy"] = dict(s["wizard_haproxy"], ports=["8080:8080"])
+
+    yield variant("a shard without a pids cap", no_pids)
+    yield variant("a shard process on SQLite", sqlite_store)
+    yield variant("a shard without its standby", no_standby)
+    yield variant("PostgreSQL without a health check", no_health)
+    yield variant("an AI service for a shard that does not exist", stray_ai)
+    yield variant("HAProxy publishing a port", published)
+
+
+def main_shards(checks: "Checks", root: Path) -> int:
+    raw = yaml.safe_load((root / "deploy" / SHARD_FILE).read_text())
+    errors = checks.schema_all(raw) + shard_semantic(checks, raw)
+    for e in errors:
+        print(f"FAIL {e}")
+    shards = sum(1 for s in (raw.get("services") or {}) if s.startswith("shard_"))
+    print(f"{SHARD_FILE}: schema and semantics, {len(raw.get('services') or {})} services "
+          f"({shards} shard processes): " + ("ok" if not errors else f"{len(errors)} error(s)"))
+    bite_failures = 0
+    n = 0
+    for label, doc in shard_mutations(raw):
+        n += 1
+        if not (checks.schema_errors(doc, label) + shard_semantic(checks, doc)):
+            print(f"FAIL self-test: the checks accept a broken {SHARD_FILE} ({label})")
+            bite_failures += 1
+    print(f"{SHARD_FILE} self-test: {n - bite_failures} broken variants rejected"
+          + (f", {bite_failures} accepted" if bite_failures else ""))
+    return 1 if errors or bite_failures else 0
+
+
 def main() -> int:
     root = Path(sys.argv[1]).resolve()
     schema = json.loads(Path(sys.argv[2]).read_text())
@@ -721,7 +915,8 @@ def main() -> int:
                 bite_failures += 1
     print(f"self-test: {n_broken - bite_failures} broken variants rejected"
           + (f", {bite_failures} accepted" if bite_failures else ""))
-    return 1 if schema_errors or semantic_errors or bite_failures else 0
+    shards_failed = main_shards(checks, root)
+    return 1 if schema_errors or semantic_errors or bite_failures or shards_failed else 0
 
 
 if __name__ == "__main__":

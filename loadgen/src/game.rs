@@ -82,7 +82,9 @@ pub(super) async fn player(
     let s = &ctx.settings;
     let index = g * s.humans + h;
     let from = source_ip(0, index / s.per_ip);
-    let Some(mut ws) = open(&ctx, from, false).await else {
+    // A guest joins at its lobby's shard; a host creates at the run's path.
+    let path = super::shards::route(&ctx, code.as_deref());
+    let Some(mut ws) = open_at(&ctx, from, false, &path).await else {
         return;
     };
     let host = code_tx.is_some();
@@ -206,6 +208,7 @@ pub(super) async fn player(
                 if s.resume {
                     if let Some((at, before)) = broke.take() {
                         back_in_game(&ctx, at, &before, state.game, state.lobby.is_some());
+                        super::shards::resume_event(&ctx, token.as_deref(), at);
                     }
                     last_game.clear();
                     last_game.push_str(state.game);
@@ -266,6 +269,7 @@ pub(super) async fn player(
                 if host && step == Step::Creating {
                     step = Step::Filling;
                     ctx.stats.borrow_mut().lobbies += 1;
+                    super::shards::check_lobby(&ctx, token.as_deref(), &lobby.code);
                     if let Some(tx) = &code_tx {
                         for _ in 1..s.humans {
                             let _ = tx.try_send(lobby.code.clone());
@@ -310,6 +314,7 @@ pub(super) async fn player(
                         if host {
                             ctx.game_playing(g, false, now);
                             let scored = every_round_scored(state.game);
+                            super::shards::game_finished(&ctx, &lobby.code);
                             let mut st = ctx.stats.borrow_mut();
                             st.games_finished += 1;
                             if !scored {
@@ -360,6 +365,9 @@ pub(super) async fn player(
                 match message {
                     ServerMessage::Welcome { token: t, .. } => {
                         ctx.stats.borrow_mut().welcomed += 1;
+                        if token.is_none() {
+                            super::shards::check_welcome(&ctx, &path, &t);
+                        }
                         token = Some(t);
                     }
                     ServerMessage::ServerStatus {
@@ -393,6 +401,9 @@ pub(super) async fn player(
                                 (other, _) => {
                                     *st.errors.entry(format!("{other:?}")).or_default() += 1
                                 }
+                            }
+                            if err == ErrorCode::WrongShard {
+                                st.misroute(format!("wrong_shard at {path}"));
                             }
                             err == ErrorCode::Busy
                                 && matches!(step, Step::Creating | Step::Starting)
@@ -468,7 +479,8 @@ pub(super) async fn send(ws: &mut Ws, message: &ClientMessage) -> bool {
 /// (every refusal on the way counted), or the run ends.
 async fn rejoin(ctx: &Ctx, from: std::net::IpAddr, token: Option<&str>) -> Option<Ws> {
     while Instant::now() < ctx.deadline {
-        if let Some(mut ws) = open(ctx, from, false).await {
+        let path = super::shards::route(ctx, token);
+        if let Some(mut ws) = open_at(ctx, from, false, &path).await {
             let hello = ClientMessage::Hello {
                 token: token.map(str::to_owned),
             };
@@ -485,6 +497,9 @@ async fn rejoin(ctx: &Ctx, from: std::net::IpAddr, token: Option<&str>) -> Optio
                         return Some(ws);
                     }
                     super::absent::Answer::Message(ServerMessage::Error { code, .. }) => {
+                        if code == ErrorCode::WrongShard {
+                            st.misroute(format!("rejoin: wrong_shard at {path}"));
+                        }
                         if code == ErrorCode::Busy {
                             st.refusals.busy_connection += 1;
                         } else {
@@ -507,7 +522,18 @@ async fn rejoin(ctx: &Ctx, from: std::net::IpAddr, token: Option<&str>) -> Optio
 /// Opens a websocket from `from`, counting a door refusal (503) or a failure into the
 /// games' or the attack's refusals; a handshake gets 5 s.
 pub(super) async fn open(ctx: &Ctx, from: std::net::IpAddr, attack: bool) -> Option<Ws> {
-    let connecting = connect(ctx.settings.addr, &ctx.settings.path, from);
+    open_at(ctx, from, attack, &ctx.settings.path).await
+}
+
+/// [`open`] at `path` (a shard's route); a 421 (a shard that does not own the route)
+/// also counts as misrouted.
+pub(super) async fn open_at(
+    ctx: &Ctx,
+    from: std::net::IpAddr,
+    attack: bool,
+    path: &str,
+) -> Option<Ws> {
+    let connecting = connect(ctx.settings.addr, path, from);
     let timed_out = Rc::new(std::cell::Cell::new(false));
     let flag = timed_out.clone();
     let result = connecting
@@ -530,6 +556,11 @@ pub(super) async fn open(ctx: &Ctx, from: std::net::IpAddr, attack: bool) -> Opt
         }
         Err(Some(503)) => {
             refusals.http_503 += 1;
+            None
+        }
+        Err(Some(421)) => {
+            refusals.connect_failed += 1;
+            st.misroute(format!("421 at {path}"));
             None
         }
         Err(_) if timed_out.get() => {

@@ -35,6 +35,7 @@ mod procfs;
 mod raw;
 mod resume;
 mod seen;
+mod shards;
 mod violations;
 
 use std::cell::RefCell;
@@ -135,6 +136,12 @@ pub struct Settings {
     /// token, as PROTOCOL.md 6.1 asks of clients, and plays on; it checks that nothing
     /// it saw of its game is missing or changed.
     pub resume: bool,
+    /// Follow shard routes (PROTOCOL.md 6.3): guests join at `/ws/<the code's shard>`,
+    /// bots come back at `/ws/<their token's shard>`, and every connection that lands
+    /// on a shard not owning its code or token is counted as misrouted (`shards.rs`).
+    pub shard_routes: bool,
+    /// With `resume`: write every bot's way back (shard, ended, back) to this file.
+    pub resume_log: Option<PathBuf>,
     /// Idle mode: open this many connections, say hello, measure server RSS per one.
     pub idle: usize,
     pub server_pid: Option<u32>,
@@ -180,6 +187,8 @@ impl Settings {
             newcomer_every: Duration::ZERO,
             newcomer_lobby: true,
             resume: false,
+            shard_routes: false,
+            resume_log: None,
             idle: 0,
             server_pid: None,
             worker_window_unix_ms: None,
@@ -255,6 +264,7 @@ impl Settings {
             "newcomer_every_s": self.newcomer_every.as_secs_f64(),
             "newcomer_lobby": self.newcomer_lobby,
             "resume": self.resume,
+            "shard_routes": self.shard_routes,
             "idle": self.idle,
             "label": self.label,
         })
@@ -350,9 +360,27 @@ pub struct Stats {
     /// `resume`: how the bots' connections ended before they came back, by close code
     /// (1012: the server restarting; 1006: gone without a close).
     pub resume_ended: BTreeMap<u16, u64>,
+    /// `resume_log`: (token's shard, ended, back in the game), Unix milliseconds.
+    pub resume_events: Vec<(String, u64, u64)>,
+    /// `shard_routes`: connections that landed on a shard not owning their code or
+    /// token (`wrong_shard`, 421, a token or lobby of another shard); the first reasons.
+    pub misrouted: u64,
+    pub misroutes: Vec<String>,
+    /// `shard_routes`: lobbies created, by the shard their code names.
+    pub lobbies_by_shard: BTreeMap<String, u64>,
+    /// `shard_routes`: games finished, by the shard their lobby's code names.
+    pub finished_by_shard: BTreeMap<String, u64>,
 }
 
 impl Stats {
+    /// Counts one misrouted connection, keeping the first few reasons (`shards.rs`).
+    fn misroute(&mut self, why: String) {
+        self.misrouted += 1;
+        if self.misroutes.len() < shards::MISROUTES_KEPT {
+            self.misroutes.push(why);
+        }
+    }
+
     fn new() -> Stats {
         Stats {
             moves: 0,
@@ -382,6 +410,11 @@ impl Stats {
             resume_mismatch: 0,
             resume_mismatches: Vec::new(),
             resume_ended: BTreeMap::new(),
+            resume_events: Vec::new(),
+            misrouted: 0,
+            misroutes: Vec::new(),
+            lobbies_by_shard: BTreeMap::new(),
+            finished_by_shard: BTreeMap::new(),
         }
     }
 
@@ -670,7 +703,14 @@ fn finish(
             "ended": stats.resume_ended.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
             "latency_ms": percentiles(&stats.resume_latency),
         })),
+        "shards": settings.shard_routes.then(|| json!({
+            "misrouted": stats.misrouted,
+            "misroutes": stats.misroutes,
+            "lobbies_by_shard": stats.lobbies_by_shard,
+            "finished_by_shard": stats.finished_by_shard,
+        })),
     });
+    shards::write_resume_log(&ctx, &stats.resume_events)?;
     let line = json!({
         "ts": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         "commit": history::commit(),

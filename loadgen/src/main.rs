@@ -8,7 +8,7 @@
 //!     [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S]
 //!     [--stall-after S]
 //!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
-//!     [--resume 0|1]
+//!     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE]
 //!     [--idle N] [--history FILE|none] [--label TEXT]
 //! wizard-bench compare [--history FILE] [--last N]
 //! wizard-bench table [--history FILE] [--last N]
@@ -169,6 +169,8 @@ fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
                     | "--newcomer-every"
                     | "--newcomer-lobby"
                     | "--resume"
+                    | "--shard-routes"
+                    | "--resume-log"
                     | "--worker-start-unix-ms"
                     | "--worker-end-unix-ms" => {}
                     other => return Err(Exit::Usage(format!("unknown argument {other}"))),
@@ -211,6 +213,8 @@ fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
                     "--newcomer-every" => s.newcomer_every = secs(v, k)?,
                     "--newcomer-lobby" => s.newcomer_lobby = v != "0",
                     "--resume" => s.resume = v != "0",
+                    "--shard-routes" => s.shard_routes = v != "0",
+                    "--resume-log" => s.resume_log = Some(PathBuf::from(v)),
                     "--history" => {
                         s.history = (v != "none").then(|| PathBuf::from(v));
                     }
@@ -289,6 +293,8 @@ const RUN_FLAGS: &[&str] = &[
     "--newcomer-every",
     "--newcomer-lobby",
     "--resume",
+    "--shard-routes",
+    "--resume-log",
     "--worker-start-unix-ms",
     "--worker-end-unix-ms",
 ];
@@ -343,7 +349,7 @@ fn usage() -> String {
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
      [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
      [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
-     [--resume 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
+     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \
      wizard-bench table [--history FILE] [--last N]\n       \
      wizard-bench attack-table [--history FILE] [--last N]\n       \

@@ -11,7 +11,7 @@ use wizard_core::wire::{ClientMessage, ErrorCode, GameView, ServerMessage};
 
 use super::Ctx;
 use super::absent::{Answer, answer};
-use super::game::{open, send};
+use super::game::{open_at, send};
 use super::net::Ws;
 
 /// The first wait before reconnecting, and the spread added to it (PROTOCOL.md 6.1:
@@ -38,7 +38,8 @@ pub(super) async fn reconnect(ctx: &Ctx, from: IpAddr, token: &str, index: usize
         if Instant::now() >= ctx.deadline {
             return None;
         }
-        let Some(mut ws) = open(ctx, from, false).await else {
+        let path = super::shards::route(ctx, Some(token));
+        let Some(mut ws) = open_at(ctx, from, false, &path).await else {
             continue;
         };
         let hello = ClientMessage::Hello {
@@ -62,6 +63,9 @@ pub(super) async fn reconnect(ctx: &Ctx, from: IpAddr, token: &str, index: usize
                     break;
                 }
                 Answer::Message(ServerMessage::Error { code, .. }) => {
+                    if code == ErrorCode::WrongShard {
+                        super::shards::misrouted(ctx, format!("resume: wrong_shard at {path}"));
+                    }
                     let mut st = ctx.stats.borrow_mut();
                     *st.errors.entry(format!("resume {code:?}")).or_default() += 1;
                     break;

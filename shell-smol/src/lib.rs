@@ -173,6 +173,15 @@ async fn serve(
     let clock = Clock::new(Instant::now());
     let config = Arc::new(config);
     let (store, server) = open_store(&config, seed, clock)?;
+    // Listening only now (the binary binds without listening): until its store is open
+    // (a standby waits for the store's lock) a process refuses connections, so a proxy
+    // sends players to the process that serves instead of into an accept queue nobody
+    // reads. Listening on a listening socket only sets the queue's length (Linux): the
+    // default 128 would drop an honest client's SYN under a connect flood that outruns
+    // the accept loop for a moment (its retry comes 1 s later).
+    let backlog = i32::try_from(config.shell.listen_backlog_max).unwrap_or(i32::MAX);
+    rustix::net::listen(listener.get_ref(), backlog).map_err(|e| RunError::Listener(e.into()))?;
+    info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
     let (inbox, inbox_rx) = async_channel::bounded(INBOX_CAPACITY);
     let (shutdown_tx, shutdown_rx) = async_channel::bounded(1);
     ex.games

@@ -99,14 +99,6 @@ fn serve() -> ExitCode {
             return ExitCode::from(EXIT_START);
         }
     };
-    // std listens with a backlog of 128; listening again on a listening socket sets
-    // the accept queue's length (Linux). A connect flood that outruns the accept loop
-    // for a moment then does not drop an honest client's SYN (its retry comes 1 s
-    // later).
-    let backlog = i32::try_from(config.shell.listen_backlog_max).unwrap_or(i32::MAX);
-    if let Err(e) = rustix::net::listen(&listener, backlog) {
-        warn!(error = %e, "LISTEN_BACKLOG not set");
-    }
     let signals = match Signals::new([Signal::Term, Signal::Int]) {
         Ok(signals) => signals,
         Err(e) => {
@@ -127,7 +119,6 @@ fn serve() -> ExitCode {
         error!(error = %e, "cannot start the embedded AI service");
         return ExitCode::from(EXIT_START);
     }
-    info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
     match wizard_server::run_with(config, embedded_ai, listener, seed, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
         // A store that cannot be opened is a setting to fix, like a bad variable.
@@ -166,12 +157,17 @@ fn os_seed() -> Result<Seed, getrandom::Error> {
 const BIND_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 const BIND_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Binds `addr`, waiting up to [`BIND_WAIT`] while another process holds it.
+/// Binds `addr`, waiting up to [`BIND_WAIT`] while another process holds it. The
+/// socket does not listen yet: the server listens once its store is open
+/// (`wizard_server::run_with`), so that a process waiting for the store's lock (a
+/// standby, or a new process during a deploy) refuses connections instead of
+/// holding them unanswered in its accept queue, and a proxy in front sends players
+/// to the process that serves.
 fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     let until = std::time::Instant::now() + BIND_WAIT;
     let mut said = false;
     loop {
-        match TcpListener::bind(addr) {
+        match bind_only(addr) {
             Err(e)
                 if e.kind() == std::io::ErrorKind::AddrInUse
                     && std::time::Instant::now() < until =>
@@ -185,4 +181,19 @@ fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
             result => return result,
         }
     }
+}
+
+/// A TCP socket bound to `addr` (with `SO_REUSEADDR`, as std's `TcpListener::bind`
+/// sets it) that does not listen.
+fn bind_only(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType, bind, socket_with, sockopt};
+    let family = if addr.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let fd = socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    bind(&fd, &addr)?;
+    Ok(TcpListener::from(fd))
 }

@@ -5,6 +5,7 @@
 //   DURABLE_URL       a server on a SQLite store, started again whenever it exits
 //   DURABLE_PID_FILE  where run.sh keeps that server's current pid
 //   OUT_DIR   where screenshots go (target/e2e)
+//   SHARD_URL HAProxy with deploy/haproxy.cfg in front of two shards (A, B), or empty
 // Scenarios: busy notice and the 1013 "server full" banner with its retry; a second
 // browser context joining by code; host options and the rate-limit toast; Start game
 // disabled with "Server busy" once the one allowed game runs; a full 3-player game
@@ -15,7 +16,8 @@
 // trick while bidding, at 1280x800 and 375x812; the title of a hidden tab on your turn
 // and the sound toggle; a spectator of a running game by its watch link (no hand or
 // hidden bid in any frame or in the page) and table chat (plain text, mute, rate-limit
-// toast); no errors in any browser console.
+// toast); behind HAProxy, an invite link and a watch link for a lobby on another shard
+// (shards.mjs); no errors in any browser console.
 // WEB_DIR=<folder> serves the client's files from that folder instead of the server's
 // embedded copy (e.g. the files of an older commit, to see a new test fail on them).
 
@@ -26,6 +28,7 @@ import { chromium } from 'playwright-core';
 import { tableScenarios } from './table.mjs';
 import { watchScenarios } from './watch.mjs';
 import { levelScenarios } from './levels.mjs';
+import { shardScenarios } from './shards.mjs';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
@@ -35,6 +38,9 @@ const OUT = process.env.OUT_DIR ?? 'target/e2e';
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const TOTAL_LIMIT_MS = Number(process.env.E2E_TIMEOUT_MS ?? 8 * 60 * 1000);
 const WEB_DIR = process.env.WEB_DIR;
+// HAProxy (deploy/haproxy.cfg) in front of shards A and B; empty when run.sh found no
+// haproxy (the shard scenario is then skipped, and says so).
+const SHARD_URL = process.env.SHARD_URL;
 
 if (!BASE || !BUSY || !DURABLE || !DURABLE_PID_FILE) {
   console.error('BASE_URL, BUSY_URL, DURABLE_URL and DURABLE_PID_FILE must be set (run.sh does)');
@@ -75,22 +81,22 @@ async function scenario(name, fn) {
   }
 }
 
-/** With WEB_DIR, the context gets the client's files from that folder. */
-async function serveWebDir(context) {
-  if (!WEB_DIR) return;
+/** With WEB_DIR (or `dir`), the context gets the client's files from that folder. */
+async function serveWebDir(context, dir = WEB_DIR) {
+  if (!dir) return;
   const types = { html: 'text/html', css: 'text/css', js: 'text/javascript' };
   await context.route(/^http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9._-]*(\?.*)?$/, (route, request) => {
     let name = new URL(request.url()).pathname.slice(1) || 'index.html';
     if (name === 'rules') name = 'rules.html';
-    const file = join(WEB_DIR, name);
+    const file = join(dir, name);
     if (!existsSync(file)) return route.fulfill({ status: 404, body: 'Not Found' });
     return route.fulfill({ status: 200, contentType: types[name.split('.').pop()] ?? 'text/plain', body: readFileSync(file) });
   });
 }
 
-async function newPage(label, viewport = { width: 1280, height: 860 }) {
+async function newPage(label, viewport = { width: 1280, height: 860 }, webDir = WEB_DIR) {
   const context = await browser.newContext({ viewport });
-  await serveWebDir(context);
+  await serveWebDir(context, webDir);
   const page = await context.newPage();
   page.on('console', (m) => {
     if (m.type() === 'error') consoleErrors.push(`${label}: ${m.text()}`);
@@ -171,9 +177,9 @@ async function main() {
     '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync',
     '--disable-dev-shm-usage',
   ];
-  // Pages served by WEB_DIR's route would otherwise count as public and be refused the
-  // loopback websocket.
-  if (WEB_DIR) args.push('--disable-features=LocalNetworkAccessChecks');
+  // Pages served by a route (WEB_DIR's, or the shard scenario's: HAProxy forwards no
+  // files) would otherwise count as public and be refused the loopback websocket.
+  if (WEB_DIR || SHARD_URL) args.push('--disable-features=LocalNetworkAccessChecks');
   process.env.TMPDIR = profile; // where Playwright makes the profile (os.tmpdir())
   browser = await chromium.launch({ executablePath: CHROMIUM, args, headless: true });
   log(`chromium ${browser.version()}`);
@@ -435,6 +441,15 @@ async function main() {
   await watchScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
   // Issue 19: AI levels.
   await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE });
+  // Issue 20: wrong_shard followed by the client behind HAProxy. HAProxy forwards the
+  // websocket routes only: the pages' files come from the web folder.
+  if (SHARD_URL) {
+    const webDir = WEB_DIR ?? join(import.meta.dirname, '..', '..', 'web');
+    const shardPage = (label, viewport) => newPage(label, viewport, webDir);
+    await shardScenarios({ scenario, newPage: shardPage, assert, visible, text, URL: SHARD_URL });
+  } else {
+    log('SKIPPED the shard scenario: no haproxy (run.sh sets SHARD_URL when it can start one)');
+  }
 
   await scenario('a server restart (SIGTERM, 1012): back in the game with no click', async () => {
     // Its own context: while the server restarts, a reconnect may find nobody

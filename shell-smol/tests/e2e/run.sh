@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Browser end-to-end test of the web client (see e2e.mjs): installs Debian's chromium
 # and playwright-core when missing, builds wizard-server, starts two servers on free
-# loopback ports (and a third on a SQLite store, started again whenever it exits), runs
-# the test in headless Chromium and stops the servers.
+# loopback ports (and a third on a SQLite store, started again whenever it exits; and,
+# when Debian's haproxy is there or can be installed, two shards behind HAProxy with
+# deploy/haproxy.cfg), runs the test in headless Chromium and stops the servers.
 # Screenshots and server logs go to target/e2e/. Bounded in time throughout.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -107,7 +108,44 @@ touch "$durable_dir/run"
 pids+=("$!")
 wait_health durable "$durable_port"
 
+# Two shards (A, B) behind HAProxy with deploy/haproxy.cfg, for the shard scenario: when
+# haproxy is missing it is installed from Debian (as root; its service is not started),
+# else the scenario is skipped. Shard C and the standbys are free ports nobody listens
+# on: HAProxy counts them down.
+shard_url=""
+if ! command -v haproxy >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "e2e: installing haproxy"
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 apt-get install -y -qq haproxy >/dev/null 2>&1 || true
+fi
+if command -v haproxy >/dev/null; then
+  hap_port="$(free_port)"
+  hap_env=(HAPROXY_BIND="127.0.0.1:$hap_port" HAPROXY_SOCKET="$out/haproxy.sock" HAPROXY_MAP_DIR="$root/deploy"
+    HAPROXY_AI_BIND="127.0.0.1:$(free_port)")
+  for s in A B C; do
+    for n in 1 2; do
+      port="$(free_port)"
+      if [ "$n" = 1 ] && [ "$s" != C ]; then
+        start "shard_$s" "$port" SHARD_ID="$s" TRUSTED_PROXIES=127.0.0.1
+      fi
+      hap_env+=("SHARD_${s}_${n}=127.0.0.1:$port")
+    done
+  done
+  env "${hap_env[@]}" haproxy -db -f "$root/deploy/haproxy.cfg" >"$out/haproxy.log" 2>&1 &
+  pids+=("$!")
+  # Up when both shards' routes reach their server (HAProxy answers 503 until then).
+  for _ in $(seq 1 100); do
+    if node -e 'Promise.all(["A","B"].map((s)=>fetch(process.argv[1]+"/ws/"+s).then((r)=>r.status)))
+        .then((c)=>process.exit(c.every((x)=>x!==503)?0:1),()=>process.exit(1))' "http://127.0.0.1:$hap_port" 2>/dev/null; then
+      shard_url="http://127.0.0.1:$hap_port"
+      break
+    fi
+    sleep 0.1
+  done
+  [ -n "$shard_url" ] || { echo "e2e: HAProxy did not route to the shards; its log:" >&2; cat "$out/haproxy.log" >&2; exit 1; }
+fi
+
 cd "$here"
-BASE_URL="http://127.0.0.1:$game_port" BUSY_URL="http://127.0.0.1:$busy_port" OUT_DIR="$out" \
+SHARD_URL="$shard_url" BASE_URL="http://127.0.0.1:$game_port" BUSY_URL="http://127.0.0.1:$busy_port" OUT_DIR="$out" \
   DURABLE_URL="http://127.0.0.1:$durable_port" DURABLE_PID_FILE="$durable_dir/server.pid" \
   timeout 600 node e2e.mjs

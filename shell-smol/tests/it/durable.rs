@@ -753,3 +753,83 @@ fn an_open_reads_many_batches_in_order_and_names_a_damaged_row() {
         .unwrap();
     }
 }
+
+/// A process waiting for its store's lock (a shard's standby, or a new process during a
+/// deploy) holds its port but refuses connections until it has the store and serves:
+/// a proxy in front then counts it down at once and sends players to the process that
+/// serves, instead of into an accept queue nobody reads. The real binary, with the test
+/// holding the store's lock.
+#[test]
+fn a_process_waiting_for_the_store_refuses_connections_until_it_serves() {
+    use std::io::{BufRead, BufReader};
+    use std::net::{TcpListener, TcpStream};
+    use std::process::{Command, Stdio};
+
+    let dir = TempDir::new();
+    std::fs::create_dir_all(&dir.0).unwrap();
+    // The store's lock, as a serving process holds it (store.rs: PATH.lock, flock).
+    let lock = std::fs::File::create(dir.0.join("wizard.db.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
+        .env_clear()
+        .env("BIND", addr.to_string())
+        .env("STORE", dir.store())
+        .env("EMBEDDED_AI", "0")
+        .env("LOG_FORMAT", "text")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wizard-server runs");
+    let pid = child.id();
+    // Its log lines, as they come (stdout and stderr alike).
+    let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
+    for out in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let tx = line_tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+    }
+    let kill = || {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    };
+    let wait_for = |what: &str| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match line_rx.recv_timeout(left) {
+                Ok(line) if line.contains(what) => return,
+                Ok(_) => {}
+                Err(_) => {
+                    kill();
+                    panic!("no log line with {what:?}");
+                }
+            }
+        }
+    };
+    wait_for("Waiting for the store's lock");
+    let refused = TcpStream::connect(addr).map(drop);
+    assert_eq!(
+        refused.as_ref().map_err(std::io::Error::kind),
+        Err(std::io::ErrorKind::ConnectionRefused),
+        "a connection to the waiting process: {refused:?}"
+    );
+    // The lock released (the serving process is gone): it restores and listens.
+    drop(lock);
+    wait_for("Listening");
+    let served = TcpStream::connect(addr).map(drop);
+    kill();
+    let _ = child.wait();
+    assert!(served.is_ok(), "once it serves: {served:?}");
+}

@@ -95,3 +95,65 @@ fn shard_routes_and_health() {
         assert_eq!((status, body.as_str()), (200, r#"{"ready":true}"#));
     });
 }
+
+/// `wizard-bench --shard-routes 1` (the shard test's bots, bench/shards_test.sh): hosts
+/// create at `/ws`, guests join at `/ws/<code's shard>`; every connection that lands on
+/// the wrong shard is counted. On one shard nothing is misrouted and every lobby is the
+/// shard's; a host sent to another shard's route is (the server's 421).
+#[test]
+fn the_load_generator_follows_shard_routes_and_counts_misroutes() {
+    use std::time::Duration;
+    use wizard_bench::{Pacing, Settings};
+
+    let a = TestServer::start(&[
+        ("SHARD_ID", "A"),
+        ("AI_MOVE_DELAY", "0"),
+        ("TRICK_PAUSE", "0"),
+        ("EMBEDDED_AI", "0"),
+        ("MESSAGE_RATE", "1000"),
+        ("MESSAGE_BURST", "1000"),
+    ]);
+    let run = |path: &str| {
+        let mut s = Settings::new(a.addr);
+        s.path = path.into();
+        s.games = 2;
+        s.humans = 2;
+        s.pacing = Pacing::Full;
+        s.think = Duration::ZERO;
+        s.ramp = Duration::from_millis(100);
+        s.warmup = Duration::ZERO;
+        s.duration = Duration::from_secs(2);
+        s.shard_routes = true;
+        s.history = None;
+        wizard_bench::run(s).unwrap()
+    };
+    // (the hosts' path, lobbies created on A, misrouted at least)
+    let cases = [("/ws", 2, 0), ("/ws/A", 2, 0), ("/ws/B", 0, 1)];
+    for (path, lobbies, misrouted) in cases {
+        let report = run(path);
+        let shards = &report.line["results"]["shards"];
+        assert_eq!(
+            shards["lobbies_by_shard"]["A"].as_u64().unwrap_or(0),
+            lobbies,
+            "{path}: {shards}"
+        );
+        if misrouted == 0 {
+            assert_eq!(report.stats.misrouted, 0, "{path}: {shards}");
+            // The guests joined at /ws/A: the games started (each needs both humans).
+            assert!(report.stats.games_started > 0, "{path}: {shards}");
+            // Every finished game counted under its shard (none may finish in 2 s on a
+            // busy machine).
+            assert_eq!(
+                shards["finished_by_shard"]["A"].as_u64().unwrap_or(0),
+                report.stats.games_finished,
+                "{path}: {shards}"
+            );
+        } else {
+            assert!(report.stats.misrouted >= misrouted, "{path}: {shards}");
+            assert!(
+                report.stats.misroutes.iter().any(|m| m.contains("421")),
+                "{path}: {shards}"
+            );
+        }
+    }
+}
