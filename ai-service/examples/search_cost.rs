@@ -203,6 +203,10 @@ fn run(args: &Args) -> Result<(), String> {
         .collect();
     let mut checksum: u64 = 0xcbf2_9ce4_8422_2325;
     let mut worlds = 0u64;
+    // Decisions answered without sampling a world (forced, interchangeable, ...).
+    let mut unsearched = 0u64;
+    // Searched decisions by worlds used: up to 40, up to 127, 128 to the cap - 1, the cap.
+    let mut by_worlds = [0u32; 4];
     let mut lines = String::new();
     for pass in 0..args.repeat {
         for d in &set {
@@ -239,6 +243,16 @@ fn run(args: &Args) -> Result<(), String> {
             }
             if pass == 0 {
                 worlds += u64::from(out.worlds);
+                unsearched += u64::from(out.fallback.is_some());
+                if out.fallback.is_none() {
+                    let bucket = match out.worlds {
+                        w if w >= args.iterations_max => 3,
+                        w if w >= 128 => 2,
+                        w if w > 40 => 1,
+                        _ => 0,
+                    };
+                    by_worlds[bucket] += 1;
+                }
                 let code = match out.action {
                     Action::ChooseTrump { suit } => format!("trump {}", suit.index()),
                     Action::Bid { bid } => format!("bid {bid}"),
@@ -255,12 +269,21 @@ fn run(args: &Args) -> Result<(), String> {
         std::fs::write(path, &lines).map_err(|e| format!("cannot write {path}: {e}"))?;
     }
     println!(
-        "decisions {} x {} passes, iterations {}, time {:?} ms, worlds/decision {:.1}, checksum {checksum:016x}",
+        "decisions {} x {} passes, iterations {}, time {:?} ms, worlds/decision {:.1}, unsearched {unsearched}, checksum {checksum:016x}",
         set.len(),
         args.repeat,
         args.iterations_max,
         args.time_ms,
         worlds as f64 / set.len().max(1) as f64,
+    );
+    println!(
+        "searched decisions by worlds: <=40 {}, 41-127 {}, 128-{} {}, {} (the cap) {}",
+        by_worlds[0],
+        by_worlds[1],
+        args.iterations_max.saturating_sub(1),
+        by_worlds[2],
+        args.iterations_max,
+        by_worlds[3]
     );
     if args.compare {
         println!(

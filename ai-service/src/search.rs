@@ -22,7 +22,9 @@
 //! common, so the difference's variance is small when the answer is clear), and the
 //! search ends as soon as one candidate is left. A candidate that has scored exactly
 //! as the leader in each of `stop_tie_worlds_min` worlds is dropped as
-//! indistinguishable.
+//! indistinguishable. Cards that are
+//! interchangeable whatever the hidden hands (two Wizards, two Jesters, two cards of a
+//! suit with no card between them that another seat could hold) are one candidate.
 //! It never returns an action outside `obs.legal_actions`: with one legal action, an
 //! expired deadline or an observation it cannot read, the heuristic's choice stands.
 
@@ -85,6 +87,9 @@ impl Default for SearchConfig {
 pub enum Fallback {
     /// Only one legal action: nothing to search.
     Forced,
+    /// Every legal action is interchangeable with the heuristic's (see
+    /// [`interchangeable`]): whichever is played, the round goes the same.
+    Interchangeable,
     /// The deadline had passed before the first world.
     Deadline,
     /// The observation could not be read as a position (see [`KnowledgeError`]).
@@ -144,6 +149,9 @@ pub fn search(
         return Ok(fallback(Fallback::Knowledge(KnowledgeError::NotToAct)));
     };
     let candidates = candidates(obs, &knowledge, &base, &params, config, default);
+    if candidates.len() == 1 {
+        return Ok(fallback(Fallback::Interchangeable));
+    }
     let worlds_max = match (budget.iterations_max, budget.deadline) {
         (Some(n), _) => n.max(1),
         (None, Some(_)) => u32::MAX,
@@ -233,11 +241,37 @@ fn candidates(
             (Action::Bid { bid }, Some(e)) => (f32::from(bid) - e).abs() <= config.bid_window,
             _ => true,
         };
-        if near && a != default {
+        let unknown = knowledge.unknown();
+        if near && !out.iter().any(|&b| interchangeable(a, b, unknown)) {
             out.push(a);
         }
     }
     out
+}
+
+/// Whether playing `a` or `b` (two cards of the viewer's hand) makes no difference to
+/// the round whatever the hidden cards are, `unknown` being the cards the viewer has
+/// not seen: both are Wizards (the first Wizard takes the trick, whichever it is), both
+/// Jesters, or they are of one suit and every card of that suit ranked between them is
+/// out of the other seats' reach (in the viewer's hand, played or turned), so each
+/// beats and loses to exactly the same cards of the others. The search evaluates one
+/// card of such a class (the first in its order, the heuristic's own when it is in the
+/// class): the others would only repeat its rollouts. Equal actions are
+/// interchangeable too.
+fn interchangeable(a: Action, b: Action, unknown: sim::Mask) -> bool {
+    let (Action::Play { card: a }, Action::Play { card: b }) = (a, b) else {
+        return a == b;
+    };
+    match (a, b) {
+        (Card::Wizard(_), Card::Wizard(_)) | (Card::Jester(_), Card::Jester(_)) => true,
+        (Card::Suited { suit: sa, .. }, Card::Suited { suit: sb, .. }) if sa == sb => {
+            let (lo, hi) = (a.index().min(b.index()), a.index().max(b.index()));
+            // The cards strictly between the two, in index (= rank) order within the suit.
+            let between = ((1u64 << hi) - 1) & !((1u64 << (lo + 1)) - 1);
+            between & unknown == 0
+        }
+        _ => false,
+    }
 }
 
 /// Under hidden bids, seats that have bid but whose bid the viewer cannot see get the
