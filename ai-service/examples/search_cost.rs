@@ -34,6 +34,7 @@ struct Args {
     repeat: u32,
     actions: Option<String>,
     stop_z: Option<f32>,
+    stop_loss: Option<f32>,
     stop_worlds_min: Option<u32>,
     compare: bool,
 }
@@ -48,6 +49,7 @@ fn args() -> Result<Args, lexopt::Error> {
         repeat: 1,
         actions: None,
         stop_z: None,
+        stop_loss: None,
         stop_worlds_min: None,
         compare: false,
     };
@@ -61,6 +63,7 @@ fn args() -> Result<Args, lexopt::Error> {
             Long("repeat") => out.repeat = parser.value()?.parse::<u32>()?.max(1),
             Long("actions") => out.actions = Some(parser.value()?.string()?),
             Long("stop-z") => out.stop_z = Some(parser.value()?.parse()?),
+            Long("stop-loss") => out.stop_loss = Some(parser.value()?.parse()?),
             Long("stop-min") => out.stop_worlds_min = Some(parser.value()?.parse()?),
             Long("compare") => out.compare = true,
             other => return Err(other.unexpected()),
@@ -166,7 +169,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
-                "search_cost: {e}\nusage: search_cost [--iterations N] [--time-ms MS] [--games G] [--stride K] [--repeat R] [--actions FILE] [--stop-z Z] [--stop-min N] [--compare]"
+                "search_cost: {e}\nusage: search_cost [--iterations N] [--time-ms MS] [--games G] [--stride K] [--repeat R] [--actions FILE] [--stop-z Z] [--stop-loss POINTS] [--stop-min N] [--compare]"
             );
             return ExitCode::from(2);
         }
@@ -185,6 +188,9 @@ fn run(args: &Args) -> Result<(), String> {
     let mut config = SearchConfig::default();
     if let Some(z) = args.stop_z {
         config.stop_z = z;
+    }
+    if let Some(x) = args.stop_loss {
+        config.stop_loss = x;
     }
     if let Some(n) = args.stop_worlds_min {
         config.stop_worlds_min = n;

@@ -20,9 +20,12 @@
 //! `stop_worlds_min` worlds, a candidate whose mean is below the leader's by more than
 //! `stop_z` standard errors of their paired difference is dropped (the worlds are
 //! common, so the difference's variance is small when the answer is clear), and the
-//! search ends as soon as one candidate is left. A candidate that has scored exactly
-//! as the leader in each of `stop_tie_worlds_min` worlds is dropped as
-//! indistinguishable. Cards that are
+//! search ends as soon as one candidate is left. A candidate is also dropped once the
+//! value the search expects to lose by dropping it (how much better than the leader it
+//! may in truth be, on average, given that mean and standard error) is below
+//! `stop_loss` points: a close call between candidates worth the same is not worth
+//! more worlds. A candidate that has scored exactly as the leader in each of
+//! `stop_tie_worlds_min` worlds is dropped as indistinguishable. Cards that are
 //! interchangeable whatever the hidden hands (two Wizards, two Jesters, two cards of a
 //! suit with no card between them that another seat could hold) are one candidate.
 //! It never returns an action outside `obs.legal_actions`: with one legal action, an
@@ -61,6 +64,11 @@ pub struct SearchConfig {
     /// the leader's by more than this many standard errors of their paired difference,
     /// and the search stops when one candidate is left; 0 turns the rule off.
     pub stop_z: f32,
+    /// The stopping rule also drops a candidate once the value the search expects to
+    /// lose by dropping it (how much better than the leader it may in truth be, on
+    /// average, given the paired difference's mean and standard error) is below this
+    /// many points; 0 turns this part off.
+    pub stop_loss: f32,
     /// Worlds every candidate gets before the stopping rule may drop one.
     pub stop_worlds_min: u32,
     /// Worlds before a candidate that scored exactly as the leader in every one of them
@@ -76,6 +84,7 @@ impl Default for SearchConfig {
             bid_sigma: 1.0,
             opponent_weight: 0.0,
             stop_z: 3.0,
+            stop_loss: 0.1,
             stop_worlds_min: 32,
             stop_tie_worlds_min: 128,
         }
@@ -161,6 +170,7 @@ pub fn search(
     let mut race = Race::new(
         candidates.len(),
         config.stop_z,
+        config.stop_loss,
         config.stop_worlds_min,
         config.stop_tie_worlds_min,
     );
