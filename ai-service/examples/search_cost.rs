@@ -34,6 +34,7 @@ struct Args {
     repeat: u32,
     actions: Option<String>,
     stop_z: Option<f32>,
+    stop_loss: Option<f32>,
     stop_worlds_min: Option<u32>,
     compare: bool,
 }
@@ -48,6 +49,7 @@ fn args() -> Result<Args, lexopt::Error> {
         repeat: 1,
         actions: None,
         stop_z: None,
+        stop_loss: None,
         stop_worlds_min: None,
         compare: false,
     };
@@ -61,6 +63,7 @@ fn args() -> Result<Args, lexopt::Error> {
             Long("repeat") => out.repeat = parser.value()?.parse::<u32>()?.max(1),
             Long("actions") => out.actions = Some(parser.value()?.string()?),
             Long("stop-z") => out.stop_z = Some(parser.value()?.parse()?),
+            Long("stop-loss") => out.stop_loss = Some(parser.value()?.parse()?),
             Long("stop-min") => out.stop_worlds_min = Some(parser.value()?.parse()?),
             Long("compare") => out.compare = true,
             other => return Err(other.unexpected()),
@@ -166,7 +169,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
-                "search_cost: {e}\nusage: search_cost [--iterations N] [--time-ms MS] [--games G] [--stride K] [--repeat R] [--actions FILE] [--stop-z Z] [--stop-min N] [--compare]"
+                "search_cost: {e}\nusage: search_cost [--iterations N] [--time-ms MS] [--games G] [--stride K] [--repeat R] [--actions FILE] [--stop-z Z] [--stop-loss POINTS] [--stop-min N] [--compare]"
             );
             return ExitCode::from(2);
         }
@@ -186,6 +189,9 @@ fn run(args: &Args) -> Result<(), String> {
     if let Some(z) = args.stop_z {
         config.stop_z = z;
     }
+    if let Some(x) = args.stop_loss {
+        config.stop_loss = x;
+    }
     if let Some(n) = args.stop_worlds_min {
         config.stop_worlds_min = n;
     }
@@ -203,6 +209,10 @@ fn run(args: &Args) -> Result<(), String> {
         .collect();
     let mut checksum: u64 = 0xcbf2_9ce4_8422_2325;
     let mut worlds = 0u64;
+    // Decisions answered without sampling a world (forced, interchangeable, ...).
+    let mut unsearched = 0u64;
+    // Searched decisions by worlds used: up to 40, up to 127, 128 to the cap - 1, the cap.
+    let mut by_worlds = [0u32; 4];
     let mut lines = String::new();
     for pass in 0..args.repeat {
         for d in &set {
@@ -239,6 +249,16 @@ fn run(args: &Args) -> Result<(), String> {
             }
             if pass == 0 {
                 worlds += u64::from(out.worlds);
+                unsearched += u64::from(out.fallback.is_some());
+                if out.fallback.is_none() {
+                    let bucket = match out.worlds {
+                        w if w >= args.iterations_max => 3,
+                        w if w >= 128 => 2,
+                        w if w > 40 => 1,
+                        _ => 0,
+                    };
+                    by_worlds[bucket] += 1;
+                }
                 let code = match out.action {
                     Action::ChooseTrump { suit } => format!("trump {}", suit.index()),
                     Action::Bid { bid } => format!("bid {bid}"),
@@ -255,12 +275,21 @@ fn run(args: &Args) -> Result<(), String> {
         std::fs::write(path, &lines).map_err(|e| format!("cannot write {path}: {e}"))?;
     }
     println!(
-        "decisions {} x {} passes, iterations {}, time {:?} ms, worlds/decision {:.1}, checksum {checksum:016x}",
+        "decisions {} x {} passes, iterations {}, time {:?} ms, worlds/decision {:.1}, unsearched {unsearched}, checksum {checksum:016x}",
         set.len(),
         args.repeat,
         args.iterations_max,
         args.time_ms,
         worlds as f64 / set.len().max(1) as f64,
+    );
+    println!(
+        "searched decisions by worlds: <=40 {}, 41-127 {}, 128-{} {}, {} (the cap) {}",
+        by_worlds[0],
+        by_worlds[1],
+        args.iterations_max.saturating_sub(1),
+        by_worlds[2],
+        args.iterations_max,
+        by_worlds[3]
     );
     if args.compare {
         println!(

@@ -217,7 +217,7 @@ impl Agent for SearchAgent {
 /// An agent by name with its settings: `random`, `easy`, `heuristic` (also `normal`),
 /// `variant` (the heuristic bidding differently: aggression 0.3, bid pressure 0.1,
 /// table x0.9), `heuristic:aggression=A,pressure=P,scale=S`, `search`,
-/// `search:window=W,sigma=S,opp=O`.
+/// `search:window=W,sigma=S,opp=O,loss=L` (`loss`: [`SearchConfig::stop_loss`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum AgentSpec {
     Random,
@@ -240,7 +240,7 @@ impl fmt::Display for AgentSpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown agent {:?}: expected random, easy, heuristic[:aggression=A,pressure=P,scale=S] (or normal), variant or search[:window=W,sigma=S,opp=O]",
+            "unknown agent {:?}: expected random, easy, heuristic[:aggression=A,pressure=P,scale=S] (or normal), variant or search[:window=W,sigma=S,opp=O,loss=L]",
             self.input
         )
     }
@@ -287,6 +287,7 @@ impl FromStr for AgentSpec {
                 (AgentSpec::Search(c), "window") => c.bid_window = v,
                 (AgentSpec::Search(c), "sigma") => c.bid_sigma = v,
                 (AgentSpec::Search(c), "opp") => c.opponent_weight = v,
+                (AgentSpec::Search(c), "loss") => c.stop_loss = v,
                 _ => return Err(err()),
             }
         }

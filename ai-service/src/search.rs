@@ -20,9 +20,14 @@
 //! `stop_worlds_min` worlds, a candidate whose mean is below the leader's by more than
 //! `stop_z` standard errors of their paired difference is dropped (the worlds are
 //! common, so the difference's variance is small when the answer is clear), and the
-//! search ends as soon as one candidate is left. A candidate that has scored exactly
-//! as the leader in each of `stop_tie_worlds_min` worlds is dropped as
-//! indistinguishable.
+//! search ends as soon as one candidate is left. A candidate is also dropped once the
+//! value the search expects to lose by dropping it (how much better than the leader it
+//! may in truth be, on average, given that mean and standard error) is below
+//! `stop_loss` points: a close call between candidates worth the same is not worth
+//! more worlds. A candidate that has scored exactly as the leader in each of
+//! `stop_tie_worlds_min` worlds is dropped as indistinguishable. Cards that are
+//! interchangeable whatever the hidden hands (two Wizards, two Jesters, two cards of a
+//! suit with no card between them that another seat could hold) are one candidate.
 //! It never returns an action outside `obs.legal_actions`: with one legal action, an
 //! expired deadline or an observation it cannot read, the heuristic's choice stands.
 
@@ -59,6 +64,11 @@ pub struct SearchConfig {
     /// the leader's by more than this many standard errors of their paired difference,
     /// and the search stops when one candidate is left; 0 turns the rule off.
     pub stop_z: f32,
+    /// The stopping rule also drops a candidate once the value the search expects to
+    /// lose by dropping it (how much better than the leader it may in truth be, on
+    /// average, given the paired difference's mean and standard error) is below this
+    /// many points; 0 turns this part off.
+    pub stop_loss: f32,
     /// Worlds every candidate gets before the stopping rule may drop one.
     pub stop_worlds_min: u32,
     /// Worlds before a candidate that scored exactly as the leader in every one of them
@@ -74,6 +84,7 @@ impl Default for SearchConfig {
             bid_sigma: 1.0,
             opponent_weight: 0.0,
             stop_z: 3.0,
+            stop_loss: 0.1,
             stop_worlds_min: 32,
             stop_tie_worlds_min: 128,
         }
@@ -85,6 +96,9 @@ impl Default for SearchConfig {
 pub enum Fallback {
     /// Only one legal action: nothing to search.
     Forced,
+    /// Every legal action is interchangeable with the heuristic's (see
+    /// [`interchangeable`]): whichever is played, the round goes the same.
+    Interchangeable,
     /// The deadline had passed before the first world.
     Deadline,
     /// The observation could not be read as a position (see [`KnowledgeError`]).
@@ -144,6 +158,9 @@ pub fn search(
         return Ok(fallback(Fallback::Knowledge(KnowledgeError::NotToAct)));
     };
     let candidates = candidates(obs, &knowledge, &base, &params, config, default);
+    if candidates.len() == 1 {
+        return Ok(fallback(Fallback::Interchangeable));
+    }
     let worlds_max = match (budget.iterations_max, budget.deadline) {
         (Some(n), _) => n.max(1),
         (None, Some(_)) => u32::MAX,
@@ -153,6 +170,7 @@ pub fn search(
     let mut race = Race::new(
         candidates.len(),
         config.stop_z,
+        config.stop_loss,
         config.stop_worlds_min,
         config.stop_tie_worlds_min,
     );
@@ -233,11 +251,37 @@ fn candidates(
             (Action::Bid { bid }, Some(e)) => (f32::from(bid) - e).abs() <= config.bid_window,
             _ => true,
         };
-        if near && a != default {
+        let unknown = knowledge.unknown();
+        if near && !out.iter().any(|&b| interchangeable(a, b, unknown)) {
             out.push(a);
         }
     }
     out
+}
+
+/// Whether playing `a` or `b` (two cards of the viewer's hand) makes no difference to
+/// the round whatever the hidden cards are, `unknown` being the cards the viewer has
+/// not seen: both are Wizards (the first Wizard takes the trick, whichever it is), both
+/// Jesters, or they are of one suit and every card of that suit ranked between them is
+/// out of the other seats' reach (in the viewer's hand, played or turned), so each
+/// beats and loses to exactly the same cards of the others. The search evaluates one
+/// card of such a class (the first in its order, the heuristic's own when it is in the
+/// class): the others would only repeat its rollouts. Equal actions are
+/// interchangeable too.
+fn interchangeable(a: Action, b: Action, unknown: sim::Mask) -> bool {
+    let (Action::Play { card: a }, Action::Play { card: b }) = (a, b) else {
+        return a == b;
+    };
+    match (a, b) {
+        (Card::Wizard(_), Card::Wizard(_)) | (Card::Jester(_), Card::Jester(_)) => true,
+        (Card::Suited { suit: sa, .. }, Card::Suited { suit: sb, .. }) if sa == sb => {
+            let (lo, hi) = (a.index().min(b.index()), a.index().max(b.index()));
+            // The cards strictly between the two, in index (= rank) order within the suit.
+            let between = ((1u64 << hi) - 1) & !((1u64 << (lo + 1)) - 1);
+            between & unknown == 0
+        }
+        _ => false,
+    }
 }
 
 /// Under hidden bids, seats that have bid but whose bid the viewer cannot see get the

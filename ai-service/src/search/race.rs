@@ -10,10 +10,16 @@
 //! The rule, checked every `CHECK_EVERY_WORLDS` worlds once `worlds_min` worlds are in:
 //! with `d` the weighted mean of (leader - candidate) over the common worlds and `se` its
 //! standard error (weighted variance over the effective sample size `W^2 / sum w^2`),
-//! the candidate leaves the race when `d > z * se`, or, once `tie_worlds_min` worlds
-//! are in, when every one of its values so far equalled the leader's (indistinguishable:
-//! the leader, earlier in the order on a tie, stands for both; two cards next in rank
-//! often are). The race is decided when one candidate is left.
+//! the candidate leaves the race when `d > z * se`; when the value expected to be lost
+//! by dropping it, `E[max(0, X)]` for `X ~ N(-d, se^2)` (how much better than the
+//! leader it may in truth be, on average), is below `loss_max` points (a sequential
+//! "expected opportunity cost" rule: a close call between two candidates worth about the
+//! same ends without spending the budget on it, a close call with a wide spread does
+//! not); or, once `tie_worlds_min` worlds are in, when every one of its values so far
+//! equalled the leader's (indistinguishable: the leader, earlier in the order on a tie,
+//! stands for both). The loss rule needs the two to have differed in some world, so a
+//! tie is only ever dropped by the tie rule. The race is decided when one candidate is
+//! left.
 
 /// Worlds between two applications of the stopping rule.
 const CHECK_EVERY_WORLDS: u32 = 8;
@@ -23,6 +29,7 @@ const CHECK_EVERY_WORLDS: u32 = 8;
 pub(super) struct Race {
     candidates: usize,
     z: f64,
+    loss_max: f64,
     worlds_min: u32,
     tie_worlds_min: u32,
     worlds: u32,
@@ -41,10 +48,17 @@ pub(super) struct Race {
 
 impl Race {
     /// A race of `candidates` candidates; `z` of 0 turns the stopping rule off.
-    pub(super) fn new(candidates: usize, z: f32, worlds_min: u32, tie_worlds_min: u32) -> Race {
+    pub(super) fn new(
+        candidates: usize,
+        z: f32,
+        loss_max: f32,
+        worlds_min: u32,
+        tie_worlds_min: u32,
+    ) -> Race {
         Race {
             candidates,
             z: f64::from(z),
+            loss_max: f64::from(loss_max),
             worlds_min: worlds_min.max(2),
             tie_worlds_min,
             worlds: 0,
@@ -118,7 +132,10 @@ impl Race {
             let variance = (d_sq - d * d).max(0.0);
             let indistinguishable = d_sq <= 0.0 && self.worlds >= self.tie_worlds_min;
             let se = (variance / (n_eff - 1.0).max(1.0)).sqrt();
-            if indistinguishable || d > self.z * se {
+            // Worlds in which the two always scored alike tell nothing about the spread
+            // of their difference: only the tie rule may drop such a candidate.
+            let not_worth_it = d_sq > 0.0 && expected_gain(d, se) < self.loss_max;
+            if indistinguishable || d > self.z * se || not_worth_it {
                 self.in_race[j] = false;
             }
         }
@@ -153,6 +170,20 @@ impl Race {
     }
 }
 
+/// How much better than the leader, on average, a candidate whose mean is `d` below
+/// the leader's with standard error `se` may in truth be: `E[max(0, X)]` for
+/// `X ~ N(-d, se^2)`, that is `se * pdf(d / se) - d * P(Z > d / se)`. It is the value
+/// the search expects to lose by dropping the candidate now.
+fn expected_gain(d: f64, se: f64) -> f64 {
+    if se <= 0.0 {
+        return (-d).max(0.0);
+    }
+    let t = d / se;
+    let pdf = (-0.5 * t * t).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    let upper_tail = 0.5 * libm::erfc(t / std::f64::consts::SQRT_2);
+    se * pdf - d * upper_tail
+}
+
 #[cfg(test)]
 mod tests {
     //! The stopping rule on made-up values: clear leads end the race, close or noisy
@@ -181,7 +212,7 @@ mod tests {
     #[test]
     fn a_clear_lead_ends_the_race_at_the_first_check() {
         // Candidate 2 is 5 better in every world, over shared noise.
-        let mut race = Race::new(4, 3.0, 32, 128);
+        let mut race = Race::new(4, 3.0, 0.0, 32, 128);
         let (worlds, leader) = run(&mut race, 200, |w, c| {
             noise(w, 0) + if c == 2 { 5.0 } else { 0.0 } + c as f64 * 0.1
         });
@@ -191,7 +222,7 @@ mod tests {
     #[test]
     fn a_lead_within_the_noise_runs_to_the_budget() {
         // Independent noise per candidate, equal means: nothing is clear.
-        let mut race = Race::new(3, 3.0, 32, 128);
+        let mut race = Race::new(3, 3.0, 0.0, 32, 128);
         let (worlds, _) = run(&mut race, 200, noise);
         assert_eq!(worlds, 200);
         assert!(!race.decided());
@@ -201,7 +232,7 @@ mod tests {
     fn a_small_consistent_lead_is_clear_with_common_worlds() {
         // Shared noise and a 0.5 lead in every world: the paired difference has no
         // variance, so the lead is clear although the noise is 20 times larger.
-        let mut race = Race::new(2, 3.0, 32, 128);
+        let mut race = Race::new(2, 3.0, 0.0, 32, 128);
         let (worlds, leader) = run(&mut race, 200, |w, c| {
             noise(w, 0) + if c == 1 { 0.5 } else { 0.0 }
         });
@@ -210,22 +241,52 @@ mod tests {
 
     #[test]
     fn identical_candidates_leave_only_after_tie_worlds_min() {
-        let mut race = Race::new(3, 3.0, 32, 128);
+        let mut race = Race::new(3, 3.0, 0.0, 32, 128);
         let (worlds, leader) = run(&mut race, 200, |w, _| noise(w, 0));
         assert_eq!((worlds, leader), (128, 0));
     }
 
     #[test]
     fn z_zero_never_stops_and_keeps_every_mean() {
-        let mut race = Race::new(2, 0.0, 32, 128);
+        let mut race = Race::new(2, 0.0, 0.0, 32, 128);
         let (worlds, leader) = run(&mut race, 100, |_, c| if c == 1 { 3.0 } else { 1.0 });
         assert_eq!((worlds, leader), (100, 1));
         assert!((race.mean(0) - 1.0).abs() < 1e-12 && (race.mean(1) - 3.0).abs() < 1e-12);
     }
 
     #[test]
+    fn expected_gain_is_the_normal_tail_mean() {
+        assert!((expected_gain(0.0, 1.0) - 0.398_942).abs() < 1e-5);
+        // d = se: pdf(1) - P(Z > 1) = 0.241971 - 0.158655.
+        assert!((expected_gain(2.0, 2.0) - 2.0 * 0.083_316).abs() < 1e-5);
+        assert!(expected_gain(3.0, 1.0) < 0.001);
+        assert!(expected_gain(1.0, 0.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_difference_too_small_to_matter_ends_the_race_with_a_loss_bound() {
+        // Candidate 1 differs from 0 by +-0.5 in each world, over shared noise of +-10:
+        // the z rule cannot tell them apart, but neither can be much better.
+        let values = |w: u32, c: usize| noise(w, 0) + if c == 1 { noise(w, 1) * 0.05 } else { 0.0 };
+        let mut race = Race::new(2, 3.0, 0.0, 32, 128);
+        let (worlds, _) = run(&mut race, 200, values);
+        assert_eq!(worlds, 200);
+        let mut race = Race::new(2, 3.0, 0.05, 32, 128);
+        let (worlds, _) = run(&mut race, 200, values);
+        assert_eq!(worlds, 32);
+    }
+
+    #[test]
+    fn a_loss_bound_keeps_a_noisy_race_going() {
+        // Independent noise of +-10 per candidate: either may be better by points.
+        let mut race = Race::new(3, 3.0, 0.05, 32, 128);
+        let (worlds, _) = run(&mut race, 200, noise);
+        assert_eq!(worlds, 200);
+    }
+
+    #[test]
     fn weights_count_in_the_means() {
-        let mut race = Race::new(1, 0.0, 32, 128);
+        let mut race = Race::new(1, 0.0, 0.0, 32, 128);
         race.world(3.0, |_| 2.0);
         race.world(1.0, |_| 6.0);
         assert!((race.mean(0) - 3.0).abs() < 1e-12);

@@ -107,6 +107,11 @@ impl Knowledge {
         })
     }
 
+    /// The cards the viewer has not seen: in the other seats' hands or undealt.
+    pub(crate) fn unknown(&self) -> Mask {
+        self.unknown
+    }
+
     /// Suits `seat` is known to lack.
     pub(crate) fn voids(&self, seat: Seat) -> u8 {
         self.voids.get(usize::from(seat)).copied().unwrap_or(0)

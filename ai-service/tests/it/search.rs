@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::agent::{Budget, decision_rng};
 use wizard_ai::search::{
-    self, SearchConfig, inferred_voids, respects_voids, rollout, sample_world,
+    self, Fallback, SearchConfig, inferred_voids, respects_voids, rollout, sample_world,
 };
 use wizard_core::game::{Action, BidRestriction, Card, Game, Options, Phase, Seat, Suit, bot};
 
@@ -126,6 +126,60 @@ proptest! {
     }
 }
 
+/// Whether the viewer of `obs` may play `a` or `b` alike, by the rules: two Wizards, two
+/// Jesters, or two cards of one suit with no card of that suit between them that
+/// another seat could hold (every one in the own hand, played or turned).
+fn interchangeable(obs: &wizard_core::game::Observation, a: Action, b: Action) -> bool {
+    let (Action::Play { card: a }, Action::Play { card: b }) = (a, b) else {
+        return a == b;
+    };
+    match (a, b) {
+        (Card::Wizard(_), Card::Wizard(_)) | (Card::Jester(_), Card::Jester(_)) => true,
+        (Card::Suited { suit, rank: ra }, Card::Suited { suit: sb, rank: rb }) if suit == sb => {
+            (ra.min(rb) + 1..ra.max(rb)).all(|rank| {
+                let c = Card::Suited { suit, rank };
+                obs.hand.contains(&c) || obs.played.contains(&c) || obs.trump_card == Some(c)
+            })
+        }
+        _ => false,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The search evaluates one card of each class of interchangeable cards, and does
+    /// not search at all when every legal card is in one class.
+    #[test]
+    fn interchangeable_cards_are_searched_once((players, opt, seed, steps) in position_strategy()) {
+        let Some((game, seat)) = random_position(players, options(opt), seed, steps) else {
+            return Ok(());
+        };
+        let obs = game.observation(seat);
+        let mut rng = decision_rng(seed, seat, 0);
+        let out = search::search(&obs, &Budget::iterations(2), &SearchConfig::default(), &mut rng).unwrap();
+        let legal = &obs.legal_actions;
+        let one_class = legal.iter().all(|&a| interchangeable(&obs, a, legal[0]));
+        let expected = match legal.len() {
+            1 => Some(Fallback::Forced),
+            _ if one_class => Some(Fallback::Interchangeable),
+            _ => None,
+        };
+        prop_assert_eq!(&out.fallback, &expected);
+        for (i, (a, _)) in out.values.iter().enumerate() {
+            for (b, _) in &out.values[..i] {
+                prop_assert!(!interchangeable(&obs, *a, *b), "{:?} and {:?} both searched", a, b);
+            }
+        }
+        if out.fallback.is_none() {
+            // Every legal card has a searched card of its class (bids may be left out).
+            for &a in legal.iter().filter(|a| matches!(a, Action::Play { .. })) {
+                prop_assert!(out.values.iter().any(|&(b, _)| interchangeable(&obs, a, b)));
+            }
+        }
+    }
+}
+
 #[test]
 fn samples_respect_voids_almost_always() {
     let (mut checked, mut respected) = (0, 0);
@@ -167,7 +221,7 @@ fn search_is_deterministic_under_an_iteration_budget() {
         };
         let (a, b) = (run(), run());
         assert_eq!(a, b);
-        if obs.legal_actions.len() > 1 {
+        if obs.legal_actions.len() > 1 && a.fallback != Some(Fallback::Interchangeable) {
             assert_eq!(a.worlds, 8);
         }
     }
