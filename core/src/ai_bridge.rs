@@ -13,7 +13,7 @@ use std::ops::Bound;
 use rand_chacha::ChaCha12Rng;
 
 use crate::game::{Action, Seat};
-use crate::io::{ConnId, FallbackReason};
+use crate::io::{ConnId, DecidedBy, FallbackReason};
 use crate::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
 use crate::session::LobbyId;
 use crate::time::Time;
@@ -59,6 +59,8 @@ pub enum Answer {
         request_id: u64,
         pending: Pending,
         action: Action,
+        /// The agent the reply names.
+        by: DecidedBy,
     },
     /// The request failed or was shed: the fallback moves for it.
     Fallback {
@@ -264,11 +266,12 @@ impl AiBridge {
             return Answer::Nothing;
         };
         let reason = match reply {
-            Ok(AiReply::Decision { action, .. }) => {
+            Ok(AiReply::Decision { action, agent, .. }) => {
                 return Answer::Decision {
                     request_id,
                     pending,
                     action,
+                    by: DecidedBy::from_agent_name(&agent),
                 };
             }
             Ok(AiReply::Error { code, .. }) => match code {

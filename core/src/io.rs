@@ -426,6 +426,43 @@ pub enum MoveSource {
     Fallback,
 }
 
+/// Which agent of the AI service decided an applied AI move, from the `agent` its
+/// reply names (the `ai_decisions` counter): `Search` is the strong level's primary
+/// agent, `Heuristic` what the service degrades to under load (and the normal level),
+/// `Other` any name this build does not know (free text from the service).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecidedBy {
+    Search,
+    Heuristic,
+    Easy,
+    Random,
+    Other,
+}
+
+impl DecidedBy {
+    /// The agent a reply's `agent` names.
+    pub fn from_agent_name(name: &str) -> DecidedBy {
+        match name {
+            "search" => DecidedBy::Search,
+            "heuristic" => DecidedBy::Heuristic,
+            "easy" => DecidedBy::Easy,
+            "random" => DecidedBy::Random,
+            _ => DecidedBy::Other,
+        }
+    }
+
+    /// The label in `/metrics`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DecidedBy::Search => "search",
+            DecidedBy::Heuristic => "heuristic",
+            DecidedBy::Easy => "easy",
+            DecidedBy::Random => "random",
+            DecidedBy::Other => "other",
+        }
+    }
+}
+
 /// Why the core wants to be woken (the reason of [`crate::Server::poll_timeout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum WakeReason {

@@ -5,7 +5,7 @@
 
 use std::marker::PhantomData;
 
-use crate::io::{FallbackReason, MoveSource, RefuseReason};
+use crate::io::{DecidedBy, FallbackReason, MoveSource, RefuseReason};
 use crate::overload::LoadLevel;
 use crate::wire::{CloseCode, ErrorCode};
 
@@ -89,6 +89,17 @@ macro_rules! tally {
     };
 }
 
+tally!(
+    DecidedBy,
+    [
+        DecidedBy::Search,
+        DecidedBy::Heuristic,
+        DecidedBy::Easy,
+        DecidedBy::Random,
+        DecidedBy::Other,
+    ],
+    DecidedBy::name
+);
 tally!(
     RequestRefusal,
     [
@@ -213,6 +224,8 @@ pub struct Counters {
     pub ai_requests: u64,
     /// Moves the fallback made instead of the AI, by reason.
     pub fallbacks: Counts<FallbackReason>,
+    /// AI moves applied, by the agent of the service that decided them.
+    pub ai_decisions: Counts<DecidedBy>,
     pub breaker_opened: u64,
     /// Load level changes, by the level entered.
     pub level_changes: Counts<LoadLevel>,

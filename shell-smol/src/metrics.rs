@@ -241,6 +241,11 @@ const FAMILIES: &[(&str, &str, &str)] = &[
         "reason",
     ),
     (
+        "ai_decisions",
+        "AI moves applied, by the agent of the AI service that decided them",
+        "agent",
+    ),
+    (
         "level_changes",
         "Load level changes, by level entered",
         "level",
@@ -431,12 +436,13 @@ impl Metrics {
         fn by_name<E: Tally>(counts: &Counts<E>) -> Vec<(&'static str, u64)> {
             counts.iter().map(|(e, n)| (e.name(), n)).collect()
         }
-        let family_values: [(&str, Vec<(&'static str, u64)>); 7] = [
+        let family_values: [(&str, Vec<(&'static str, u64)>); 8] = [
             ("connections_refused", by_name(&c.connections_refused)),
             ("closes", by_name(&c.closes)),
             ("errors", by_name(&c.errors)),
             ("moves", by_name(&c.moves)),
             ("fallbacks", by_name(&c.fallbacks)),
+            ("ai_decisions", by_name(&c.ai_decisions)),
             ("level_changes", by_name(&c.level_changes)),
             ("requests_refused", by_name(&c.requests_refused)),
         ];

@@ -7,7 +7,7 @@ use rand_chacha::ChaCha12Rng;
 use crate::ai_bridge::{Answer, Ask, Outcome, Pending};
 use crate::game::level::{self, AiLevel};
 use crate::game::{Action, Event, Seat};
-use crate::io::{ConnId, ConnKind, FallbackReason, MoveSource, Note, Output};
+use crate::io::{ConnId, ConnKind, DecidedBy, FallbackReason, MoveSource, Note, Output};
 use crate::lobby::LobbyError;
 use crate::session::{LobbyId, SessionId};
 use crate::time::Time;
@@ -278,9 +278,10 @@ impl Server {
                 request_id,
                 pending,
                 action,
+                by,
             } => {
                 self.timers.cancel(&TimerKey::AiRequest(request_id));
-                self.on_ai_decision(now, request_id, pending, action, out);
+                self.on_ai_decision(now, request_id, pending, action, by, out);
             }
             Answer::Fallback {
                 request_id,
@@ -300,6 +301,7 @@ impl Server {
         request_id: u64,
         pending: Pending,
         action: Action,
+        by: DecidedBy,
         out: &mut Vec<Output>,
     ) {
         let current = self.lobbies.get(pending.lobby).filter(|l| {
@@ -316,6 +318,7 @@ impl Server {
             .is_some_and(|g| g.check(pending.seat, action).is_ok());
         if legal {
             self.bridge.settle(now, Outcome::Success);
+            self.counters.ai_decisions.bump(by);
             if let Some(l) = self.lobbies.get_mut(pending.lobby) {
                 l.decide_turn(pending.seat, Some(request_id), action, Decider::Ai);
             }

@@ -94,5 +94,14 @@ fn decide_requests_reach_an_ai_service_with_the_secret_and_its_moves_are_applied
         assert_eq!(metric(addr, "wizard_moves_total{by=\"ai\"}").await, 2.0);
         assert_eq!(metric(addr, "wizard_ai_requests_total").await, 2.0);
         assert_eq!(metric(addr, "wizard_fallbacks_total").await, 0.0);
+        // The fake service names an agent this build does not know.
+        assert_eq!(
+            metric(addr, "wizard_ai_decisions_total{agent=\"other\"}").await,
+            2.0
+        );
+        assert_eq!(
+            metric(addr, "wizard_ai_decisions_total{agent=\"search\"}").await,
+            0.0
+        );
     });
 }

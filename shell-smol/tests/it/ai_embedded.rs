@@ -147,6 +147,18 @@ fn both_transports_play_ai_seats_and_only_the_websocket_opens_a_socket() {
                 fallbacks, 0.0,
                 "{transport:?}: every AI move from the service"
             );
+            // Every applied AI move is counted by the agent its reply names.
+            // (One scrape: AI seats may still be moving.)
+            let (_, body) = crate::client::http(addr, "GET", "/metrics", &[]).await;
+            let value = |name: &str| {
+                body.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            };
+            let ai_moves = value("wizard_moves_total{by=\"ai\"}");
+            let heuristic = value("wizard_ai_decisions_total{agent=\"heuristic\"}");
+            assert!(ai_moves >= Some(6.0), "{transport:?}: {ai_moves:?}");
+            assert_eq!(heuristic, ai_moves, "{transport:?}: decisions by agent");
         });
     }
 }
