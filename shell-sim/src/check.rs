@@ -307,12 +307,22 @@ impl Checker {
             self.failure();
         }
         for o in out {
-            if let Output::Send { conn, text, .. } = o
-                && self.ai_conns.contains(conn)
-                && let Some(id) = wire::peek_request_id(text)
+            // A request leaves as a frame, or as a value to the in-process service.
+            let asked = match o {
+                Output::Send { conn, text, .. } => {
+                    wire::peek_request_id(text).map(|id| (*conn, id))
+                }
+                Output::AiRequest { conn, request } => {
+                    let wizard_core::wire::AiRequest::Decide { request_id, .. } = **request;
+                    Some((*conn, request_id))
+                }
+                _ => None,
+            };
+            if let Some((conn, id)) = asked
+                && self.ai_conns.contains(&conn)
             {
                 self.ai_pending
-                    .insert(id, (now.plus_us(c.ai_decision_timeout_us), *conn));
+                    .insert(id, (now.plus_us(c.ai_decision_timeout_us), conn));
             }
         }
         let g = server.gauges();
