@@ -175,6 +175,11 @@ impl Process {
     ) -> Process {
         use std::process::{Command, Stdio};
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
             .env_clear()
             .env("BIND", addr.to_string())
@@ -186,14 +191,9 @@ impl Process {
             .env("MESSAGE_BURST", "1000")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(log)
-                    .unwrap(),
-            )
+            // The log lines (stdout) and whatever else it says (stderr), in `log`.
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file)
             .spawn()
             .expect("wizard-server starts");
         Process { child, addr }

@@ -262,7 +262,7 @@ fn records_round_trip_per_shard_and_a_second_opener_waits_for_the_lock() {
     store_k.commit(many.clone()).unwrap();
     store_l.commit(vec![session(7, 0)]).unwrap();
     store_l.flush().unwrap();
-    assert_eq!(owner_backend(&mut admin, k).is_some(), true);
+    assert!(owner_backend(&mut admin, k).is_some(), "K's owner holds its lock");
     // A standby for K blocks in its open while K's owner holds the lock...
     let standby = std::thread::spawn({
         let url = url.clone();
@@ -293,9 +293,9 @@ fn records_round_trip_per_shard_and_a_second_opener_waits_for_the_lock() {
     let mut expected = vec![session(1, 0), session(2, 0)];
     expected.extend(many);
     assert!(records == expected, "every record of K, in order");
+    drop(store_l);
     let (_, records) = PgStore::open(&url, l).unwrap();
     assert_eq!(records, [session(7, 0)], "L's own");
-    drop(store_l);
 
     // Compaction: 100 sessions recorded 50 times leave their newest records only.
     let m = shard("M");
@@ -359,15 +359,17 @@ fn wait_for_line(log: &Path, line: &str) {
     }
 }
 
-/// Ann and Bob in a game on `addr`, with the views they saw.
-async fn two_players_in_a_game(addr: std::net::SocketAddr) -> ([Player; 2], Vec<Observation>) {
+/// Ann, Bob and Cat in a game on `addr`, with the views they saw.
+async fn three_players_in_a_game(addr: std::net::SocketAddr) -> ([Player; 3], Vec<Observation>) {
     let (mut ann, _) = Player::hello(addr, None).await;
     let (mut bob, _) = Player::hello(addr, None).await;
+    let (mut cat, _) = Player::hello(addr, None).await;
     let code = ann.create_lobby("Ann").await;
     assert!(code.starts_with('K'), "a code of shard K: {code}");
     bob.join_lobby(&code, "Bob").await;
+    cat.join_lobby(&code, "Cat").await;
     ann.send(ClientMessage::StartGame).await;
-    let mut players = [ann, bob];
+    let mut players = [ann, bob, cat];
     let mut seen = Vec::new();
     for p in players.iter_mut() {
         let v = p.state_where(|v| v.game.is_some()).await;
@@ -377,7 +379,7 @@ async fn two_players_in_a_game(addr: std::net::SocketAddr) -> ([Player; 2], Vec<
 }
 
 /// Plays `moves` moves (whoever may move), every player's view followed.
-async fn play(players: &mut [Player; 2], seen: &mut [Observation], moves: usize) {
+async fn play(players: &mut [Player; 3], seen: &mut [Observation], moves: usize) {
     for _ in 0..moves {
         let Some((i, action)) = seen
             .iter()
@@ -402,7 +404,7 @@ async fn play(players: &mut [Player; 2], seen: &mut [Observation], moves: usize)
 }
 
 /// Both players come back on `addr` with their tokens, seeing at least what they saw.
-async fn come_back(addr: std::net::SocketAddr, players: &mut [Player; 2], seen: &mut [Observation]) {
+async fn come_back(addr: std::net::SocketAddr, players: &mut [Player; 3], seen: &mut [Observation]) {
     for (i, p) in players.iter_mut().enumerate() {
         let (back, view) = Player::hello(addr, Some(&p.token)).await;
         assert_eq!(back.id, p.id, "the same player");
@@ -432,7 +434,7 @@ fn a_standby_takes_over_after_kill_9_of_the_owner() {
     let mut standby = Process::spawn_env(&url, super::proxy::free_port(), &standby_log, &env);
     wait_for_line(&standby_log, "Standing by");
     let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = two_players_in_a_game(owner.addr).await;
+        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
         play(&mut players, &mut seen, 5).await;
         (players, seen)
     });
@@ -505,7 +507,7 @@ fn an_owner_whose_session_is_terminated_acknowledges_nothing_and_exits() {
     let mut standby = Process::spawn_env(&url, super::proxy::free_port(), &standby_log, &env);
     wait_for_line(&standby_log, "Standing by");
     let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = two_players_in_a_game(owner.addr).await;
+        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
         play(&mut players, &mut seen, 3).await;
         (players, seen)
     });
@@ -562,7 +564,7 @@ fn an_owner_exits_non_zero_when_postgres_stops() {
     let env = [("SHARD_ID", "K")];
     let owner_log = pg.dir().0.join("owner.log");
     let mut owner = Process::start_env(&url, super::proxy::free_port(), &owner_log, &env);
-    let (mut players, seen) = bounded(60, async { two_players_in_a_game(owner.addr).await });
+    let (mut players, seen) = bounded(60, async { three_players_in_a_game(owner.addr).await });
     pg.stop();
     let status = exit_status(&mut owner, 30);
     assert!(!status.success(), "the owner exits non-zero: {status}");
