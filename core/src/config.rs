@@ -349,7 +349,10 @@ impl Config {
                 "SOCKET_SEND_BUFFER_BYTES" => c.shell.socket_send_buffer_bytes = v.count(4096)?,
                 "SOCKET_RECV_BUFFER_BYTES" => c.shell.socket_recv_buffer_bytes = v.count(4096)?,
                 "LISTEN_BACKLOG" => c.shell.listen_backlog_max = v.count(1)?,
-                "STORE" => c.shell.store = v.parsed("is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB")?,
+                "STORE" => {
+                    c.shell.store =
+                        v.parsed("is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB")?
+                }
                 "STORE_SYNC_INTERVAL" => c.shell.store_sync_interval_us = v.duration_us(1000)?,
                 "LOBBY_IDLE_TTL" => c.lobby_idle_ttl_us = v.duration_us(1)?,
                 "ABANDONED_GAME_TTL" => c.abandoned_game_ttl_us = v.duration_us(1)?,

@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use wizard_core::config::Config;
+use wizard_core::records::Record;
 use wizard_core::rng::Seed;
 use wizard_core::{Server, Time};
-use wizard_core::records::Record;
 use wizard_server::pg_store::PgStore;
 use wizard_server::store::Store;
 

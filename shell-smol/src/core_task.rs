@@ -276,11 +276,13 @@ impl CoreTask {
                     }
                 }
                 Wake::Deadline => {
-                    if st.held.front().is_some_and(|h| h.since.elapsed() >= COMMIT_WAIT_MAX) {
-                        return Err(self.store_lost(format!(
-                            "no commit for {} s",
-                            COMMIT_WAIT_MAX.as_secs()
-                        )));
+                    if st
+                        .held
+                        .front()
+                        .is_some_and(|h| h.since.elapsed() >= COMMIT_WAIT_MAX)
+                    {
+                        return Err(self
+                            .store_lost(format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs())));
                     }
                     if !full {
                         self.handle(now, Input::Timeout, &mut st);
@@ -357,10 +359,9 @@ impl CoreTask {
             let until = st.held.front().map(|h| h.since + COMMIT_WAIT_MAX);
             timer.set(until);
             if let Wake::Deadline = self.wait_for_store(&mut timer).await {
-                return Err(self.store_lost(format!(
-                    "no commit for {} s",
-                    COMMIT_WAIT_MAX.as_secs()
-                )));
+                return Err(
+                    self.store_lost(format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs()))
+                );
             }
             if let Some(e) = self.store.as_ref().and_then(|s| s.failed()) {
                 return Err(self.store_lost(e));
@@ -384,7 +385,10 @@ impl CoreTask {
     /// Sends this pass's outputs now when nothing waits for the store, or holds them
     /// behind `ticket` (or behind the passes already held, in order).
     fn route_or_hold(&mut self, st: &mut State, ticket: Option<u64>, now: Time) {
-        let durable = self.store.as_ref().map_or(u64::MAX, |s| s.durable_through());
+        let durable = self
+            .store
+            .as_ref()
+            .map_or(u64::MAX, |s| s.durable_through());
         let waits = ticket.is_some_and(|t| t > durable);
         if st.held.is_empty() && !waits {
             let (out, pass) = (std::mem::take(&mut st.out), st.pass);

@@ -253,7 +253,9 @@ impl PgStore {
             read_ms = started.elapsed().as_millis() as u64,
             "Store opened; this process owns the shard"
         );
-        let insert = client.prepare(INSERT).map_err(pg("cannot set up", &shown))?;
+        let insert = client
+            .prepare(INSERT)
+            .map_err(pg("cannot set up", &shown))?;
         let (core_wake, wakes) = async_channel::bounded(1);
         let shared = Arc::new(Shared {
             front: Mutex::new(Front {
@@ -431,11 +433,7 @@ fn wait_for_lock(
 
 /// This shard's records with their sequence numbers, oldest first: streamed (rows
 /// arrive while earlier ones are decoded on the other cores).
-fn load(
-    client: &mut Client,
-    shard: &str,
-    shown: &str,
-) -> Result<Vec<(u64, Record)>, StoreError> {
+fn load(client: &mut Client, shard: &str, shown: &str) -> Result<Vec<(u64, Record)>, StoreError> {
     let failed = pg("cannot read", shown);
     let params: [&(dyn ToSql + Sync); 1] = [&shard];
     let mut rows = client
@@ -566,8 +564,7 @@ impl Writer {
         while let Some(row) = rows.next()? {
             let kind: &str = row.try_get(1)?;
             // A row this build does not know is kept.
-            if let Some(key) = row_key_of(kind, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?)
-            {
+            if let Some(key) = row_key_of(kind, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?) {
                 found.add(row.try_get::<_, i64>(0)? as u64, key);
             }
         }
@@ -614,7 +611,9 @@ fn insert_rows(
     }
     client.execute(
         statement,
-        &[&shard, &seqs, &lobbies, &sessions, &kinds, &game_nos, &bodies],
+        &[
+            &shard, &seqs, &lobbies, &sessions, &kinds, &game_nos, &bodies,
+        ],
     )?;
     Ok(())
 }

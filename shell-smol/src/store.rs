@@ -783,14 +783,7 @@ fn insert(conn: &mut Connection, rows: &[Row], journal_from: u64) -> rusqlite::R
         )?;
         for Row { seq, record, body } in rows {
             let (lobby, session, kind, game_no) = key_columns(record.row_key());
-            statement.execute(params![
-                *seq as i64,
-                lobby,
-                session,
-                kind,
-                game_no,
-                body
-            ])?;
+            statement.execute(params![*seq as i64, lobby, session, kind, game_no, body])?;
         }
     }
     let mut set = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;

@@ -54,9 +54,7 @@ impl FromStr for StoreSpec {
     fn from_str(text: &str) -> Result<StoreSpec, ()> {
         match text.split_once(':') {
             None if text == "memory" => Ok(StoreSpec::Memory),
-            Some(("postgres" | "postgresql", rest))
-                if rest.starts_with("//") && rest.len() > 2 =>
-            {
+            Some(("postgres" | "postgresql", rest)) if rest.starts_with("//") && rest.len() > 2 => {
                 Ok(StoreSpec::Postgres(text.trim().to_string()))
             }
             Some(("sqlite", path)) if !path.trim().is_empty() => {

@@ -77,7 +77,8 @@ impl Postgres {
         let bin = match server_bin_dir() {
             Some(bin) => bin,
             None => {
-                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/install-postgres.sh");
+                let script =
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/install-postgres.sh");
                 let status = Command::new("bash")
                     .arg(&script)
                     .stdout(Stdio::null())
@@ -150,10 +151,7 @@ impl Postgres {
             if pg.try_client("postgres").is_ok() {
                 return Ok(pg);
             }
-            let exited = pg
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten());
+            let exited = pg.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
             if exited.is_some() || Instant::now() > until {
                 return Err(format!(
                     "postgres did not start: {}",
@@ -262,7 +260,10 @@ fn records_round_trip_per_shard_and_a_second_opener_waits_for_the_lock() {
     store_k.commit(many.clone()).unwrap();
     store_l.commit(vec![session(7, 0)]).unwrap();
     store_l.flush().unwrap();
-    assert!(owner_backend(&mut admin, k).is_some(), "K's owner holds its lock");
+    assert!(
+        owner_backend(&mut admin, k).is_some(),
+        "K's owner holds its lock"
+    );
     // A standby for K blocks in its open while K's owner holds the lock...
     let standby = std::thread::spawn({
         let url = url.clone();
@@ -283,7 +284,10 @@ fn records_round_trip_per_shard_and_a_second_opener_waits_for_the_lock() {
         assert!(Instant::now() < until, "the standby never connected");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!standby.is_finished(), "opened while the owner holds the lock");
+    assert!(
+        !standby.is_finished(),
+        "opened while the owner holds the lock"
+    );
     // ...and reads everything once the owner is gone.
     drop(store_k);
     let (store_k, count) = standby.join().unwrap().unwrap();
@@ -301,7 +305,9 @@ fn records_round_trip_per_shard_and_a_second_opener_waits_for_the_lock() {
     let m = shard("M");
     let (store, _) = PgStore::open_compacting_at(&url, m, 1000).unwrap();
     for round in 0..50 {
-        store.commit((0..100).map(|n| session(n, round)).collect()).unwrap();
+        store
+            .commit((0..100).map(|n| session(n, round)).collect())
+            .unwrap();
     }
     store
         .commit(
@@ -404,7 +410,11 @@ async fn play(players: &mut [Player; 3], seen: &mut [Observation], moves: usize)
 }
 
 /// Both players come back on `addr` with their tokens, seeing at least what they saw.
-async fn come_back(addr: std::net::SocketAddr, players: &mut [Player; 3], seen: &mut [Observation]) {
+async fn come_back(
+    addr: std::net::SocketAddr,
+    players: &mut [Player; 3],
+    seen: &mut [Observation],
+) {
     for (i, p) in players.iter_mut().enumerate() {
         let (back, view) = Player::hello(addr, Some(&p.token)).await;
         assert_eq!(back.id, p.id, "the same player");
@@ -440,7 +450,10 @@ fn a_standby_takes_over_after_kill_9_of_the_owner() {
     });
     // One owner: the standby has not even bound its address.
     assert_eq!(super::proxy::get(standby.addr, "/health").0, 0);
-    assert!(standby.child.try_wait().unwrap().is_none(), "the standby waits");
+    assert!(
+        standby.child.try_wait().unwrap().is_none(),
+        "the standby waits"
+    );
     let held_by = owner_backend(&mut admin, shard("K"));
     assert!(held_by.is_some(), "the owner holds the lock");
     owner.crash();
@@ -451,7 +464,10 @@ fn a_standby_takes_over_after_kill_9_of_the_owner() {
         std::fs::read_to_string(&standby_log).unwrap_or_default()
     );
     let now_held_by = owner_backend(&mut admin, shard("K"));
-    assert!(now_held_by.is_some() && now_held_by != held_by, "the standby's lock");
+    assert!(
+        now_held_by.is_some() && now_held_by != held_by,
+        "the standby's lock"
+    );
     bounded(60, async {
         come_back(standby.addr, &mut players, &mut seen).await;
         play(&mut players, &mut seen, 5).await;
