@@ -11,6 +11,11 @@
 #                              # ending to its first state back in its game
 #   bench/durable.sh all
 #
+# With PG_URL (e.g. postgres://postgres@127.0.0.1:5432/wizard_bench, a database the
+# run may empty: it drops its table wizard_records before each run) cost also runs
+# STORE=postgres in each round (memory, sqlite, postgres, ...) and prints PostgreSQL's
+# commits per second (pg_stat_database.xact_commit over the run; needs psql).
+#
 # Settings (environment): PAIRS (cost: interleaved pairs per kind, default 3), KINDS
 # (cost: "paced full" by default, or one of them), GAMES
 # (default 1000), RESTARTS (restart: rounds of one SIGTERM and one kill -9, default 2),
@@ -29,6 +34,9 @@ TARGET_DIR=${TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
 HISTORY=${HISTORY:-bench/durable.jsonl}
 LABEL=${LABEL:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 SERVER_CPU=${SERVER_CPU-0}
+PG_URL=${PG_URL:-}
+STORES="memory sqlite"
+if [ -n "$PG_URL" ]; then STORES="memory sqlite postgres"; fi
 BENCH_CPU=${BENCH_CPU-1}
 
 if [ "${BUILD:-1}" = 1 ]; then
@@ -81,6 +89,13 @@ run() {
     mkdir -p "$SCRATCH/store"
     spec="sqlite:$SCRATCH/store/wizard.db"
   fi
+  local commits0=0 started
+  if [ "$store" = postgres ]; then
+    spec=$PG_URL
+    psql "$PG_URL" -qc "DROP TABLE IF EXISTS wizard_records" >/dev/null
+    commits0=$(psql "$PG_URL" -tAc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+  fi
+  started=$(date +%s.%N)
   # shellcheck disable=SC2086
   start_server "$port" "$spec" $env
   echo "== $kind, STORE=$store" >&2
@@ -89,6 +104,12 @@ run() {
     $args --history "$HISTORY" --label "$LABEL durable $kind $store" >/dev/null
   if [ "$store" = sqlite ]; then
     du -k "$SCRATCH/store" | tail -1 | awk -v k="$kind" '{ printf "   store folder after the %s run: %d KiB\n", k, $1 }' >&2
+  fi
+  if [ "$store" = postgres ]; then
+    local commits
+    commits=$(psql "$PG_URL" -tAc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    python3 -c "import sys; c, s = int(sys.argv[1]), float(sys.argv[2]); print(f'   PostgreSQL commits: {c} in {s:.1f} s of server life, {c / s:.0f} per second', file=sys.stderr)" \
+      "$((commits - commits0))" "$(echo "$(date +%s.%N) - $started" | bc)"
   fi
   kill -TERM "$SP"
   wait "$SP" 2>/dev/null || true
@@ -100,10 +121,10 @@ cost() {
   n0=$(wc -l <"$HISTORY" 2>/dev/null || echo 0)
   for _ in $(seq "$PAIRS"); do
     if [[ " $KINDS " = *" paced "* ]]; then
-      for store in memory sqlite; do run "$store" paced "$BIG" "$PACED_ARGS"; done
+      for store in $STORES; do run "$store" paced "$BIG" "$PACED_ARGS"; done
     fi
     if [[ " $KINDS " = *" full "* ]]; then
-      for store in memory sqlite; do run "$store" full "$BIG $FULL" "$FULL_ARGS"; done
+      for store in $STORES; do run "$store" full "$BIG $FULL" "$FULL_ARGS"; done
     fi
   done
   n=$(wc -l <"$HISTORY")
@@ -124,11 +145,12 @@ for kind, stores in rows.items():
     for store, runs in stores.items():
         f = lambda i: ", ".join(str(x[i]) for x in runs)
         print(f"| {kind} | {store} | {f(0)} | {f(1)} | {f(2)} | {f(3)} |")
-    if "memory" in stores and "sqlite" in stores:
-        mean = lambda s, i: sum(x[i] for x in stores[s]) / len(stores[s])
-        cpu = mean("sqlite", 0) / mean("memory", 0)
-        p99 = mean("sqlite", 1) - mean("memory", 1)
-        print(f"| {kind} | sqlite / memory (means) | {cpu:.3f} | {p99:+.2f} ms | | |")
+    mean = lambda s, i: sum(x[i] for x in stores[s]) / len(stores[s])
+    for durable in ("sqlite", "postgres"):
+        if "memory" in stores and durable in stores:
+            cpu = mean(durable, 0) / mean("memory", 0)
+            p99 = mean(durable, 1) - mean("memory", 1)
+            print(f"| {kind} | {durable} / memory (means) | {cpu:.3f} | {p99:+.2f} ms | | |")
 '
 }
 

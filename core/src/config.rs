@@ -26,7 +26,7 @@ use raw::Raw;
 
 pub use ai_service::{AiAgent, AiServiceConfig};
 pub use cidr::{IpCidr, IpCidrError};
-pub use shell::{LogFormat, ShellConfig, StoreSpec};
+pub use shell::{LogFormat, ShellConfig, StoreSpec, redact_password};
 
 /// Which program reads a setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -117,7 +117,7 @@ pub const SETTINGS: &[Setting] = &[
     server("SOCKET_RECV_BUFFER_BYTES", "65536", "kernel receive buffer asked for each accepted socket (SO_RCVBUF)"),
     server("LISTEN_BACKLOG", "1024", "connections the kernel queues for accept (capped by net.core.somaxconn)"),
     // Durable games (PROTOCOL.md 6.1).
-    server("STORE", "sqlite:wizard-data/wizard.db", "where games are kept: memory, or sqlite:PATH (created with its folder)"),
+    server("STORE", "sqlite:wizard-data/wizard.db", "where games are kept: memory, sqlite:PATH (created with its folder), or postgres://USER[:PASS]@HOST:PORT/DB (also postgresql://; shared by a shard's standby)"),
     server("STORE_SYNC_INTERVAL", "1", "seconds between the store writer's turns: folding the journal into SQLite and syncing it to disk (about what a power loss can take)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
     server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
@@ -349,7 +349,10 @@ impl Config {
                 "SOCKET_SEND_BUFFER_BYTES" => c.shell.socket_send_buffer_bytes = v.count(4096)?,
                 "SOCKET_RECV_BUFFER_BYTES" => c.shell.socket_recv_buffer_bytes = v.count(4096)?,
                 "LISTEN_BACKLOG" => c.shell.listen_backlog_max = v.count(1)?,
-                "STORE" => c.shell.store = v.parsed("is not memory or sqlite:PATH")?,
+                "STORE" => {
+                    c.shell.store =
+                        v.parsed("is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB")?
+                }
                 "STORE_SYNC_INTERVAL" => c.shell.store_sync_interval_us = v.duration_us(1000)?,
                 "LOBBY_IDLE_TTL" => c.lobby_idle_ttl_us = v.duration_us(1)?,
                 "ABANDONED_GAME_TTL" => c.abandoned_game_ttl_us = v.duration_us(1)?,

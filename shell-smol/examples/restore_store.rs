@@ -1,11 +1,12 @@
-//! Measures a restart's restore from the SQLite store: many running games halfway
+//! Measures a restart's restore from the SQLite store (or, with `--postgres URL`, the
+//! PostgreSQL store, as shard `Z` of that database): many running games halfway
 //! through (`wizard_core::records::halfway_games`) are written to a fresh store, then
 //! each run opens it (the lock, the journal, reading and decoding every record) and
 //! rebuilds the server from the records (`Server::restore`), timed apart, in wall time
 //! and in the CPU time of all the process's threads (steadier on a busy machine); and
 //! the store's size per game.
 //!
-//! `cargo run --release -p wizard-server --example restore_store -- [--games N] [--runs K] [--dir PATH]`
+//! `cargo run --release -p wizard-server --example restore_store -- [--games N] [--runs K] [--dir PATH] [--postgres URL]`
 
 #![allow(clippy::expect_used, clippy::print_stderr)] // a measuring tool stops on a broken setup
 
@@ -13,13 +14,42 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use wizard_core::config::Config;
+use wizard_core::records::Record;
 use wizard_core::rng::Seed;
 use wizard_core::{Server, Time};
+use wizard_server::pg_store::PgStore;
 use wizard_server::store::Store;
+
+/// The store measured: a SQLite file, or shard `Z` of a PostgreSQL database.
+enum Target {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Target {
+    /// Opens the store: it and what it read.
+    fn open(&self) -> (Box<dyn std::any::Any>, Vec<Record>) {
+        match self {
+            Target::Sqlite(path) => {
+                let (store, read) = Store::open_sqlite(path, Duration::from_secs(1)).expect("open");
+                (Box::new(store), read)
+            }
+            Target::Postgres(url) => {
+                let (store, read) = PgStore::open(url, shard()).expect("open");
+                (Box::new(store), read)
+            }
+        }
+    }
+}
+
+fn shard() -> Option<wizard_core::shard::ShardId> {
+    "Z".parse().ok()
+}
 
 fn main() {
     let (mut games, mut runs) = (10_000u64, 3usize);
     let mut dir = std::env::temp_dir().join(format!("wizard-restore-{}", std::process::id()));
+    let mut postgres: Option<String> = None;
     use lexopt::ValueExt as _;
     let mut args = lexopt::Parser::from_env();
     while let Some(arg) = args.next().expect("arguments") {
@@ -28,6 +58,9 @@ fn main() {
             Long("games") => games = args.value().expect("--games N").parse().expect("N"),
             Long("runs") => runs = args.value().expect("--runs K").parse().expect("K"),
             Long("dir") => dir = PathBuf::from(args.value().expect("--dir PATH")),
+            Long("postgres") => {
+                postgres = Some(args.value().expect("--postgres URL").string().expect("URL"))
+            }
             other => {
                 eprintln!("{}", other.unexpected());
                 std::process::exit(2);
@@ -39,18 +72,34 @@ fn main() {
     let records = wizard_core::records::halfway_games(games);
     let count = records.len();
     let written = Instant::now();
-    {
-        let (store, _) = Store::open_sqlite(&path, Duration::from_secs(1)).expect("store");
-        for chunk in records.chunks(10_000) {
-            store.commit(chunk.to_vec()).expect("commit");
+    let target = match &postgres {
+        None => {
+            let (store, _) = Store::open_sqlite(&path, Duration::from_secs(1)).expect("store");
+            for chunk in records.chunks(10_000) {
+                store.commit(chunk.to_vec()).expect("commit");
+            }
+            store.flush().expect("flush");
+            Target::Sqlite(path.clone())
         }
-        store.flush().expect("flush");
-    }
+        Some(url) => {
+            let mut client = wizard_server::pg_store::connect(url, shard()).expect("connect");
+            let _ = client.execute("DELETE FROM wizard_records WHERE shard = 'Z'", &[]);
+            drop(client);
+            let (store, _) = PgStore::open(url, shard()).expect("store");
+            for chunk in records.chunks(10_000) {
+                store.commit(chunk.to_vec()).expect("commit");
+            }
+            store.flush().expect("flush");
+            Target::Postgres(url.clone())
+        }
+    };
     let bytes: u64 = std::fs::read_dir(&dir)
-        .expect("the store's folder")
-        .filter_map(|e| e.ok()?.metadata().ok())
-        .map(|m| m.len())
-        .sum();
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
     println!(
         "{games} games halfway, {count} records written in {:.2} s; the store's folder holds {:.1} MiB ({:.1} KiB per game)",
         written.elapsed().as_secs_f64(),
@@ -68,7 +117,7 @@ fn main() {
     for run in 0..runs {
         let started = Instant::now();
         let cpu_started = wizard_server::process::read().cpu_seconds;
-        let (store, read) = Store::open_sqlite(&path, Duration::from_secs(1)).expect("open");
+        let (store, read) = target.open();
         let opened = started.elapsed();
         let cpu_opened = wizard_server::process::read().cpu_seconds;
         assert_eq!(read.len(), count, "every record back");

@@ -15,7 +15,7 @@
 //! (`overloaded`) and the close of the in-process connection are fed back to the core
 //! in the next pass, without waiting.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -42,6 +42,14 @@ pub use wizard_core::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
 pub const SHUTDOWN_EXTRA: Duration = Duration::from_secs(3);
 /// After the core finished, how long writers get to send their close frames.
 pub const CLOSE_DRAIN: Duration = Duration::from_secs(2);
+/// Frames (and bytes of them) held for a commit that is not durable yet, at most
+/// (the PostgreSQL store): beyond either the core task takes no new input until the
+/// store catches up.
+pub const HELD_FRAMES_MAX: usize = 65_536;
+pub const HELD_BYTES_MAX: usize = 32 * 1024 * 1024;
+/// A commit not durable after this long means the store is gone: the process stops
+/// acknowledging and exits.
+pub const COMMIT_WAIT_MAX: Duration = Duration::from_secs(10);
 
 /// The core task's view of the clock: [`Time`] is microseconds since `start`.
 #[derive(Clone, Copy, Debug)]
@@ -93,7 +101,7 @@ pub struct CoreTask {
     pub logs: LogLimiter,
     /// The durable store, if `STORE` names one: each pass's records are committed
     /// before its frames are sent.
-    pub store: Option<crate::store::Store>,
+    pub store: Option<crate::store::Backend>,
     /// The embedded AI service (`EMBEDDED_AI=1`), linked in process.
     pub ai: Option<Embedded>,
 }
@@ -105,6 +113,8 @@ enum Wake {
     /// Inputs the last routing produced for the core itself (see [`State::loopback`]).
     Loopback,
     Deadline,
+    /// The store made a commit durable, or failed.
+    Store,
     Shutdown,
     /// Every sender is gone: nothing more can happen.
     Closed,
@@ -120,6 +130,30 @@ struct State {
     /// close. At most one per AI request or close of one pass (the core keeps at most
     /// `AI_MAX_INFLIGHT` requests pending on a connection).
     loopback: Vec<Input>,
+    /// Passes whose frames wait for their records to be durable, oldest first (the
+    /// PostgreSQL store's group commit). Once one waits, every later pass waits
+    /// behind it, so that a connection's frames keep their order.
+    held: VecDeque<Held>,
+    held_frames: usize,
+    held_bytes: usize,
+}
+
+impl State {
+    /// Whether the held passes reached [`HELD_FRAMES_MAX`] or [`HELD_BYTES_MAX`].
+    fn held_full(&self) -> bool {
+        self.held_frames >= HELD_FRAMES_MAX || self.held_bytes >= HELD_BYTES_MAX
+    }
+}
+
+/// One pass's outputs, held until its records are durable.
+struct Held {
+    /// The store's ticket that must be durable first.
+    ticket: u64,
+    pass: u64,
+    outputs: Vec<Output>,
+    frames: usize,
+    bytes: usize,
+    since: Instant,
 }
 
 /// Where the core task carries out outputs: the connections' outboxes, the log and the
@@ -187,6 +221,9 @@ impl CoreTask {
             out: Vec::with_capacity(256),
             pass: 0,
             loopback: Vec::new(),
+            held: VecDeque::new(),
+            held_frames: 0,
+            held_bytes: 0,
         };
         if let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) {
             let ip = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
@@ -194,7 +231,8 @@ impl CoreTask {
             let now = self.clock.now();
             self.handle(now, Input::Opened { conn, kind, ip }, &mut st);
             self.published.publish(&self.server);
-            self.route(&mut st, now);
+            let (out, pass) = (std::mem::take(&mut st.out), st.pass);
+            self.route(&mut st, out, pass, now);
         }
         let mut hard_stop: Option<Instant> = None;
         let mut shutdown_open = true;
@@ -208,8 +246,18 @@ impl CoreTask {
                 (Some(d), Some(h)) => Some(d.min(h)),
                 (d, h) => d.or(h),
             };
+            // A commit that takes too long counts as a lost store (below).
+            let commit_due = st.held.front().map(|h| h.since + COMMIT_WAIT_MAX);
+            let deadline = match (deadline, commit_due) {
+                (Some(d), Some(c)) => Some(d.min(c)),
+                (d, c) => d.or(c),
+            };
             timer.set(deadline);
-            let wake = if st.loopback.is_empty() {
+            // With too much held, nothing new is taken until the store catches up.
+            let full = st.held_full();
+            let wake = if full {
+                self.wait_for_store(&mut timer).await
+            } else if st.loopback.is_empty() {
                 self.wait(&mut timer, shutdown_open).await
             } else {
                 Wake::Loopback
@@ -227,7 +275,24 @@ impl CoreTask {
                         self.handle(now, input, &mut st);
                     }
                 }
-                Wake::Deadline => self.handle(now, Input::Timeout, &mut st),
+                Wake::Deadline => {
+                    if st
+                        .held
+                        .front()
+                        .is_some_and(|h| h.since.elapsed() >= COMMIT_WAIT_MAX)
+                    {
+                        return Err(self
+                            .store_lost(format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs())));
+                    }
+                    if !full {
+                        self.handle(now, Input::Timeout, &mut st);
+                    }
+                }
+                Wake::Store => {
+                    if let Some(e) = self.store.as_ref().and_then(|s| s.failed()) {
+                        return Err(self.store_lost(e));
+                    }
+                }
                 Wake::Shutdown => {
                     shutdown_open = false;
                     if self.store.is_some() {
@@ -245,20 +310,21 @@ impl CoreTask {
                 }
                 Wake::Closed => break,
             }
-            for _ in 0..BATCH_INPUTS_MAX {
+            let batch = if full { 0 } else { BATCH_INPUTS_MAX };
+            for _ in 0..batch {
                 let Ok(msg) = self.inbox.try_recv() else {
                     break;
                 };
                 self.apply(now, msg, &mut st);
             }
-            for _ in 0..BATCH_INPUTS_MAX {
+            for _ in 0..batch {
                 let Some(Ok(reply)) = self.ai.as_ref().map(|ai| ai.link.replies().try_recv())
                 else {
                     break;
                 };
                 self.ai_reply(now, reply, &mut st);
             }
-            if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
+            if !full && self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
                 self.handle(now, Input::Timeout, &mut st);
             }
             let inputs = self.stats.core_inputs.load(Ordering::Relaxed) - inputs_before;
@@ -271,22 +337,121 @@ impl CoreTask {
             // Commit before acknowledge: nothing of this pass is sent before its records
             // are in the store.
             let records = self.server.take_records();
+            let mut ticket = None;
             if let (Some(store), false) = (&self.store, records.is_empty()) {
-                if let Err(e) = store.commit(records) {
-                    st.out.clear();
-                    return Err(crate::RunError::Store(e));
+                match store.commit(records) {
+                    Ok(t) => ticket = t,
+                    Err(e) => {
+                        st.out.clear();
+                        return Err(crate::RunError::StoreFailed(e));
+                    }
                 }
                 ShellStats::bump(&self.stats.store_commits);
             }
-            self.route(&mut st, now);
+            self.route_or_hold(&mut st, ticket, now);
+            self.release(&mut st, now);
             if self.server.is_finished() || hard_stop.is_some_and(|h| Instant::now() >= h) {
                 break;
             }
+        }
+        // The last passes' frames (the closes among them) once their records are in.
+        while !st.held.is_empty() {
+            let until = st.held.front().map(|h| h.since + COMMIT_WAIT_MAX);
+            timer.set(until);
+            if let Wake::Deadline = self.wait_for_store(&mut timer).await {
+                return Err(
+                    self.store_lost(format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs()))
+                );
+            }
+            if let Some(e) = self.store.as_ref().and_then(|s| s.failed()) {
+                return Err(self.store_lost(e));
+            }
+            self.release(&mut st, self.clock.now());
         }
         self.drain_closes(&mut st).await;
         // The store's last sync happens when it is dropped, after the closes.
         drop(self.store.take());
         Ok(())
+    }
+
+    /// The store failed (or a commit took too long): nothing held is sent, and the
+    /// process must exit so that a standby or a restart takes over from what was
+    /// committed.
+    fn store_lost(&mut self, why: String) -> crate::RunError {
+        tracing::error!(error = %why, "Store lost: acknowledging nothing more, exiting");
+        crate::RunError::StoreFailed(why)
+    }
+
+    /// Sends this pass's outputs now when nothing waits for the store, or holds them
+    /// behind `ticket` (or behind the passes already held, in order).
+    fn route_or_hold(&mut self, st: &mut State, ticket: Option<u64>, now: Time) {
+        let durable = self
+            .store
+            .as_ref()
+            .map_or(u64::MAX, |s| s.durable_through());
+        let waits = ticket.is_some_and(|t| t > durable);
+        if st.held.is_empty() && !waits {
+            let (out, pass) = (std::mem::take(&mut st.out), st.pass);
+            self.route(st, out, pass, now);
+            return;
+        }
+        if st.out.is_empty() && ticket.is_none() {
+            return;
+        }
+        let ticket = match ticket {
+            Some(t) => t,
+            None => st.held.back().map_or(0, |h| h.ticket),
+        };
+        let outputs = std::mem::replace(&mut st.out, Vec::with_capacity(256));
+        let (mut frames, mut bytes) = (0, 0);
+        for output in &outputs {
+            if let Output::Send { text, .. } = output {
+                frames += 1;
+                bytes += text.len();
+            }
+        }
+        st.held_frames += frames;
+        st.held_bytes += bytes;
+        st.held.push_back(Held {
+            ticket,
+            pass: st.pass,
+            outputs,
+            frames,
+            bytes,
+            since: Instant::now(),
+        });
+    }
+
+    /// Sends the held passes whose records are durable now, oldest first.
+    fn release(&mut self, st: &mut State, now: Time) {
+        let Some(store) = &self.store else { return };
+        let durable = store.durable_through();
+        while st.held.front().is_some_and(|h| h.ticket <= durable) {
+            let Some(held) = st.held.pop_front() else {
+                break;
+            };
+            st.held_frames -= held.frames;
+            st.held_bytes -= held.bytes;
+            self.route(st, held.outputs, held.pass, now);
+        }
+    }
+
+    /// Waits for the store's next wake-up or for `timer`, taking nothing else.
+    async fn wait_for_store(&self, timer: &mut Deadline) -> Wake {
+        let store = async {
+            match self.store.as_ref().and_then(|s| s.wakes()) {
+                Some(wakes) => match wakes.recv().await {
+                    Ok(()) => Wake::Store,
+                    Err(_) => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
+        let timer = async {
+            timer.passed().await;
+            Wake::Deadline
+        };
+        store.or(timer).await
     }
 
     /// The next reason to run: a message, `timer` (pending forever while unset), or the
@@ -320,7 +485,16 @@ impl CoreTask {
                 None => std::future::pending().await,
             }
         };
-        msg.or(ai).or(timer).or(shutdown).await
+        let store = async {
+            match self.store.as_ref().and_then(|s| s.wakes()) {
+                Some(wakes) => match wakes.recv().await {
+                    Ok(()) => Wake::Store,
+                    Err(_) => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
+        store.or(msg).or(ai).or(timer).or(shutdown).await
     }
 
     /// A reply of the embedded AI service's workers, as the core takes an AI message.
@@ -380,7 +554,9 @@ impl CoreTask {
         self.stats.core.handled(kind, started.elapsed());
     }
 
-    fn route(&mut self, st: &mut State, now: Time) {
+    /// Carries out `outputs` of pass `pass` (keeping the vector's allocation in
+    /// `st.out` when that is empty).
+    fn route(&mut self, st: &mut State, mut outputs: Vec<Output>, pass: u64, now: Time) {
         let mut into = Outboxes {
             conns: &st.conns,
             ai: self.ai.as_ref(),
@@ -388,10 +564,13 @@ impl CoreTask {
             logs: &mut self.logs,
             histograms: &self.stats.core,
             now_us: now.0,
-            pass: st.pass,
+            pass,
         };
-        for output in st.out.drain(..) {
+        for output in outputs.drain(..) {
             output.route(&mut into);
+        }
+        if st.out.capacity() == 0 {
+            st.out = outputs;
         }
         self.logs.summaries(now.0, log_suppressed);
     }

@@ -26,6 +26,7 @@ pub mod limits;
 pub mod log_limit;
 pub mod metrics;
 pub mod outbox;
+pub mod pg_store;
 pub mod priority;
 pub mod probe;
 pub mod process;
@@ -60,8 +61,11 @@ pub enum RunError {
     Listener(std::io::Error),
     /// An executor thread could not be started.
     Thread(std::io::Error),
-    /// `STORE` cannot be opened or restored, or a commit failed.
+    /// `STORE` cannot be opened or restored.
     Store(String),
+    /// The store failed while serving (a commit failed, or the PostgreSQL connection
+    /// and with it the shard's lock was lost): nothing more was acknowledged.
+    StoreFailed(String),
     /// The embedded AI service could not start (no OS entropy for its seed).
     EmbeddedAi(std::io::Error),
 }
@@ -72,6 +76,7 @@ impl std::fmt::Display for RunError {
             RunError::Listener(e) => write!(f, "listener: {e}"),
             RunError::Thread(e) => write!(f, "executor thread: {e}"),
             RunError::Store(e) => write!(f, "STORE: {e}"),
+            RunError::StoreFailed(e) => write!(f, "STORE failed while serving: {e}"),
             RunError::EmbeddedAi(e) => write!(f, "embedded AI service: {e}"),
         }
     }
@@ -124,6 +129,28 @@ pub fn run_with(
     seed: Seed,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
+    let opened = open_store(&config, seed)?;
+    run_opened(opened, config, embedded_ai, listener, shutdown)
+}
+
+/// A server restored from its store (and the store, which this process now owns),
+/// not listening yet.
+#[derive(Debug)]
+pub struct Opened {
+    store: Option<store::Backend>,
+    server: Server,
+    clock: Clock,
+}
+
+/// [`run_with`] for a server [`open_store`] restored: the binary opens the store
+/// before it listens, so that a standby waiting for its shard's lock answers nothing.
+pub fn run_opened(
+    opened: Opened,
+    config: Config,
+    embedded_ai: Option<AiServiceConfig>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
     let cgroup = probe::Cgroup::discover();
     let quota = cgroup.as_ref().and_then(probe::Cgroup::quota_cores);
     let threads = probe::threads_for(quota);
@@ -141,10 +168,10 @@ pub fn run_with(
     }
     let result = smol::block_on(ex.run(serve(
         Arc::clone(&ex),
+        opened,
         config,
         embedded_ai,
         listener,
-        seed,
         shutdown,
         cgroup,
     )));
@@ -157,10 +184,10 @@ pub fn run_with(
 
 async fn serve(
     ex: Arc<Priorities>,
+    opened: Opened,
     config: Config,
     embedded_ai: Option<AiServiceConfig>,
     listener: TcpListener,
-    seed: Seed,
     shutdown: impl Future<Output = ()> + Send + 'static,
     cgroup: Option<probe::Cgroup>,
 ) -> Result<(), RunError> {
@@ -170,15 +197,18 @@ async fn serve(
             "AI_SHARED_SECRET is empty: /internal/ai accepts any local connection (development only)"
         );
     }
-    let clock = Clock::new(Instant::now());
+    let Opened {
+        store,
+        server,
+        clock,
+    } = opened;
     let config = Arc::new(config);
-    let (store, server) = open_store(&config, seed, clock)?;
-    // Listening only now (the binary binds without listening): until its store is open
-    // (a standby waits for the store's lock) a process refuses connections, so a proxy
-    // sends players to the process that serves instead of into an accept queue nobody
-    // reads. Listening on a listening socket only sets the queue's length (Linux): the
-    // default 128 would drop an honest client's SYN under a connect flood that outruns
-    // the accept loop for a moment (its retry comes 1 s later).
+    // Listening only now: the binary opens its store (a standby waits there for its
+    // shard's lock), then binds without listening, so until the process serves a proxy
+    // finds connections refused and sends players to the process that does. Listening
+    // on a listening socket only sets the queue's length (Linux): the default 128 would
+    // drop an honest client's SYN under a connect flood that outruns the accept loop for
+    // a moment (its retry comes 1 s later).
     let backlog = i32::try_from(config.shell.listen_backlog_max).unwrap_or(i32::MAX);
     rustix::net::listen(listener.get_ref(), backlog).map_err(|e| RunError::Listener(e.into()))?;
     info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
@@ -236,34 +266,51 @@ async fn serve(
 }
 
 /// Opens `STORE` and restores the server from it, or starts an empty server for
-/// `memory`.
-fn open_store(
-    config: &Config,
-    seed: Seed,
-    clock: Clock,
-) -> Result<(Option<store::Store>, Server), RunError> {
-    match &config.shell.store {
-        StoreSpec::Memory => Ok((None, Server::new(config.clone(), seed, clock.now()))),
+/// `memory`. With PostgreSQL this waits until this process owns its shard (a
+/// standby waits here).
+pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
+    let failed = |e: store::StoreError| RunError::Store(e.to_string());
+    let (store, records) = match &config.shell.store {
+        StoreSpec::Memory => {
+            let clock = Clock::new(Instant::now());
+            let server = Server::new(config.clone(), seed, clock.now());
+            return Ok(Opened {
+                store: None,
+                server,
+                clock,
+            });
+        }
         StoreSpec::Sqlite(path) => {
             let interval = Duration::from_micros(config.shell.store_sync_interval_us);
-            let (store, records) = store::Store::open_sqlite(std::path::Path::new(path), interval)
-                .map_err(|e| RunError::Store(e.to_string()))?;
-            let started = Instant::now();
-            let count = records.len();
-            let server = Server::restore(config.clone(), seed, clock.now(), records)
-                .map_err(|e| RunError::Store(e.to_string()))?;
-            let g = server.gauges();
-            info!(
-                records = count,
-                lobbies = g.lobbies,
-                games = g.active_games,
-                sessions = g.sessions,
-                restore_ms = started.elapsed().as_millis() as u64,
-                "Restored"
-            );
-            Ok((Some(store), server))
+            let (store, records) =
+                store::Store::open_sqlite(std::path::Path::new(path), interval).map_err(failed)?;
+            (store::Backend::Sqlite(store), records)
         }
-    }
+        StoreSpec::Postgres(url) => {
+            let (store, records) = pg_store::PgStore::open(url, config.shard).map_err(failed)?;
+            (store::Backend::Postgres(store), records)
+        }
+    };
+    // The clock starts at the restore: timers and session lifetimes count from it.
+    let clock = Clock::new(Instant::now());
+    let started = Instant::now();
+    let count = records.len();
+    let server = Server::restore(config.clone(), seed, clock.now(), records)
+        .map_err(|e| RunError::Store(e.to_string()))?;
+    let g = server.gauges();
+    info!(
+        records = count,
+        lobbies = g.lobbies,
+        games = g.active_games,
+        sessions = g.sessions,
+        restore_ms = started.elapsed().as_millis() as u64,
+        "Restored"
+    );
+    Ok(Opened {
+        store: Some(store),
+        server,
+        clock,
+    })
 }
 
 async fn accept_loop(

@@ -1,6 +1,8 @@
 //! The `wizard-server` binary: settings from the environment, logging, OS-entropy seed,
-//! SIGTERM/SIGINT as graceful shutdown, then [`wizard_server::run_with`], with the AI
-//! service embedded in process when `EMBEDDED_AI=1`.
+//! the store opened and restored ([`wizard_server::open_store`]; a standby waits there
+//! for its shard), the address bound, SIGTERM/SIGINT as graceful shutdown, then
+//! [`wizard_server::run_opened`], with the AI service embedded in process when
+//! `EMBEDDED_AI=1`.
 
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -14,7 +16,8 @@ use wizard_server::embedded;
 
 /// Exit status for a bad setting.
 const EXIT_CONFIG: u8 = 2;
-/// Exit status for any other start-up failure.
+/// Exit status for any other start-up failure, and for a store lost while serving
+/// (so that a supervisor restarts the process, or a standby takes over).
 const EXIT_START: u8 = 1;
 
 /// What the command line asked for.
@@ -92,6 +95,22 @@ fn serve() -> ExitCode {
             return ExitCode::from(EXIT_START);
         }
     };
+    let embedded_ai = config.shell.embedded_ai.then_some(ai_config);
+    if embedded_ai.is_some()
+        && let Err(e) = embedded::lock_ai_route(&mut config)
+    {
+        error!(error = %e, "cannot start the embedded AI service");
+        return ExitCode::from(EXIT_START);
+    }
+    // The store before the address: a standby waits here for its shard's lock, and
+    // listens (answers `/health`) only once it owns the shard and restored its games.
+    let opened = match wizard_server::open_store(&config, seed) {
+        Ok(opened) => opened,
+        Err(e) => {
+            error!(error = %e, "server failed");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
     let listener = match bind(config.shell.bind) {
         Ok(listener) => listener,
         Err(e) => {
@@ -112,14 +131,7 @@ fn serve() -> ExitCode {
             info!(?signal, "Signal received");
         }
     };
-    let embedded_ai = config.shell.embedded_ai.then_some(ai_config);
-    if embedded_ai.is_some()
-        && let Err(e) = embedded::lock_ai_route(&mut config)
-    {
-        error!(error = %e, "cannot start the embedded AI service");
-        return ExitCode::from(EXIT_START);
-    }
-    match wizard_server::run_with(config, embedded_ai, listener, seed, shutdown) {
+    match wizard_server::run_opened(opened, config, embedded_ai, listener, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
         // A store that cannot be opened is a setting to fix, like a bad variable.
         Err(e @ wizard_server::RunError::Store(_)) => {

@@ -451,14 +451,14 @@ const LOAD_BATCH_ROWS: usize = 16 * 1024;
 /// Rows read for a decoding thread: their bodies in one buffer (one allocation a batch,
 /// not one a row).
 #[derive(Default)]
-struct Batch {
+pub(crate) struct Batch {
     seqs: Vec<u64>,
     ends: Vec<usize>,
     text: String,
 }
 
 impl Batch {
-    fn push(&mut self, seq: u64, body: &str) {
+    pub(crate) fn push(&mut self, seq: u64, body: &str) {
         self.text.push_str(body);
         self.seqs.push(seq);
         self.ends.push(self.text.len());
@@ -482,11 +482,35 @@ impl Batch {
 /// restore waits for it: 1.8 million records for 10 000 games). At most two batches
 /// per decoding thread wait for one.
 fn load(conn: &Connection, path: &Path) -> Result<Vec<(u64, Record)>, StoreError> {
-    type Decoded = (usize, Result<Vec<(u64, Record)>, StoreError>);
     let mut statement = conn
         .prepare("SELECT seq, body FROM records ORDER BY seq")
         .map_err(sql("cannot read", path))?;
     let mut rows = statement.query([]).map_err(sql("cannot read", path))?;
+    let failed = sql("cannot read", path);
+    let at = path.display().to_string();
+    decode_in_batches(&at, |batch| {
+        let Some(row) = rows.next().map_err(&failed)? else {
+            return Ok(false);
+        };
+        let seq = row.get::<_, i64>(0).map_err(&failed)? as u64;
+        let body = row.get_ref(1).map_err(&failed)?;
+        let body = body.as_str().map_err(|e| failed(e.into()))?;
+        batch.push(seq, body);
+        Ok(true)
+    })
+}
+
+/// Reads rows with `read_row` (which pushes one row into the batch it is given and
+/// says whether there was one) on this thread, in batches that the other cores decode
+/// while it reads the next; returns every record with its sequence number, in the
+/// order read. `at` names the store in errors (a row that is not a record names its
+/// sequence number). At most two batches per decoding thread wait for one. Shared by
+/// the SQLite and the PostgreSQL store.
+pub(crate) fn decode_in_batches(
+    at: &str,
+    mut read_row: impl FnMut(&mut Batch) -> Result<bool, StoreError>,
+) -> Result<Vec<(u64, Record)>, StoreError> {
+    type Decoded = (usize, Result<Vec<(u64, Record)>, StoreError>);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get().min(8))
         .max(2)
@@ -500,7 +524,7 @@ fn load(conn: &Connection, path: &Path) -> Result<Vec<(u64, Record)>, StoreError
             .map(|(seq, body)| {
                 Record::decode(body)
                     .map(|r| (seq, r))
-                    .map_err(|e| StoreError(format!("{} record {seq}: {e}", path.display())))
+                    .map_err(|e| StoreError(format!("{at} record {seq}: {e}")))
             })
             .collect()
     };
@@ -525,23 +549,16 @@ fn load(conn: &Connection, path: &Path) -> Result<Vec<(u64, Record)>, StoreError
         let mut batch = Batch::default();
         // Dropping the sender on every way out ends the decoding threads.
         let batch_tx = batch_tx;
-        let failed = sql("cannot read", path);
         loop {
-            let row = rows.next().map_err(&failed)?;
-            if let Some(row) = row {
-                let seq = row.get::<_, i64>(0).map_err(&failed)? as u64;
-                let body = row.get_ref(1).map_err(&failed)?;
-                let body = body.as_str().map_err(|e| failed(e.into()))?;
-                batch.push(seq, body);
-            }
-            if batch.len() == LOAD_BATCH_ROWS || (row.is_none() && !batch.seqs.is_empty()) {
+            let more = read_row(&mut batch)?;
+            if batch.len() == LOAD_BATCH_ROWS || (!more && !batch.seqs.is_empty()) {
                 let full = std::mem::take(&mut batch);
                 batch_tx
                     .send((batches, full))
                     .map_err(|_| StoreError("a decoding thread stopped".into()))?;
                 batches += 1;
             }
-            if row.is_none() {
+            if !more {
                 return Ok(batches);
             }
         }
@@ -558,6 +575,39 @@ fn load(conn: &Connection, path: &Path) -> Result<Vec<(u64, Record)>, StoreError
         records.extend(part.ok_or_else(|| StoreError("a decoding thread panicked".into()))?);
     }
     Ok(records)
+}
+
+/// The key columns a record's row is stored with, beside its body: `(lobby, session,
+/// kind, game_no)`, the same in SQLite and PostgreSQL. Compaction reads them back
+/// with [`row_key_of`] instead of decoding bodies.
+pub(crate) fn key_columns(key: RowKey) -> (Option<i64>, Option<i64>, &'static str, Option<i64>) {
+    let id = Some(key.id as i64);
+    let (lobby, session) = match key.kind {
+        RowKind::Session | RowKind::SessionGone => (None, id),
+        RowKind::Lobby | RowKind::Move | RowKind::LobbyGone => (id, None),
+    };
+    let game_no = matches!(key.kind, RowKind::Lobby | RowKind::Move).then_some(key.game_no as i64);
+    (lobby, session, key.kind.name(), game_no)
+}
+
+/// A row's key from its stored columns ([`key_columns`]); `None` for a kind this build
+/// does not know (compaction keeps such a row).
+pub(crate) fn row_key_of(
+    kind: &str,
+    lobby: Option<i64>,
+    session: Option<i64>,
+    game_no: Option<i64>,
+) -> Option<RowKey> {
+    let kind = RowKind::from_name(kind)?;
+    let id = match kind {
+        RowKind::Session | RowKind::SessionGone => session,
+        _ => lobby,
+    };
+    Some(RowKey {
+        kind,
+        id: id.unwrap_or_default() as u64,
+        game_no: game_no.unwrap_or_default() as u64,
+    })
 }
 
 /// The writer thread's own state: the SQLite connection and what it knows of the rows.
@@ -686,22 +736,9 @@ impl Writer {
             while let Some(row) = rows.next()? {
                 let kind: String = row.get(1)?;
                 // A row this build does not know is kept.
-                let Some(kind) = RowKind::from_name(&kind) else {
-                    continue;
-                };
-                let id: Option<i64> = match kind {
-                    RowKind::Session | RowKind::SessionGone => row.get(3)?,
-                    _ => row.get(2)?,
-                };
-                let game_no: Option<i64> = row.get(4)?;
-                found.add(
-                    row.get::<_, i64>(0)? as u64,
-                    RowKey {
-                        kind,
-                        id: id.unwrap_or_default() as u64,
-                        game_no: game_no.unwrap_or_default() as u64,
-                    },
-                );
+                if let Some(key) = row_key_of(&kind, row.get(2)?, row.get(3)?, row.get(4)?) {
+                    found.add(row.get::<_, i64>(0)? as u64, key);
+                }
             }
         }
         let mut doomed = found.take_dead();
@@ -745,22 +782,8 @@ fn insert(conn: &mut Connection, rows: &[Row], journal_from: u64) -> rusqlite::R
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
         for Row { seq, record, body } in rows {
-            let key = record.row_key();
-            let id = Some(key.id as i64);
-            let (lobby, session) = match key.kind {
-                RowKind::Session | RowKind::SessionGone => (None, id),
-                RowKind::Lobby | RowKind::Move | RowKind::LobbyGone => (id, None),
-            };
-            let game_no =
-                matches!(key.kind, RowKind::Lobby | RowKind::Move).then_some(key.game_no as i64);
-            statement.execute(params![
-                *seq as i64,
-                lobby,
-                session,
-                key.kind.name(),
-                game_no,
-                body
-            ])?;
+            let (lobby, session, kind, game_no) = key_columns(record.row_key());
+            statement.execute(params![*seq as i64, lobby, session, kind, game_no, body])?;
         }
     }
     let mut set = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
@@ -770,4 +793,52 @@ fn insert(conn: &mut Connection, rows: &[Row], journal_from: u64) -> rusqlite::R
     set.execute(params!["journal_from", journal_from as i64])?;
     drop(set);
     tx.commit()
+}
+
+/// The store the core task commits to, whichever `STORE` names: each pass's records go
+/// in with [`Backend::commit`], and that pass's frames wait until the ticket it returns
+/// is durable ([`Backend::durable_through`]).
+#[derive(Debug)]
+pub enum Backend {
+    /// Durable once its journal frame is written: nothing to wait for.
+    Sqlite(Store),
+    /// Durable once the writer's transaction holding it committed (group commit).
+    Postgres(crate::pg_store::PgStore),
+}
+
+impl Backend {
+    /// Commits `records` (not empty); returns the ticket that the pass's frames wait
+    /// for, or `None` when they are durable already.
+    pub fn commit(&self, records: Vec<Record>) -> Result<Option<u64>, String> {
+        match self {
+            Backend::Sqlite(store) => store.commit(records).map(|()| None),
+            Backend::Postgres(store) => store.commit(records).map(Some),
+        }
+    }
+
+    /// Every ticket up to this one is durable.
+    pub fn durable_through(&self) -> u64 {
+        match self {
+            Backend::Sqlite(_) => u64::MAX,
+            Backend::Postgres(store) => store.durable_through(),
+        }
+    }
+
+    /// Why the store stopped working, once it did (the process must stop acknowledging
+    /// and exit).
+    pub fn failed(&self) -> Option<String> {
+        match self {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(store) => store.failed(),
+        }
+    }
+
+    /// Woken when a commit became durable or the store failed (the PostgreSQL store;
+    /// the SQLite store never makes the core task wait).
+    pub fn wakes(&self) -> Option<&async_channel::Receiver<()>> {
+        match self {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(store) => Some(store.wakes()),
+        }
+    }
 }

@@ -37,6 +37,10 @@ pub enum StoreSpec {
     Memory,
     /// A SQLite file at this path (relative to the working directory).
     Sqlite(String),
+    /// A PostgreSQL database, by its URL as written (`postgres://` or
+    /// `postgresql://USER[:PASS]@HOST:PORT/DB`); the shell checks the rest when it
+    /// connects.
+    Postgres(String),
 }
 
 impl StoreSpec {
@@ -50,6 +54,9 @@ impl FromStr for StoreSpec {
     fn from_str(text: &str) -> Result<StoreSpec, ()> {
         match text.split_once(':') {
             None if text == "memory" => Ok(StoreSpec::Memory),
+            Some(("postgres" | "postgresql", rest)) if rest.starts_with("//") && rest.len() > 2 => {
+                Ok(StoreSpec::Postgres(text.trim().to_string()))
+            }
             Some(("sqlite", path)) if !path.trim().is_empty() => {
                 Ok(StoreSpec::Sqlite(path.trim().to_string()))
             }
@@ -63,7 +70,24 @@ impl std::fmt::Display for StoreSpec {
         match self {
             StoreSpec::Memory => f.write_str("memory"),
             StoreSpec::Sqlite(path) => write!(f, "sqlite:{path}"),
+            // Without the password, if the URL has one: this is what logs print.
+            StoreSpec::Postgres(url) => f.write_str(&redact_password(url)),
         }
+    }
+}
+
+/// `url` with the password of its user part (`user:PASS@`) replaced by `***`.
+pub fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{name}:***@{host}{path}")
+        }
+        _ => url.to_string(),
     }
 }
 

@@ -506,6 +506,31 @@ fn value_forms() {
     for agent in [AiAgent::Search, AiAgent::Heuristic, AiAgent::Random] {
         assert_eq!(ai(&[("AI_AGENT", agent.name())]).unwrap().agent, agent);
     }
+    // PostgreSQL, by either scheme; the URL is kept as written, and shown (logs) without
+    // its password.
+    use wizard_core::config::StoreSpec;
+    for url in [
+        "postgres://wizard@127.0.0.1:5432/wizard",
+        "postgresql://wizard:secret@db:5432/wizard",
+    ] {
+        assert_eq!(
+            ok("STORE", url).shell.store,
+            StoreSpec::Postgres(url.into())
+        );
+    }
+    let shown = |url: &str| StoreSpec::Postgres(url.into()).to_string();
+    assert_eq!(
+        shown("postgresql://wizard:secret@db:5432/wizard"),
+        "postgresql://wizard:***@db:5432/wizard"
+    );
+    assert_eq!(
+        shown("postgres://wizard@127.0.0.1:5432/wizard"),
+        "postgres://wizard@127.0.0.1:5432/wizard"
+    );
+    assert_eq!(
+        shown("postgres://a:b:c@h/d?x=@"),
+        "postgres://a:***@h/d?x=@"
+    );
     // The last of repeated names wins, as with a shell's environment.
     assert_eq!(
         server(&[("MAX_LOBBIES", "1"), ("MAX_LOBBIES", "2")])
@@ -659,11 +684,29 @@ const BAD: &[(&str, &str, &str)] = &[
     ("LISTEN_BACKLOG", "0", "at least 1"),
     (
         "STORE",
-        "postgres://db/wizard",
-        "is not memory or sqlite:PATH",
+        "postgres:db/wizard",
+        "is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB",
     ),
-    ("STORE", "sqlite:", "is not memory or sqlite:PATH"),
-    ("STORE", "disk", "is not memory or sqlite:PATH"),
+    (
+        "STORE",
+        "postgres://",
+        "is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB",
+    ),
+    (
+        "STORE",
+        "mysql://db/wizard",
+        "is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB",
+    ),
+    (
+        "STORE",
+        "sqlite:",
+        "is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB",
+    ),
+    (
+        "STORE",
+        "disk",
+        "is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB",
+    ),
     // One character of the lobby-code alphabet, upper case: no 0/O/1/I, no pairs.
     (
         "SHARD_ID",

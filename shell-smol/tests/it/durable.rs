@@ -13,10 +13,10 @@ use wizard_core::wire::ClientMessage;
 use super::client::{Player, TestServer, bounded, close_code};
 
 /// A fresh folder for one test's store, removed when dropped.
-struct TempDir(PathBuf);
+pub(super) struct TempDir(pub(super) PathBuf);
 
 impl TempDir {
-    fn new() -> TempDir {
+    pub(super) fn new() -> TempDir {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("wizard-durable-{}-{n}", std::process::id()));
@@ -136,9 +136,9 @@ fn a_store_that_cannot_be_opened_stops_start_up() {
 }
 
 /// The real binary on `store`, at `port`; killed (SIGKILL) when dropped.
-struct Process {
-    child: std::process::Child,
-    addr: std::net::SocketAddr,
+pub(super) struct Process {
+    pub(super) child: std::process::Child,
+    pub(super) addr: std::net::SocketAddr,
 }
 
 impl Process {
@@ -147,7 +147,12 @@ impl Process {
     }
 
     /// [`Process::start`] with more settings.
-    fn start_env(store: &str, port: u16, log: &std::path::Path, env: &[(&str, &str)]) -> Process {
+    pub(super) fn start_env(
+        store: &str,
+        port: u16,
+        log: &std::path::Path,
+        env: &[(&str, &str)],
+    ) -> Process {
         let p = Process::spawn_env(store, port, log, env);
         assert!(
             super::proxy::poll_200(p.addr, "/health", 20, &mut || false),
@@ -162,9 +167,19 @@ impl Process {
         Process::spawn_env(store, port, log, &[])
     }
 
-    fn spawn_env(store: &str, port: u16, log: &std::path::Path, env: &[(&str, &str)]) -> Process {
+    pub(super) fn spawn_env(
+        store: &str,
+        port: u16,
+        log: &std::path::Path,
+        env: &[(&str, &str)],
+    ) -> Process {
         use std::process::{Command, Stdio};
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
             .env_clear()
             .env("BIND", addr.to_string())
@@ -176,14 +191,9 @@ impl Process {
             .env("MESSAGE_BURST", "1000")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(log)
-                    .unwrap(),
-            )
+            // The log lines (stdout) and whatever else it says (stderr), in `log`.
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file)
             .spawn()
             .expect("wizard-server starts");
         Process { child, addr }
@@ -196,7 +206,7 @@ impl Process {
     }
 
     /// `kill -9`.
-    fn crash(mut self) {
+    pub(super) fn crash(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -218,7 +228,7 @@ impl Drop for Process {
 
 /// How far a game is, growing with every move: round, trump chosen, bids made, tricks
 /// won, cards on the table, finished.
-fn progress(o: &Observation) -> (u8, bool, usize, u32, usize, bool) {
+pub(super) fn progress(o: &Observation) -> (u8, bool, usize, u32, usize, bool) {
     (
         o.round,
         o.trump_suit.is_some(),
@@ -232,7 +242,7 @@ fn progress(o: &Observation) -> (u8, bool, usize, u32, usize, bool) {
 /// No move a player saw is missing or changed in `after`, the view the player gets
 /// when it comes back: the rounds scored stay scored, and within the same round every
 /// bid stays and cards only leave the hand.
-fn extends(before: &Observation, after: &Observation) -> Result<(), String> {
+pub(super) fn extends(before: &Observation, after: &Observation) -> Result<(), String> {
     if !after.round_scores.starts_with(&before.round_scores) {
         return Err(format!(
             "scored rounds changed: {:?} then {:?}",
@@ -270,18 +280,34 @@ fn extends(before: &Observation, after: &Observation) -> Result<(), String> {
 /// journal only, and each start folds it.
 #[test]
 fn a_game_survives_ten_kill_9s_and_a_sigterm() {
-    use rand::{Rng, SeedableRng};
     let dir = TempDir::new();
     std::fs::create_dir_all(&dir.0).unwrap();
     let store = dir.store();
+    let env = [("STORE_SYNC_INTERVAL", "3600")];
+    a_game_survives_kill_9s(&dir, &store, &env, 10);
+}
+
+/// Three players play a whole game on `store` while the real binary (with `env`) is
+/// killed (`kill -9`) `kills` times at moments drawn from a seed and restarted on the
+/// same store, then stopped with SIGTERM once: every player comes back with its
+/// token each time, never sees a move it saw missing or changed, and the game ends
+/// with every round scored. `dir` holds the log.
+pub(super) fn a_game_survives_kill_9s(
+    dir: &TempDir,
+    store: &str,
+    env: &[(&str, &str)],
+    kills: usize,
+) {
+    use rand::{Rng, SeedableRng};
+    let store = store.to_string();
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
     let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(16);
     // After how many moves each crash comes (the game has about 700).
-    let mut crashes: Vec<usize> = (0..10).map(|_| rng.random_range(10..650)).collect();
+    let mut crashes: Vec<usize> = (0..kills).map(|_| rng.random_range(10..650)).collect();
     crashes.sort_unstable();
     let term_at = 660;
-    let env = [("STORE_SYNC_INTERVAL", "3600")];
+    let env = env.to_vec();
     let mut server = Some(Process::start_env(&store, port, &log, &env));
     let addr = server.as_ref().unwrap().addr;
     bounded(240, async {
@@ -353,7 +379,7 @@ fn a_game_survives_ten_kill_9s_and_a_sigterm() {
             }
             moves += 1;
         }
-        assert_eq!(restarts, 11, "ten crashes and a SIGTERM");
+        assert_eq!(restarts, kills + 1, "every crash and a SIGTERM");
         let rounds = usize::from(seen[0].rounds);
         assert_eq!(seen[0].round_scores.len(), rounds, "every round scored");
     });

@@ -1,0 +1,619 @@
+//! The PostgreSQL store (`STORE=postgres://USER[:PASS]@HOST:PORT/DB`): the core's
+//! records in a table shared by every shard, one writer thread that group-commits
+//! them, and the advisory lock that makes one process at a time the owner of a shard.
+//!
+//! - **Commit before acknowledge, grouped.** The core task hands each pass's records to
+//!   [`PgStore::commit`], which numbers them and queues them for the writer without
+//!   waiting; the core task keeps running and holds that pass's frames until
+//!   [`PgStore::durable_through`] reaches the pass's ticket (`crate::core_task`). The
+//!   writer takes everything queued and inserts it with one statement (one
+//!   transaction, one round trip), then wakes the core task. Whatever queued while a
+//!   commit was in flight goes in the next one: a round trip per commit, never per
+//!   move. A local journal, as the SQLite store keeps, would not do: a standby on
+//!   another machine cannot read a dead machine's journal, so a move is acknowledged
+//!   only once PostgreSQL has it.
+//! - **`synchronous_commit = on`**, set on the writer's session whatever the server's
+//!   default: a commit returns once PostgreSQL flushed its WAL, so neither a crash of
+//!   the shard nor a crash of PostgreSQL (or its machine) takes a move a player saw.
+//!   (`off` would let a PostgreSQL crash take up to three `wal_writer_delay`s, 600 ms by
+//!   default, of acknowledged moves; group commit already pays one flush for many
+//!   moves.)
+//! - **Rows.** Table `wizard_records`: `(shard, seq)` is the key, `shard` the
+//!   `SHARD_ID` (`""` when not sharded) and `seq` one sequence per shard; the other
+//!   columns and the body are those of the SQLite store ([`crate::store::key_columns`],
+//!   the record's JSON). Restore reads this shard's rows in `seq` order, streamed, and
+//!   decodes them on the other cores while reading ([`crate::store::decode_in_batches`]).
+//! - **Compaction** as in the SQLite store: the writer counts the rows a restore no
+//!   longer needs (`wizard_core::records::liveness`) and, once they outnumber the live
+//!   ones and [`crate::store::COMPACT_ROWS_MIN`], deletes them in one statement (frames
+//!   wait meanwhile).
+//! - **Ownership.** The writer's connection holds the session-level advisory lock
+//!   [`lock_key`] of its shard for as long as the process serves; every commit goes
+//!   over that connection. A second process for the same shard (a standby) tries the
+//!   lock every [`LOCK_RETRY_INTERVAL`] and only then restores and serves; it says
+//!   so in the log when it starts waiting and every [`WAIT_LOG_INTERVAL`].
+//! - **Fencing.** A commit or an ownership check ([`OWNER_CHECK_INTERVAL`], when idle)
+//!   that fails means the connection, and with it the lock, may be gone: the store
+//!   fails for good, never reconnects (a new connection would not hold the lock), and
+//!   wakes the core task, which drops every held frame and exits non-zero. As a lost
+//!   session cannot commit, a process that lost the lock cannot acknowledge anything,
+//!   whatever it still believes.
+//! - **Bounded.** The records waiting for the writer are at most
+//!   [`crate::store::PENDING_BYTES_MAX`]; beyond it a commit waits for the writer. A
+//!   statement carries at most [`INSERT_ROWS_MAX`] rows (more go in one transaction).
+//! - **TLS** is not set up (`NoTls`): the store is meant for loopback or a private
+//!   network. Adding it means the `postgres-native-tls` or `postgres-openssl` crate's
+//!   connector in place of `NoTls` in [`connect`], and `sslmode=require` in the URL.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use postgres::fallible_iterator::FallibleIterator as _;
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Statement};
+use tracing::{debug, error, info, warn};
+use wizard_core::config::redact_password;
+use wizard_core::records::Record;
+use wizard_core::records::liveness::{Liveness, RowCount, RowKey, Rows as _};
+use wizard_core::shard::ShardId;
+
+use crate::store::{
+    COMPACT_ROWS_MIN, PENDING_BYTES_MAX, StoreError, decode_in_batches, key_columns, row_key_of,
+};
+
+/// How often a standby tries to take its shard's lock.
+pub const LOCK_RETRY_INTERVAL: Duration = Duration::from_millis(200);
+/// How often a waiting standby says again that it waits.
+pub const WAIT_LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// How long the writer may be idle before it checks that its connection (and so its
+/// lock) is still there, and how long that check may take.
+pub const OWNER_CHECK_INTERVAL: Duration = Duration::from_millis(250);
+pub const OWNER_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// Rows in one `INSERT` statement.
+pub const INSERT_ROWS_MAX: usize = 10_000;
+/// Defaults for a URL that does not set them: how long a connection attempt and an
+/// unacknowledged write may take, and TCP keepalives, so that a vanished database is
+/// noticed in seconds, not hours.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(5);
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(5);
+
+/// The advisory lock (one `bigint`) that the owner of shard `shard` holds: `WIZARD` in
+/// ASCII, then the shard id's byte (0 when not sharded), so it does not collide with
+/// another application's locks by accident.
+pub fn lock_key(shard: Option<ShardId>) -> i64 {
+    const WIZARD: i64 = 0x5749_5A41_5244; // "WIZARD"
+    (WIZARD << 8) | shard.map_or(0, |s| i64::from(s.as_char() as u8))
+}
+
+/// The lock taken while the table is created, so that shards starting together do not
+/// race on `CREATE TABLE IF NOT EXISTS`.
+fn schema_lock_key() -> i64 {
+    lock_key(None) ^ 0xFF
+}
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS wizard_records (
+    shard text NOT NULL,
+    seq bigint NOT NULL,
+    lobby bigint,
+    session bigint,
+    kind text NOT NULL,
+    game_no bigint,
+    body text NOT NULL,
+    PRIMARY KEY (shard, seq)
+)";
+
+const INSERT: &str = "INSERT INTO wizard_records (shard, seq, lobby, session, kind, game_no, body)
+    SELECT $1, * FROM unnest($2::int8[], $3::int8[], $4::int8[], $5::text[], $6::int8[], $7::text[])";
+
+/// A record on its way to PostgreSQL: its sequence number, key and stored form.
+#[derive(Debug)]
+struct Row {
+    seq: u64,
+    key: RowKey,
+    body: String,
+}
+
+/// What the core task and the writer share.
+#[derive(Debug)]
+struct Front {
+    /// Numbered, not yet taken by the writer.
+    pending: Vec<Row>,
+    pending_bytes: usize,
+    next_seq: u64,
+    /// [`PgStore::flush`] calls made, and writer turns finished that took everything up
+    /// to them.
+    flushes_asked: u64,
+    flushes_done: u64,
+    stop: bool,
+    /// Why the store stopped working: every later commit fails with it.
+    failed: Option<String>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    front: Mutex<Front>,
+    /// Wakes the writer (records queued, a flush, the stop).
+    wake: Condvar,
+    /// The writer took the pending records or finished a turn.
+    progress: Condvar,
+    /// Every record up to this sequence number is committed.
+    durable_seq: AtomicU64,
+    /// Wakes the core task: something became durable, or the store failed.
+    core_wake: async_channel::Sender<()>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Front> {
+        self.front.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks the store failed (the first reason stays) and wakes everyone.
+    fn fail(&self, why: String) {
+        self.lock().failed.get_or_insert(why);
+        self.progress.notify_all();
+        let _ = self.core_wake.try_send(());
+    }
+}
+
+/// The open store: the writer thread, which owns the connection holding the shard's
+/// lock.
+#[derive(Debug)]
+pub struct PgStore {
+    shared: Arc<Shared>,
+    writer: Option<JoinHandle<()>>,
+    wakes: async_channel::Receiver<()>,
+    /// The URL without its password, for logs.
+    shown: String,
+}
+
+/// The store's failure, for the log and the exit: the URL without its password.
+fn pg(what: &str, shown: &str) -> impl Fn(postgres::Error) -> StoreError {
+    let at = format!("{what} {shown}");
+    move |e| StoreError(format!("{at}: {e}"))
+}
+
+/// Connects to `url` (no TLS: see the module's notes), with the timeouts and
+/// keepalives of this module where the URL sets none, and `synchronous_commit = on`.
+pub fn connect(url: &str, shard: Option<ShardId>) -> Result<Client, StoreError> {
+    let shown = redact_password(url);
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|e| StoreError(format!("{shown}: {e}")))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    config.keepalives(true);
+    if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(KEEPALIVE_IDLE);
+    }
+    if config.get_application_name().is_none() {
+        let name = match shard {
+            Some(s) => format!("wizard-server shard {s}"),
+            None => "wizard-server".to_string(),
+        };
+        config.application_name(&name);
+    }
+    let mut client = config
+        .connect(NoTls)
+        .map_err(pg("cannot connect to", &shown))?;
+    client
+        .batch_execute("SET synchronous_commit = on")
+        .map_err(pg("cannot set up", &shown))?;
+    Ok(client)
+}
+
+impl PgStore {
+    /// Connects to `url`, creates the table if needed, waits for shard `shard`'s lock
+    /// (a standby waits here, trying every [`LOCK_RETRY_INTERVAL`]) and reads this
+    /// shard's records. Returns the store and every record, oldest first.
+    pub fn open(url: &str, shard: Option<ShardId>) -> Result<(PgStore, Vec<Record>), StoreError> {
+        PgStore::open_compacting_at(url, shard, COMPACT_ROWS_MIN)
+    }
+
+    /// [`PgStore::open`], compacting once the dead records are more than the live ones
+    /// and more than `compact_rows_min` (tests make it small).
+    pub fn open_compacting_at(
+        url: &str,
+        shard: Option<ShardId>,
+        compact_rows_min: u64,
+    ) -> Result<(PgStore, Vec<Record>), StoreError> {
+        let shown = redact_password(url);
+        let mut client = connect(url, shard)?;
+        create_schema(&mut client).map_err(pg("cannot set up", &shown))?;
+        wait_for_lock(&mut client, shard, &shown)?;
+        let shard_name = shard.map(|s| s.to_string()).unwrap_or_default();
+        let started = Instant::now();
+        let records = load(&mut client, &shard_name, &shown)?;
+        let mut liveness = Liveness::<RowCount>::default();
+        for (seq, record) in &records {
+            liveness.add(*seq, record.row_key());
+        }
+        let last_seq = records.last().map_or(0, |(seq, _)| *seq);
+        // A row past the last one read cannot exist (this process holds the lock), but
+        // numbering after the table's maximum costs one query and rules it out.
+        let max_seq: i64 = client
+            .query_one(
+                "SELECT COALESCE(MAX(seq), 0) FROM wizard_records WHERE shard = $1",
+                &[&shard_name],
+            )
+            .map_err(pg("cannot read", &shown))?
+            .get(0);
+        let last_seq = last_seq.max(max_seq as u64);
+        let records: Vec<Record> = records.into_iter().map(|(_, r)| r).collect();
+        info!(
+            store = %shown,
+            shard = %shard_name,
+            records = records.len(),
+            read_ms = started.elapsed().as_millis() as u64,
+            "Store opened; this process owns the shard"
+        );
+        let insert = client
+            .prepare(INSERT)
+            .map_err(pg("cannot set up", &shown))?;
+        let (core_wake, wakes) = async_channel::bounded(1);
+        let shared = Arc::new(Shared {
+            front: Mutex::new(Front {
+                pending: Vec::new(),
+                pending_bytes: 0,
+                next_seq: last_seq + 1,
+                flushes_asked: 0,
+                flushes_done: 0,
+                stop: false,
+                failed: None,
+            }),
+            wake: Condvar::new(),
+            progress: Condvar::new(),
+            durable_seq: AtomicU64::new(last_seq),
+            core_wake,
+        });
+        let writer_shared = Arc::clone(&shared);
+        let mut writer = Writer {
+            client,
+            insert,
+            shard: shard_name,
+            shown: shown.clone(),
+            liveness,
+            compact_rows_min,
+        };
+        let writer = std::thread::Builder::new()
+            .name("wizard-store".into())
+            .spawn(move || writer.run(&writer_shared))
+            .map_err(|e| StoreError(format!("store writer thread: {e}")))?;
+        Ok((
+            PgStore {
+                shared,
+                writer: Some(writer),
+                wakes,
+                shown,
+            },
+            records,
+        ))
+    }
+
+    /// Numbers `records` and queues them for the writer; returns the ticket (the last
+    /// record's sequence number) that [`PgStore::durable_through`] reaches once they
+    /// are committed. Does not wait, unless [`PENDING_BYTES_MAX`] are already queued.
+    /// Fails once the store failed: the caller must not send these records' frames.
+    pub fn commit(&self, records: Vec<Record>) -> Result<u64, String> {
+        let mut front = self.shared.lock();
+        while front.failed.is_none() && front.pending_bytes >= PENDING_BYTES_MAX {
+            self.shared.wake.notify_one();
+            front = self
+                .shared
+                .progress
+                .wait(front)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if let Some(e) = &front.failed {
+            return Err(e.clone());
+        }
+        let was_empty = front.pending.is_empty();
+        for record in records {
+            let body = record.encode();
+            let seq = front.next_seq;
+            front.next_seq += 1;
+            front.pending_bytes += body.len();
+            front.pending.push(Row {
+                seq,
+                key: record.row_key(),
+                body,
+            });
+        }
+        let ticket = front.next_seq - 1;
+        drop(front);
+        if was_empty {
+            self.shared.wake.notify_one();
+        }
+        Ok(ticket)
+    }
+
+    /// Every record up to this sequence number (a [`PgStore::commit`] ticket) is
+    /// committed.
+    pub fn durable_through(&self) -> u64 {
+        self.shared.durable_seq.load(Ordering::Acquire)
+    }
+
+    /// Why the store stopped working, once it did.
+    pub fn failed(&self) -> Option<String> {
+        self.shared.lock().failed.clone()
+    }
+
+    /// Woken (at most one wake waits) when a commit is done or the store failed.
+    pub fn wakes(&self) -> &async_channel::Receiver<()> {
+        &self.wakes
+    }
+
+    /// Has the writer commit everything queued so far, and waits for that (tests and
+    /// benchmarks).
+    pub fn flush(&self) -> Result<(), String> {
+        let mut front = self.shared.lock();
+        front.flushes_asked += 1;
+        let asked = front.flushes_asked;
+        self.shared.wake.notify_one();
+        while front.failed.is_none() && front.flushes_done < asked {
+            front = self
+                .shared
+                .progress
+                .wait(front)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        match &front.failed {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for PgStore {
+    /// Stops the writer after it committed everything queued; its connection closes,
+    /// which gives up the shard's lock.
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_one();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+        debug!(store = %self.shown, "Store writer stopped");
+    }
+}
+
+fn create_schema(client: &mut Client) -> Result<(), postgres::Error> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&schema_lock_key()])?;
+    tx.batch_execute(SCHEMA)?;
+    tx.commit()
+}
+
+/// Takes shard `shard`'s lock on `client`'s session, trying every
+/// [`LOCK_RETRY_INTERVAL`] while another process holds it.
+fn wait_for_lock(
+    client: &mut Client,
+    shard: Option<ShardId>,
+    shown: &str,
+) -> Result<(), StoreError> {
+    let key = lock_key(shard);
+    let shard_name = shard.map(|s| s.to_string()).unwrap_or_default();
+    let started = Instant::now();
+    let mut said: Option<Instant> = None;
+    loop {
+        let got: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .map_err(pg("cannot lock the shard in", shown))?
+            .get(0);
+        if got {
+            if said.is_some() {
+                info!(
+                    store = %shown,
+                    shard = %shard_name,
+                    waited_ms = started.elapsed().as_millis() as u64,
+                    "Took over the shard"
+                );
+            }
+            return Ok(());
+        }
+        if said.is_none_or(|at| at.elapsed() >= WAIT_LOG_INTERVAL) {
+            warn!(
+                store = %shown,
+                shard = %shard_name,
+                waited_s = started.elapsed().as_secs(),
+                retry_ms = LOCK_RETRY_INTERVAL.as_millis() as u64,
+                "Waiting for the store's lock: standing by, another server owns this shard"
+            );
+            said = Some(Instant::now());
+        }
+        std::thread::sleep(LOCK_RETRY_INTERVAL);
+    }
+}
+
+/// This shard's records with their sequence numbers, oldest first: streamed (rows
+/// arrive while earlier ones are decoded on the other cores).
+fn load(client: &mut Client, shard: &str, shown: &str) -> Result<Vec<(u64, Record)>, StoreError> {
+    let failed = pg("cannot read", shown);
+    let params: [&(dyn ToSql + Sync); 1] = [&shard];
+    let mut rows = client
+        .query_raw(
+            "SELECT seq, body FROM wizard_records WHERE shard = $1 ORDER BY seq",
+            params,
+        )
+        .map_err(&failed)?;
+    decode_in_batches(shown, |batch| {
+        let Some(row) = rows.next().map_err(&failed)? else {
+            return Ok(false);
+        };
+        let seq: i64 = row.try_get(0).map_err(&failed)?;
+        let body: &str = row.try_get(1).map_err(&failed)?;
+        batch.push(seq as u64, body);
+        Ok(true)
+    })
+}
+
+/// The writer thread's own state: the connection that holds the shard's lock.
+struct Writer {
+    client: Client,
+    insert: Statement,
+    shard: String,
+    shown: String,
+    /// Live and dead rows of this shard, counted as they are inserted.
+    liveness: Liveness<RowCount>,
+    compact_rows_min: u64,
+}
+
+impl Writer {
+    /// Commits whatever is queued, as soon as something is; checks the connection
+    /// when idle; compacts when it pays. Stops for good at the first failure.
+    fn run(&mut self, shared: &Shared) {
+        loop {
+            let (rows, asked, stop) = self.take(shared);
+            shared.progress.notify_all();
+            let result = if rows.is_empty() {
+                if stop {
+                    Ok(())
+                } else {
+                    self.client
+                        .is_valid(OWNER_CHECK_TIMEOUT)
+                        .map_err(|e| format!("lost {}: {e}", self.shown))
+                }
+            } else {
+                self.insert(&rows)
+                    .map_err(|e| format!("cannot commit to {}: {e}", self.shown))
+            };
+            let result = result.and_then(|()| {
+                if let Some(last) = rows.last() {
+                    shared.durable_seq.store(last.seq, Ordering::Release);
+                    let _ = shared.core_wake.try_send(());
+                    for row in &rows {
+                        self.liveness.add(row.seq, row.key);
+                    }
+                }
+                self.compact_if_it_pays()
+                    .map_err(|e| format!("cannot compact {}: {e}", self.shown))
+            });
+            if let Err(e) = result {
+                error!(store = %self.shown, error = %e, "Store failed: this process no longer owns its shard");
+                shared.fail(e);
+                return;
+            }
+            let mut front = shared.lock();
+            front.flushes_done = asked;
+            drop(front);
+            shared.progress.notify_all();
+            if stop {
+                return;
+            }
+        }
+    }
+
+    /// Waits for records, a flush, the stop or the idle check's time, then takes the
+    /// queued rows. Returns them, the flushes they answer and whether to stop.
+    fn take(&self, shared: &Shared) -> (Vec<Row>, u64, bool) {
+        let until = Instant::now() + OWNER_CHECK_INTERVAL;
+        let mut front = shared.lock();
+        loop {
+            let now = Instant::now();
+            if front.stop
+                || !front.pending.is_empty()
+                || front.flushes_asked > front.flushes_done
+                || now >= until
+            {
+                break;
+            }
+            front = shared
+                .wake
+                .wait_timeout(front, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let rows = std::mem::take(&mut front.pending);
+        front.pending_bytes = 0;
+        (rows, front.flushes_asked, front.stop)
+    }
+
+    /// One transaction holding `rows`: one statement when they fit in one.
+    fn insert(&mut self, rows: &[Row]) -> Result<(), postgres::Error> {
+        if rows.len() <= INSERT_ROWS_MAX {
+            return insert_rows(&mut self.client, &self.insert, &self.shard, rows);
+        }
+        let mut tx = self.client.transaction()?;
+        for chunk in rows.chunks(INSERT_ROWS_MAX) {
+            insert_rows(&mut tx, &self.insert, &self.shard, chunk)?;
+        }
+        tx.commit()
+    }
+
+    /// Deletes this shard's dead rows once they outnumber the live ones and
+    /// `compact_rows_min`, with the same fold as a restore (the SQLite store's rule).
+    fn compact_if_it_pays(&mut self) -> Result<(), postgres::Error> {
+        let dead = self.liveness.dead().count();
+        if dead <= self.liveness.live().max(self.compact_rows_min) {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let mut found = Liveness::<Vec<u64>>::default();
+        let params: [&(dyn ToSql + Sync); 1] = [&self.shard];
+        let mut rows = self.client.query_raw(
+            "SELECT seq, kind, lobby, session, game_no FROM wizard_records
+             WHERE shard = $1 ORDER BY seq",
+            params,
+        )?;
+        while let Some(row) = rows.next()? {
+            let kind: &str = row.try_get(1)?;
+            // A row this build does not know is kept.
+            if let Some(key) = row_key_of(kind, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?) {
+                found.add(row.try_get::<_, i64>(0)? as u64, key);
+            }
+        }
+        drop(rows);
+        let doomed: Vec<i64> = found.take_dead().into_iter().map(|s| s as i64).collect();
+        self.client.execute(
+            "DELETE FROM wizard_records WHERE shard = $1 AND seq = ANY($2)",
+            &[&self.shard, &doomed],
+        )?;
+        self.liveness.take_dead();
+        info!(
+            store = %self.shown,
+            shard = %self.shard,
+            deleted = doomed.len(),
+            live = found.live(),
+            compact_ms = started.elapsed().as_millis() as u64,
+            "Store compacted"
+        );
+        Ok(())
+    }
+}
+
+/// One `INSERT` of `rows` as arrays (`unnest`), over `client`.
+fn insert_rows(
+    client: &mut impl postgres::GenericClient,
+    statement: &Statement,
+    shard: &str,
+    rows: &[Row],
+) -> Result<(), postgres::Error> {
+    let mut seqs = Vec::with_capacity(rows.len());
+    let mut lobbies = Vec::with_capacity(rows.len());
+    let mut sessions = Vec::with_capacity(rows.len());
+    let mut kinds = Vec::with_capacity(rows.len());
+    let mut game_nos = Vec::with_capacity(rows.len());
+    let mut bodies = Vec::with_capacity(rows.len());
+    for row in rows {
+        let (lobby, session, kind, game_no) = key_columns(row.key);
+        seqs.push(row.seq as i64);
+        lobbies.push(lobby);
+        sessions.push(session);
+        kinds.push(kind);
+        game_nos.push(game_no);
+        bodies.push(row.body.as_str());
+    }
+    client.execute(
+        statement,
+        &[
+            &shard, &seqs, &lobbies, &sessions, &kinds, &game_nos, &bodies,
+        ],
+    )?;
+    Ok(())
+}
