@@ -223,6 +223,8 @@ pub async fn run(
     let end = read_loop(links, &mut read, &inbox, conn, kind)
         .or(write_loop(links, &woken))
         .await;
+    // The core task writes nothing more to this socket (and holds no handle of it).
+    outbox.detach();
     match end {
         End::KeepaliveTimeout => ShellStats::bump(&stats.keepalive_timeouts),
         End::WriteTimeout | End::Overflow => ShellStats::bump(&stats.slow_readers),
@@ -481,73 +483,79 @@ async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
             Wake::Timer
         })
         .await;
-        match wake {
-            Wake::Timer => {
-                let now = Instant::now();
-                if now >= links.last_heard.get() + t.keepalive_timeout {
-                    return End::KeepaliveTimeout;
-                }
-                if now >= next_ping {
-                    next_ping = now + t.keepalive_interval;
-                    let mut bytes = Vec::new();
-                    encode::ping(&mut bytes, &[]);
-                    if !write_within(t.write_timeout, links.tcp, bytes, None).await {
-                        return End::WriteTimeout;
-                    }
-                }
+        let mut ping = false;
+        if let Wake::Timer = wake {
+            let now = Instant::now();
+            if now >= links.last_heard.get() + t.keepalive_timeout {
+                return End::KeepaliveTimeout;
             }
-            Wake::Work => {
-                // Scoped: the batch does not stay in this future while it is written.
-                let (bytes, finish, answer) = {
-                    let batch = links.outbox.take();
-                    if batch.overflowed {
-                        return End::Overflow;
+            if now < next_ping {
+                continue;
+            }
+            next_ping = now + t.keepalive_interval;
+            ping = true;
+        }
+        // The socket is the writer's from `take` to `written`: the core task's direct
+        // writes wait (its frames stay queued, and it wakes this writer again).
+        // Scoped: the batch does not stay in this future while it is written.
+        let (bytes, finish, answer) = {
+            let batch = links.outbox.take();
+            if batch.overflowed {
+                return End::Overflow;
+            }
+            let (bytes, finish) = encode_batch(batch, ping);
+            (
+                bytes,
+                finish.0,
+                finish.1.map(|since| (since, links.frame_answer)),
+            )
+        };
+        let sent =
+            bytes.is_empty() || write_within(t.write_timeout, links.tcp, bytes, answer).await;
+        links.outbox.written();
+        if !sent {
+            return End::WriteTimeout;
+        }
+        match finish {
+            Some(Finish::Closed(code)) => {
+                // Give the peer a moment to answer with its close: the close
+                // handshake is over once the reader saw the peer's (it wakes
+                // this writer), else after LINGER. Waiting for the peer's end
+                // of stream instead held every connection, and a durable
+                // shutdown's exit, for LINGER after a browser had answered.
+                let answered = async {
+                    while !links.outbox.peer_has_closed() {
+                        woken.wait().await;
                     }
-                    let (bytes, finish) = encode_batch(&batch);
-                    let answer = batch.answer_since.map(|since| (since, links.frame_answer));
-                    (bytes, finish, answer)
                 };
-                if !bytes.is_empty()
-                    && !write_within(t.write_timeout, links.tcp, bytes, answer).await
-                {
-                    return End::WriteTimeout;
-                }
-                match finish {
-                    Some(Finish::Closed(code)) => {
-                        // Give the peer a moment to answer with its close: the close
-                        // handshake is over once the reader saw the peer's (it wakes
-                        // this writer), else after LINGER. Waiting for the peer's end
-                        // of stream instead held every connection, and a durable
-                        // shutdown's exit, for LINGER after a browser had answered.
-                        let answered = async {
-                            while !links.outbox.peer_has_closed() {
-                                woken.wait().await;
-                            }
-                        };
-                        let linger = async {
-                            Timer::after(LINGER).await;
-                        };
-                        Box::pin(answered.or(linger)).await;
-                        return End::Closed(code);
-                    }
-                    Some(Finish::Answered) => return End::Peer,
-                    None => {}
-                }
+                let linger = async {
+                    Timer::after(LINGER).await;
+                };
+                Box::pin(answered.or(linger)).await;
+                return End::Closed(code);
             }
+            Some(Finish::Answered) => return End::Peer,
+            None => {}
         }
     }
 }
 
-/// Every frame of `batch` in one buffer: the pong first (a control frame may go
-/// between messages), then the text frames, then the close (the core's, or the answer
-/// to the peer's).
-fn encode_batch(batch: &Batch) -> (Vec<u8>, Option<Finish>) {
+/// Every frame of `batch` in one buffer: first the bytes an earlier write left (a frame
+/// cut in the middle must be finished), then the ping (`ping`) and the pong (control
+/// frames may go between messages), then the text frames, then the close (the core's,
+/// or the answer to the peer's). Also returns how the batch ends the connection and
+/// when the frame its first text frame answers arrived.
+fn encode_batch(batch: Batch, ping: bool) -> (Vec<u8>, (Option<Finish>, Option<Instant>)) {
     let frames_bytes: usize = batch
         .frames
         .iter()
         .map(|f| encode::frame_len(f.len()))
         .sum();
-    let mut bytes = Vec::with_capacity(frames_bytes + 2 * encode::frame_len(125));
+    let mut bytes = batch.unsent;
+    bytes.reserve(frames_bytes + 3 * encode::frame_len(125));
+    if ping {
+        encode::ping(&mut bytes, &[]);
+    }
     if let Some(pong) = batch.pong.filter(|_| batch.echo.is_none()) {
         encode::pong(&mut bytes, pong.as_bytes());
     }
@@ -563,7 +571,7 @@ fn encode_batch(batch: &Batch) -> (Vec<u8>, Option<Finish>) {
     } else {
         None
     };
-    (bytes, finish)
+    (bytes, (finish, batch.answer_since))
 }
 
 /// Writes `bytes` within `limit`; false on error or timeout. With `answer`, the

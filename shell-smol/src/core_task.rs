@@ -120,12 +120,23 @@ struct State {
     /// close. At most one per AI request or close of one pass (the core keeps at most
     /// `AI_MAX_INFLIGHT` requests pending on a connection).
     loopback: Vec<Input>,
+    /// The outboxes the routing of this pass pushed to (see [`Outboxes::touched`]).
+    touched: Vec<Arc<Outbox>>,
+    /// The buffer the pass's frames are encoded into for the direct writes
+    /// ([`Outbox::flush`]); shrunk back after a flush larger than
+    /// [`SCRATCH_KEPT_BYTES`].
+    scratch: Vec<u8>,
 }
+
+/// The encoding buffer of the direct writes keeps at most this capacity between passes.
+const SCRATCH_KEPT_BYTES: usize = 64 * 1024;
 
 /// Where the core task carries out outputs: the connections' outboxes, the log and the
 /// AI round-trip histogram.
 struct Outboxes<'a> {
     conns: &'a HashMap<ConnId, Arc<Outbox>>,
+    /// The outboxes this pass pushed frames to, each once: flushed after routing.
+    touched: &'a mut Vec<Arc<Outbox>>,
     ai: Option<&'a Embedded>,
     loopback: &'a mut Vec<Input>,
     logs: &'a mut LogLimiter,
@@ -136,8 +147,10 @@ struct Outboxes<'a> {
 
 impl Router for Outboxes<'_> {
     fn send(&mut self, conn: ConnId, text: String, replaceable: bool) {
-        if let Some(outbox) = self.conns.get(&conn) {
-            outbox.push(text, replaceable, self.pass);
+        if let Some(outbox) = self.conns.get(&conn)
+            && outbox.push(text, replaceable, self.pass)
+        {
+            self.touched.push(Arc::clone(outbox));
         }
     }
 
@@ -187,6 +200,8 @@ impl CoreTask {
             out: Vec::with_capacity(256),
             pass: 0,
             loopback: Vec::new(),
+            touched: Vec::new(),
+            scratch: Vec::with_capacity(4096),
         };
         if let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) {
             let ip = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
@@ -383,6 +398,7 @@ impl CoreTask {
     fn route(&mut self, st: &mut State, now: Time) {
         let mut into = Outboxes {
             conns: &st.conns,
+            touched: &mut st.touched,
             ai: self.ai.as_ref(),
             loopback: &mut st.loopback,
             logs: &mut self.logs,
@@ -392,6 +408,15 @@ impl CoreTask {
         };
         for output in st.out.drain(..) {
             output.route(&mut into);
+        }
+        // Every frame of the pass is queued: each connection's in one write.
+        for outbox in st.touched.drain(..) {
+            if outbox.flush(&mut st.scratch, &self.stats.core.frame_answer_seconds) {
+                ShellStats::bump(&self.stats.write_handoffs);
+            }
+        }
+        if st.scratch.capacity() > SCRATCH_KEPT_BYTES {
+            st.scratch = Vec::with_capacity(4096);
         }
         self.logs.summaries(now.0, log_suppressed);
     }
