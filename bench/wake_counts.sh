@@ -8,7 +8,8 @@
 #   1. nothing attached: server CPU (utime+stime) and context switches (voluntary and
 #      not, all threads) per move;
 #   2. `perf stat` on the system call tracepoints (cheap: the server's batching does not
-#      change): all calls, futex, epoll_wait, sendto, recvfrom, read, write, epoll_ctl;
+#      change): all calls, futex, epoll_pwait, sendto, recvfrom, read, write, epoll_ctl,
+#      timerfd_settime;
 #   3. `strace -c -f` (slows the server, so moves batch more; the brief's tool).
 # Figures only: nothing is asserted. Usage:
 #   bench/wake_counts.sh base=/tmp/base/wizard-server new=target/release/wizard-server
@@ -45,7 +46,7 @@ one_run() {
         sleep 0.1
     done
     taskset -c "$BENCH_CPUS" "$BENCH" --url "ws://127.0.0.1:$port/ws" --games "$GAMES" --humans 4 \
-        --pacing full --duration $((3 * WINDOW + 6)) --ramp 2 --warmup 3 --history none \
+        --pacing full --duration $((3 * WINDOW + 15)) --ramp 2 --warmup 3 --history none \
         > "$TMP/bench.log" 2>&1 &
     local bp=$!
     sleep 6
@@ -58,9 +59,10 @@ one_run() {
     local dm=$((m1 - m0))
     m0=$(moves "$port")
     perf stat -x, -p "$sp" -e raw_syscalls:sys_enter -e syscalls:sys_enter_futex \
-        -e syscalls:sys_enter_epoll_wait -e syscalls:sys_enter_sendto \
+        -e syscalls:sys_enter_epoll_pwait -e syscalls:sys_enter_sendto \
         -e syscalls:sys_enter_recvfrom -e syscalls:sys_enter_read -e syscalls:sys_enter_write \
-        -e syscalls:sys_enter_epoll_ctl -o "$TMP/perf.csv" -- sleep "$WINDOW" || true
+        -e syscalls:sys_enter_epoll_ctl -e syscalls:sys_enter_timerfd_settime \
+        -o "$TMP/perf.csv" -- sleep "$WINDOW" || true
     m1=$(moves "$port")
     local pm=$((m1 - m0))
     m0=$(moves "$port")

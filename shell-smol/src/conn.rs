@@ -82,6 +82,7 @@ impl ConnParams {
                 start: 0,
                 end: 0,
                 read_at: Instant::now(),
+                drained: false,
             }),
             keepalive_interval: Duration::from_micros(config.shell.keepalive_interval_us),
             keepalive_timeout: Duration::from_micros(config.shell.keepalive_timeout_us),
@@ -100,6 +101,8 @@ struct ReadState {
     end: usize,
     /// When `buf` was last filled from the socket: the arrival of the frames in it.
     read_at: Instant,
+    /// The last read filled less than `buf`: the socket was empty (see [`read_some`]).
+    drained: bool,
 }
 
 impl ReadState {
@@ -288,7 +291,20 @@ impl From<&ConnParams> for Timing {
 /// Waiting (not reading) is what a re-poll does: the reader and the writer share one
 /// task, so every batch the writer sends polls the reader too, and a read attempt at
 /// each such poll would cost a `recvfrom` that fails with EAGAIN.
-async fn read_some(tcp: &Async<TcpStream>, buf: &mut [u8]) -> std::io::Result<usize> {
+///
+/// `drained`: the last read filled less than its buffer, so the socket was empty then;
+/// the reader waits for the reactor's readiness before it reads, instead of a read that
+/// would fail with EAGAIN (one `recvfrom` per frame received, issue 17). Bytes that
+/// arrived meanwhile are not missed: async-io re-arms the socket's one-shot epoll
+/// registration when the wait starts, and epoll reports a socket that is readable then.
+async fn read_some(
+    tcp: &Async<TcpStream>,
+    buf: &mut [u8],
+    drained: bool,
+) -> std::io::Result<usize> {
+    if drained {
+        tcp.readable().await?;
+    }
     loop {
         match tcp.get_ref().read(buf) {
             Err(e) if e.kind() == ErrorKind::WouldBlock => tcp.readable().await?,
@@ -344,9 +360,13 @@ async fn read_frames(
                 futures_lite::future::yield_now().await;
             }
             st.shrink();
-            match read_some(links.tcp, &mut st.buf).await {
+            let drained = std::mem::take(&mut st.drained);
+            match read_some(links.tcp, &mut st.buf, drained).await {
                 Ok(0) | Err(_) => return Err(End::Peer),
-                Ok(n) => (st.start, st.end, st.read_at) = (0, n, Instant::now()),
+                Ok(n) => {
+                    (st.start, st.end, st.read_at) = (0, n, Instant::now());
+                    st.drained = n < st.buf.len();
+                }
             }
             bytes_since_yield += st.end;
         }
@@ -424,7 +444,7 @@ async fn discard_until_eof(tcp: &Async<TcpStream>, end: End, limit: Duration) ->
         // input is discarded in a few reads.
         let mut sink = vec![0u8; LINGER_READ_BYTES];
         while read_total < LINGER_BYTES_MAX {
-            match read_some(tcp, &mut sink).await {
+            match read_some(tcp, &mut sink, false).await {
                 Ok(0) | Err(_) => return End::Peer,
                 Ok(n) => read_total += n,
             }

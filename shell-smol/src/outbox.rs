@@ -351,7 +351,7 @@ mod tests {
     }
 
     fn histogram() -> Histogram {
-        Histogram::new([1.0].into_iter())
+        Histogram::new([1.0])
     }
 
     /// Reads exactly `len` bytes from the peer.
