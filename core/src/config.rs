@@ -116,6 +116,7 @@ pub const SETTINGS: &[Setting] = &[
     server("SOCKET_SEND_BUFFER_BYTES", "65536", "kernel send buffer asked for each accepted socket (SO_SNDBUF)"),
     server("SOCKET_RECV_BUFFER_BYTES", "65536", "kernel receive buffer asked for each accepted socket (SO_RCVBUF)"),
     server("LISTEN_BACKLOG", "1024", "connections the kernel queues for accept (capped by net.core.somaxconn)"),
+    server("EXECUTOR_THREADS", "1", "threads that run the server's tasks (0 = one per whole core of the CPU quota, at most the CPUs the process may use)"),
     // Durable games (PROTOCOL.md 6.1).
     server("STORE", "sqlite:wizard-data/wizard.db", "where games are kept: memory, sqlite:PATH (created with its folder), or postgres://USER[:PASS]@HOST:PORT/DB (also postgresql://; shared by a shard's standby)"),
     server("STORE_SYNC_INTERVAL", "1", "seconds between the store writer's turns: folding the journal into SQLite and syncing it to disk (about what a power loss can take)"),
@@ -349,6 +350,7 @@ impl Config {
                 "SOCKET_SEND_BUFFER_BYTES" => c.shell.socket_send_buffer_bytes = v.count(4096)?,
                 "SOCKET_RECV_BUFFER_BYTES" => c.shell.socket_recv_buffer_bytes = v.count(4096)?,
                 "LISTEN_BACKLOG" => c.shell.listen_backlog_max = v.count(1)?,
+                "EXECUTOR_THREADS" => c.shell.executor_threads = v.count(0)?,
                 "STORE" => {
                     c.shell.store =
                         v.parsed("is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB")?

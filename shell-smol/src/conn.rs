@@ -82,6 +82,7 @@ impl ConnParams {
                 start: 0,
                 end: 0,
                 read_at: Instant::now(),
+                drained: false,
             }),
             keepalive_interval: Duration::from_micros(config.shell.keepalive_interval_us),
             keepalive_timeout: Duration::from_micros(config.shell.keepalive_timeout_us),
@@ -100,6 +101,8 @@ struct ReadState {
     end: usize,
     /// When `buf` was last filled from the socket: the arrival of the frames in it.
     read_at: Instant,
+    /// The last read filled less than `buf`: the socket was empty (see [`read_some`]).
+    drained: bool,
 }
 
 impl ReadState {
@@ -223,6 +226,8 @@ pub async fn run(
     let end = read_loop(links, &mut read, &inbox, conn, kind)
         .or(write_loop(links, &woken))
         .await;
+    // The core task writes nothing more to this socket (and holds no handle of it).
+    outbox.detach();
     match end {
         End::KeepaliveTimeout => ShellStats::bump(&stats.keepalive_timeouts),
         End::WriteTimeout | End::Overflow => ShellStats::bump(&stats.slow_readers),
@@ -286,7 +291,20 @@ impl From<&ConnParams> for Timing {
 /// Waiting (not reading) is what a re-poll does: the reader and the writer share one
 /// task, so every batch the writer sends polls the reader too, and a read attempt at
 /// each such poll would cost a `recvfrom` that fails with EAGAIN.
-async fn read_some(tcp: &Async<TcpStream>, buf: &mut [u8]) -> std::io::Result<usize> {
+///
+/// `drained`: the last read filled less than its buffer, so the socket was empty then;
+/// the reader waits for the reactor's readiness before it reads, instead of a read that
+/// would fail with EAGAIN (one `recvfrom` per frame received, issue 17). Bytes that
+/// arrived meanwhile are not missed: async-io re-arms the socket's one-shot epoll
+/// registration when the wait starts, and epoll reports a socket that is readable then.
+async fn read_some(
+    tcp: &Async<TcpStream>,
+    buf: &mut [u8],
+    drained: bool,
+) -> std::io::Result<usize> {
+    if drained {
+        tcp.readable().await?;
+    }
     loop {
         match tcp.get_ref().read(buf) {
             Err(e) if e.kind() == ErrorKind::WouldBlock => tcp.readable().await?,
@@ -342,9 +360,13 @@ async fn read_frames(
                 futures_lite::future::yield_now().await;
             }
             st.shrink();
-            match read_some(links.tcp, &mut st.buf).await {
+            let drained = std::mem::take(&mut st.drained);
+            match read_some(links.tcp, &mut st.buf, drained).await {
                 Ok(0) | Err(_) => return Err(End::Peer),
-                Ok(n) => (st.start, st.end, st.read_at) = (0, n, Instant::now()),
+                Ok(n) => {
+                    (st.start, st.end, st.read_at) = (0, n, Instant::now());
+                    st.drained = n < st.buf.len();
+                }
             }
             bytes_since_yield += st.end;
         }
@@ -422,7 +444,7 @@ async fn discard_until_eof(tcp: &Async<TcpStream>, end: End, limit: Duration) ->
         // input is discarded in a few reads.
         let mut sink = vec![0u8; LINGER_READ_BYTES];
         while read_total < LINGER_BYTES_MAX {
-            match read_some(tcp, &mut sink).await {
+            match read_some(tcp, &mut sink, false).await {
                 Ok(0) | Err(_) => return End::Peer,
                 Ok(n) => read_total += n,
             }
@@ -481,73 +503,79 @@ async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
             Wake::Timer
         })
         .await;
-        match wake {
-            Wake::Timer => {
-                let now = Instant::now();
-                if now >= links.last_heard.get() + t.keepalive_timeout {
-                    return End::KeepaliveTimeout;
-                }
-                if now >= next_ping {
-                    next_ping = now + t.keepalive_interval;
-                    let mut bytes = Vec::new();
-                    encode::ping(&mut bytes, &[]);
-                    if !write_within(t.write_timeout, links.tcp, bytes, None).await {
-                        return End::WriteTimeout;
-                    }
-                }
+        let mut ping = false;
+        if let Wake::Timer = wake {
+            let now = Instant::now();
+            if now >= links.last_heard.get() + t.keepalive_timeout {
+                return End::KeepaliveTimeout;
             }
-            Wake::Work => {
-                // Scoped: the batch does not stay in this future while it is written.
-                let (bytes, finish, answer) = {
-                    let batch = links.outbox.take();
-                    if batch.overflowed {
-                        return End::Overflow;
+            if now < next_ping {
+                continue;
+            }
+            next_ping = now + t.keepalive_interval;
+            ping = true;
+        }
+        // The socket is the writer's from `take` to `written`: the core task's direct
+        // writes wait (its frames stay queued, and it wakes this writer again).
+        // Scoped: the batch does not stay in this future while it is written.
+        let (bytes, finish, answer) = {
+            let batch = links.outbox.take();
+            if batch.overflowed {
+                return End::Overflow;
+            }
+            let (bytes, finish) = encode_batch(batch, ping);
+            (
+                bytes,
+                finish.0,
+                finish.1.map(|since| (since, links.frame_answer)),
+            )
+        };
+        let sent =
+            bytes.is_empty() || write_within(t.write_timeout, links.tcp, bytes, answer).await;
+        links.outbox.written();
+        if !sent {
+            return End::WriteTimeout;
+        }
+        match finish {
+            Some(Finish::Closed(code)) => {
+                // Give the peer a moment to answer with its close: the close
+                // handshake is over once the reader saw the peer's (it wakes
+                // this writer), else after LINGER. Waiting for the peer's end
+                // of stream instead held every connection, and a durable
+                // shutdown's exit, for LINGER after a browser had answered.
+                let answered = async {
+                    while !links.outbox.peer_has_closed() {
+                        woken.wait().await;
                     }
-                    let (bytes, finish) = encode_batch(&batch);
-                    let answer = batch.answer_since.map(|since| (since, links.frame_answer));
-                    (bytes, finish, answer)
                 };
-                if !bytes.is_empty()
-                    && !write_within(t.write_timeout, links.tcp, bytes, answer).await
-                {
-                    return End::WriteTimeout;
-                }
-                match finish {
-                    Some(Finish::Closed(code)) => {
-                        // Give the peer a moment to answer with its close: the close
-                        // handshake is over once the reader saw the peer's (it wakes
-                        // this writer), else after LINGER. Waiting for the peer's end
-                        // of stream instead held every connection, and a durable
-                        // shutdown's exit, for LINGER after a browser had answered.
-                        let answered = async {
-                            while !links.outbox.peer_has_closed() {
-                                woken.wait().await;
-                            }
-                        };
-                        let linger = async {
-                            Timer::after(LINGER).await;
-                        };
-                        Box::pin(answered.or(linger)).await;
-                        return End::Closed(code);
-                    }
-                    Some(Finish::Answered) => return End::Peer,
-                    None => {}
-                }
+                let linger = async {
+                    Timer::after(LINGER).await;
+                };
+                Box::pin(answered.or(linger)).await;
+                return End::Closed(code);
             }
+            Some(Finish::Answered) => return End::Peer,
+            None => {}
         }
     }
 }
 
-/// Every frame of `batch` in one buffer: the pong first (a control frame may go
-/// between messages), then the text frames, then the close (the core's, or the answer
-/// to the peer's).
-fn encode_batch(batch: &Batch) -> (Vec<u8>, Option<Finish>) {
+/// Every frame of `batch` in one buffer: first the bytes an earlier write left (a frame
+/// cut in the middle must be finished), then the ping (`ping`) and the pong (control
+/// frames may go between messages), then the text frames, then the close (the core's,
+/// or the answer to the peer's). Also returns how the batch ends the connection and
+/// when the frame its first text frame answers arrived.
+fn encode_batch(batch: Batch, ping: bool) -> (Vec<u8>, (Option<Finish>, Option<Instant>)) {
     let frames_bytes: usize = batch
         .frames
         .iter()
         .map(|f| encode::frame_len(f.len()))
         .sum();
-    let mut bytes = Vec::with_capacity(frames_bytes + 2 * encode::frame_len(125));
+    let mut bytes = batch.unsent;
+    bytes.reserve(frames_bytes + 3 * encode::frame_len(125));
+    if ping {
+        encode::ping(&mut bytes, &[]);
+    }
     if let Some(pong) = batch.pong.filter(|_| batch.echo.is_none()) {
         encode::pong(&mut bytes, pong.as_bytes());
     }
@@ -563,7 +591,7 @@ fn encode_batch(batch: &Batch) -> (Vec<u8>, Option<Finish>) {
     } else {
         None
     };
-    (bytes, finish)
+    (bytes, (finish, batch.answer_since))
 }
 
 /// Writes `bytes` within `limit`; false on error or timeout. With `answer`, the

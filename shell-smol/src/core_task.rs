@@ -136,6 +136,12 @@ struct State {
     held: VecDeque<Held>,
     held_frames: usize,
     held_bytes: usize,
+    /// The outboxes the routing of this pass pushed to (see [`Outboxes::touched`]).
+    touched: Vec<Arc<Outbox>>,
+    /// The buffer the pass's frames are encoded into for the direct writes
+    /// ([`Outbox::flush`]); shrunk back after a flush larger than
+    /// [`SCRATCH_KEPT_BYTES`].
+    scratch: Vec<u8>,
 }
 
 impl State {
@@ -156,10 +162,15 @@ struct Held {
     since: Instant,
 }
 
+/// The encoding buffer of the direct writes keeps at most this capacity between passes.
+const SCRATCH_KEPT_BYTES: usize = 64 * 1024;
+
 /// Where the core task carries out outputs: the connections' outboxes, the log and the
 /// AI round-trip histogram.
 struct Outboxes<'a> {
     conns: &'a HashMap<ConnId, Arc<Outbox>>,
+    /// The outboxes this pass pushed frames to, each once: flushed after routing.
+    touched: &'a mut Vec<Arc<Outbox>>,
     ai: Option<&'a Embedded>,
     loopback: &'a mut Vec<Input>,
     logs: &'a mut LogLimiter,
@@ -170,8 +181,10 @@ struct Outboxes<'a> {
 
 impl Router for Outboxes<'_> {
     fn send(&mut self, conn: ConnId, text: String, replaceable: bool) {
-        if let Some(outbox) = self.conns.get(&conn) {
-            outbox.push(text, replaceable, self.pass);
+        if let Some(outbox) = self.conns.get(&conn)
+            && outbox.push(text, replaceable, self.pass)
+        {
+            self.touched.push(Arc::clone(outbox));
         }
     }
 
@@ -224,6 +237,8 @@ impl CoreTask {
             held: VecDeque::new(),
             held_frames: 0,
             held_bytes: 0,
+            touched: Vec::new(),
+            scratch: Vec::with_capacity(4096),
         };
         if let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) {
             let ip = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
@@ -559,6 +574,7 @@ impl CoreTask {
     fn route(&mut self, st: &mut State, mut outputs: Vec<Output>, pass: u64, now: Time) {
         let mut into = Outboxes {
             conns: &st.conns,
+            touched: &mut st.touched,
             ai: self.ai.as_ref(),
             loopback: &mut st.loopback,
             logs: &mut self.logs,
@@ -568,6 +584,15 @@ impl CoreTask {
         };
         for output in outputs.drain(..) {
             output.route(&mut into);
+        }
+        // Every frame of the pass is queued: each connection's in one write.
+        for outbox in st.touched.drain(..) {
+            if outbox.flush(&mut st.scratch, &self.stats.core.frame_answer_seconds) {
+                ShellStats::bump(&self.stats.write_handoffs);
+            }
+        }
+        if st.scratch.capacity() > SCRATCH_KEPT_BYTES {
+            st.scratch = Vec::with_capacity(4096);
         }
         if st.out.capacity() == 0 {
             st.out = outputs;

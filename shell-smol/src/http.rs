@@ -266,6 +266,8 @@ async fn websocket(
     }
     let params = ConnParams::new(config, conn, kind);
     let tcp = Arc::new(tcp);
+    // From now on the core task writes the frames it routes here itself when it can.
+    outbox.attach(Arc::clone(&tcp));
     let stats = Arc::clone(&ctx.stats);
     let end = conn::run(
         Arc::clone(&tcp),

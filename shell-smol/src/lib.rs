@@ -153,7 +153,10 @@ pub fn run_opened(
 ) -> Result<(), RunError> {
     let cgroup = probe::Cgroup::discover();
     let quota = cgroup.as_ref().and_then(probe::Cgroup::quota_cores);
-    let threads = probe::threads_for(quota);
+    let threads = match config.shell.executor_threads {
+        0 => probe::threads_for(quota),
+        n => n,
+    };
     info!(threads, quota_cores = quota, bind = %config.shell.bind, "Starting");
     let ex = Arc::new(Priorities::default());
     let (stop, stopped) = async_channel::bounded::<()>(1);

@@ -43,6 +43,9 @@ pub struct ShellStats {
     /// Connections cut because they did not drain within `WRITE_TIMEOUT` or overflowed
     /// their outbound queue.
     pub slow_readers: AtomicU64,
+    /// Direct writes of the core task that left bytes for the connection's writer (the
+    /// socket's send buffer was full).
+    pub write_handoffs: AtomicU64,
     /// Connections closed because nothing arrived for `KEEPALIVE_TIMEOUT`.
     pub keepalive_timeouts: AtomicU64,
     /// Sockets that sent nothing within `FIRST_BYTE_TIMEOUT`.
@@ -180,6 +183,10 @@ const COUNTERS: &[(&str, &str)] = &[
     (
         "slow_readers",
         "Connections cut for not draining their outbound queue",
+    ),
+    (
+        "write_handoffs",
+        "Direct writes of the core task that left bytes for the connection's writer: a full socket buffer",
     ),
     (
         "keepalive_timeouts",
@@ -396,7 +403,7 @@ impl Metrics {
         tcp_open: usize,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 30] = [
+        let absolute: [(&str, u64); 31] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -414,6 +421,7 @@ impl Metrics {
             ("handshake_timeouts", relaxed(&shell.handshake_timeouts)),
             ("upgrades_refused", relaxed(&shell.upgrades_refused)),
             ("slow_readers", relaxed(&shell.slow_readers)),
+            ("write_handoffs", relaxed(&shell.write_handoffs)),
             ("keepalive_timeouts", relaxed(&shell.keepalive_timeouts)),
             ("core_inputs", relaxed(&shell.core_inputs)),
             ("core_wakeups", relaxed(&shell.core_wakeups)),

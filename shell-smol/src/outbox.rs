@@ -1,20 +1,35 @@
 //! A connection's bounded outbound queue: the core task pushes frames and close
-//! requests, the connection's writer takes everything queued at once. The queueing rule
-//! is the core's [`OutQueue`] (a newer `state` replaces a queued one the core marked
-//! replaceable; a queue over its message or byte limit is overflowed, which ends the
-//! connection); this file adds the lock and the writer's wake-up.
+//! requests, and after each pass writes what it queued straight to the socket when it
+//! can ([`Outbox::flush`]); the connection's writer takes over what the socket did not
+//! take at once, closes, pongs and pings. The queueing rule is the core's [`OutQueue`]
+//! (a newer `state` replaces a queued one the core marked replaceable; a queue over its
+//! message or byte limit is overflowed, which ends the connection); this file adds the
+//! lock, the socket's ownership and the writer's wake-up.
+//!
+//! One side writes to the socket at a time, under this lock: the core task only while
+//! it holds the lock for one non-blocking write, and only when the writer is not
+//! writing and no bytes of an earlier write wait ([`Queue::unsent`]); the writer marks
+//! itself busy while it writes outside the lock. So frames reach the socket in the
+//! order they were queued, and a partial write is finished before anything else goes.
+//! A frame routed to a connection whose queue was empty therefore costs one `sendto` on
+//! the core task's thread and no wake-up of the writer (issue 17); the writer is woken
+//! only when bytes remain (a full socket buffer), for a close, an overflow or a pong.
 //!
 //! The connection's reader uses it too, for the frames it answers itself: the pong to
 //! the newest ping (one slot: a newer ping's payload replaces an unsent one, so pongs
 //! cannot pile up) and the answer to the peer's close frame.
 
+use std::io::Write as _;
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
+use async_io::Async;
+use prometheus_client::metrics::histogram::Histogram;
 use wizard_core::outqueue::{OutQueue, Pushed};
 use wizard_core::wire::CloseCode;
-use wizard_core::ws::Control;
+use wizard_core::ws::{Control, encode};
 
 #[derive(Debug)]
 struct Queue {
@@ -36,6 +51,20 @@ struct Queue {
     /// When the frame answered by a queued frame arrived, for the writer to time the
     /// answer (`wizard_frame_answer_seconds`).
     answer_since: Option<Instant>,
+    /// The socket, for the core task's direct writes: set once the 101 went out
+    /// ([`Outbox::attach`]), taken when the connection's task ends ([`Outbox::detach`]),
+    /// so that the core task never writes before the handshake or after the close, and
+    /// never holds the last handle of a socket (closing it is the door's work).
+    socket: Option<Arc<Async<TcpStream>>>,
+    /// Encoded bytes taken from the queue that the socket did not take yet: the writer
+    /// sends them before anything else. At most one flush's frames, so within the
+    /// queue's byte bound plus framing.
+    unsent: Vec<u8>,
+    /// The writer is writing outside the lock ([`Outbox::take`] until
+    /// [`Outbox::written`]): the core task leaves the socket to it.
+    writer_busy: bool,
+    /// The core task's pass that last pushed a frame here (see [`Outbox::push`]).
+    pushed_pass: Option<u64>,
 }
 
 /// A connection's bounded outbound queue, filled by the core task, drained by the
@@ -73,6 +102,8 @@ impl Woken {
 /// What the writer took from the queue.
 #[derive(Debug, Default)]
 pub struct Batch {
+    /// Bytes of an earlier write the socket did not take: they go first.
+    pub unsent: Vec<u8>,
     pub frames: Vec<String>,
     pub close: Option<CloseCode>,
     pub overflowed: bool,
@@ -94,6 +125,10 @@ impl Outbox {
                 waker: None,
                 due: None,
                 answer_since: None,
+                socket: None,
+                unsent: Vec::new(),
+                writer_busy: false,
+                pushed_pass: None,
             }),
         });
         (Arc::clone(&outbox), Woken(outbox))
@@ -127,24 +162,85 @@ impl Outbox {
     /// Queues a frame by the core's rule ([`OutQueue::push`]): a replaceable one
     /// replaces the one queued before it; past a limit the connection is overflowed.
     /// `pass` is the core task's pass that sends it (see [`Outbox::expect_answer`]).
-    pub fn push(&self, text: String, replaceable: bool, pass: u64) {
+    /// Nothing is written and nobody is woken: the core task calls [`Outbox::flush`]
+    /// once per pass for every outbox for which this returned true (the first push of
+    /// `pass`).
+    pub fn push(&self, text: String, replaceable: bool, pass: u64) -> bool {
+        let mut q = self.lock();
+        if q.out.push(text, replaceable, ()) == Pushed::Refused {
+            return false;
+        }
+        if let Some((arrived, p)) = q.due
+            && p == pass
+        {
+            q.due = None;
+            // An answer not yet written is older: it keeps its place.
+            q.answer_since.get_or_insert(arrived);
+        }
+        q.pushed_pass.replace(pass) != Some(pass)
+    }
+
+    /// After a pass of the core task: writes every frame queued here in one
+    /// non-blocking write on the caller's thread, when the socket is attached, the
+    /// writer idle and nothing of an earlier write waits. Bytes the socket does not take
+    /// (a full send buffer), a close, an overflow, or a writer busy: the writer is woken
+    /// and sends them (within `WRITE_TIMEOUT`, as it does every batch). `scratch` is the
+    /// caller's encoding buffer, reused across flushes; `answer` times the answer to a
+    /// player's frame at its first byte written. Returns whether the writer was handed
+    /// bytes of a partial write.
+    pub fn flush(&self, scratch: &mut Vec<u8>, answer: &Histogram) -> bool {
+        let mut handed_off = false;
         let waker = {
             let mut q = self.lock();
-            if q.out.push(text, replaceable, ()) == Pushed::Refused {
-                return;
+            let direct = q.socket.is_some()
+                && !q.writer_busy
+                && q.unsent.is_empty()
+                && q.out.accepting()
+                && q.echo.is_none();
+            if !direct {
+                Outbox::mark(&mut q)
+            } else if q.out.is_empty() {
+                None
+            } else {
+                scratch.clear();
+                for frame in q.out.take_all() {
+                    encode::text(scratch, &frame.text);
+                }
+                let written = match q.socket.as_ref().map(|s| s.get_ref().write(scratch)) {
+                    Some(Ok(n)) => n,
+                    // Full (EAGAIN), interrupted, or failed: the writer tries it and
+                    // ends the connection on an error, as with any of its writes.
+                    _ => 0,
+                };
+                if written > 0
+                    && let Some(since) = q.answer_since.take()
+                {
+                    answer.observe(since.elapsed().as_secs_f64());
+                }
+                if written < scratch.len() {
+                    q.unsent.extend_from_slice(&scratch[written..]);
+                    handed_off = true;
+                    Outbox::mark(&mut q)
+                } else {
+                    None
+                }
             }
-            if let Some((arrived, p)) = q.due
-                && p == pass
-            {
-                q.due = None;
-                // An answer not yet written is older: it keeps its place.
-                q.answer_since.get_or_insert(arrived);
-            }
-            Outbox::mark(&mut q)
         };
         if let Some(waker) = waker {
             waker.wake();
         }
+        handed_off
+    }
+
+    /// The 101 went out: the core task may write to `socket` from now on.
+    pub fn attach(&self, socket: Arc<Async<TcpStream>>) {
+        self.lock().socket = Some(socket);
+    }
+
+    /// The connection's task ended: the core task writes nothing more.
+    pub fn detach(&self) {
+        let socket = self.lock().socket.take();
+        drop(socket);
     }
 
     /// Asks the writer to send a close frame after the frames already queued.
@@ -194,11 +290,14 @@ impl Outbox {
         self.lock().echo.is_some()
     }
 
-    /// Takes everything queued.
+    /// Takes everything queued, for the writer, which owns the socket until it calls
+    /// [`Outbox::written`].
     pub fn take(&self) -> Batch {
         let mut q = self.lock();
+        q.writer_busy = true;
         let frames = q.out.take_all();
         Batch {
+            unsent: std::mem::take(&mut q.unsent),
             frames: frames.into_iter().map(|f| f.text).collect(),
             close: q.out.close_code(),
             overflowed: q.out.overflowed(),
@@ -206,6 +305,11 @@ impl Outbox {
             echo: q.echo,
             answer_since: q.answer_since.take(),
         }
+    }
+
+    /// The writer finished writing what it took: the core task may write again.
+    pub fn written(&self) {
+        self.lock().writer_busy = false;
     }
 
     /// Frames and bytes queued now.
@@ -220,7 +324,123 @@ impl Outbox {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Read as _;
+    use std::net::TcpListener;
+
+    use futures_lite::io::AsyncWriteExt;
+
     use super::*;
+
+    /// A connected pair: the server's end (non-blocking, send buffer bounded to
+    /// `send_bytes`) and the peer's (blocking; its receive buffer left as the kernel
+    /// sizes it: a small one makes TCP probe a zero window for seconds).
+    fn pair(send_bytes: usize) -> (Arc<Async<TcpStream>>, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        rustix::net::sockopt::set_socket_send_buffer_size(&server, send_bytes).unwrap();
+        (Arc::new(Async::new(server).unwrap()), peer)
+    }
+
+    fn encoded(texts: &[&str]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for text in texts {
+            encode::text(&mut bytes, text);
+        }
+        bytes
+    }
+
+    fn histogram() -> Histogram {
+        Histogram::new([1.0])
+    }
+
+    /// Reads exactly `len` bytes from the peer.
+    fn read_exactly(peer: &mut TcpStream, len: usize) -> Vec<u8> {
+        let mut bytes = vec![0; len];
+        peer.read_exact(&mut bytes).unwrap();
+        bytes
+    }
+
+    #[test]
+    fn an_idle_outbox_stays_small() {
+        // Paid per open connection (docs/OPERATIONS.md, "Memory per connection").
+        let size = std::mem::size_of::<Outbox>();
+        assert!(size <= 320, "the outbox grew to {size} bytes");
+    }
+
+    #[test]
+    fn a_pass_writes_every_frame_it_queued_in_one_write_and_wakes_nobody() {
+        let (tcp, mut peer) = pair(65536);
+        let (outbox, woken) = Outbox::new(10, 100_000);
+        outbox.attach(tcp);
+        // Only the first push of a pass asks for a flush.
+        assert!(outbox.push("a".into(), false, 1));
+        assert!(!outbox.push("b".into(), false, 1));
+        assert!(!outbox.flush(&mut Vec::new(), &histogram()));
+        assert!(!woken.is_pending(), "the writer was woken");
+        assert!(outbox.is_empty());
+        assert_eq!(read_exactly(&mut peer, 6), encoded(&["a", "b"]));
+        assert!(outbox.push("c".into(), false, 2));
+    }
+
+    #[test]
+    fn before_the_upgrade_and_while_the_writer_writes_the_writer_is_woken() {
+        let (tcp, mut peer) = pair(65536);
+        let (outbox, woken) = Outbox::new(10, 100_000);
+        // Not attached yet: the 101 may not be out.
+        outbox.push("a".into(), false, 1);
+        outbox.flush(&mut Vec::new(), &histogram());
+        assert!(woken.is_pending());
+        assert_eq!(outbox.take().frames, ["a"]);
+        outbox.written();
+        // The writer is writing: the core task leaves the frame queued for it.
+        outbox.attach(tcp);
+        let batch = outbox.take();
+        assert!(batch.frames.is_empty());
+        outbox.push("b".into(), false, 2);
+        outbox.flush(&mut Vec::new(), &histogram());
+        assert_eq!(outbox.len().0, 1);
+        outbox.written();
+        outbox.push("c".into(), false, 3);
+        outbox.flush(&mut Vec::new(), &histogram());
+        assert_eq!(read_exactly(&mut peer, 6), encoded(&["b", "c"]));
+    }
+
+    #[test]
+    fn a_partial_write_is_finished_by_the_writer_before_anything_else() {
+        let (tcp, mut peer) = pair(4096);
+        let (outbox, woken) = Outbox::new(1000, 10_000_000);
+        outbox.attach(Arc::clone(&tcp));
+        // 2.5 MB: more than the send buffer and the peer's receive buffer hold.
+        let big: Vec<String> = (0..64u8)
+            .map(|i| char::from(b'A' + i % 26).to_string().repeat(40_000))
+            .collect();
+        for text in &big {
+            outbox.push(text.clone(), false, 1);
+        }
+        // The peer reads nothing yet: the socket takes part of the pass's bytes.
+        assert!(
+            outbox.flush(&mut Vec::new(), &histogram()),
+            "no partial write"
+        );
+        assert!(woken.is_pending());
+        // A later pass: its frame waits behind the unsent bytes.
+        outbox.push("after".into(), false, 2);
+        assert!(!outbox.flush(&mut Vec::new(), &histogram()));
+        let batch = outbox.take();
+        assert!(!batch.unsent.is_empty());
+        assert_eq!(batch.frames, ["after"]);
+        let mut rest = batch.unsent;
+        rest.extend(encoded(&["after"]));
+        let mut texts: Vec<&str> = big.iter().map(String::as_str).collect();
+        texts.push("after");
+        let expected = encoded(&texts);
+        let reader =
+            std::thread::spawn(move || read_exactly(&mut peer, expected.len()) == expected);
+        smol::block_on(async { (&*tcp).write_all(&rest).await }).unwrap();
+        outbox.written();
+        assert!(reader.join().unwrap(), "the peer read other bytes");
+    }
 
     #[test]
     fn nothing_is_queued_after_close() {

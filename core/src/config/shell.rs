@@ -109,6 +109,10 @@ pub struct ShellConfig {
     pub socket_recv_buffer_bytes: usize,
     /// The listening socket's accept queue (`listen`'s backlog).
     pub listen_backlog_max: u32,
+    /// Executor threads (0: one per whole core of the CPU quota, at most the CPUs the
+    /// process may use). One by default: with two, a move cost about a fifth more CPU
+    /// (docs/BENCHMARKS.md, "Fewer wake-ups per move").
+    pub executor_threads: usize,
     pub store: StoreSpec,
     /// How often the store syncs its committed records to disk.
     pub store_sync_interval_us: u64,
@@ -131,6 +135,7 @@ impl Default for ShellConfig {
             socket_send_buffer_bytes: 65_536,
             socket_recv_buffer_bytes: 65_536,
             listen_backlog_max: 1024,
+            executor_threads: 1,
             store: StoreSpec::Sqlite("wizard-data/wizard.db".to_string()),
             store_sync_interval_us: US_PER_SEC,
         }

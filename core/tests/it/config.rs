@@ -243,6 +243,7 @@ const OTHER: &[(&str, &str)] = &[
     ("SOCKET_SEND_BUFFER_BYTES", "8192"),
     ("SOCKET_RECV_BUFFER_BYTES", "16384"),
     ("LISTEN_BACKLOG", "64"),
+    ("EXECUTOR_THREADS", "3"),
     ("STORE", "sqlite:/var/lib/wizard/games.db"),
     ("STORE_SYNC_INTERVAL", "2.5"),
     ("LOBBY_IDLE_TTL", "7"),
@@ -313,6 +314,7 @@ fn every_field_is_covered() {
                 socket_send_buffer_bytes,
                 socket_recv_buffer_bytes,
                 listen_backlog_max,
+                executor_threads,
                 store,
                 store_sync_interval_us,
             },
@@ -436,7 +438,7 @@ fn every_field_is_covered() {
         ),
         (25, 1_500_000, 8192, 16_384)
     );
-    assert_eq!(listen_backlog_max, 64);
+    assert_eq!((listen_backlog_max, executor_threads), (64, 3));
     assert_eq!(
         store,
         wizard_core::config::StoreSpec::Sqlite("/var/lib/wizard/games.db".into())

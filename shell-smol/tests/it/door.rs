@@ -384,3 +384,125 @@ fn a_client_that_never_reads_is_cut_within_write_timeout_with_bounded_kernel_mem
         assert_eq!(metric(addr, "wizard_slow_readers_total").await, 1.0);
     });
 }
+
+/// A raw websocket from `from`, upgraded and past its `hello` (nothing of the answer
+/// read), with the receive buffer fixed small.
+async fn raw_player(addr: SocketAddr, from: IpAddr) -> Async<TcpStream> {
+    let mut tcp = tcp_with_small_receive_buffer(addr, from);
+    let request = "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+                   Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                   Sec-WebSocket-Version: 13\r\n\r\n";
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut head = [0u8; 129];
+    tcp.read_exact(&mut head).await.unwrap();
+    assert!(head.starts_with(b"HTTP/1.1 101"));
+    tcp.write_all(&client_frame(r#"{"type":"hello","token":null}"#))
+        .await
+        .unwrap();
+    tcp
+}
+
+/// A masked client text frame (mask 0: the payload goes as is).
+fn client_frame(text: &str) -> Vec<u8> {
+    let mut f = Vec::new();
+    wizard_core::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
+    f
+}
+
+/// Reads one server frame (unmasked, unfragmented): its opcode and payload.
+async fn server_frame(tcp: &mut Async<TcpStream>) -> (u8, Vec<u8>) {
+    let mut head = [0u8; 2];
+    tcp.read_exact(&mut head).await.unwrap();
+    assert_eq!(head[0] & 0x80, 0x80, "a fragment or a cut frame: {head:?}");
+    assert_eq!(head[1] & 0x80, 0, "a masked server frame");
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut b = [0u8; 2];
+            tcp.read_exact(&mut b).await.unwrap();
+            u64::from(u16::from_be_bytes(b))
+        }
+        127 => {
+            let mut b = [0u8; 8];
+            tcp.read_exact(&mut b).await.unwrap();
+            u64::from_be_bytes(b)
+        }
+        n => u64::from(n),
+    };
+    let mut payload = vec![0u8; usize::try_from(len).unwrap()];
+    tcp.read_exact(&mut payload).await.unwrap();
+    (head[0] & 0x0f, payload)
+}
+
+#[test]
+fn a_slow_reader_gets_every_frame_whole_after_partial_writes() {
+    // The socket's buffers are small and the reader reads nothing until it asked for
+    // everything, so the core task's direct writes stop part-way through a frame and
+    // the connection's writer has to finish them (issue 17). The queue's bounds are
+    // high: this reader is slow, not too slow.
+    let server = TestServer::start(&[
+        ("SOCKET_SEND_BUFFER_BYTES", "4096"),
+        ("WRITE_TIMEOUT", "60"),
+        ("MESSAGE_RATE", "1000000"),
+        ("MESSAGE_BURST", "1000000"),
+        ("MAX_RATE_VIOLATIONS", "1000000"),
+        ("OUTBOUND_QUEUE_BYTES", "268435456"),
+        ("OUTBOUND_QUEUE_MESSAGES", "10000000"),
+    ]);
+    let addr = server.addr;
+    bounded(60, async {
+        let mut tcp = raw_player(addr, local(6)).await;
+        // Each is answered with an `error` (not in a lobby), none of them replaceable:
+        // about 200 KB in all, far more than the two buffers hold. The reader reads
+        // half as many frames as it asks for each round, so room in the socket comes
+        // and goes while the writer has bytes to finish.
+        const ASKED: usize = 3000;
+        const ROUND: usize = 60;
+        let starts = client_frame(r#"{"type":"start_game"}"#).repeat(ROUND);
+        let mut errors = 0;
+        for round in 1..=ASKED / ROUND {
+            tcp.write_all(&starts).await.unwrap();
+            let read_until = if round == ASKED / ROUND {
+                ASKED
+            } else {
+                round * ROUND / 2
+            };
+            while errors < read_until {
+                let (opcode, payload) = server_frame(&mut tcp).await;
+                assert_eq!(opcode, 1, "not a text frame");
+                let text = String::from_utf8(payload).expect("a text frame cut or spliced");
+                match wizard_core::wire::decode_server(&text) {
+                    Ok(wizard_core::wire::ServerMessage::Error { .. }) => errors += 1,
+                    Ok(_) => {}
+                    Err(e) => panic!("{e:?}: {text}"),
+                }
+            }
+        }
+        // The writer took over at least once: the resumed writes were exercised.
+        assert!(metric(addr, "wizard_write_handoffs_total").await >= 1.0);
+        assert_eq!(metric(addr, "wizard_slow_readers_total").await, 0.0);
+    });
+}
+
+#[test]
+fn a_reader_behind_by_its_queue_bound_is_cut_before_write_timeout() {
+    let server = TestServer::start(&[
+        ("SOCKET_SEND_BUFFER_BYTES", "4096"),
+        ("WRITE_TIMEOUT", "600"),
+        ("MESSAGE_RATE", "1000000"),
+        ("MESSAGE_BURST", "1000000"),
+        ("MAX_RATE_VIOLATIONS", "1000000"),
+        ("OUTBOUND_QUEUE_MESSAGES", "16"),
+    ]);
+    let addr = server.addr;
+    bounded(60, async {
+        let mut tcp = raw_player(addr, local(7)).await;
+        // Never read: once the socket is full, each answer waits in the queue, and the
+        // 17th overflows it. Only the queue's bound can cut it here (WRITE_TIMEOUT is
+        // ten minutes); the cut shows as a failed write.
+        let starts = client_frame(r#"{"type":"start_game"}"#).repeat(200);
+        while tcp.write_all(&starts).await.is_ok() {}
+        assert_eq!(metric(addr, "wizard_slow_readers_total").await, 1.0);
+        let (_, health) = http(addr, "GET", "/health", &[]).await;
+        assert!(health.contains(r#""connections":0"#), "{health}");
+    });
+}
