@@ -37,6 +37,15 @@ def changes(rows):
     return out
 
 
+def sim_changes(path):
+    """The simulator's own list of level changes, at the probe's sample times (its
+    table's row t covers the second that ends at t)."""
+    for line in open(path):
+        if line.startswith("level changes:"):
+            return [(m[2], float(m[1])) for m in re.finditer(r"([\d.]+)s (\w+->\w+)", line)]
+    return []
+
+
 def main():
     real, sim, load = real_rows(sys.argv[1]), sim_rows(sys.argv[2]), float(sys.argv[3])
     print("| t (s) | real level | real CPU | real moves | sim level | sim CPU | sim moves |")
@@ -48,7 +57,7 @@ def main():
         for x in (r, s):
             cells += [x["level"], f"{x['cpu']:.2f}", str(x["moves"])] if x else ["", "", ""]
         print("| " + " | ".join(cells) + " |")
-    rc, sc = changes(real), changes(sim)
+    rc, sc = changes(real), sim_changes(sys.argv[2]) or changes(sim)
     worst = 0.0
     ok = len(rc) == len(sc)
     for (a, ta), (b, tb) in zip(rc, sc):

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
-use wizard_core::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::io::{ConnId, ConnKind, Input, MoveSource, Output};
 use wizard_core::overload::door::Door;
 use wizard_core::wire::ClientMessage;
 use wizard_core::ws::FrameReader;
@@ -431,6 +431,7 @@ impl Host {
             before.messages,
             before.lobbies_created,
         );
+        let fallback0 = before.moves.get(MoveSource::Fallback);
         let mut h = Handled {
             now,
             conn: None,
@@ -531,6 +532,14 @@ impl Host {
             }
         }
         routed.append(&mut self.out);
-        read + self.cost.core_us(h.kind, sent) + self.cost.write_us * sent.frames as f64
+        let fallbacks = self
+            .server
+            .counters()
+            .moves
+            .get(MoveSource::Fallback)
+            .saturating_sub(fallback0);
+        read + self.cost.core_us(h.kind, sent)
+            + self.cost.write_us * sent.frames as f64
+            + self.cost.fallback_move_us * fallbacks as f64
     }
 }
