@@ -11,7 +11,9 @@ use wizard_core::config::Config;
 use wizard_core::io::{BadFrame, ConnId, ConnKind, Input, MoveSource, Note, Output};
 use wizard_core::overload::connections::TcpCaps;
 use wizard_core::overload::door::Door;
-use wizard_core::overload::level::{LevelState, LoadThresholds, classify, next_level};
+use wizard_core::overload::level::{
+    LevelState, LoadSample, LoadThresholds, SampleClass, classify, next_level,
+};
 use wizard_core::session::LobbyId;
 use wizard_core::wire::{self, AiErrorCode, AiReply};
 use wizard_core::{Server, Time};
@@ -30,6 +32,9 @@ pub struct Checker {
     /// The door's caps (`Door::for_config`), as the host's door has them.
     door_caps: Option<TcpCaps>,
     level: LevelState,
+    /// Every load sample the core handled, with the time it came and its class: the
+    /// liveness check asks what kept the level up after healing.
+    pub samples: Vec<(Time, SampleClass, LoadSample)>,
     conn_ip: ConnMap<(IpAddr, bool)>,
     open_per_ip: BTreeMap<IpAddr, usize>,
     /// (opened at, messages accepted)
@@ -68,6 +73,11 @@ fn per_sec(rate_per_s: f64, us: u64) -> f64 {
 }
 
 impl Checker {
+    /// The thresholds the level rule runs with (known after the first input).
+    pub fn thresholds(&self) -> Option<LoadThresholds> {
+        self.thresholds
+    }
+
     fn config_thresholds(c: &Config) -> LoadThresholds {
         LoadThresholds {
             lag_busy_us: c.load_lag_busy_us,
@@ -490,7 +500,9 @@ impl Observer for Observers<'_> {
             }
             Input::LoadSample(sample) => {
                 if let Some(t) = &k.thresholds {
-                    k.level = next_level(t, k.level, classify(t, sample));
+                    let class = classify(t, sample);
+                    k.samples.push((h.now, class, *sample));
+                    k.level = next_level(t, k.level, class);
                     if !k.forced && k.level.level != server.level() {
                         r.violation(
                             h.now,

@@ -49,3 +49,34 @@ fn threads_change_only_the_wall_time() {
         "the trace hash tells batches apart"
     );
 }
+
+/// Seed 406: the players refused during the fault are all admitted when the level goes
+/// `normal`, and their games hold it `busy` by CPU share alone (no lag) past the 15 s
+/// after healing. The liveness checker takes that for the promise kept; a level held
+/// up without such samples (below) is still a violation.
+#[test]
+fn busy_from_admitted_games_after_healing_is_no_stuck_level() {
+    let s = wizard_sim::swarm::scenario(406);
+    let r = wizard_sim::run(s, 406).unwrap();
+    assert!(r.violations.is_empty(), "{}", r.render());
+    assert!(
+        r.coverage.contains_key("liveness_busy_from_games"),
+        "seed 406 no longer ends busy from its games (the cost model changed?): {}",
+        r.render()
+    );
+}
+
+#[test]
+fn a_level_held_busy_without_load_after_healing_fails_liveness() {
+    let mut s = wizard_sim::swarm::scenario(406);
+    s.env.insert("LOAD_FORCE_LEVEL".into(), "busy".into());
+    let r = wizard_sim::run(s, 406).unwrap();
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.contains("liveness: level Some(\"busy\")")),
+        "{:#?}",
+        r.violations
+    );
+    assert!(!r.coverage.contains_key("liveness_busy_from_games"));
+}
