@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REL="${CARGO_TARGET_DIR:-target}/release"
-cargo build --release --locked -p wizard-server -p wizard-bench -p wizard-sim >&2
+bench/build_release.sh >&2
 OUT=target/calibrate
 mkdir -p "$OUT"
 for point in "15 30" "30 60"; do

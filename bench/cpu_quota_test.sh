@@ -38,7 +38,7 @@ skip() {
 # shellcheck source=bench/cgroup_lib.sh
 source bench/cgroup_lib.sh
 
-cargo build --release --locked -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench
+bench/build_release.sh
 make_cgroup
 echo "cgroup $VERSION: $CG limited to $QUOTA_US us per $PERIOD_US us ($QUOTA_PERCENT % of one CPU);" \
     "$GAMES games of 1 human + $AI_SEATS AI seats, EMBEDDED_AI=$EMBEDDED_AI"

@@ -28,7 +28,7 @@ skip() {
 # shellcheck source=bench/cgroup_lib.sh
 source bench/cgroup_lib.sh
 
-cargo build --release --locked -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench
+bench/build_release.sh
 
 run() {
     local label="$1" port=$((20000 + RANDOM % 20000))

@@ -11,7 +11,7 @@ CONNS="${CONNS:-2000}"
 PORT="${PORT:-$((20000 + RANDOM % 20000))}"
 ulimit -n $((CONNS * 2 + 1000))
 
-cargo build --release --locked -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench
+bench/build_release.sh
 env BIND="127.0.0.1:$PORT" MAX_CONNECTIONS=$((CONNS + 100)) MAX_CONNECTIONS_PER_IP=100 \
     MAX_SESSIONS=$((CONNS * 2)) SHUTDOWN_GRACE=0 LOG_LEVEL=warn EMBEDDED_AI=0 STORE=memory \
     "$REL"/wizard-server > target/idle_memory_server.log 2>&1 &

@@ -66,8 +66,7 @@ BENCH_CPU=${BENCH_CPU-1}
 RUN_ID="perf17-${LABEL// /_}-$(date -u +%Y%m%dT%H%M%S)"
 
 if [ "${BUILD:-1}" = 1 ]; then
-  cargo build --release --locked -p wizard-server --bin wizard-server -p wizard-bench \
-    --bin wizard-bench -p wizard-bench-room --bin wizard-bench-room --target-dir "$TARGET_DIR" >&2
+  bench/build_release.sh --target-dir "$TARGET_DIR" >&2
 fi
 BIN="$TARGET_DIR/release"
 A=${A:-$BIN/wizard-server}

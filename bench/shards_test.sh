@@ -23,9 +23,11 @@
 #
 # Settings (environment):
 #   SHARD_STORE  sqlite (default: one file per shard in a scratch folder; a standby waits
-#                on the file's lock) or postgres (every shard on PG_URL, default
-#                postgres://wizard@127.0.0.1:5432/wizard; a standby waits on the shard's
-#                advisory lock)
+#                on the file's lock) or postgres (every shard on one PostgreSQL; a standby
+#                waits on the shard's advisory lock)
+#   PG_URL       with postgres: the database to use; unset, a scratch PostgreSQL 15 is
+#                started on loopback for the run (bench/pg_scratch.sh, Debian's package,
+#                installed when missing) and stopped at the end
 #   GAMES        games of the main run (default 24: 2 bot humans and 2 AI seats each)
 #   PAIRS        proxy-hop pairs (default 2; 0 skips the measurement)
 #   BUILD        1 (default): cargo build --release first; 0: use TARGET_DIR's binaries
@@ -38,7 +40,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 SHARD_STORE=${SHARD_STORE:-sqlite}
-PG_URL=${PG_URL:-postgres://wizard@127.0.0.1:5432/wizard}
+PG_URL=${PG_URL:-}
 GAMES=${GAMES:-24}
 PAIRS=${PAIRS:-2}
 TARGET_DIR=${TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
@@ -75,14 +77,14 @@ command -v haproxy >/dev/null || {
 haproxy -v | sed -n 1p
 
 if [ "${BUILD:-1}" = 1 ]; then
-	cargo build --release --locked -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench \
-		--target-dir "$TARGET_DIR" >&2
+	bench/build_release.sh --target-dir "$TARGET_DIR" >&2
 fi
 ulimit -n "$(ulimit -Hn)" || true
 
 SCRATCH=$(mktemp -d /tmp/wizard-shards-test.XXXXXX)
 declare -A PID PORT
 HAP=""
+PG_SCRATCH=""
 FAILED=0
 cleanup() {
 	local p
@@ -92,9 +94,20 @@ cleanup() {
 	for p in "${PID[@]}" $HAP; do
 		[ -z "$p" ] || wait "$p" 2>/dev/null || true
 	done
+	[ -z "$PG_SCRATCH" ] || bash bench/pg_scratch.sh stop "$PG_SCRATCH"
 	if [ "${KEEP_SCRATCH:-0}" = 1 ]; then echo "scratch kept: $SCRATCH"; else rm -rf "$SCRATCH"; fi
 }
 trap cleanup EXIT
+
+if [ "$SHARD_STORE" = postgres ] && [ -z "$PG_URL" ]; then
+	PG_SCRATCH="$SCRATCH/pg"
+	PG_URL=$(bash bench/pg_scratch.sh start "$PG_SCRATCH") || {
+		PG_SCRATCH=""
+		echo "SKIPPED: no PostgreSQL could be installed or started (above): the shard test did not run"
+		exit 0
+	}
+	echo "scratch PostgreSQL: $PG_URL"
+fi
 
 BASE=$((20000 + RANDOM % 20000))
 HAP_PORT=$BASE

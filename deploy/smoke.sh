@@ -90,8 +90,7 @@ compose_up || rc=$?
 # ------------------------------------------------------------------ binaries and images
 
 say "binaries: cargo build --release (wizard-server, wizard-healthcheck, wizard-ai, wizard-bench)"
-cargo build --release --locked --quiet -p wizard-server --bin wizard-server --bin wizard-healthcheck \
-	-p wizard-ai --bin wizard-ai -p wizard-bench --bin wizard-bench || fail "cargo build"
+bash "$ROOT/bench/build_release.sh" --quiet || fail "cargo build"
 for bin in wizard-server wizard-healthcheck wizard-ai; do
 	cp "$REL/$bin" "$ROOT/deploy/prebuilt/$bin" || fail "no $REL/$bin"
 done
