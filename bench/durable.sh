@@ -40,8 +40,7 @@ if [ -n "$PG_URL" ]; then STORES="memory sqlite postgres"; fi
 BENCH_CPU=${BENCH_CPU-1}
 
 if [ "${BUILD:-1}" = 1 ]; then
-  cargo build --release -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench \
-    --target-dir "$TARGET_DIR" >&2
+  bench/build_release.sh --target-dir "$TARGET_DIR" >&2
 fi
 BIN="$TARGET_DIR/release"
 pin() { if [ -n "$1" ]; then echo "taskset -c $1"; fi; }

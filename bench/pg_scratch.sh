@@ -8,8 +8,10 @@
 #   bench/pg_scratch.sh start DIR [PORT]   prints the STORE URL of database `wizard`
 #   bench/pg_scratch.sh stop DIR           fast shutdown, waits for the exit
 #
-# PORT: default a free one from 30000-39999. Exits non-zero (with the reason on stderr)
-# where PostgreSQL cannot be installed or started.
+# PORT: default a free one from 30000-39999. DIR must be reachable by the postgres user
+# (as root it is chowned to it; e.g. a fresh `mktemp -d` under /tmp). Exits 3 where
+# PostgreSQL is not installed and cannot be, 1 where it fails to start (the reason on
+# stderr).
 set -euo pipefail
 cmd=${1:-}
 dir=${2:-}
@@ -32,7 +34,7 @@ case "$cmd" in
 start)
 	bin=$(bin_dir) || { bash "$here/.ci/install-postgres.sh" >&2 && bin=$(bin_dir); } || {
 		echo "pg_scratch: PostgreSQL is not installed and could not be" >&2
-		exit 1
+		exit 3
 	}
 	port=${3:-}
 	if [ -z "$port" ]; then

@@ -94,18 +94,26 @@ cleanup() {
 	for p in "${PID[@]}" $HAP; do
 		[ -z "$p" ] || wait "$p" 2>/dev/null || true
 	done
-	[ -z "$PG_SCRATCH" ] || bash bench/pg_scratch.sh stop "$PG_SCRATCH"
+	if [ -n "$PG_SCRATCH" ]; then
+		bash bench/pg_scratch.sh stop "$PG_SCRATCH"
+		rm -rf "$PG_SCRATCH"
+	fi
 	if [ "${KEEP_SCRATCH:-0}" = 1 ]; then echo "scratch kept: $SCRATCH"; else rm -rf "$SCRATCH"; fi
 }
 trap cleanup EXIT
 
 if [ "$SHARD_STORE" = postgres ] && [ -z "$PG_URL" ]; then
-	PG_SCRATCH="$SCRATCH/pg"
-	PG_URL=$(bash bench/pg_scratch.sh start "$PG_SCRATCH") || {
-		PG_SCRATCH=""
-		echo "SKIPPED: no PostgreSQL could be installed or started (above): the shard test did not run"
+	# Its own folder: the postgres user cannot reach into the scratch folder (0700).
+	PG_SCRATCH=$(mktemp -d /tmp/wizard-shards-pg.XXXXXX)
+	rc=0
+	PG_URL=$(bash bench/pg_scratch.sh start "$PG_SCRATCH") || rc=$?
+	if [ "$rc" = 3 ]; then
+		echo "SKIPPED: PostgreSQL is not installed and could not be (above): the shard test did not run"
 		exit 0
-	}
+	elif [ "$rc" != 0 ]; then
+		echo "FAIL: the scratch PostgreSQL did not start (above)" >&2
+		exit 1
+	fi
 	echo "scratch PostgreSQL: $PG_URL"
 fi
 
