@@ -61,6 +61,12 @@ cleanup() {
     if [[ -n "$CG" && -d "$CG" ]]; then
         rmdir "$CG" 2>/dev/null || echo "warning: could not remove $CG"
     fi
+    CG=""
+    SERVER_PID=""
 }
-trap cleanup EXIT INT TERM
+# Ctrl-C or a TERM stops the script (after the clean-up, through the EXIT trap), where
+# a trap that only cleaned up let it carry on with the next run.
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
