@@ -346,7 +346,10 @@ mod tests {
             let s = usize::from(seat);
             let mut need = k.sizes[s];
             let void = if respect_voids { k.voids[s] } else { 0 };
-            for c in pool.iter().filter_map(|&i| Card::from_index(usize::from(i))) {
+            for c in pool
+                .iter()
+                .filter_map(|&i| Card::from_index(usize::from(i)))
+            {
                 if need == 0 {
                     break;
                 }
@@ -365,7 +368,12 @@ mod tests {
     }
 
     fn knowledge() -> impl Strategy<Value = (Knowledge, Vec<u8>)> {
-        (3u8..=6, 0u64..(1 << 60), any::<[u8; SEATS_MAX]>(), any::<[u8; SEATS_MAX]>())
+        (
+            3u8..=6,
+            0u64..(1 << 60),
+            any::<[u8; SEATS_MAX]>(),
+            any::<[u8; SEATS_MAX]>(),
+        )
             .prop_flat_map(|(players, unknown, sizes, voids)| {
                 let indices: Vec<u8> = (0u8..60).filter(|&i| unknown & 1 << i != 0).collect();
                 let n = indices.len().max(1);
@@ -384,7 +392,8 @@ mod tests {
                 for s in 1..usize::from(players) {
                     // Hands small enough to fit most of the time, large enough to fail
                     // now and then.
-                    k.sizes[s] = sizes[s] % u8::try_from(n / usize::from(players - 1) + 2).unwrap_or(2);
+                    k.sizes[s] =
+                        sizes[s] % u8::try_from(n / usize::from(players - 1) + 2).unwrap_or(2);
                     k.voids[s] = voids[s] & voids[s] >> 4 & 0xF;
                     k.order[s - 1] = u8::try_from(s).unwrap_or(1);
                 }

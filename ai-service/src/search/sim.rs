@@ -11,8 +11,8 @@
 //! by the lowest card index where the core's heuristic asks its RNG.
 
 use wizard_core::game::bot::Params;
-use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit};
 use wizard_core::game::round_score;
+use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit};
 
 /// A set of cards, bit `Card::index()`.
 pub(crate) type Mask = u64;
