@@ -46,7 +46,7 @@ use crate::agent::Budget;
 use race::Race;
 use sample::Knowledge;
 pub use sample::KnowledgeError;
-use sim::{SEATS_MAX, Sim, Stage};
+use sim::{Heuristic, SEATS_MAX, Sim, Stage};
 
 /// Tuning of the search. [`SearchConfig::default`] is the shipped agent.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -157,7 +157,8 @@ pub fn search(
     let Some(base) = Sim::from_observation(obs) else {
         return Ok(fallback(Fallback::Knowledge(KnowledgeError::NotToAct)));
     };
-    let candidates = candidates(obs, &knowledge, &base, &params, config, default);
+    let heuristic = base.heuristic(&params);
+    let candidates = candidates(obs, &knowledge, &base, &heuristic, config, default);
     if candidates.len() == 1 {
         return Ok(fallback(Fallback::Interchangeable));
     }
@@ -176,7 +177,7 @@ pub fn search(
     );
     let mut worlds = 0u32;
     let mut hands = [0u64; SEATS_MAX];
-    let mut pool = Vec::with_capacity(sim::DECK.count_ones() as usize);
+    let mut pool = Vec::with_capacity(60);
     while worlds < worlds_max && !race.decided() {
         if worlds > 0 && budget.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
@@ -184,12 +185,13 @@ pub fn search(
         knowledge.sample(rng, &mut hands, &mut pool);
         let mut world = base;
         world.hands = hands;
-        fill_hidden_bids(obs, &mut world, &params);
-        let weight = f64::from(knowledge.log_weight(obs, &world, &params, config.bid_sigma)).exp();
+        fill_hidden_bids(obs, &mut world, &heuristic);
+        let weight =
+            f64::from(knowledge.log_weight(obs, &world, &heuristic, config.bid_sigma)).exp();
         race.world(weight, |c| {
             let mut sim = world;
             sim.apply(viewer, candidates[c]);
-            sim.roll_out(&params);
+            sim.roll_out(&heuristic);
             value(&sim, viewer, config.opponent_weight)
         });
         worlds += 1;
@@ -234,7 +236,7 @@ fn candidates(
     obs: &Observation,
     knowledge: &Knowledge,
     base: &Sim,
-    params: &Params<'_>,
+    heuristic: &Heuristic,
     config: &SearchConfig,
     default: Action,
 ) -> Vec<Action> {
@@ -242,7 +244,7 @@ fn candidates(
     let estimate = if obs.phase == Phase::Bidding {
         let mut own = *base;
         own.hands[usize::from(knowledge.viewer)] = obs.hand.iter().fold(0, |m, &c| m | sim::bit(c));
-        Some(own.bid_estimate(knowledge.viewer, params))
+        Some(own.bid_estimate(knowledge.viewer, heuristic))
     } else {
         None
     };
@@ -286,13 +288,13 @@ fn interchangeable(a: Action, b: Action, unknown: sim::Mask) -> bool {
 
 /// Under hidden bids, seats that have bid but whose bid the viewer cannot see get the
 /// bid the heuristic would make with their sampled hand.
-fn fill_hidden_bids(obs: &Observation, world: &mut Sim, params: &Params<'_>) {
+fn fill_hidden_bids(obs: &Observation, world: &mut Sim, heuristic: &Heuristic) {
     if !obs.options.hidden_bids || world.stage() != Stage::Bidding {
         return;
     }
     for (seat, (&bid, &has)) in (0u8..).zip(obs.bids.iter().zip(&obs.has_bid)) {
         if has && bid.is_none() {
-            let guess = world.heuristic_bid(seat, params);
+            let guess = world.heuristic_bid(seat, heuristic);
             world.bids[usize::from(seat)] = Some(guess);
         }
     }
@@ -306,8 +308,8 @@ pub fn sample_world(obs: &Observation, rng: &mut impl Rng) -> Result<Hidden, Kno
     let mut hands = [0u64; SEATS_MAX];
     knowledge.sample(rng, &mut hands, &mut Vec::new());
     world.hands = hands;
-    let params = Params::default();
-    fill_hidden_bids(obs, &mut world, &params);
+    let heuristic = world.heuristic(&Params::default());
+    fill_hidden_bids(obs, &mut world, &heuristic);
     let n = usize::from(obs.players);
     let held = hands.iter().take(n).fold(0u64, |m, &h| m | h);
     let seen = obs
@@ -390,10 +392,10 @@ pub fn rollout(
             sim.bids[seat] = *bid;
         }
     }
-    let params = Params::default();
+    let heuristic = sim.heuristic(&Params::default());
     let mut actions = vec![(viewer, first)];
     sim.apply(viewer, first);
-    while let Some((seat, action)) = sim.heuristic_step(&params) {
+    while let Some((seat, action)) = sim.heuristic_step(&heuristic) {
         actions.push((seat, action));
         sim.apply(seat, action);
     }

@@ -17,10 +17,9 @@
 
 use rand::Rng;
 use rand::seq::SliceRandom;
-use wizard_core::game::bot::Params;
 use wizard_core::game::{Card, Observation, Seat, Suit, trick};
 
-use super::sim::{DECK, Mask, SEATS_MAX, Sim, bit, cards, suit_mask};
+use super::sim::{DECK, Heuristic, Mask, SEATS_MAX, Sim, bit, suit_mask};
 
 /// Why an observation cannot be searched (the heuristic then decides).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +38,9 @@ pub(crate) struct Knowledge {
     own: Mask,
     /// Cards neither in the own hand, played, nor turned.
     unknown: Mask,
+    /// The indices of the `unknown` cards, lowest first: every sample's pool starts
+    /// as a copy of them (no `Card` is built per sample).
+    unknown_indices: Vec<u8>,
     /// Cards each seat still holds (the viewer's entry is its own hand's size).
     sizes: [u8; SEATS_MAX],
     /// Suits each seat is known to lack, bit `Suit::index()`.
@@ -94,11 +96,13 @@ impl Knowledge {
         for (slot, s) in order.iter_mut().zip(seats) {
             *slot = s;
         }
+        let unknown_indices = (0u8..60).filter(|&i| unknown & 1 << i != 0).collect();
         Ok(Knowledge {
             viewer,
             players: obs.players,
             own,
             unknown,
+            unknown_indices,
             sizes,
             voids,
             replayed,
@@ -121,16 +125,16 @@ impl Knowledge {
     /// Respects every known void when it can in a few attempts; otherwise (rare, late
     /// in the last round) deals ignoring voids so the search still has a world.
     /// Returns whether the voids were respected. `pool` is scratch space the caller
-    /// keeps between samples (at most the 60 cards of the deck), so sampling allocates
-    /// only the first time.
+    /// keeps between samples (the card indices of at most the 60 cards of the deck),
+    /// so sampling allocates only the first time.
     pub(crate) fn sample(
         &self,
         rng: &mut impl Rng,
         hands: &mut [Mask; SEATS_MAX],
-        pool: &mut Vec<Card>,
+        pool: &mut Vec<u8>,
     ) -> bool {
         pool.clear();
-        pool.extend(cards(self.unknown));
+        pool.extend_from_slice(&self.unknown_indices);
         for attempt in 0..8 {
             pool.shuffle(rng);
             if self.deal(pool, hands, attempt < 7) {
@@ -140,29 +144,42 @@ impl Knowledge {
         false
     }
 
-    fn deal(&self, pool: &[Card], hands: &mut [Mask; SEATS_MAX], respect_voids: bool) -> bool {
+    /// Deals the shuffled `pool` (card indices) in order: each seat of `order` takes
+    /// the first cards it may hold that no earlier seat took.
+    fn deal(&self, pool: &[u8], hands: &mut [Mask; SEATS_MAX], respect_voids: bool) -> bool {
         *hands = [0; SEATS_MAX];
         hands[usize::from(self.viewer)] = self.own;
+        // The cards no seat may take any more: those taken, and for the seat being dealt
+        // the suits it lacks.
         let mut taken: Mask = 0;
         let others = usize::from(self.players.saturating_sub(1));
         for &seat in self.order.iter().take(others) {
             let s = usize::from(seat);
             let mut need = self.sizes[s];
+            if need == 0 {
+                continue;
+            }
             let void = if respect_voids { self.voids[s] } else { 0 };
-            for &c in pool {
-                if need == 0 {
-                    break;
-                }
-                let lacks = c.suit().is_some_and(|x| void & (1 << x.index()) != 0);
-                if taken & bit(c) == 0 && !lacks {
-                    taken |= bit(c);
-                    hands[s] |= bit(c);
+            let refused = Suit::ALL
+                .iter()
+                .filter(|x| void & void_bit(**x) != 0)
+                .fold(taken, |m, &x| m | suit_mask(x));
+            let mut hand: Mask = 0;
+            for &i in pool {
+                let c = 1u64 << i;
+                if refused & c == 0 {
+                    hand |= c;
                     need -= 1;
+                    if need == 0 {
+                        break;
+                    }
                 }
             }
             if need > 0 {
                 return false;
             }
+            hands[s] = hand;
+            taken |= hand;
         }
         true
     }
@@ -176,7 +193,7 @@ impl Knowledge {
         &self,
         obs: &Observation,
         world: &Sim,
-        params: &Params<'_>,
+        h: &Heuristic,
         sigma: f32,
     ) -> f32 {
         if sigma <= 0.0 || (!self.replayed && !obs.played.is_empty()) {
@@ -195,7 +212,7 @@ impl Knowledge {
                 break;
             };
             if seat != self.viewer {
-                let estimate = replay.bid_estimate(seat, params);
+                let estimate = replay.bid_estimate(seat, h);
                 let d = (estimate - f32::from(made)).abs();
                 // Being within half a trick is what a heuristic bidder would do exactly.
                 let excess = (d - 0.5).max(0.0);
@@ -308,4 +325,92 @@ pub(crate) fn respects(hand: Mask, voids: u8) -> bool {
     Suit::ALL
         .into_iter()
         .all(|s| voids & void_bit(s) == 0 || hand & suit_mask(s) == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The mask deal against the straightforward one it replaced (cards in pool order,
+    //! each seat taking the first it may hold): the same hands from the same pool, so
+    //! the same worlds from the same RNG.
+
+    use super::*;
+    use proptest::prelude::*;
+    use wizard_core::game::Card;
+
+    /// The deal as written before masks: `Card`s, a suit test per card.
+    fn deal_by_cards(k: &Knowledge, pool: &[u8], respect_voids: bool) -> Option<[Mask; SEATS_MAX]> {
+        let mut hands = [0; SEATS_MAX];
+        hands[usize::from(k.viewer)] = k.own;
+        let mut taken: Mask = 0;
+        for &seat in k.order.iter().take(usize::from(k.players - 1)) {
+            let s = usize::from(seat);
+            let mut need = k.sizes[s];
+            let void = if respect_voids { k.voids[s] } else { 0 };
+            for c in pool
+                .iter()
+                .filter_map(|&i| Card::from_index(usize::from(i)))
+            {
+                if need == 0 {
+                    break;
+                }
+                let lacks = c.suit().is_some_and(|x| void & (1 << x.index()) != 0);
+                if taken & bit(c) == 0 && !lacks {
+                    taken |= bit(c);
+                    hands[s] |= bit(c);
+                    need -= 1;
+                }
+            }
+            if need > 0 {
+                return None;
+            }
+        }
+        Some(hands)
+    }
+
+    fn knowledge() -> impl Strategy<Value = (Knowledge, Vec<u8>)> {
+        (
+            3u8..=6,
+            0u64..(1 << 60),
+            any::<[u8; SEATS_MAX]>(),
+            any::<[u8; SEATS_MAX]>(),
+        )
+            .prop_flat_map(|(players, unknown, sizes, voids)| {
+                let indices: Vec<u8> = (0u8..60).filter(|&i| unknown & 1 << i != 0).collect();
+                let n = indices.len().max(1);
+                let mut k = Knowledge {
+                    viewer: 0,
+                    players,
+                    own: DECK & !unknown & 0xFFF,
+                    unknown,
+                    unknown_indices: indices.clone(),
+                    sizes: [0; SEATS_MAX],
+                    voids: [0; SEATS_MAX],
+                    replayed: true,
+                    played_by: [0; SEATS_MAX],
+                    order: [0; SEATS_MAX],
+                };
+                for s in 1..usize::from(players) {
+                    // Hands small enough to fit most of the time, large enough to fail
+                    // now and then.
+                    k.sizes[s] =
+                        sizes[s] % u8::try_from(n / usize::from(players - 1) + 2).unwrap_or(2);
+                    k.voids[s] = voids[s] & voids[s] >> 4 & 0xF;
+                    k.order[s - 1] = u8::try_from(s).unwrap_or(1);
+                }
+                (Just(k), Just(indices).prop_shuffle())
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn the_mask_deal_is_the_card_deal((k, pool) in knowledge(), respect_voids: bool) {
+            let mut hands = [0; SEATS_MAX];
+            let dealt = k.deal(&pool, &mut hands, respect_voids);
+            let expected = deal_by_cards(&k, &pool, respect_voids);
+            prop_assert_eq!(dealt, expected.is_some());
+            if let Some(e) = expected {
+                prop_assert_eq!(hands, e);
+            }
+        }
+    }
 }

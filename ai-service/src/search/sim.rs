@@ -11,8 +11,8 @@
 //! by the lowest card index where the core's heuristic asks its RNG.
 
 use wizard_core::game::bot::Params;
+use wizard_core::game::round_score;
 use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit};
-use wizard_core::game::{round_score, trick::Lead};
 
 /// A set of cards, bit `Card::index()`.
 pub(crate) type Mask = u64;
@@ -74,6 +74,54 @@ fn first_suit_with(mask: Mask, rank: u32) -> u32 {
     lowest_bit(same_rank)
 }
 
+/// The heuristic's tuning for one round, its trick-probability table read out per card
+/// index once per search (`BidTable::get` classifies each card on every call): the
+/// expected tricks of a hand are the same sums of the same numbers in the same order.
+#[derive(Clone, Debug)]
+pub(crate) struct Heuristic {
+    aggression: f32,
+    bid_pressure: f32,
+    /// `odds[t][i]`: the table's probability that card index `i` takes a trick, `t` 0
+    /// without trump, `1 + Suit::index()` with that trump.
+    odds: [[f32; 60]; 5],
+}
+
+impl Heuristic {
+    /// The table of `params` for a round of `round` cards at `players` seats.
+    pub(crate) fn new(params: &Params<'_>, players: u8, round: u8) -> Heuristic {
+        let mut odds = [[0.0; 60]; 5];
+        for (t, row) in odds.iter_mut().enumerate() {
+            let trump = t.checked_sub(1).map(|s| Suit::ALL[s]);
+            for c in cards(DECK) {
+                row[c.index()] = params.table.get(players, trump, round, c);
+            }
+        }
+        Heuristic {
+            aggression: params.aggression,
+            bid_pressure: params.bid_pressure,
+            odds,
+        }
+    }
+
+    /// The heuristic's expected tricks for `hand` under `trump`.
+    fn expected_tricks(&self, hand: Mask, trump: Option<Suit>) -> f32 {
+        let row = &self.odds[trump.map_or(0, |s| 1 + s.index())];
+        indices(hand).map(|i| row[i as usize]).sum()
+    }
+}
+
+/// The card indices of a mask, lowest first.
+fn indices(mut mask: Mask) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let i = mask.trailing_zeros();
+        mask &= mask - 1;
+        Some(i)
+    })
+}
+
 /// Where a simulated round stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stage {
@@ -100,8 +148,11 @@ pub(crate) struct Sim {
     pub(crate) bids: [Option<u8>; SEATS_MAX],
     tricks: [u8; SEATS_MAX],
     trick_len: u8,
-    /// The lead the current trick's cards set (kept as cards are played).
-    lead: Lead,
+    /// Whether the current trick has no card but Jesters yet (the lead is open).
+    open: bool,
+    /// The cards of the suit the current trick's cards make the others follow (none
+    /// while the lead is open or after a Wizard led): kept as cards are played.
+    follow: Mask,
     /// The position in the current trick of the card taking it so far.
     win_pos: u8,
     /// The cards that would take the current trick if played now (every card when it
@@ -140,7 +191,8 @@ impl Sim {
             bids: [None; SEATS_MAX],
             tricks: [0; SEATS_MAX],
             trick_len: 0,
-            lead: Lead::Open,
+            open: true,
+            follow: 0,
             win_pos: 0,
             beats: DECK,
             leader: obs.leader,
@@ -200,12 +252,10 @@ impl Sim {
     /// the first). Works on card indices: rollouts never build a `Card`.
     fn add_to_trick(&mut self, i: u32) {
         let card = 1u64 << i;
-        if self.lead == Lead::Open && card & JESTERS == 0 {
-            self.lead = if card & WIZARDS != 0 {
-                Lead::Wizard
-            } else {
-                Lead::Suit(Suit::ALL[(i / 13) as usize])
-            };
+        if self.open && card & JESTERS == 0 {
+            self.open = false;
+            // No suit for a Wizard: nothing to follow.
+            self.follow = SUIT_OF[i as usize];
         }
         if self.beats & card != 0 {
             self.win_pos = self.trick_len;
@@ -226,9 +276,10 @@ impl Sim {
     /// The cards `seat` may play now.
     pub(crate) fn legal_mask(&self, seat: Seat) -> Mask {
         let hand = self.hands[usize::from(seat)];
-        match self.lead {
-            Lead::Suit(s) if hand & suit_mask(s) != 0 => hand & (suit_mask(s) | WIZARDS | JESTERS),
-            _ => hand,
+        if hand & self.follow != 0 {
+            hand & (self.follow | WIZARDS | JESTERS)
+        } else {
+            hand
         }
     }
 
@@ -276,6 +327,7 @@ impl Sim {
     }
 
     /// Plays the card of index `i` from `seat`'s hand.
+    #[inline(always)]
     fn play(&mut self, seat: Seat, i: u32) {
         self.hands[usize::from(seat)] &= !(1u64 << i);
         self.add_to_trick(i);
@@ -287,7 +339,8 @@ impl Sim {
         let winner = self.wrap(self.leader + self.win_pos);
         self.tricks[usize::from(winner)] += 1;
         self.trick_len = 0;
-        self.lead = Lead::Open;
+        self.open = true;
+        self.follow = 0;
         self.win_pos = 0;
         self.beats = DECK;
         self.leader = winner;
@@ -298,15 +351,15 @@ impl Sim {
     }
 
     /// The heuristic's next action and who makes it; `None` once the round is done.
-    pub(crate) fn heuristic_step(&self, params: &Params<'_>) -> Option<(Seat, Action)> {
+    pub(crate) fn heuristic_step(&self, h: &Heuristic) -> Option<(Seat, Action)> {
         let seat = self.actor();
         let action = match self.stage {
             Stage::Done => return None,
             Stage::ChoosingTrump => Action::ChooseTrump {
-                suit: self.heuristic_trump(seat, params),
+                suit: self.heuristic_trump(seat, h),
             },
             Stage::Bidding => Action::Bid {
-                bid: self.heuristic_bid(seat, params),
+                bid: self.heuristic_bid(seat, h),
             },
             Stage::Playing => Action::Play {
                 card: self.heuristic_card(seat)?,
@@ -316,7 +369,7 @@ impl Sim {
     }
 
     /// Plays the round to its end with every seat played by the heuristic.
-    pub(crate) fn roll_out(&mut self, params: &Params<'_>) {
+    pub(crate) fn roll_out(&mut self, h: &Heuristic) {
         // A round has at most 1 + 6 bids + 60 cards of actions; the bound only guards
         // against a bug looping forever.
         for _ in 0..128 {
@@ -328,7 +381,7 @@ impl Sim {
                 }
                 continue;
             }
-            match self.heuristic_step(params) {
+            match self.heuristic_step(h) {
                 Some((seat, action)) => self.apply(seat, action),
                 None => return,
             }
@@ -341,23 +394,16 @@ impl Sim {
         round_score(self.bids[s].unwrap_or(0), self.tricks[s])
     }
 
-    /// The heuristic's expected tricks for `hand` under `trump`.
-    pub(crate) fn expected_tricks(
-        &self,
-        params: &Params<'_>,
-        hand: Mask,
-        trump: Option<Suit>,
-    ) -> f32 {
-        cards(hand)
-            .map(|c| params.table.get(self.players, trump, self.round, c))
-            .sum()
+    /// The heuristic's table for this round.
+    pub(crate) fn heuristic(&self, params: &Params<'_>) -> Heuristic {
+        Heuristic::new(params, self.players, self.round)
     }
 
-    fn heuristic_trump(&self, seat: Seat, params: &Params<'_>) -> Suit {
+    fn heuristic_trump(&self, seat: Seat, h: &Heuristic) -> Suit {
         let hand = self.hands[usize::from(seat)];
         let mut best = (f32::NEG_INFINITY, Suit::Clubs);
         for suit in Suit::ALL {
-            let v = self.expected_tricks(params, hand, Some(suit));
+            let v = h.expected_tricks(hand, Some(suit));
             if v > best.0 {
                 best = (v, suit);
             }
@@ -366,7 +412,7 @@ impl Sim {
     }
 
     /// The heuristic's continuous bid estimate for `seat`, before rounding.
-    pub(crate) fn bid_estimate(&self, seat: Seat, params: &Params<'_>) -> f32 {
+    pub(crate) fn bid_estimate(&self, seat: Seat, h: &Heuristic) -> f32 {
         let round = f32::from(self.round);
         let mut known = 0u8;
         let mut claimed = 0u32;
@@ -381,8 +427,8 @@ impl Sim {
         let share = round * f32::from(known) / f32::from(self.players);
         #[allow(clippy::cast_precision_loss)]
         let pressure = claimed as f32 - share;
-        let estimate = self.expected_tricks(params, self.hands[usize::from(seat)], self.trump);
-        (estimate - params.bid_pressure * pressure + params.aggression).clamp(0.0, round)
+        let estimate = h.expected_tricks(self.hands[usize::from(seat)], self.trump);
+        (estimate - h.bid_pressure * pressure + h.aggression).clamp(0.0, round)
     }
 
     /// The nearest legal bid to `estimate` (the lower one on a tie).
@@ -398,8 +444,8 @@ impl Sim {
             .unwrap_or(0)
     }
 
-    pub(crate) fn heuristic_bid(&self, seat: Seat, params: &Params<'_>) -> u8 {
-        self.nearest_bid(seat, self.bid_estimate(seat, params))
+    pub(crate) fn heuristic_bid(&self, seat: Seat, h: &Heuristic) -> u8 {
+        self.nearest_bid(seat, self.bid_estimate(seat, h))
     }
 
     /// The card of `mask` with the highest (or lowest) power, ties to the lowest index,
@@ -439,6 +485,7 @@ impl Sim {
     }
 
     /// The index of the heuristic's card for `seat`.
+    #[inline(always)]
     fn heuristic_card_index(&self, seat: Seat) -> Option<u32> {
         let s = usize::from(seat);
         let legal = self.legal_mask(seat);
@@ -476,7 +523,7 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
-    use wizard_core::game::trick;
+    use wizard_core::game::trick::{self, Lead};
 
     fn sim(players: u8, trump: Option<Suit>) -> Sim {
         Sim {
@@ -493,11 +540,23 @@ mod tests {
             bids: [None; SEATS_MAX],
             tricks: [0; SEATS_MAX],
             trick_len: 0,
-            lead: Lead::Open,
+            open: true,
+            follow: 0,
             win_pos: 0,
             beats: DECK,
             leader: 0,
             scores: [0; SEATS_MAX],
+        }
+    }
+
+    impl Sim {
+        /// The lead the kept `open` and `follow` stand for.
+        fn lead(&self) -> Lead {
+            match cards(self.follow).next().and_then(Card::suit) {
+                Some(suit) => Lead::Suit(suit),
+                None if self.open => Lead::Open,
+                None => Lead::Wizard,
+            }
         }
     }
 
@@ -547,7 +606,7 @@ mod tests {
             s.add_to_trick(c.index() as u32);
             let played = &cards[..=i];
             prop_assert_eq!(Some(usize::from(s.win_pos)), trick::winner(played, trump));
-            prop_assert_eq!(s.lead, trick::lead(played.iter().copied()));
+            prop_assert_eq!(s.lead(), trick::lead(played.iter().copied()));
             for next in super::cards(DECK) {
                 if played.contains(&next) {
                     continue;
@@ -579,6 +638,19 @@ mod tests {
             trump in trump(),
         ) {
             check_trick(&cards, trump)?;
+        }
+
+        #[test]
+        fn the_read_out_table_sums_as_the_bid_table(
+            hand in 0u64..(1 << 60),
+            players in 3u8..=6,
+            round in 1u8..=20,
+            trump in trump(),
+        ) {
+            let params = Params::default();
+            let h = Heuristic::new(&params, players, round);
+            let by_card: f32 = cards(hand).map(|c| params.table.get(players, trump, round, c)).sum();
+            prop_assert_eq!(h.expected_tricks(hand, trump).to_bits(), by_card.to_bits());
         }
 
         #[test]
