@@ -40,6 +40,7 @@ HBA
 
 # postgres-entrypoint.sh
 listen_addresses = '*'
+unix_socket_directories = '${PGHOST:-/tmp}'
 password_encryption = scram-sha-256
 CONF
 	# A server on a private socket only (no TCP; the health check, which asks the usual

@@ -34,7 +34,8 @@ expect() { # <name> <condition over r, the run's results> <what it means>
 	if ! python3 - "$SMOKE_STATE/$1.jsonl" "$2" <<'EOF'; then
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1])["results"]
-sys.exit(0 if eval(sys.argv[2], {}, {"r": r}) else 1)
+# r as a global: a generator expression in the condition sees globals only.
+sys.exit(0 if eval(sys.argv[2], {"r": r}) else 1)
 EOF
 		cat "$SMOKE_STATE/$1.out"
 		fail "$1: expected $3 ($2)"

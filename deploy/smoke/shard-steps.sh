@@ -133,7 +133,7 @@ step_password() {
 }
 
 step_failover() {
-	local victim="b" cur stby cid t_kill t_serve moves_before state restarts
+	local victim="b" cur stby cid t_kill t_serve t_up moves_before state restarts
 	say "play: 6 games through Caddy -> HAProxy (2 bots and 2 AI seats each: lobbies at /ws, joins at /ws/<shard>); shard ${victim^^}'s serving container killed (docker kill -s KILL) mid-game"
 	cur=$(serving "$victim")
 	stby=$(other "$cur")
@@ -149,13 +149,16 @@ step_failover() {
 	t_kill=$(now_ms)
 	docker kill -s KILL "$cid" >/dev/null || fail "docker kill $cur"
 	ok "docker kill -s KILL $cur (${cid:0:12})"
+	# (Each probe is a `docker compose exec`, about a second on a busy machine: the
+	# times below are upper bounds; the bots' own figure is the failover line below.)
 	wait_until 30 serves "$stby" || fail "the standby $stby did not serve within 30 s of the kill"
 	t_serve=$(now_ms)
-	ok "$stby serves shard ${victim^^} $((t_serve - t_kill)) ms after the kill: $(compose logs --no-color "$stby" 2>/dev/null | grep -o 'Took over the shard.*' | tail -1)"
-	ok "$stby: $(compose logs --no-color "$stby" 2>/dev/null | grep -o 'Store opened.*' | tail -1)"
 	wait_until 15 haproxy_is "shard_${victim^^}" "${victim^^}_${stby##*_}" UP ||
 		fail "HAProxy does not count $stby UP within 15 s"
-	ok "HAProxy routes shard ${victim^^} to $stby (UP) $(($(now_ms) - t_kill)) ms after the kill"
+	t_up=$(now_ms)
+	ok "$stby serves shard ${victim^^} $((t_serve - t_kill)) ms after the kill, HAProxy counts it UP after $((t_up - t_kill)) ms"
+	ok "$stby: $(compose logs --no-color "$stby" 2>/dev/null | grep -o 'Took over the shard.*' | tail -1)"
+	ok "$stby: $(compose logs --no-color "$stby" 2>/dev/null | grep -o 'Store opened.*' | tail -1)"
 	# A container stopped by `docker kill` counts as stopped by hand: its restart policy
 	# does not start it again (a crash of the process would). Started again, it must
 	# stand by behind the new owner.
