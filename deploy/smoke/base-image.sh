@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the smoke test's base image from Debian's packages alone, for a machine where no
 # image registry can be reached: debootstrap a minimal bookworm root file system with the
-# few packages the three images need, add the users the Dockerfiles expect, and
+# few packages the images need (the three of compose.yaml, and HAProxy's and PostgreSQL's
+# of compose.shards.yaml), add the users the Dockerfiles expect, and
 # `docker import` it. Prints the image's tag on stdout (progress goes to stderr).
 #
 # The tag is a hash of this script, so a second run finds the image and returns at once;
@@ -12,15 +13,20 @@
 #                  URI of /etc/apt/sources{.list,.list.d}, else http://deb.debian.org/debian)
 #
 # What is in it, and for whom:
-#   minbase (libc6, libgcc-s1, coreutils, passwd, ...)  all three: the binaries are
+#   minbase (libc6, libgcc-s1, coreutils, passwd, ...)  all of them: the binaries are
 #                  dynamically linked against glibc; the AI entrypoint needs a shell
 #   ca-certificates  the server (as in distroless cc-debian12)
 #   caddy, wget      the proxy (Debian's caddy; wget for its health check)
+#   haproxy, socat   wizard_haproxy (Dockerfile.haproxy: HAProxy 2.6, socat for its
+#                  runtime API)
+#   postgresql-15    postgres (Dockerfile.postgres; the package's postinst creates a
+#                  cluster "main", which that Dockerfile removes: it initialises its own
+#                  in the volume). debootstrap starts no service while it installs.
 #   user nonroot 65532  the server's image runs as nonroot:nonroot (distroless's user)
 set -euo pipefail
 
 SUITE=bookworm
-PACKAGES=ca-certificates,caddy,wget
+PACKAGES=ca-certificates,caddy,wget,haproxy,socat,postgresql-15
 REPO=wizard-smoke-base
 
 log() { printf 'base-image: %s\n' "$*" >&2; }
