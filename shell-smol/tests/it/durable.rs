@@ -626,7 +626,10 @@ fn frames_built_in_place_read_back_as_the_journal_reads_them() {
     let rows: [&[(u64, &str)]; 4] = [
         &[(1, "{\"a\":1}")],
         &[],
-        &[(2, "[2,\"m\",1,1,0,\"b1\",\"h\",0]"), (3, "{\"c\":\"\u{fc}\"}")],
+        &[
+            (2, "[2,\"m\",1,1,0,\"b1\",\"h\",0]"),
+            (3, "{\"c\":\"\u{fc}\"}"),
+        ],
         &[(4, "")],
     ];
     let mut bytes = Vec::new();
