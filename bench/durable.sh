@@ -14,10 +14,6 @@
 #                              # system calls, context switches and page faults, counted
 #                              # by `perf stat --per-thread` (software events: they count
 #                              # on a VM without hardware counters), moves from /metrics
-#   bench/durable.sh callgrind # instructions per move, per thread, user space only, with
-#                              # the server under valgrind's callgrind over a counted window
-#                              # of CG_GAMES (default 40) paced games, memory then sqlite:
-#                              # the same count on a busy machine as on a quiet one
 #   bench/durable.sh all
 #
 # With PG_URL (e.g. postgres://postgres@127.0.0.1:5432/wizard_bench, a database the
@@ -235,7 +231,7 @@ counts() {
       start_server "$port" "$spec" $BIG
       # shellcheck disable=SC2086
       $(pin "$BENCH_CPU") "$BIN/wizard-bench" --url "ws://127.0.0.1:$port/ws" \
-        $PACED_ARGS >/dev/null &
+        $PACED_ARGS --history "$SCRATCH/counts-history.jsonl" >/dev/null &
       bp=$!
       sleep 15 # the ramp and the warm-up
       m0=$(moves_so_far "$port")
@@ -285,64 +281,10 @@ for key in sorted(runs):
 PY
 }
 
-callgrind() {
-  local games=${CG_GAMES:-40} window=${WINDOW:-20} out="$SCRATCH/callgrind.txt"
-  : >"$out"
-  for pair in $(seq "$PAIRS"); do
-    for store in $STORES; do
-      local port=$((20000 + RANDOM % 20000)) spec=memory bp m0 m1 vp
-      if [ "$store" = sqlite ]; then
-        rm -rf "$SCRATCH/store"
-        mkdir -p "$SCRATCH/store"
-        spec="sqlite:$SCRATCH/store/wizard.db"
-      fi
-      rm -f "$SCRATCH"/cg.*
-      # shellcheck disable=SC2086
-      env BIND=127.0.0.1:$port EMBEDDED_AI=0 LOG_LEVEL=warn SHUTDOWN_GRACE=0 STORE=$spec $BIG \
-        valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$SCRATCH/cg.%p" \
-        "$BIN/wizard-server" >>"$SCRATCH/server.log" 2>&1 &
-      vp=$!
-      SP=$vp
-      for _ in $(seq 600); do
-        curl -sf -o /dev/null "http://127.0.0.1:$port/health" && break
-        sleep 0.1
-      done
-      # shellcheck disable=SC2086
-      $(pin "$BENCH_CPU") "$BIN/wizard-bench" --url "ws://127.0.0.1:$port/ws" \
-        --games "$games" --humans 1 --seats 4 --pacing realistic --duration $((window + 10)) \
-        --ramp 5 --warmup 5 >/dev/null &
-      bp=$!
-      sleep 12 # the ramp and the warm-up
-      callgrind_control -z "$vp" >/dev/null
-      m0=$(moves_so_far "$port")
-      sleep "$window"
-      m1=$(moves_so_far "$port")
-      callgrind_control -d "$vp" >/dev/null
-      echo "== pair $pair, STORE=$store: $((m1 - m0)) moves in $window s under callgrind; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-      for f in "$SCRATCH"/cg.*.1-*; do
-        [ -e "$f" ] || continue
-        # The file of the dump after the zeroing: its thread and its instructions.
-        awk -v pair="$pair" -v store="$store" -v moves=$((m1 - m0)) -v f="$f" '
-          /^summary:/ { ir = $2 }
-          END { n = split(f, parts, "-"); print pair, store, moves, parts[n], ir }' "$f" >>"$out"
-      done
-      wait "$bp" || true
-      kill -TERM "$vp"
-      wait "$vp" 2>/dev/null || true
-      SP=""
-    done
-  done
-  sort -k1,1 -k2,2 -k4,4n "$out" | awk '
-    BEGIN { print "| pair | store | moves | thread | instructions per move |"; print "|---|---|---|---|---|" }
-    { t[$1" "$2] += $5; m[$1" "$2] = $3; printf "| %s | %s | %d | %s | %.0f |\n", $1, $2, $3, $4, $5 / ($3 ? $3 : 1) }
-    END { for (k in t) { split(k, a, " "); printf "| %s | %s | %d | all | %.0f |\n", a[1], a[2], m[k], t[k] / (m[k] ? m[k] : 1) } }'
-}
-
 case "$WHAT" in
   cost) cost ;;
-  callgrind) callgrind ;;
   counts) counts ;;
   restart) restart ;;
   all) cost; restart ;;
-  *) echo "usage: bench/durable.sh cost|counts|callgrind|restart|all" >&2; exit 2 ;;
+  *) echo "usage: bench/durable.sh cost|counts|restart|all" >&2; exit 2 ;;
 esac
