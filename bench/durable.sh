@@ -9,6 +9,11 @@
 #                              # stopped with SIGTERM and killed with kill -9, each time
 #                              # restarted on the same store: from a bot's connection
 #                              # ending to its first state back in its game
+#   bench/durable.sh counts    # per thread of the server, per move, over the same window
+#                              # of each paced run (memory, sqlite, memory, ...): CPU time,
+#                              # system calls, context switches and page faults, counted
+#                              # by `perf stat --per-thread` (software events: they count
+#                              # on a VM without hardware counters), moves from /metrics
 #   bench/durable.sh all
 #
 # With PG_URL (e.g. postgres://postgres@127.0.0.1:5432/wizard_bench, a database the
@@ -20,7 +25,8 @@
 # (cost: "paced full" by default, or one of them), GAMES
 # (default 1000), RESTARTS (restart: rounds of one SIGTERM and one kill -9, default 2),
 # TARGET_DIR (default CARGO_TARGET_DIR or target), HISTORY (default bench/durable.jsonl),
-# LABEL (default the commit), BUILD (0: use the binaries already in TARGET_DIR, built
+# LABEL (default the commit), WINDOW (counts: seconds counted, default 15; they begin
+# after the ramp and the warm-up), BUILD (0: use the binaries already in TARGET_DIR, built
 # from another commit; say which in LABEL), SERVER_CPU / BENCH_CPU (taskset CPU lists, default 0 / 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -199,9 +205,85 @@ for line in sys.stdin:
 '
 }
 
+# The moves the server applied so far (its /metrics).
+moves_so_far() {
+  curl -sf "http://127.0.0.1:$1/metrics" |
+    awk '/^wizard_moves_total/ { n += $NF } END { printf "%d\n", n }'
+}
+
+counts() {
+  local window=${WINDOW:-15} out="$SCRATCH/counts.txt"
+  : >"$out"
+  for pair in $(seq "$PAIRS"); do
+    for store in $STORES; do
+      local port=$((20000 + RANDOM % 20000)) spec=memory bp m0 m1
+      if [ "$store" = sqlite ]; then
+        rm -rf "$SCRATCH/store"
+        mkdir -p "$SCRATCH/store"
+        spec="sqlite:$SCRATCH/store/wizard.db"
+      fi
+      if [ "$store" = postgres ]; then
+        spec=$PG_URL
+        psql "$PG_URL" -qc "DROP TABLE IF EXISTS wizard_records" >/dev/null
+      fi
+      # shellcheck disable=SC2086
+      start_server "$port" "$spec" $BIG
+      # shellcheck disable=SC2086
+      $(pin "$BENCH_CPU") "$BIN/wizard-bench" --url "ws://127.0.0.1:$port/ws" \
+        $PACED_ARGS --history "$SCRATCH/counts-history.jsonl" >/dev/null &
+      bp=$!
+      sleep 15 # the ramp and the warm-up
+      m0=$(moves_so_far "$port")
+      perf stat --per-thread -x, -e task-clock,context-switches,page-faults,raw_syscalls:sys_enter \
+        -p "$SP" -o "$SCRATCH/perf.txt" -- sleep "$window" 2>/dev/null
+      m1=$(moves_so_far "$port")
+      echo "== pair $pair, STORE=$store: $((m1 - m0)) moves in $window s; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+      awk -F, -v store="$store" -v pair="$pair" -v moves=$((m1 - m0)) \
+        'NF > 3 && $1 !~ /^#/ { print pair, store, moves, $1, $2, $4 }' "$SCRATCH/perf.txt" >>"$out"
+      wait "$bp" || true
+      kill -TERM "$SP"
+      wait "$SP" 2>/dev/null || true
+      SP=""
+    done
+  done
+  python3 - "$out" <<'PY'
+import collections, re, sys
+# pair store moves thread value event
+runs = collections.defaultdict(lambda: collections.defaultdict(float))
+moves = {}
+for line in open(sys.argv[1]):
+    pair, store, n, thread, value, event = line.split(None, 5)
+    event = event.strip()
+    try:
+        value = float(value)
+    except ValueError:
+        continue
+    # One row per thread name: executors and helpers of the same kind together.
+    name = re.sub(r"-[0-9]+$", "", thread)
+    name = re.sub(r"-\d+$", "", name)
+    runs[(pair, store)][(name, event)] += value
+    moves[(pair, store)] = int(n)
+events = ["task-clock", "raw_syscalls:sys_enter", "context-switches", "page-faults"]
+unit = {"task-clock": ("us CPU", 1e3), "raw_syscalls:sys_enter": ("syscalls", 1),
+        "context-switches": ("switches", 1), "page-faults": ("faults", 1)}
+threads = sorted({t for r in runs.values() for (t, _) in r})
+print("| pair | store | moves | thread | " + " | ".join(unit[e][0] + " per move" for e in events) + " |")
+print("|---|---|---|---|" + "---|" * len(events))
+for key in sorted(runs):
+    r, n = runs[key], moves[key] or 1
+    for t in threads + ["all"]:
+        vals = []
+        for e in events:
+            v = sum(x for (tt, ee), x in r.items() if ee == e and (t == "all" or tt == t))
+            vals.append(f"{v / unit[e][1] / n:.2f}" if e != "task-clock" else f"{v * 1e3 / n:.1f}")
+        print(f"| {key[0]} | {key[1]} | {n} | {t} | " + " | ".join(vals) + " |")
+PY
+}
+
 case "$WHAT" in
   cost) cost ;;
+  counts) counts ;;
   restart) restart ;;
   all) cost; restart ;;
-  *) echo "usage: bench/durable.sh cost|restart|all" >&2; exit 2 ;;
+  *) echo "usage: bench/durable.sh cost|counts|restart|all" >&2; exit 2 ;;
 esac

@@ -108,6 +108,15 @@ pub enum Record {
 impl Record {
     /// The stored text: `[2,"m",...]` for a move, `{"v":2,"type":...}` otherwise.
     pub fn encode(&self) -> String {
+        let mut text = Vec::with_capacity(40);
+        self.encode_into(&mut text);
+        // Both forms are JSON, which is UTF-8.
+        String::from_utf8(text).unwrap_or_default()
+    }
+
+    /// Appends [`Record::encode`]'s text to `out` (a store's frame is built this way,
+    /// without a string per record).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
         if let Record::Move {
             lobby,
             game_no,
@@ -117,7 +126,8 @@ impl Record {
             autoplayed,
         } = *self
         {
-            return compact_move::encode(lobby, game_no, seat, action, by, autoplayed);
+            compact_move::encode_into(out, lobby, game_no, seat, action, by, autoplayed);
+            return;
         }
         #[derive(Serialize)]
         struct VersionedRef<'a> {
@@ -129,7 +139,8 @@ impl Record {
             v: RECORD_VERSION,
             record: self,
         };
-        serde_json::to_string(&versioned).unwrap_or_default()
+        // Serializing these types into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &versioned);
     }
 
     /// Reads a stored text of a version this build knows.

@@ -26,19 +26,63 @@ pub const FRAME_HEADER_BYTES: usize = 8;
 pub const ROW_HEADER_BYTES: usize = 12;
 
 /// Builds one frame of `rows` (sequence number, body) into `frame`, which is cleared
-/// first (the caller keeps it, so that a commit allocates nothing once it has grown).
+/// first.
 pub fn encode_frame<'a>(frame: &mut Vec<u8>, rows: impl IntoIterator<Item = (u64, &'a str)>) {
     frame.clear();
-    frame.extend_from_slice(&[0; FRAME_HEADER_BYTES]);
-    for (seq, body) in rows {
-        frame.extend_from_slice(&seq.to_le_bytes());
-        frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        frame.extend_from_slice(body.as_bytes());
+    push_frame(frame, rows, |body, out| {
+        out.extend_from_slice(body.as_bytes())
+    });
+}
+
+/// Appends one frame of `rows` to `frames`: each row's sequence number, then its body,
+/// which `body` appends to the buffer it is given (so that a commit builds its frame
+/// straight from the records, with no string per record). Returns where the frame
+/// begins in `frames`.
+pub fn push_frame<T>(
+    frames: &mut Vec<u8>,
+    rows: impl IntoIterator<Item = (u64, T)>,
+    mut body: impl FnMut(T, &mut Vec<u8>),
+) -> usize {
+    let start = frames.len();
+    frames.extend_from_slice(&[0; FRAME_HEADER_BYTES]);
+    for (seq, row) in rows {
+        frames.extend_from_slice(&seq.to_le_bytes());
+        let length_at = frames.len();
+        frames.extend_from_slice(&[0; 4]);
+        body(row, frames);
+        let body_bytes = (frames.len() - length_at - 4) as u32;
+        frames[length_at..length_at + 4].copy_from_slice(&body_bytes.to_le_bytes());
     }
-    let payload_bytes = (frame.len() - FRAME_HEADER_BYTES) as u32;
-    let crc = crc32fast::hash(&frame[FRAME_HEADER_BYTES..]);
-    frame[..4].copy_from_slice(&payload_bytes.to_le_bytes());
-    frame[4..FRAME_HEADER_BYTES].copy_from_slice(&crc.to_le_bytes());
+    let payload = start + FRAME_HEADER_BYTES;
+    let payload_bytes = (frames.len() - payload) as u32;
+    let crc = crc32fast::hash(&frames[payload..]);
+    frames[start..start + 4].copy_from_slice(&payload_bytes.to_le_bytes());
+    frames[start + 4..payload].copy_from_slice(&crc.to_le_bytes());
+    start
+}
+
+/// The rows of frames this process built ([`push_frame`]) and still holds, in order,
+/// without copying their bodies: (sequence number, body). Stops at the first frame or
+/// row that is not whole (none, in frames built here).
+pub fn rows(frames: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
+    let (mut at, mut frame_end) = (0, 0);
+    std::iter::from_fn(move || {
+        while at == frame_end {
+            let header = frames.get(at..at + FRAME_HEADER_BYTES)?;
+            let payload_bytes = u32::from_le_bytes(header[..4].try_into().ok()?) as usize;
+            at += FRAME_HEADER_BYTES;
+            frame_end = at + payload_bytes;
+        }
+        let start = at + ROW_HEADER_BYTES;
+        let head = frames.get(at..start).filter(|_| start <= frame_end)?;
+        let seq = u64::from_le_bytes(head[..8].try_into().ok()?);
+        let body_bytes = u32::from_le_bytes(head[8..].try_into().ok()?) as usize;
+        let body = frames
+            .get(start..start + body_bytes)
+            .filter(|_| start + body_bytes <= frame_end)?;
+        at = start + body_bytes;
+        Some((seq, body))
+    })
 }
 
 /// What one generation file holds.

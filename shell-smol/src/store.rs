@@ -66,6 +66,9 @@ const CACHE_KIB: u64 = 32 * 1024;
 pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
 /// Journal bytes waiting for the writer beyond which a commit waits for it.
 pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// The pending buffer's capacity kept from one turn to the next (the core task and the
+/// writer swap two of them, so that a steady state allocates nothing).
+const PENDING_KEPT_BYTES: usize = 4 * 1024 * 1024;
 
 /// A store that cannot be used (the operator's or the disk's fault).
 #[derive(Debug)]
@@ -84,12 +87,27 @@ fn sql(what: &str, path: &Path) -> impl Fn(rusqlite::Error) -> StoreError {
     move |e| StoreError(format!("{at}: {e}"))
 }
 
-/// A record on its way to SQLite: its sequence number and its stored form.
-#[derive(Debug)]
-struct Row {
-    seq: u64,
-    record: Record,
-    body: String,
+/// Records on their way to SQLite: the journal frames that hold them, as written, and
+/// each one's key. The writer reads the bodies back out of the frames, so that a
+/// commit builds no string and no row per record, and nothing the core task allocated
+/// is freed on the writer's thread.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Frames back to back, as appended to the journal ([`journal::push_frame`]).
+    frames: Vec<u8>,
+    /// Each row's key, in the frames' order.
+    keys: Vec<RowKey>,
+}
+
+impl Pending {
+    /// Empties it for the next turn, keeping its buffers unless a burst made them large.
+    fn clear(&mut self) {
+        self.frames.clear();
+        self.keys.clear();
+        if self.frames.capacity() > PENDING_KEPT_BYTES {
+            *self = Pending::default();
+        }
+    }
 }
 
 /// What the core task and the writer share.
@@ -97,11 +115,8 @@ struct Row {
 struct Front {
     journal: journal::Writer,
     /// Written to the journal, not yet taken by the writer.
-    pending: Vec<Row>,
-    pending_bytes: usize,
+    pending: Pending,
     next_seq: u64,
-    /// The frame being built (kept, so that a commit allocates nothing once grown).
-    frame: Vec<u8>,
     /// [`Store::flush`] calls made, and folds finished that took everything up to them.
     folds_asked: u64,
     folds_done: u64,
@@ -216,10 +231,8 @@ impl Store {
         let shared = Arc::new(Shared {
             front: Mutex::new(Front {
                 journal,
-                pending: Vec::new(),
-                pending_bytes: 0,
+                pending: Pending::default(),
                 next_seq,
-                frame: Vec::new(),
                 folds_asked: 0,
                 folds_done: 0,
                 stop: false,
@@ -238,6 +251,7 @@ impl Store {
                     path: writer_path,
                     liveness,
                     compact_rows_min,
+                    spare: Pending::default(),
                 };
                 writer.run(&writer_shared, sync_interval, generation);
             })
@@ -263,7 +277,7 @@ impl Store {
             return Ok(());
         }
         let mut guard = self.shared.lock();
-        while guard.failed.is_none() && guard.pending_bytes >= PENDING_BYTES_MAX {
+        while guard.failed.is_none() && guard.pending.frames.len() >= PENDING_BYTES_MAX {
             self.shared.wake.notify_one();
             guard = self
                 .shared
@@ -275,18 +289,17 @@ impl Store {
         if let Some(e) = &front.failed {
             return Err(e.clone());
         }
-        let start = front.pending.len();
-        for (seq, record) in (front.next_seq..).zip(records) {
-            let body = record.encode();
-            front.pending.push(Row { seq, record, body });
-        }
-        let rows = &front.pending[start..];
-        journal::encode_frame(
-            &mut front.frame,
-            rows.iter().map(|r| (r.seq, r.body.as_str())),
+        let pending = &mut front.pending;
+        let keys_before = pending.keys.len();
+        pending.keys.extend(records.iter().map(Record::row_key));
+        let start = journal::push_frame(
+            &mut pending.frames,
+            (front.next_seq..).zip(&records),
+            |record, out| record.encode_into(out),
         );
-        if let Err(e) = front.journal.append(&front.frame) {
-            front.pending.truncate(start);
+        if let Err(e) = front.journal.append(&pending.frames[start..]) {
+            pending.frames.truncate(start);
+            pending.keys.truncate(keys_before);
             let e = format!(
                 "cannot write {}: {e}",
                 journal::generation_path(&self.path, front.journal.number()).display()
@@ -295,9 +308,8 @@ impl Store {
             front.failed = Some(e.clone());
             return Err(e);
         }
-        front.next_seq += (front.pending.len() - start) as u64;
-        front.pending_bytes += front.frame.len();
-        if front.pending_bytes >= PENDING_FOLD_BYTES {
+        front.next_seq += records.len() as u64;
+        if front.pending.frames.len() >= PENDING_FOLD_BYTES {
             self.shared.wake.notify_one();
         }
         Ok(())
@@ -415,7 +427,7 @@ fn recover(conn: &mut Connection, path: &Path) -> Result<(u64, u64), StoreError>
             }
             let record = Record::decode(&body)
                 .map_err(|e| StoreError(format!("{} record {seq}: {e}", file.display())))?;
-            rows.push(Row { seq, record, body });
+            rows.push((seq, record.row_key(), body));
             next_seq += 1;
         }
         if contents.torn_bytes > 0 && cut.is_none() {
@@ -433,7 +445,10 @@ fn recover(conn: &mut Connection, path: &Path) -> Result<(u64, u64), StoreError>
         .last()
         .map_or(journal_from, |(n, _)| (n + 1).max(journal_from))
         .max(1);
-    insert(conn, &rows, generation).map_err(sql("cannot fold the journal into", path))?;
+    let folded = rows
+        .iter()
+        .map(|(seq, key, body)| (*seq, *key, body.as_bytes()));
+    insert(conn, folded, generation).map_err(sql("cannot fold the journal into", path))?;
     checkpoint(conn).map_err(sql("cannot sync", path))?;
     for (_, file) in &generations {
         std::fs::remove_file(file)
@@ -618,6 +633,8 @@ struct Writer {
     /// Live and dead rows in the table, counted as they are inserted.
     liveness: Liveness<RowCount>,
     compact_rows_min: u64,
+    /// The pending buffers the core task fills while this thread folds the others.
+    spare: Pending,
 }
 
 impl Writer {
@@ -629,20 +646,23 @@ impl Writer {
         let mut oldest = first_generation;
         let mut next = Instant::now() + interval;
         loop {
-            let (rows, folded_through, asked, stop) = self.take(shared, next);
+            let (folded_through, asked, stop) = self.take(shared, next);
             shared.progress.notify_all();
             next = Instant::now() + interval;
+            let taken = &self.spare;
             // With nothing written since its last turn the file is already synced: an
             // idle server touches the disk no more.
-            let result = if rows.is_empty() {
+            let result = if taken.keys.is_empty() {
                 Ok(())
             } else {
-                insert(&mut self.conn, &rows, folded_through + 1)
+                let rows = journal::rows(&taken.frames).zip(&taken.keys);
+                let rows = rows.map(|((seq, body), key)| (seq, *key, body));
+                insert(&mut self.conn, rows, folded_through + 1)
                     .and_then(|()| checkpoint(&self.conn))
             };
             if result.is_ok() {
-                for row in &rows {
-                    self.liveness.add(row.seq, row.record.row_key());
+                for ((seq, _), key) in journal::rows(&taken.frames).zip(&taken.keys) {
+                    self.liveness.add(seq, *key);
                 }
                 while oldest <= folded_through {
                     let file = journal::generation_path(&self.path, oldest);
@@ -654,6 +674,7 @@ impl Writer {
                     oldest += 1;
                 }
             }
+            self.spare.clear();
             let result = result.and_then(|()| self.compact_if_it_pays());
             let mut front = shared.lock();
             if let Err(e) = result {
@@ -671,15 +692,16 @@ impl Writer {
     }
 
     /// Waits for the writer's turn (`next`, a flush, a full buffer or the stop), then
-    /// takes the pending rows and starts a new journal generation. Returns the rows,
-    /// the last generation they fill, the flushes they answer and whether to stop.
-    fn take(&self, shared: &Shared, next: Instant) -> (Vec<Row>, u64, u64, bool) {
+    /// takes the pending rows (into `self.spare`, giving the core task the empty
+    /// buffers) and starts a new journal generation. Returns the last generation the
+    /// rows fill, the flushes they answer and whether to stop.
+    fn take(&mut self, shared: &Shared, next: Instant) -> (u64, u64, bool) {
         let mut front = shared.lock();
         loop {
             let now = Instant::now();
             if front.stop
                 || front.folds_asked > front.folds_done
-                || front.pending_bytes >= PENDING_FOLD_BYTES
+                || front.pending.frames.len() >= PENDING_FOLD_BYTES
                 || now >= next
             {
                 break;
@@ -690,8 +712,7 @@ impl Writer {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        let rows = std::mem::take(&mut front.pending);
-        front.pending_bytes = 0;
+        std::mem::swap(&mut front.pending, &mut self.spare);
         // A new generation for what comes next, so that this one can go once folded
         // (the last one goes with the stop).
         let current = front.journal.number();
@@ -714,7 +735,7 @@ impl Writer {
                 }
             }
         }
-        (rows, folded_through, front.folds_asked, front.stop)
+        (folded_through, front.folds_asked, front.stop)
     }
 
     /// Deletes the dead rows once they outnumber the live ones and `compact_rows_min`:
@@ -771,24 +792,32 @@ fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
         .map(drop)
 }
 
-/// One transaction: every row appended in order (a fold writes only the table's last
-/// pages; dead rows go in [`Writer::compact_if_it_pays`]), and the journal position it
-/// reaches (`folded_seq`, and `journal_from`, the first generation not folded).
-fn insert(conn: &mut Connection, rows: &[Row], journal_from: u64) -> rusqlite::Result<()> {
+/// One transaction: every row (sequence number, key, body) appended in order (a fold
+/// writes only the table's last pages; dead rows go in [`Writer::compact_if_it_pays`]),
+/// and the journal position it reaches (`folded_seq`, and `journal_from`, the first
+/// generation not folded).
+fn insert<'a>(
+    conn: &mut Connection,
+    rows: impl IntoIterator<Item = (u64, RowKey, &'a [u8])>,
+    journal_from: u64,
+) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
+    let mut last_seq = None;
     {
         let mut statement = tx.prepare_cached(
             "INSERT INTO records (seq, lobby, session, kind, game_no, body)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
-        for Row { seq, record, body } in rows {
-            let (lobby, session, kind, game_no) = key_columns(record.row_key());
-            statement.execute(params![*seq as i64, lobby, session, kind, game_no, body])?;
+        for (seq, key, body) in rows {
+            let (lobby, session, kind, game_no) = key_columns(key);
+            let body = std::str::from_utf8(body).map_err(rusqlite::Error::Utf8Error)?;
+            statement.execute(params![seq as i64, lobby, session, kind, game_no, body])?;
+            last_seq = Some(seq);
         }
     }
     let mut set = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
-    if let Some(last) = rows.last() {
-        set.execute(params!["folded_seq", last.seq as i64])?;
+    if let Some(last) = last_seq {
+        set.execute(params!["folded_seq", last as i64])?;
     }
     set.execute(params!["journal_from", journal_from as i64])?;
     drop(set);

@@ -9,7 +9,7 @@
 //! `b<bid>`, `p<card code>` (`ph12`, `pW1`, `pJ3`) and `t<suit>` (`thearts`); sources
 //! are `h` (human), `a` (AI) and `f` (fallback); `autoplayed` is `0` or `1`.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 use super::{Record, RecordError};
 use crate::game::{Action, Seat};
@@ -19,30 +19,29 @@ use crate::session::LobbyId;
 /// How a compact move's text begins: the version, then the kind.
 pub(super) const PREFIX: &str = "[2,\"m\",";
 
-/// The stored text of a move.
-pub(super) fn encode(
+/// Appends the stored text of a move to `out`.
+pub(super) fn encode_into(
+    out: &mut Vec<u8>,
     lobby: LobbyId,
     game_no: u64,
     seat: Seat,
     action: Action,
     by: MoveSource,
     autoplayed: bool,
-) -> String {
-    let mut text = String::with_capacity(40);
+) {
     let by = match by {
         MoveSource::Human => 'h',
         MoveSource::Ai => 'a',
         MoveSource::Fallback => 'f',
     };
-    // Writing to a String cannot fail.
-    let _ = write!(text, "{PREFIX}{},{game_no},{seat},\"", lobby.0);
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{PREFIX}{},{game_no},{seat},\"", lobby.0);
     let _ = match action {
-        Action::Bid { bid } => write!(text, "b{bid}"),
-        Action::Play { card } => write!(text, "p{card}"),
-        Action::ChooseTrump { suit } => write!(text, "t{suit}"),
+        Action::Bid { bid } => write!(out, "b{bid}"),
+        Action::Play { card } => write!(out, "p{card}"),
+        Action::ChooseTrump { suit } => write!(out, "t{suit}"),
     };
-    let _ = write!(text, "\",\"{by}\",{}]", u8::from(autoplayed));
-    text
+    let _ = write!(out, "\",\"{by}\",{}]", u8::from(autoplayed));
 }
 
 /// Reads a text that begins with [`PREFIX`].

@@ -480,6 +480,10 @@ fn a_move_is_stored_compact_and_reads_back() {
         let text = record.encode();
         assert_eq!(text, format!("[2,\"m\",17,4,5,{tail}]"));
         assert_eq!(Record::decode(&text), Ok(record.clone()), "{text}");
+        // A store's frame: appended after what the buffer holds.
+        let mut frame = b"<".to_vec();
+        record.encode_into(&mut frame);
+        assert_eq!(frame, format!("<{text}").into_bytes());
         let v1 = json!({
             "v": 1, "type": "move", "lobby": 17, "game_no": 4, "seat": 5,
             "action": action, "by": by, "autoplayed": autoplayed,

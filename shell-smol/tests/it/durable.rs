@@ -616,6 +616,47 @@ fn the_journal_reads_whole_frames_and_drops_a_cut_or_damaged_tail() {
     }
 }
 
+/// Frames appended back to back in one buffer ([`journal::push_frame`], the store's
+/// pending records) read back row by row without copying ([`journal::rows`], the
+/// writer's fold) exactly as the journal file reads them after a crash, empty frames and
+/// empty bodies included; a cut buffer yields only whole rows, in order.
+#[test]
+fn frames_built_in_place_read_back_as_the_journal_reads_them() {
+    use wizard_server::journal;
+    let rows: [&[(u64, &str)]; 4] = [
+        &[(1, "{\"a\":1}")],
+        &[],
+        &[
+            (2, "[2,\"m\",1,1,0,\"b1\",\"h\",0]"),
+            (3, "{\"c\":\"\u{fc}\"}"),
+        ],
+        &[(4, "")],
+    ];
+    let mut bytes = Vec::new();
+    for frame in rows {
+        let start = journal::push_frame(&mut bytes, frame.iter().copied(), |body, out| {
+            out.extend_from_slice(body.as_bytes())
+        });
+        assert!(start <= bytes.len());
+    }
+    let (separately, _) = frames(&rows);
+    assert_eq!(bytes, separately, "one buffer holds the same frames");
+    let read = journal::read(&bytes);
+    assert_eq!(read.torn_bytes, 0);
+    let in_place: Vec<(u64, String)> = journal::rows(&bytes)
+        .map(|(seq, body)| (seq, String::from_utf8(body.to_vec()).unwrap()))
+        .collect();
+    assert_eq!(in_place, read.rows);
+    assert_eq!(in_place.len(), 4);
+    for cut in 0..bytes.len() {
+        let part: Vec<(u64, String)> = journal::rows(&bytes[..cut])
+            .map(|(seq, body)| (seq, String::from_utf8(body.to_vec()).unwrap()))
+            .collect();
+        assert!(part.len() < 4, "cut at {cut}");
+        assert_eq!(part, read.rows[..part.len()], "cut at {cut}");
+    }
+}
+
 /// What a crash left in the journal comes back on the next open, in order after what
 /// SQLite holds; a cut tail and everything after a gap are dropped; a generation older
 /// than the ones the file has folded is stale and ignored; the journal is gone after.
