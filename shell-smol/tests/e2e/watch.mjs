@@ -14,12 +14,17 @@ export async function watchScenarios(t) {
   const zed = await newPage('zed', { width: 1280, height: 800 });
   // Every frame the spectator's page receives, parsed.
   const zedFrames = [];
+  // Called (and cleared) after each frame the spectator receives.
+  let onZedFrame = [];
   zed.page.on('websocket', (ws) => ws.on('framereceived', (f) => {
     try {
       zedFrames.push(JSON.parse(f.payload));
     } catch {
       zedFrames.push({ type: 'unparsable', raw: String(f.payload) });
     }
+    const waiting = onZedFrame;
+    onZedFrame = [];
+    for (const resolve of waiting) resolve();
   }));
   let code = '';
   let started = false;
@@ -57,16 +62,44 @@ export async function watchScenarios(t) {
     assert(await zed.page.locator('#felt').isVisible(), 'the spectator sees the table');
     const plates = await zed.page.locator('#seats-ring .seat-plate').allTextContents();
     assert(plates.length === 4 && ['Ann', 'Bea'].every((n) => plates.some((p) => p.includes(n))), `four seats: ${plates}`);
-    // The AI seats bid at once (hidden): the spectator sees that they have bid, not what.
+    // Bidding goes round from the dealer's left, and the first dealer is drawn at
+    // random: the AI seats bid as soon as their turn comes, the players when this test
+    // makes them (a dealer who turned a Wizard chooses trump first). The players take
+    // their turns until one of them is to bid while another seat has bid: bids are
+    // still hidden then, and the spectator sees that the seat has bid, not what.
+    const actionSel = '#action-bar [data-testid^="trump-"]:not(:disabled), #action-bar [data-testid^="bid-"]:not(:disabled)';
+    const never = new Promise(() => {});
+    const humanTurn = () => Promise.race([ann.page, bea.page].map((page) => {
+      const button = page.locator(actionSel).first();
+      // The page whose turn it is not waits in vain; its timeout is not the test's.
+      return button.waitFor({ state: 'visible' }).then(() => ({ page, button }), () => never);
+    }).concat([zed.page.waitForTimeout(20000).then(() => null)]));
+    let bidder = null;
+    for (let turns = 0; ; turns++) {
+      assert(turns < 4, 'a player was to bid while another seat had bid');
+      const turn = await humanTurn();
+      assert(turn !== null, 'a player gets a turn in the bidding');
+      const { page, button } = turn;
+      const id = (await button.getAttribute('data-testid')) ?? '';
+      const othersBid = await page.locator('.seat-plate', { hasText: 'Has bid' }).count();
+      if (id.startsWith('bid-') && othersBid >= 1) {
+        bidder = turn;
+        break;
+      }
+      await button.click();
+      await page.locator(actionSel).first().waitFor({ state: 'hidden' });
+    }
     await zed.page.locator('.seat-plate', { hasText: 'Has bid' }).first().waitFor();
     assert(await zed.page.locator('#hand-area').isHidden(), 'no hand area for a spectator');
     assert((await zed.page.locator('#hand li').count()) === 0, 'no cards in the hand');
     assert((await zed.page.locator('#action-bar button').count()) === 0, 'no bid buttons');
-    // Ann bids; Bea has not: every bid stays hidden.
-    await ann.page.locator('#action-bar [data-testid^="bid-"]:not(:disabled)').first().click();
-    await zed.page.locator('.seat-plate', { hasText: 'Has bid' }).nth(2).waitFor();
     const plateText = (await zed.page.locator('#seats-ring').textContent()) ?? '';
     assert(!/Bid \d/.test(plateText), `no bid shown to the spectator: ${plateText}`);
+    // That player bids too: the spectator gets the next state (and, once every seat has
+    // bid, the bids revealed: the frame checks below judge each by its phase).
+    const nextFrame = new Promise((resolve) => onZedFrame.push(() => resolve(true)));
+    await bidder.button.click();
+    assert(await Promise.race([nextFrame, zed.page.waitForTimeout(15000).then(() => false)]), 'the spectator saw the bid');
 
     // The players see who is watching.
     for (const p of [ann.page, bea.page]) {
@@ -84,7 +117,7 @@ export async function watchScenarios(t) {
         assert(o.bids.every((b) => b === null), `a hidden bid reached the spectator: ${JSON.stringify(o.bids)}`);
       }
     }
-    assert(states.some((s) => s.game.observation.has_bid.filter(Boolean).length >= 3), 'frames while three had bid');
+    assert(states.some((s) => s.game.observation.has_bid.some(Boolean) && s.game.observation.has_bid.includes(false)), 'frames while some had bid and some had not');
     // No card of the players' hands is anywhere in the spectator's page.
     const hands = [];
     for (const p of [ann.page, bea.page]) hands.push(...await p.locator('#hand [data-card]').evaluateAll((els) => els.map((e) => e.dataset.card)));
