@@ -350,7 +350,6 @@ class Checks:
     def service_caps(self, name: str, svc: dict, rsvc: dict) -> list[str]:
         errors: list[str] = []
         limits = ((svc.get("deploy") or {}).get("resources") or {}).get("limits") or {}
-        rlimits = ((rsvc.get("deploy") or {}).get("resources") or {}).get("limits") or {}
         (cpu_var, cpu_default), (mem_var, mem_default), (pids_var, pids_default) = CAPS[name]
         for key, var, default, value in (
             ("deploy.resources.limits.cpus", cpu_var, cpu_default, limits.get("cpus")),
@@ -360,26 +359,7 @@ class Checks:
             expected = f"${{{var}:-{default}}}"
             if value != expected:
                 errors.append(f"{name}: {key} is {value!r}, expected {expected!r}")
-        cpus = rlimits.get("cpus")
-        try:
-            if not 0 < float(cpus) <= 64:
-                raise ValueError
-        except (TypeError, ValueError):
-            errors.append(f"{name}: CPU cap {cpus!r} is not a positive number of CPUs")
-        memory = parse_memory(rlimits.get("memory", ""))
-        if not memory or memory < 16 << 20:
-            errors.append(f"{name}: memory cap {rlimits.get('memory')!r} is missing or below 16M")
-        if svc.get("memswap_limit") != limits.get("memory"):
-            errors.append(f"{name}: memswap_limit must equal the memory cap (no swap beyond it)")
-        pids = str(rsvc.get("pids_limit", ""))
-        if not pids.isdigit() or int(pids) < 16:
-            errors.append(f"{name}: pids cap {pids!r} is not a number of at least 16")
-        if str(limits.get("pids")) != str(svc.get("pids_limit")):
-            # Compose v2 (compose-go's consistency check, 2024) refuses the project when
-            # they differ ("can't set distinct values"), and a missing
-            # deploy.resources.limits.pids counts as different.
-            errors.append(f"{name}: deploy.resources.limits.pids must equal pids_limit")
-        return errors
+        return errors + caps_errors(name, svc, rsvc)
 
     def service_health(self, name: str, svc: dict) -> list[str]:
         errors: list[str] = []
@@ -729,6 +709,9 @@ def caps_errors(name: str, svc: dict, rsvc: dict) -> list[str]:
     if not pids.isdigit() or int(pids) < 16:
         errors.append(f"{name}: pids cap {pids!r} is not a number of at least 16")
     if str(limits.get("pids")) != str(svc.get("pids_limit")):
+        # Compose v2 (compose-go's consistency check, 2024) refuses the project when they
+        # differ ("can't set distinct values"), and a missing deploy.resources.limits.pids
+        # counts as different.
         errors.append(f"{name}: deploy.resources.limits.pids must equal pids_limit")
     return errors
 
