@@ -211,9 +211,18 @@ moves_so_far() {
     awk '/^wizard_moves_total/ { n += $NF } END { printf "%d\n", n }'
 }
 
+# The hypervisor's steal time on the server's CPU so far (jiffies, /proc/stat; of all
+# CPUs when SERVER_CPU is not one CPU): time the VM's CPU was running another guest.
+steal_jiffies() {
+  local line=cpu
+  if [[ "$SERVER_CPU" =~ ^[0-9]+$ ]]; then line="cpu$SERVER_CPU"; fi
+  awk -v l="$line" '$1 == l { print $9 + 0 }' /proc/stat
+}
+
 counts() {
   local window=${WINDOW:-15} out="$SCRATCH/counts.txt"
   : >"$out"
+  : >"$SCRATCH/steal.txt"
   for pair in $(seq "$PAIRS"); do
     for store in $STORES; do
       local port=$((20000 + RANDOM % 20000)) spec=memory bp m0 m1
@@ -234,10 +243,13 @@ counts() {
       bp=$!
       sleep 15 # the ramp and the warm-up
       m0=$(moves_so_far "$port")
+      s0=$(steal_jiffies)
       perf stat --per-thread -x, -e task-clock,context-switches,page-faults,raw_syscalls:sys_enter \
         -p "$SP" -o "$SCRATCH/perf.txt" -- sleep "$window" 2>/dev/null
       m1=$(moves_so_far "$port")
-      echo "== pair $pair, STORE=$store: $((m1 - m0)) moves in $window s; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+      s1=$(steal_jiffies)
+      echo "$pair $store $((s1 - s0)) $window" >>"$SCRATCH/steal.txt"
+      echo "== pair $pair, STORE=$store: $((m1 - m0)) moves in $window s; load: $(cut -d' ' -f1-3 /proc/loadavg); steal $((s1 - s0)) jiffies" >&2
       awk -F, -v store="$store" -v pair="$pair" -v moves=$((m1 - m0)) \
         'NF > 3 && $1 !~ /^#/ { print pair, store, moves, $1, $2, $4 }' "$SCRATCH/perf.txt" >>"$out"
       wait "$bp" || true
@@ -246,8 +258,8 @@ counts() {
       SP=""
     done
   done
-  python3 - "$out" <<'PY'
-import collections, re, sys
+  python3 - "$out" "$SCRATCH/steal.txt" "$(getconf CLK_TCK)" <<'PY'
+import collections, re, statistics, sys
 # pair store moves thread value event
 runs = collections.defaultdict(lambda: collections.defaultdict(float))
 moves = {}
@@ -277,6 +289,39 @@ for key in sorted(runs):
             v = sum(x for (tt, ee), x in r.items() if ee == e and (t == "all" or tt == t))
             vals.append(f"{v / unit[e][1] / n:.2f}" if e != "task-clock" else f"{v * 1e3 / n:.1f}")
         print(f"| {key[0]} | {key[1]} | {n} | {t} | " + " | ".join(vals) + " |")
+# The whole server's CPU per move, per run, and the summaries. On a shared VM a run's
+# CPU time can be inflated by other guests (not always visible as steal), never
+# deflated: the minimum over the runs and the median of the pairs' ratios are the
+# robust figures; the mean is printed beside them.
+steal = {}
+for line in open(sys.argv[2]):
+    pair, store, jiffies, window = line.split()
+    steal[(pair, store)] = 100.0 * int(jiffies) / int(sys.argv[3]) / float(window)
+cpu = {k: r_task / (moves[k] or 1) * 1e3
+       for k, r in runs.items()
+       for r_task in [sum(x for (t, e), x in r.items() if e == "task-clock")]}
+stores = sorted({s for (_, s) in cpu}, key=lambda s: (s != "memory", s))
+print()
+print("| store | all threads us CPU per move, each pair | steal % of the server's CPU, each pair | min | median | mean |")
+print("|---|---|---|---|---|---|")
+for s in stores:
+    keys = sorted((k for k in cpu if k[1] == s), key=lambda k: int(k[0]))
+    v = [cpu[k] for k in keys]
+    st = ", ".join(f"{steal.get(k, 0):.1f}" for k in keys)
+    print(f"| {s} | {', '.join(f'{x:.1f}' for x in v)} | {st} | {min(v):.1f} | "
+          f"{statistics.median(v):.1f} | {statistics.mean(v):.1f} |")
+base = {k[0]: x for k, x in cpu.items() if k[1] == "memory"}
+for s in stores:
+    if s == "memory":
+        continue
+    mine = {k[0]: x for k, x in cpu.items() if k[1] == s}
+    ratios = [mine[p] / base[p] for p in sorted(mine, key=int) if p in base]
+    if not ratios:
+        continue
+    print(f"\n{s} / memory: ratio of the minimums {min(mine.values()) / min(base.values()):.3f}, "
+          f"median of the pairs' ratios {statistics.median(ratios):.3f}, "
+          f"ratio of the means {statistics.mean(mine.values()) / statistics.mean(base.values()):.3f} "
+          f"(pairs' ratios: {', '.join(f'{r:.2f}' for r in ratios)})")
 PY
 }
 
