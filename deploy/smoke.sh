@@ -85,6 +85,12 @@ teardown() {
 	fi
 	find "$ROOT/deploy/prebuilt" -mindepth 1 ! -name README.md -delete 2>/dev/null
 	engine_down
+	# Once, after a run of this session's smoke tests, the host's /dev/null was found a
+	# regular file owned by uid 10001 (the AI and HAProxy images' user): catch it here.
+	if [ ! -c /dev/null ]; then
+		echo "FAIL: the host's /dev/null is no longer a character device after this run: $(ls -ln /dev/null 2>&1)"
+		status=1
+	fi
 	rm -rf "$SMOKE_STATE"
 	if [ "$SKIPPED" = 1 ]; then
 		:
@@ -100,6 +106,7 @@ trap 'exit 130' INT TERM
 
 # ------------------------------------------------------------------ engine and Compose
 
+[ -c /dev/null ] || fail "the host's /dev/null is not a character device before this run: $(ls -ln /dev/null 2>&1) (as root: rm -f /dev/null && mknod -m 666 /dev/null c 1 3)"
 say "Docker engine and Compose v2"
 skip() {
 	echo "SKIPPED: deploy/smoke.sh $MODE: $*"
@@ -124,7 +131,7 @@ BENCH="$REL/wizard-bench"
 ok "binaries copied to deploy/prebuilt/"
 
 say "offline base image from Debian's packages (deploy/smoke/base-image.sh)"
-SMOKE_BASE_IMAGE=$(bash "$ROOT/deploy/smoke/base-image.sh") || fail "the base image could not be built"
+SMOKE_BASE_IMAGE=$(bash "$ROOT/deploy/smoke/base-image.sh" "$MODE") || fail "the base image could not be built"
 export SMOKE_BASE_IMAGE
 ok "base image $SMOKE_BASE_IMAGE"
 

@@ -8,7 +8,9 @@
 # The tag is a hash of this script, so a second run finds the image and returns at once;
 # change the package list (or anything here) and the next run builds a new one.
 #
-#   usage: deploy/smoke/base-image.sh            (needs root and a running Docker engine)
+#   usage: deploy/smoke/base-image.sh [single|shards]   (needs root and a running Docker
+#          engine; the mode is deploy/smoke.sh's: `single` leaves out the shards' HAProxy
+#          and PostgreSQL packages, a third of the download; default shards, everything)
 #   DEBIAN_MIRROR  the mirror debootstrap reads (default: the first deb.debian.org-style
 #                  URI of /etc/apt/sources{.list,.list.d}, else http://deb.debian.org/debian)
 #
@@ -17,16 +19,24 @@
 #                  dynamically linked against glibc; the AI entrypoint needs a shell
 #   ca-certificates  the server (as in distroless cc-debian12)
 #   caddy, wget      the proxy (Debian's caddy; wget for its health check)
-#   haproxy, socat   wizard_haproxy (Dockerfile.haproxy: HAProxy 2.6, socat for its
+#   haproxy, socat   (shards only) wizard_haproxy (Dockerfile.haproxy: HAProxy 2.6, socat for its
 #                  runtime API)
-#   postgresql-15    postgres (Dockerfile.postgres; the package's postinst creates a
+#   postgresql-15    (shards only) postgres (Dockerfile.postgres; the package's postinst creates a
 #                  cluster "main", which that Dockerfile removes: it initialises its own
 #                  in the volume). debootstrap starts no service while it installs.
 #   user nonroot 65532  the server's image runs as nonroot:nonroot (distroless's user)
 set -euo pipefail
 
 SUITE=bookworm
-PACKAGES=ca-certificates,caddy,wget,haproxy,socat,postgresql-15
+MODE=${1:-shards}
+case "$MODE" in
+single) PACKAGES=ca-certificates,caddy,wget ;;
+shards) PACKAGES=ca-certificates,caddy,wget,haproxy,socat,postgresql-15 ;;
+*)
+	echo "usage: deploy/smoke/base-image.sh [single|shards]" >&2
+	exit 2
+	;;
+esac
 REPO=wizard-smoke-base
 
 log() { printf 'base-image: %s\n' "$*" >&2; }
@@ -35,7 +45,7 @@ fail() {
 	exit 1
 }
 
-tag="$REPO:$SUITE-$(sha256sum "$0" | cut -c1-12)"
+tag="$REPO:$SUITE-$MODE-$(sha256sum "$0" | cut -c1-12)"
 if docker image inspect "$tag" >/dev/null 2>&1; then
 	log "cached: $tag"
 	echo "$tag"
@@ -84,8 +94,9 @@ tar -C "$root" --numeric-owner -c . |
 	docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
 		--change 'CMD ["/bin/bash"]' - "$tag" >/dev/null ||
 	fail "docker import"
-# Earlier versions of the base image are of no further use.
+# Earlier versions of this mode's base image are of no further use.
 for old in $(docker image ls --format '{{.Repository}}:{{.Tag}}' "$REPO"); do
+	case "$old" in "$REPO:$SUITE-$MODE-"*) ;; *) continue ;; esac
 	[ "$old" = "$tag" ] || docker image rm "$old" >/dev/null 2>&1 || true
 done
 echo "$tag"
