@@ -142,9 +142,16 @@ else
 fi
 
 say "monitoring: the dashboard's and the alerts' metrics against the real server's /metrics"
-cargo build --locked -p wizard-server --bin wizard-server
+# WIZARD_SERVER=PATH: that binary (.ci/run passes its release build); else a debug build.
+if [ -n "${WIZARD_SERVER:-}" ]; then
+	server_bin=$WIZARD_SERVER
+else
+	cargo build --locked -p wizard-server --bin wizard-server
+	server_bin="${CARGO_TARGET_DIR:-target}/debug/wizard-server"
+fi
+[ -x "$server_bin" ] || fail "no wizard-server executable at $server_bin"
 "$VENV/bin/python" deploy/check_metrics.py "$ROOT" \
-	--server "${CARGO_TARGET_DIR:-target}/debug/wizard-server" "${promtool_args[@]}" --self-test
+	--server "$server_bin" "${promtool_args[@]}" --self-test
 
 # ------------------------------------------------------------ 6. haproxy.cfg
 # (before the Caddy steps, which end the script early when caddy cannot be installed)
@@ -221,6 +228,8 @@ done
 # ------------------------------------------------------------ 5. native proxy test
 
 say "Caddy in front of the real wizard-server on loopback"
-WIZARD_REQUIRE_CADDY=1 cargo test --locked -p wizard-server --test it proxy:: -- --test-threads=1
+# --workspace, as the README's test command: the same features, so the test binary the
+# tests step built is reused (with -p wizard-server alone cargo would build it again).
+WIZARD_REQUIRE_CADDY=1 cargo test --locked --workspace --test it proxy:: -- --test-threads=1
 
 say "deploy: all checks passed"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Browser end-to-end test of the web client (see e2e.mjs): installs Debian's chromium
-# and playwright-core when missing, builds wizard-server, starts two servers on free
+# and playwright-core when missing, builds wizard-server (a debug build; WIZARD_SERVER=PATH
+# uses that binary instead, as .ci/run does with its release build), starts two servers on free
 # loopback ports (and a third on a SQLite store, started again whenever it exits; and,
 # when Debian's haproxy is there or can be installed, two shards behind HAProxy with
 # deploy/haproxy.cfg), runs the test in headless Chromium and stops the servers.
@@ -27,10 +28,15 @@ if ! (cd "$here" && node -e '
   (cd "$here" && timeout 300 npm ci --no-audit --no-fund)
 fi
 
-(cd "$root" && timeout 1200 cargo build -p wizard-server --locked)
-tdir="${CARGO_TARGET_DIR:-target}"
-[[ "$tdir" = /* ]] || tdir="$root/$tdir"
-server="$tdir/debug/wizard-server"
+if [ -n "${WIZARD_SERVER:-}" ]; then
+  server="$(cd "$(dirname "$WIZARD_SERVER")" && pwd)/$(basename "$WIZARD_SERVER")"
+  [ -x "$server" ] || { echo "e2e: WIZARD_SERVER=$WIZARD_SERVER is not an executable" >&2; exit 2; }
+else
+  (cd "$root" && timeout 1200 cargo build -p wizard-server --locked)
+  tdir="${CARGO_TARGET_DIR:-target}"
+  [[ "$tdir" = /* ]] || tdir="$root/$tdir"
+  server="$tdir/debug/wizard-server"
+fi
 
 free_port() {
   node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
