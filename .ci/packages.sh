@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, in one apt-get run, the Debian packages that later steps of .ci/run would
 # each install when missing: PostgreSQL (the store's tests, the shard test), Chromium
-# and its font (the browser test), HAProxy and Caddy (the shard test, e2e, validate),
-# debootstrap and docker.io (the compose smoke test). .ci/run starts it in the
+# and its font (the browser test), HAProxy, socat and Caddy (the shard test, e2e,
+# validate), debootstrap and docker.io (the compose smoke test). .ci/run starts it in the
 # background at its beginning, so the downloads overlap the first compile steps, and
 # waits for it before the first step that needs a package. Only what is missing is
 # installed; no service is started (a policy-rc.d refuses them while it runs, and
@@ -20,6 +20,7 @@ want=()
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || want+=(postgresql)
 [ -x /usr/bin/chromium ] || want+=(chromium fonts-dejavu-core)
 command -v haproxy >/dev/null || want+=(haproxy)
+command -v socat >/dev/null || want+=(socat)
 command -v caddy >/dev/null || want+=(caddy)
 command -v debootstrap >/dev/null || want+=(debootstrap)
 command -v dockerd >/dev/null || want+=(docker.io)
