@@ -1,5 +1,5 @@
-//! The store's record journal: the file each pass's records are appended to, with one
-//! `write`, before that pass's frames go out; read back after a crash.
+//! The store's record journal: the file each pass's records are copied into, through a
+//! shared mapping of it, before that pass's frames go out; read back after a crash.
 //!
 //! A journal is a series of generation files beside the SQLite file, `PATH-records.N`
 //! (N counting up, zero-padded so that names sort). Each commit is one frame:
@@ -10,15 +10,24 @@
 //! row = sequence number (u64 LE) · body length (u32 LE) · body (the record, JSON)
 //! ```
 //!
-//! A frame that returned from `write` is in the kernel's page cache, so a crash of the
-//! process loses nothing of it. A power loss can cut the newest frames or leave
-//! garbage after them: [`read`] stops at the first frame that is incomplete or whose
-//! checksum does not match, and says how many bytes it dropped.
+//! A generation is given its size when it is created (allocated, so that a full disk
+//! shows then, not as a fault on a move's path) and mapped shared; a commit copies its
+//! frame after the last one, with no syscall, and a frame that does not fit grows the
+//! file first. Bytes stored into a shared mapping of a file are in the kernel's page
+//! cache, as after a `write`, so a crash of the process loses nothing of them. The
+//! unused rest of a generation is zeros: a frame header of length zero ends it (a
+//! commit never writes a frame of no rows). A power loss can cut the newest frames or
+//! leave garbage or zeros in their place: [`read`] stops at the first frame that is
+//! incomplete, empty or whose checksum does not match, and says how many bytes that
+//! are not zero it dropped.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use memmap2::MmapMut;
+use rustix::fs::{FallocateFlags, fallocate};
 
 /// Bytes before each frame's payload: its length and its checksum.
 pub const FRAME_HEADER_BYTES: usize = 8;
@@ -90,32 +99,37 @@ pub fn rows(frames: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
 pub struct Contents {
     /// Every row of every whole frame, in order: (sequence number, body).
     pub rows: Vec<(u64, String)>,
-    /// Bytes after the last whole frame (a cut or damaged tail), dropped.
+    /// Bytes after the last whole frame up to the last one that is not zero (a cut or
+    /// damaged tail), dropped. The zeros after them are the generation's unused rest.
     pub torn_bytes: usize,
 }
 
-/// Reads the frames in `bytes` up to the first one that is incomplete, fails its
-/// checksum or holds a malformed row.
+/// Reads the frames in `bytes` up to the first one that is incomplete, empty (the
+/// zeros after the last frame), fails its checksum or holds a malformed row. Nothing
+/// after an empty frame is read: after a power loss, frames beyond a run of zeros may
+/// not follow on from the ones before it.
 pub fn read(bytes: &[u8]) -> Contents {
     let mut contents = Contents::default();
     let mut at = 0;
-    while at < bytes.len() {
-        let Some(rows) = frame_at(&bytes[at..]) else {
-            contents.torn_bytes = bytes.len() - at;
-            break;
-        };
-        let (rows, frame_bytes) = rows;
+    while let Some((rows, frame_bytes)) = frame_at(&bytes[at..]) {
         contents.rows.extend(rows);
         at += frame_bytes;
     }
+    contents.torn_bytes = bytes[at..]
+        .iter()
+        .rposition(|b| *b != 0)
+        .map_or(0, |last| last + 1);
     contents
 }
 
 /// The rows of the frame at the start of `bytes` and the frame's length, or `None`
-/// when it is not whole and sound.
+/// when it is not whole and sound, or empty (a payload length of zero).
 fn frame_at(bytes: &[u8]) -> Option<(Vec<(u64, String)>, usize)> {
     let header = bytes.get(..FRAME_HEADER_BYTES)?;
     let payload_bytes = u32::from_le_bytes(header[..4].try_into().ok()?) as usize;
+    if payload_bytes == 0 {
+        return None;
+    }
     let crc = u32::from_le_bytes(header[4..].try_into().ok()?);
     let payload = bytes.get(FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + payload_bytes)?;
     if crc32fast::hash(payload) != crc {
@@ -169,43 +183,99 @@ pub fn generations(db: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     Ok(found)
 }
 
-/// A generation being written: frames go to its end.
+/// A generation being written: frames are copied in after the last one, through a
+/// shared mapping of the whole file.
 #[derive(Debug)]
 pub struct Writer {
     file: File,
+    /// The whole file, mapped shared; `None` once closed.
+    map: Option<MmapMut>,
     number: u64,
     bytes: u64,
 }
 
 impl Writer {
     /// Creates generation `number` of the journal of `db` (mode 0600; it must not
-    /// exist yet).
-    pub fn create(db: &Path, number: u64) -> io::Result<Writer> {
+    /// exist yet), `reserved_bytes` long, allocated, and maps it.
+    pub fn create(db: &Path, number: u64, reserved_bytes: u64) -> io::Result<Writer> {
+        let path = generation_path(db, number);
         let file = OpenOptions::new()
             .create_new(true)
-            .append(true)
+            .read(true)
+            .write(true)
             .mode(0o600)
-            .open(generation_path(db, number))?;
-        Ok(Writer {
+            .open(&path)?;
+        let mut writer = Writer {
             file,
+            map: None,
             number,
             bytes: 0,
-        })
+        };
+        if let Err(e) = writer.grow_to(reserved_bytes.max(FRAME_HEADER_BYTES as u64)) {
+            drop(writer);
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        Ok(writer)
     }
 
-    /// Appends one frame (a single `write` unless the kernel takes it in parts).
+    /// Appends one frame: a copy into the mapping, no syscall, unless the frame does
+    /// not fit in what is left of the file (then the file doubles, at least, first).
     pub fn append(&mut self, frame: &[u8]) -> io::Result<()> {
-        self.file.write_all(frame)?;
-        self.bytes += frame.len() as u64;
+        debug_assert!(
+            frame.len() > FRAME_HEADER_BYTES && frame[..4] != [0; 4],
+            "an empty frame would end the generation for a reader"
+        );
+        let closed = || io::Error::other("the journal generation is closed");
+        let start = self.bytes as usize;
+        let end = start + frame.len();
+        let mapped_bytes = self.map.as_ref().ok_or_else(closed)?.len();
+        if end > mapped_bytes {
+            self.grow_to((end as u64).max(2 * mapped_bytes as u64))?;
+        }
+        let map = self.map.as_mut().ok_or_else(closed)?;
+        map[start..end].copy_from_slice(frame);
+        self.bytes = end as u64;
         Ok(())
+    }
+
+    /// Makes the file `len` bytes long, allocated, and maps all of it anew.
+    fn grow_to(&mut self, len: u64) -> io::Result<()> {
+        let old_len = self.map.as_ref().map_or(0, |map| map.len() as u64);
+        self.file.set_len(len)?;
+        // Allocated now, so that a full disk is an error here rather than a SIGBUS when
+        // a commit first touches a page. A file system that cannot allocate ahead
+        // keeps the file sparse.
+        match fallocate(&self.file, FallocateFlags::empty(), old_len, len - old_len) {
+            Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.map = Some(map_shared(&self.file)?);
+        Ok(())
+    }
+
+    /// Unmaps the file (before it is deleted); a later append fails.
+    pub fn close(&mut self) {
+        self.map = None;
     }
 
     pub fn number(&self) -> u64 {
         self.number
     }
 
-    /// Bytes appended so far.
+    /// Bytes of frames appended so far (not the file's length).
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+}
+
+/// Maps all of `file` shared and writable.
+#[allow(unsafe_code)]
+fn map_shared(file: &File) -> io::Result<MmapMut> {
+    // SAFETY: the mapping is only sound while no one else changes the file's length or
+    // bytes under it. The file is a journal generation this process created
+    // (`create_new`, mode 0600) beside a store it holds the exclusive lock of; only its
+    // `Writer` writes or resizes it, and the only other access is deleting it, once
+    // this process has unmapped it (or is gone), which leaves a mapping valid anyway.
+    unsafe { MmapMut::map_mut(file) }
 }

@@ -4,9 +4,10 @@
 //!
 //! - **Commit before acknowledge.** The core task hands each pass's records to
 //!   [`Store::commit`] and sends that pass's frames only once they are written to the
-//!   journal ([`crate::journal`]): one `write` of one frame, on the core task's own
-//!   thread, a few microseconds. A written frame is in the kernel's page cache, so a
-//!   crash of the process loses nothing that any player saw.
+//!   journal ([`crate::journal`]): one frame copied into a shared mapping of the
+//!   journal file, on the core task's own thread, with no syscall. A copied frame is in
+//!   the kernel's page cache, so a crash of the process loses nothing that any player
+//!   saw.
 //! - **One writer, in batches.** The writer thread owns the SQLite connection. Every
 //!   `STORE_SYNC_INTERVAL` (sooner when [`PENDING_FOLD_BYTES`] are waiting) it takes
 //!   the records written since its last turn, starts a new journal generation, inserts
@@ -66,6 +67,10 @@ const CACHE_KIB: u64 = 32 * 1024;
 pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
 /// Journal bytes waiting for the writer beyond which a commit waits for it.
 pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Bytes each journal generation file is given when created: twice what makes the
+/// writer fold early, so that a generation outgrows it (and a commit grows the file
+/// and maps it anew) only while the writer is behind by as much again.
+pub const GENERATION_RESERVED_BYTES: u64 = 2 * PENDING_FOLD_BYTES as u64;
 /// The pending buffer's capacity kept from one turn to the next (the core task and the
 /// writer swap two of them, so that a steady state allocates nothing).
 const PENDING_KEPT_BYTES: usize = 4 * 1024 * 1024;
@@ -222,12 +227,13 @@ impl Store {
             liveness.add(*seq, record.row_key());
         }
         let records: Vec<Record> = records.into_iter().map(|(_, r)| r).collect();
-        let journal = journal::Writer::create(path, generation).map_err(|e| {
-            StoreError(format!(
-                "cannot create {}: {e}",
-                journal::generation_path(path, generation).display()
-            ))
-        })?;
+        let journal = journal::Writer::create(path, generation, GENERATION_RESERVED_BYTES)
+            .map_err(|e| {
+                StoreError(format!(
+                    "cannot create {}: {e}",
+                    journal::generation_path(path, generation).display()
+                ))
+            })?;
         let shared = Arc::new(Shared {
             front: Mutex::new(Front {
                 journal,
@@ -718,9 +724,11 @@ impl Writer {
         let current = front.journal.number();
         let mut folded_through = current - 1;
         if front.stop {
+            // Unmapped before it is deleted; nothing is committed after the stop.
+            front.journal.close();
             folded_through = current;
         } else if front.journal.bytes() > 0 {
-            match journal::Writer::create(&self.path, current + 1) {
+            match journal::Writer::create(&self.path, current + 1, GENERATION_RESERVED_BYTES) {
                 Ok(writer) => {
                     front.journal = writer;
                     folded_through = current;

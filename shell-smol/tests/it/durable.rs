@@ -603,7 +603,11 @@ fn the_journal_reads_whole_frames_and_drops_a_cut_or_damaged_tail() {
         let kept = ends[..whole].last().copied().unwrap_or(0);
         let read = journal::read(&bytes[..cut]);
         assert_eq!(read.rows, rows_in(whole), "cut at {cut}");
-        assert_eq!(read.torn_bytes, cut - kept, "cut at {cut}");
+        assert_eq!(
+            read.torn_bytes,
+            up_to_last_non_zero(&bytes[kept..cut]),
+            "cut at {cut}"
+        );
     }
     for at in 0..bytes.len() {
         let mut damaged = bytes.clone();
@@ -612,14 +616,129 @@ fn the_journal_reads_whole_frames_and_drops_a_cut_or_damaged_tail() {
         let read = journal::read(&damaged);
         assert_eq!(read.rows, rows_in(frame), "damaged at {at}");
         let kept = if frame == 0 { 0 } else { ends[frame - 1] };
-        assert_eq!(read.torn_bytes, bytes.len() - kept, "damaged at {at}");
+        let torn = up_to_last_non_zero(&damaged[kept..]);
+        assert_eq!(read.torn_bytes, torn, "damaged at {at}");
     }
+}
+
+/// The length of `tail` up to its last byte that is not zero: the torn bytes a journal
+/// read reports (the zeros after them are a generation's unused rest).
+fn up_to_last_non_zero(tail: &[u8]) -> usize {
+    tail.iter()
+        .rposition(|b| *b != 0)
+        .map_or(0, |last| last + 1)
+}
+
+/// A generation file is allocated ahead and mapped: its unused rest is zeros, which
+/// end it without counting as torn; a frame larger than what is left grows the file
+/// and reads back whole; `bytes` counts the frames, not the file.
+#[test]
+fn a_journal_generation_reads_back_every_frame_before_its_unused_zeros() {
+    use wizard_server::journal;
+    let dir = TempDir::new();
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let db = dir.0.join("wizard.db");
+    let reserved_bytes = 64;
+    let mut writer = journal::Writer::create(&db, 7, reserved_bytes).unwrap();
+    let file = journal::generation_path(&db, 7);
+    let long = "x".repeat(300);
+    let rows: [&[(u64, &str)]; 4] = [
+        &[(1, "{\"a\":1}")],
+        &[(2, "{\"b\":2}"), (3, "")],
+        &[(4, long.as_str())],
+        &[(5, "{\"c\":\"\u{fc}\"}")],
+    ];
+    let mut appended = 0;
+    let mut frame = Vec::new();
+    let mut expected = Vec::new();
+    for frame_rows in rows {
+        journal::encode_frame(&mut frame, frame_rows.iter().copied());
+        writer.append(&frame).unwrap();
+        appended += frame.len() as u64;
+        assert_eq!(writer.bytes(), appended);
+        expected.extend(frame_rows.iter().map(|(s, b)| (*s, (*b).to_owned())));
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(bytes.len() as u64 >= reserved_bytes.max(appended));
+        let read = journal::read(&bytes);
+        assert_eq!(read.rows, expected, "after {appended} bytes");
+        assert_eq!(read.torn_bytes, 0, "after {appended} bytes");
+    }
+    assert!(
+        appended > 2 * reserved_bytes,
+        "the file grew past twice its start"
+    );
+    writer.close();
+    assert!(
+        writer.append(&frame).is_err(),
+        "a closed generation takes no frame"
+    );
+    assert_eq!(writer.bytes(), appended);
+}
+
+/// An empty frame is all zeros, like a generation's unused rest, and ends the reading:
+/// a frame after zeros (a power loss can leave a hole) is dropped and counted as torn.
+/// The store never writes one: a commit of no records leaves the journal untouched.
+#[test]
+fn the_journal_ends_at_zeros_and_a_commit_never_writes_an_empty_frame() {
+    use wizard_core::records::Record;
+    use wizard_core::session::SessionId;
+    use wizard_server::journal;
+    use wizard_server::store::Store;
+    let mut empty = Vec::new();
+    journal::encode_frame(&mut empty, []);
+    assert_eq!(empty, [0; journal::FRAME_HEADER_BYTES]);
+    let (first, _) = frames(&[&[(1, "{\"a\":1}")]]);
+    let (after, _) = frames(&[&[(2, "{\"b\":2}")]]);
+    for hole_bytes in [1, 3, journal::FRAME_HEADER_BYTES, 40] {
+        let mut bytes = first.clone();
+        bytes.extend(std::iter::repeat_n(0, hole_bytes));
+        bytes.extend_from_slice(&after);
+        bytes.extend_from_slice(&[0; 100]);
+        let read = journal::read(&bytes);
+        assert_eq!(
+            read.rows,
+            [(1, "{\"a\":1}".to_owned())],
+            "hole of {hole_bytes}"
+        );
+        assert_eq!(
+            read.torn_bytes,
+            hole_bytes + after.len(),
+            "hole of {hole_bytes}"
+        );
+    }
+
+    let session = |n: u64| Record::Session {
+        session: SessionId(n),
+        player_id: format!("p{n}"),
+        token_sha256: format!("{n:064x}"),
+    };
+    let dir = TempDir::new();
+    let path = dir.0.join("wizard.db");
+    let interval = std::time::Duration::from_secs(3600);
+    let (store, _) = Store::open_sqlite(&path, interval).unwrap();
+    let current = || {
+        let generations = journal::generations(&path).unwrap();
+        assert_eq!(generations.len(), 1, "{generations:?}");
+        std::fs::read(&generations[0].1).unwrap()
+    };
+    store.commit(Vec::new()).unwrap();
+    assert!(current().iter().all(|b| *b == 0), "no frame for no records");
+    store.commit(vec![session(1)]).unwrap();
+    store.commit(Vec::new()).unwrap();
+    store.commit(vec![session(2), session(3)]).unwrap();
+    let read = journal::read(&current());
+    let seqs: Vec<u64> = read.rows.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(read.torn_bytes, 0);
+    drop(store);
+    assert!(journal::generations(&path).unwrap().is_empty());
 }
 
 /// Frames appended back to back in one buffer ([`journal::push_frame`], the store's
 /// pending records) read back row by row without copying ([`journal::rows`], the
-/// writer's fold) exactly as the journal file reads them after a crash, empty frames and
-/// empty bodies included; a cut buffer yields only whole rows, in order.
+/// writer's fold) exactly as the journal file reads them after a crash, empty bodies
+/// included; an empty frame is skipped in memory but ends a journal file (the store
+/// never writes one); a cut buffer yields only whole rows, in order.
 #[test]
 fn frames_built_in_place_read_back_as_the_journal_reads_them() {
     use wizard_server::journal;
@@ -641,19 +760,24 @@ fn frames_built_in_place_read_back_as_the_journal_reads_them() {
     }
     let (separately, _) = frames(&rows);
     assert_eq!(bytes, separately, "one buffer holds the same frames");
-    let read = journal::read(&bytes);
-    assert_eq!(read.torn_bytes, 0);
     let in_place: Vec<(u64, String)> = journal::rows(&bytes)
         .map(|(seq, body)| (seq, String::from_utf8(body.to_vec()).unwrap()))
         .collect();
+    let without_empty: Vec<&[(u64, &str)]> =
+        rows.iter().copied().filter(|f| !f.is_empty()).collect();
+    let (file, _) = frames(&without_empty);
+    let read = journal::read(&file);
+    assert_eq!(read.torn_bytes, 0);
     assert_eq!(in_place, read.rows);
     assert_eq!(in_place.len(), 4);
+    let read = journal::read(&bytes);
+    assert_eq!(read.rows, in_place[..1], "a file ends at an empty frame");
     for cut in 0..bytes.len() {
         let part: Vec<(u64, String)> = journal::rows(&bytes[..cut])
             .map(|(seq, body)| (seq, String::from_utf8(body.to_vec()).unwrap()))
             .collect();
         assert!(part.len() < 4, "cut at {cut}");
-        assert_eq!(part, read.rows[..part.len()], "cut at {cut}");
+        assert_eq!(part, in_place[..part.len()], "cut at {cut}");
     }
 }
 
