@@ -67,10 +67,13 @@ const CACHE_KIB: u64 = 32 * 1024;
 pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
 /// Journal bytes waiting for the writer beyond which a commit waits for it.
 pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
-/// Bytes each journal generation file is given when created: twice what makes the
-/// writer fold early, so that a generation outgrows it (and a commit grows the file
-/// and maps it anew) only while the writer is behind by as much again.
-pub const GENERATION_RESERVED_BYTES: u64 = 2 * PENDING_FOLD_BYTES as u64;
+/// Bytes each journal generation file is allocated when the writer starts it (one a
+/// `STORE_SYNC_INTERVAL`). At 1000 paced games a second of records is about 0.2 MiB,
+/// so a generation is rarely outgrown; at full speed one grows (doubling, on the core
+/// task: an allocation and a new mapping) about once a fold. Kept small because the
+/// writer allocates and deletes one a second: 16 MiB each cost it about 1.5 us a move
+/// more at 1000 paced games (session 14).
+pub const GENERATION_RESERVED_BYTES: u64 = 1024 * 1024;
 /// The pending buffer's capacity kept from one turn to the next (the core task and the
 /// writer swap two of them, so that a steady state allocates nothing).
 const PENDING_KEPT_BYTES: usize = 4 * 1024 * 1024;
