@@ -579,6 +579,27 @@ fn frames(rows_per_frame: &[&[(u64, &str)]]) -> (Vec<u8>, Vec<usize>) {
     (bytes, ends)
 }
 
+/// Session `n`'s record, for the store tests.
+fn session(n: u64) -> wizard_core::records::Record {
+    wizard_core::records::Record::Session {
+        session: wizard_core::session::SessionId(n),
+        player_id: format!("p{n}"),
+        token_sha256: format!("{n:064x}"),
+    }
+}
+
+/// Opens the SQLite store at `path` with an hour's sync interval, so that it folds only
+/// when a test stops it: the store and the records it restored.
+fn open_store_folding_on_stop(
+    path: &std::path::Path,
+) -> (
+    wizard_server::store::Store,
+    Vec<wizard_core::records::Record>,
+) {
+    let interval = std::time::Duration::from_secs(3600);
+    wizard_server::store::Store::open_sqlite(path, interval).unwrap()
+}
+
 /// The journal reads back every whole frame, and drops a tail cut at any byte or
 /// damaged at any byte (a power loss), with the count of bytes dropped.
 #[test]
@@ -680,10 +701,7 @@ fn a_journal_generation_reads_back_every_frame_before_its_unused_zeros() {
 /// The store never writes one: a commit of no records leaves the journal untouched.
 #[test]
 fn the_journal_ends_at_zeros_and_a_commit_never_writes_an_empty_frame() {
-    use wizard_core::records::Record;
-    use wizard_core::session::SessionId;
     use wizard_server::journal;
-    use wizard_server::store::Store;
     let mut empty = Vec::new();
     journal::encode_frame(&mut empty, []);
     assert_eq!(empty, [0; journal::FRAME_HEADER_BYTES]);
@@ -707,15 +725,9 @@ fn the_journal_ends_at_zeros_and_a_commit_never_writes_an_empty_frame() {
         );
     }
 
-    let session = |n: u64| Record::Session {
-        session: SessionId(n),
-        player_id: format!("p{n}"),
-        token_sha256: format!("{n:064x}"),
-    };
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
-    let interval = std::time::Duration::from_secs(3600);
-    let (store, _) = Store::open_sqlite(&path, interval).unwrap();
+    let (store, _) = open_store_folding_on_stop(&path);
     let current = || {
         let generations = journal::generations(&path).unwrap();
         assert_eq!(generations.len(), 1, "{generations:?}");
@@ -786,19 +798,10 @@ fn frames_built_in_place_read_back_as_the_journal_reads_them() {
 /// than the ones the file has folded is stale and ignored; the journal is gone after.
 #[test]
 fn opening_a_store_folds_the_journal_a_crash_left_as_far_as_it_runs_on() {
-    use wizard_core::records::Record;
-    use wizard_core::session::SessionId;
     use wizard_server::journal;
-    use wizard_server::store::Store;
-    let session = |n: u64| Record::Session {
-        session: SessionId(n),
-        player_id: format!("p{n}"),
-        token_sha256: format!("{n:064x}"),
-    };
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
-    let interval = std::time::Duration::from_secs(3600);
-    let (store, records) = Store::open_sqlite(&path, interval).unwrap();
+    let (store, records) = open_store_folding_on_stop(&path);
     assert!(records.is_empty());
     // Records 1 and 2, folded when the store closes.
     store.commit(vec![session(1), session(2)]).unwrap();
@@ -818,7 +821,7 @@ fn opening_a_store_folds_the_journal_a_crash_left_as_far_as_it_runs_on() {
     std::fs::write(journal::generation_path(&path, 1_000_000), gen_a).unwrap();
     std::fs::write(journal::generation_path(&path, 1_000_001), gen_b).unwrap();
     std::fs::write(journal::generation_path(&path, 0), gen_stale).unwrap();
-    let (store, records) = Store::open_sqlite(&path, interval).unwrap();
+    let (store, records) = open_store_folding_on_stop(&path);
     assert_eq!(records, (1..=5).map(session).collect::<Vec<_>>());
     let left = journal::generations(&path).unwrap();
     assert_eq!(left.len(), 1, "only the new generation: {left:?}");
@@ -831,11 +834,11 @@ fn opening_a_store_folds_the_journal_a_crash_left_as_far_as_it_runs_on() {
         &[(9, body(9).as_str())],
     ]);
     std::fs::write(journal::generation_path(&path, left[0].0 + 10), gap).unwrap();
-    let (store, records) = Store::open_sqlite(&path, interval).unwrap();
+    let (store, records) = open_store_folding_on_stop(&path);
     assert_eq!(records, (1..=6).map(session).collect::<Vec<_>>());
     store.commit(vec![session(7)]).unwrap();
     drop(store);
-    let (_store, records) = Store::open_sqlite(&path, interval).unwrap();
+    let (_store, records) = open_store_folding_on_stop(&path);
     assert_eq!(records, (1..=7).map(session).collect::<Vec<_>>());
 }
 
