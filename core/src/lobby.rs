@@ -111,6 +111,10 @@ pub struct Lobby {
     /// A running game left by all its humans for `ABANDONED_GAME_TTL`: it makes no
     /// moves and does not count against `MAX_ACTIVE_GAMES` until one of them returns.
     dormant: bool,
+    /// Counts the changes to what the lobby's record holds (its status, host, options,
+    /// seats, game number and seed): every method that changes one of them adds one,
+    /// so that a store need not compare the whole record before every `state`.
+    record_revision: u64,
 }
 
 impl Lobby {
@@ -132,6 +136,7 @@ impl Lobby {
             away_since: None,
             idle_key: None,
             dormant: false,
+            record_revision: 0,
         }
     }
 
@@ -190,6 +195,12 @@ impl Lobby {
     /// The address the lobby is charged to.
     pub fn owner(&self) -> IpKey {
         self.owner
+    }
+
+    /// Changes so far to what the lobby's record holds: the same number means the
+    /// same record.
+    pub fn record_revision(&self) -> u64 {
+        self.record_revision
     }
 
     /// Whether its running game is dormant (see [`LobbyManager::set_dormant`]).
@@ -676,6 +687,7 @@ impl LobbyManager {
         if let Some(seat) = lobby.seat_of(player_id) {
             if let Some(info) = lobby.seats.get_mut(usize::from(seat)) {
                 info.occupant = Occupant::Human(session);
+                lobby.record_revision += 1;
             }
             return Ok((seat, false));
         }
@@ -691,6 +703,7 @@ impl LobbyManager {
             name,
             occupant: Occupant::Human(session),
         });
+        lobby.record_revision += 1;
         Ok((Seat::try_from(lobby.seats.len() - 1).unwrap_or(0), true))
     }
 
@@ -706,6 +719,7 @@ impl LobbyManager {
             return false;
         };
         let index = usize::from(seat);
+        lobby.record_revision += 1;
         if lobby.status == LobbyStatus::Waiting {
             lobby.seats.remove(index);
         } else if let Some(info) = lobby.seats.get_mut(index) {
@@ -786,6 +800,7 @@ impl LobbyManager {
             name,
             occupant: Occupant::Ai(level),
         });
+        lobby.record_revision += 1;
         Ok(())
     }
 
@@ -806,6 +821,7 @@ impl LobbyManager {
             .seat_of(player_id)
             .ok_or(LobbyError::NotFound("No such player."))?;
         let removed = lobby.seats.remove(usize::from(seat));
+        lobby.record_revision += 1;
         Ok(match removed.occupant {
             Occupant::Human(s) => Some(s),
             Occupant::Ai(_) => None,
@@ -823,6 +839,7 @@ impl LobbyManager {
             .map_err(|_| LobbyError::Invalid("turn_seconds must be 0 or 10 to 300."))?;
         let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
         lobby.options = options;
+        lobby.record_revision += 1;
         Ok(())
     }
 
@@ -868,6 +885,7 @@ impl LobbyManager {
         lobby.seed = Some(seed);
         lobby.moves = 0;
         lobby.status = LobbyStatus::Playing;
+        lobby.record_revision += 1;
         lobby.turns = TurnBook::default();
         lobby.dormant = false;
         let owner = lobby.owner;
@@ -903,6 +921,7 @@ impl LobbyManager {
         lobby.moves += 1;
         if game.phase() == Phase::Finished {
             lobby.status = LobbyStatus::Finished;
+            lobby.record_revision += 1;
             let owner = lobby.owner;
             if lobby.dormant {
                 lobby.dormant = false;
@@ -920,6 +939,7 @@ impl LobbyManager {
     pub fn return_to_lobby(&mut self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
         let lobby = self.host_lobby(id, host, LobbyStatus::Finished)?;
         lobby.status = LobbyStatus::Waiting;
+        lobby.record_revision += 1;
         lobby.game = None;
         lobby.seed = None;
         lobby.moves = 0;

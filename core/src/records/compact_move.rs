@@ -9,8 +9,6 @@
 //! `b<bid>`, `p<card code>` (`ph12`, `pW1`, `pJ3`) and `t<suit>` (`thearts`); sources
 //! are `h` (human), `a` (AI) and `f` (fallback); `autoplayed` is `0` or `1`.
 
-use std::io::Write as _;
-
 use super::{Record, RecordError};
 use crate::game::{Action, Seat};
 use crate::io::MoveSource;
@@ -29,19 +27,37 @@ pub(super) fn encode_into(
     by: MoveSource,
     autoplayed: bool,
 ) {
-    let by = match by {
-        MoveSource::Human => 'h',
-        MoveSource::Ai => 'a',
-        MoveSource::Fallback => 'f',
+    let by: &[u8] = match by {
+        MoveSource::Human => b"\",\"h\",",
+        MoveSource::Ai => b"\",\"a\",",
+        MoveSource::Fallback => b"\",\"f\",",
     };
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "{PREFIX}{},{game_no},{seat},\"", lobby.0);
-    let _ = match action {
-        Action::Bid { bid } => write!(out, "b{bid}"),
-        Action::Play { card } => write!(out, "p{card}"),
-        Action::ChooseTrump { suit } => write!(out, "t{suit}"),
-    };
-    let _ = write!(out, "\",\"{by}\",{}]", u8::from(autoplayed));
+    // Built by hand, not with `write!`: this runs for nearly every record a store
+    // keeps, on the game loop.
+    let mut number = itoa::Buffer::new();
+    out.extend_from_slice(PREFIX.as_bytes());
+    out.extend_from_slice(number.format(lobby.0).as_bytes());
+    out.push(b',');
+    out.extend_from_slice(number.format(game_no).as_bytes());
+    out.push(b',');
+    out.extend_from_slice(number.format(seat).as_bytes());
+    out.extend_from_slice(b",\"");
+    match action {
+        Action::Bid { bid } => {
+            out.push(b'b');
+            out.extend_from_slice(number.format(bid).as_bytes());
+        }
+        Action::Play { card } => {
+            out.push(b'p');
+            out.extend_from_slice(card.code().as_bytes());
+        }
+        Action::ChooseTrump { suit } => {
+            out.push(b't');
+            out.extend_from_slice(suit.name().as_bytes());
+        }
+    }
+    out.extend_from_slice(by);
+    out.extend_from_slice(if autoplayed { b"1]" } else { b"0]" });
 }
 
 /// Reads a text that begins with [`PREFIX`].

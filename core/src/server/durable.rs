@@ -100,25 +100,32 @@ impl Server {
         if self.records.is_none() {
             return;
         }
-        // Compared in place first: this runs before every `state`, and a lobby's
-        // record rarely changes (building it allocates a dozen strings).
-        if let (Some(l), Some(kept)) = (self.lobbies.get(lobby), self.persisted_lobbies.get(&lobby))
-            && record_is(kept, l)
+        let Some(revision) = self.lobbies.get(lobby).map(|l| l.record_revision()) else {
+            return;
+        };
+        // This runs before every `state`, and a lobby's record rarely changes: the
+        // revision tells without building the record (a dozen strings).
+        if let Some((kept_revision, kept)) = self.persisted_lobbies.get(&lobby)
+            && *kept_revision == revision
         {
             debug_assert_eq!(
                 Some(kept),
                 self.lobby_record(lobby).as_ref(),
-                "a lobby record compared equal in place but is not"
+                "a lobby's record changed but not its revision"
             );
             return;
         }
         let Some(record) = self.lobby_record(lobby) else {
             return;
         };
-        if self.persisted_lobbies.get(&lobby) == Some(&record) {
+        if let Some((kept_revision, kept)) = self.persisted_lobbies.get_mut(&lobby)
+            && *kept == record
+        {
+            *kept_revision = revision;
             return;
         }
-        self.persisted_lobbies.insert(lobby, record.clone());
+        self.persisted_lobbies
+            .insert(lobby, (revision, record.clone()));
         self.persist(Record::Lobby(record));
     }
 
@@ -138,7 +145,7 @@ impl Server {
         }
     }
 
-    /// The lobby's record as it is now ([`record_is`] tells whether `kept` still is).
+    /// The lobby's record as it is now.
     pub fn lobby_record(&self, lobby: LobbyId) -> Option<LobbyRecord> {
         let l = self.lobbies.get(lobby)?;
         Some(LobbyRecord {
@@ -285,8 +292,10 @@ impl Server {
                     s.name = seat.name.clone();
                 }
             }
-            if let Some(r) = server.lobby_record(id) {
-                server.persisted_lobbies.insert(id, r);
+            if let (Some(r), Some(l)) = (server.lobby_record(id), server.lobbies.get(id)) {
+                server
+                    .persisted_lobbies
+                    .insert(id, (l.record_revision(), r));
             }
         }
         let ids: Vec<SessionId> = server.sessions.ids().collect();
@@ -317,28 +326,4 @@ impl Server {
         drop(out);
         Ok(server)
     }
-}
-
-/// Whether `kept` is `lobby`'s record as [`Server::lobby_record`] would build it now,
-/// without building it.
-fn record_is(kept: &LobbyRecord, lobby: &crate::lobby::Lobby) -> bool {
-    let seats = lobby.seats();
-    kept.code == lobby.code()
-        && kept.status == lobby.status()
-        && kept.host == lobby.host()
-        && kept.options == lobby.options()
-        && kept.owner == lobby.owner().addr()
-        && kept.game_no == lobby.game_no()
-        && kept.seed == lobby.seed()
-        && kept.seats.len() == seats.len()
-        && kept.seats.iter().zip(seats).all(|(k, s)| {
-            k.player_id == s.player_id
-                && k.name == s.name
-                && k.session
-                    == match s.occupant {
-                        Occupant::Human(id) => Some(id),
-                        Occupant::Ai(_) => None,
-                    }
-                && k.level == s.level().unwrap_or_default()
-        })
 }
