@@ -111,10 +111,11 @@ pub struct Lobby {
     /// A running game left by all its humans for `ABANDONED_GAME_TTL`: it makes no
     /// moves and does not count against `MAX_ACTIVE_GAMES` until one of them returns.
     dormant: bool,
-    /// Counts the changes to what the lobby's record holds (its status, host, options,
-    /// seats, game number and seed): every method that changes one of them adds one,
-    /// so that a store need not compare the whole record before every `state`.
-    record_revision: u64,
+    /// Whether what the lobby's record holds (its status, host, options, seats, game
+    /// number and seed) may have changed since the server last recorded it: every
+    /// method that changes one of them sets it, so that the server need not compare
+    /// the whole record before every `state`.
+    record_changed: bool,
 }
 
 impl Lobby {
@@ -136,7 +137,7 @@ impl Lobby {
             away_since: None,
             idle_key: None,
             dormant: false,
-            record_revision: 0,
+            record_changed: true,
         }
     }
 
@@ -197,10 +198,14 @@ impl Lobby {
         self.owner
     }
 
-    /// Changes so far to what the lobby's record holds: the same number means the
-    /// same record.
-    pub fn record_revision(&self) -> u64 {
-        self.record_revision
+    /// Whether the lobby's record may have changed since [`Lobby::mark_record_kept`].
+    pub fn record_changed(&self) -> bool {
+        self.record_changed
+    }
+
+    /// The server recorded the lobby as it is now.
+    pub(crate) fn mark_record_kept(&mut self) {
+        self.record_changed = false;
     }
 
     /// Whether its running game is dormant (see [`LobbyManager::set_dormant`]).
@@ -687,7 +692,7 @@ impl LobbyManager {
         if let Some(seat) = lobby.seat_of(player_id) {
             if let Some(info) = lobby.seats.get_mut(usize::from(seat)) {
                 info.occupant = Occupant::Human(session);
-                lobby.record_revision += 1;
+                lobby.record_changed = true;
             }
             return Ok((seat, false));
         }
@@ -703,7 +708,7 @@ impl LobbyManager {
             name,
             occupant: Occupant::Human(session),
         });
-        lobby.record_revision += 1;
+        lobby.record_changed = true;
         Ok((Seat::try_from(lobby.seats.len() - 1).unwrap_or(0), true))
     }
 
@@ -719,7 +724,7 @@ impl LobbyManager {
             return false;
         };
         let index = usize::from(seat);
-        lobby.record_revision += 1;
+        lobby.record_changed = true;
         if lobby.status == LobbyStatus::Waiting {
             lobby.seats.remove(index);
         } else if let Some(info) = lobby.seats.get_mut(index) {
@@ -800,7 +805,7 @@ impl LobbyManager {
             name,
             occupant: Occupant::Ai(level),
         });
-        lobby.record_revision += 1;
+        lobby.record_changed = true;
         Ok(())
     }
 
@@ -821,7 +826,7 @@ impl LobbyManager {
             .seat_of(player_id)
             .ok_or(LobbyError::NotFound("No such player."))?;
         let removed = lobby.seats.remove(usize::from(seat));
-        lobby.record_revision += 1;
+        lobby.record_changed = true;
         Ok(match removed.occupant {
             Occupant::Human(s) => Some(s),
             Occupant::Ai(_) => None,
@@ -839,7 +844,7 @@ impl LobbyManager {
             .map_err(|_| LobbyError::Invalid("turn_seconds must be 0 or 10 to 300."))?;
         let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
         lobby.options = options;
-        lobby.record_revision += 1;
+        lobby.record_changed = true;
         Ok(())
     }
 
@@ -885,7 +890,7 @@ impl LobbyManager {
         lobby.seed = Some(seed);
         lobby.moves = 0;
         lobby.status = LobbyStatus::Playing;
-        lobby.record_revision += 1;
+        lobby.record_changed = true;
         lobby.turns = TurnBook::default();
         lobby.dormant = false;
         let owner = lobby.owner;
@@ -921,7 +926,7 @@ impl LobbyManager {
         lobby.moves += 1;
         if game.phase() == Phase::Finished {
             lobby.status = LobbyStatus::Finished;
-            lobby.record_revision += 1;
+            lobby.record_changed = true;
             let owner = lobby.owner;
             if lobby.dormant {
                 lobby.dormant = false;
@@ -939,7 +944,7 @@ impl LobbyManager {
     pub fn return_to_lobby(&mut self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
         let lobby = self.host_lobby(id, host, LobbyStatus::Finished)?;
         lobby.status = LobbyStatus::Waiting;
-        lobby.record_revision += 1;
+        lobby.record_changed = true;
         lobby.game = None;
         lobby.seed = None;
         lobby.moves = 0;

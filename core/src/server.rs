@@ -141,9 +141,8 @@ pub struct Server {
     finished: bool,
     /// Records for a durable store, while it keeps them ([`Server::keep_records`]).
     records: Option<Vec<Record>>,
-    /// Each lobby's last record and the lobby's record revision then, so that an
-    /// unchanged lobby is not recorded again.
-    persisted_lobbies: BTreeMap<LobbyId, (u64, LobbyRecord)>,
+    /// Each lobby's last record, so that an unchanged lobby is not recorded again.
+    persisted_lobbies: BTreeMap<LobbyId, LobbyRecord>,
     /// Spectators and chat history of the lobbies that have any (`server/watch.rs`);
     /// one entry at most per existing lobby.
     audiences: BTreeMap<LobbyId, Audience>,

@@ -100,32 +100,28 @@ impl Server {
         if self.records.is_none() {
             return;
         }
-        let Some(revision) = self.lobbies.get(lobby).map(|l| l.record_revision()) else {
+        // This runs before every `state`, and a lobby's record rarely changes: the
+        // lobby's flag tells, without building the record (a dozen strings) or looking
+        // up the last one.
+        let Some(l) = self.lobbies.get_mut(lobby) else {
             return;
         };
-        // This runs before every `state`, and a lobby's record rarely changes: the
-        // revision tells without building the record (a dozen strings).
-        if let Some((kept_revision, kept)) = self.persisted_lobbies.get(&lobby)
-            && *kept_revision == revision
-        {
+        if !l.record_changed() {
             debug_assert_eq!(
-                Some(kept),
+                self.persisted_lobbies.get(&lobby),
                 self.lobby_record(lobby).as_ref(),
-                "a lobby's record changed but not its revision"
+                "a lobby's record changed but its flag was not set"
             );
             return;
         }
+        l.mark_record_kept();
         let Some(record) = self.lobby_record(lobby) else {
             return;
         };
-        if let Some((kept_revision, kept)) = self.persisted_lobbies.get_mut(&lobby)
-            && *kept == record
-        {
-            *kept_revision = revision;
+        if self.persisted_lobbies.get(&lobby) == Some(&record) {
             return;
         }
-        self.persisted_lobbies
-            .insert(lobby, (revision, record.clone()));
+        self.persisted_lobbies.insert(lobby, record.clone());
         self.persist(Record::Lobby(record));
     }
 
@@ -292,10 +288,11 @@ impl Server {
                     s.name = seat.name.clone();
                 }
             }
-            if let (Some(r), Some(l)) = (server.lobby_record(id), server.lobbies.get(id)) {
-                server
-                    .persisted_lobbies
-                    .insert(id, (l.record_revision(), r));
+            if let Some(r) = server.lobby_record(id) {
+                server.persisted_lobbies.insert(id, r);
+            }
+            if let Some(l) = server.lobbies.get_mut(id) {
+                l.mark_record_kept();
             }
         }
         let ids: Vec<SessionId> = server.sessions.ids().collect();
