@@ -67,13 +67,16 @@ const CACHE_KIB: u64 = 32 * 1024;
 pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
 /// Journal bytes waiting for the writer beyond which a commit waits for it.
 pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
-/// Bytes each journal generation file is allocated when the writer starts it (one a
-/// `STORE_SYNC_INTERVAL`). At 1000 paced games a second of records is about 0.2 MiB,
-/// so a generation is rarely outgrown; at full speed one grows (doubling, on the core
-/// task: an allocation and a new mapping) about once a fold. Kept small because the
-/// writer allocates and deletes one a second: 16 MiB each cost it about 1.5 us a move
-/// more at 1000 paced games (session 14).
+/// Bytes each journal generation file is allocated when the writer starts it, at
+/// least (four turns' worth of records when that is more). At 1000 paced games a
+/// second of records is about 40 KiB. Kept small because allocating and deleting
+/// costs: 16 MiB a second cost the writer about 1.5 us a move more at 1000 paced games
+/// (session 14).
 pub const GENERATION_RESERVED_BYTES: u64 = 1024 * 1024;
+/// Bytes of frames in a generation from which the writer starts the next one at its
+/// turn (below, the core task keeps filling it: a new file each turn cost the writer
+/// its allocation, mapping and deletion every second).
+pub const GENERATION_ROTATE_BYTES: u64 = GENERATION_RESERVED_BYTES / 2;
 /// The pending buffer's capacity kept from one turn to the next (the core task and the
 /// writer swap two of them, so that a steady state allocates nothing).
 const PENDING_KEPT_BYTES: usize = 4 * 1024 * 1024;
@@ -722,16 +725,20 @@ impl Writer {
                 .0;
         }
         std::mem::swap(&mut front.pending, &mut self.spare);
-        // A new generation for what comes next, so that this one can go once folded
-        // (the last one goes with the stop).
+        // Once half full, a new generation for what comes next, so that this one can
+        // go once folded (the last one goes with the stop). Until then the core task
+        // goes on filling the same one: a restart skips the rows it holds that were
+        // folded. The next one is allocated for four turns like this one at least, so
+        // that the core task rarely has to grow it.
         let current = front.journal.number();
         let mut folded_through = current - 1;
         if front.stop {
             // Unmapped before it is deleted; nothing is committed after the stop.
             front.journal.close();
             folded_through = current;
-        } else if front.journal.bytes() > 0 {
-            match journal::Writer::create(&self.path, current + 1, GENERATION_RESERVED_BYTES) {
+        } else if front.journal.bytes() >= GENERATION_ROTATE_BYTES {
+            let reserved_bytes = GENERATION_RESERVED_BYTES.max(4 * self.spare.frames.len() as u64);
+            match journal::Writer::create(&self.path, current + 1, reserved_bytes) {
                 Ok(writer) => {
                     front.journal = writer;
                     folded_through = current;

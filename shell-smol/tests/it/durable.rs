@@ -838,8 +838,65 @@ fn opening_a_store_folds_the_journal_a_crash_left_as_far_as_it_runs_on() {
     assert_eq!(records, (1..=6).map(session).collect::<Vec<_>>());
     store.commit(vec![session(7)]).unwrap();
     drop(store);
-    let (_store, records) = open_store_folding_on_stop(&path);
+    let (store, records) = open_store_folding_on_stop(&path);
     assert_eq!(records, (1..=7).map(session).collect::<Vec<_>>());
+    // The writer keeps filling a generation after folding it (until it is half full),
+    // so a crash can leave one whose first rows SQLite already holds: they are
+    // skipped, the rest comes back once.
+    drop(store);
+    let (folded_and_not, _) = frames(&[
+        &[(5, body(5).as_str()), (6, body(6).as_str())],
+        &[(7, body(7).as_str()), (8, body(8).as_str())],
+        &[(9, body(9).as_str())],
+    ]);
+    std::fs::write(
+        journal::generation_path(&path, left[0].0 + 100),
+        folded_and_not,
+    )
+    .unwrap();
+    let (_store, records) = open_store_folding_on_stop(&path);
+    assert_eq!(records, (1..=9).map(session).collect::<Vec<_>>());
+}
+
+/// A fold leaves the generation the core task is filling in place until it is half
+/// full ([`GENERATION_ROTATE_BYTES`]): the frames committed after the fold follow the
+/// folded ones in the same file, and only a fuller generation makes way for a new one.
+#[test]
+fn a_fold_keeps_the_generation_until_it_is_half_full() {
+    use wizard_server::journal;
+    use wizard_server::store::GENERATION_ROTATE_BYTES;
+    let dir = TempDir::new();
+    let path = dir.0.join("wizard.db");
+    let (store, _) = open_store_folding_on_stop(&path);
+    let only = || {
+        let generations = journal::generations(&path).unwrap();
+        assert_eq!(generations.len(), 1, "{generations:?}");
+        generations[0].clone()
+    };
+    let (number, _) = only();
+    store.commit(vec![session(1), session(2)]).unwrap();
+    store.flush().unwrap();
+    store.commit(vec![session(3)]).unwrap();
+    store.flush().unwrap();
+    let (still, file) = only();
+    assert_eq!(still, number, "a fold of a few records keeps the generation");
+    let read = journal::read(&std::fs::read(&file).unwrap());
+    let seqs: Vec<u64> = read.rows.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    // Past half full: the next fold starts a new generation and deletes this one.
+    let big = |n: u64| wizard_core::records::Record::Session {
+        session: wizard_core::session::SessionId(n),
+        player_id: "x".repeat(64 * 1024),
+        token_sha256: format!("{n:064x}"),
+    };
+    let count = GENERATION_ROTATE_BYTES / (64 * 1024) + 1;
+    store.commit((4..4 + count).map(big).collect()).unwrap();
+    store.flush().unwrap();
+    let (next, _) = only();
+    assert!(next > number, "{next} after {number}");
+    drop(store);
+    let (_store, records) = open_store_folding_on_stop(&path);
+    assert_eq!(records.len() as u64, 3 + count);
 }
 
 /// The store drops what a restore no longer needs once it outnumbers the rest: 100
