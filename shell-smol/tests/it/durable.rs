@@ -879,7 +879,10 @@ fn a_fold_keeps_the_generation_until_it_is_half_full() {
     store.commit(vec![session(3)]).unwrap();
     store.flush().unwrap();
     let (still, file) = only();
-    assert_eq!(still, number, "a fold of a few records keeps the generation");
+    assert_eq!(
+        still, number,
+        "a fold of a few records keeps the generation"
+    );
     let read = journal::read(&std::fs::read(&file).unwrap());
     let seqs: Vec<u64> = read.rows.iter().map(|(seq, _)| *seq).collect();
     assert_eq!(seqs, [1, 2, 3]);
