@@ -68,7 +68,8 @@ pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
 /// Journal bytes waiting for the writer beyond which a commit waits for it.
 pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// Bytes each journal generation file is allocated when the writer starts it, at
-/// least (four turns' worth of records when that is more). At 1000 paced games a
+/// least (four turns' worth of records when that is more, up to
+/// `GENERATION_RESERVED_BYTES_MAX`). At 1000 paced games a
 /// second of records is about 40 KiB. Kept small because allocating and deleting
 /// costs: 16 MiB a second cost the writer about 1.5 us a move more at 1000 paced games
 /// (session 14).
@@ -77,6 +78,10 @@ pub const GENERATION_RESERVED_BYTES: u64 = 1024 * 1024;
 /// turn (below, the core task keeps filling it: a new file each turn cost the writer
 /// its allocation, mapping and deletion every second).
 pub const GENERATION_ROTATE_BYTES: u64 = GENERATION_RESERVED_BYTES / 2;
+/// Bytes a generation is allocated at most when the writer starts it, however much
+/// the last turn brought (a burst beyond it grows the file on the core task instead of
+/// reserving disk for it ahead).
+const GENERATION_RESERVED_BYTES_MAX: u64 = 4 * PENDING_FOLD_BYTES as u64;
 /// The pending buffer's capacity kept from one turn to the next (the core task and the
 /// writer swap two of them, so that a steady state allocates nothing).
 const PENDING_KEPT_BYTES: usize = 4 * 1024 * 1024;
@@ -737,7 +742,8 @@ impl Writer {
             front.journal.close();
             folded_through = current;
         } else if front.journal.bytes() >= GENERATION_ROTATE_BYTES {
-            let reserved_bytes = GENERATION_RESERVED_BYTES.max(4 * self.spare.frames.len() as u64);
+            let reserved_bytes = (4 * self.spare.frames.len() as u64)
+                .clamp(GENERATION_RESERVED_BYTES, GENERATION_RESERVED_BYTES_MAX);
             match journal::Writer::create(&self.path, current + 1, reserved_bytes) {
                 Ok(writer) => {
                     front.journal = writer;
