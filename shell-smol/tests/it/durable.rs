@@ -588,6 +588,14 @@ fn session(n: u64) -> wizard_core::records::Record {
     }
 }
 
+/// The one journal generation of the store at `path` (its number and file); fails the
+/// test when there are none or several.
+fn only_generation(path: &std::path::Path) -> (u64, std::path::PathBuf) {
+    let generations = wizard_server::journal::generations(path).unwrap();
+    assert_eq!(generations.len(), 1, "{generations:?}");
+    generations[0].clone()
+}
+
 /// Opens the SQLite store at `path` with an hour's sync interval, so that it folds only
 /// when a test stops it: the store and the records it restored.
 fn open_store_folding_on_stop(
@@ -728,11 +736,7 @@ fn the_journal_ends_at_zeros_and_a_commit_never_writes_an_empty_frame() {
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
     let (store, _) = open_store_folding_on_stop(&path);
-    let current = || {
-        let generations = journal::generations(&path).unwrap();
-        assert_eq!(generations.len(), 1, "{generations:?}");
-        std::fs::read(&generations[0].1).unwrap()
-    };
+    let current = || std::fs::read(only_generation(&path).1).unwrap();
     store.commit(Vec::new()).unwrap();
     assert!(current().iter().all(|b| *b == 0), "no frame for no records");
     store.commit(vec![session(1)]).unwrap();
@@ -868,11 +872,7 @@ fn a_fold_keeps_the_generation_until_it_is_half_full() {
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
     let (store, _) = open_store_folding_on_stop(&path);
-    let only = || {
-        let generations = journal::generations(&path).unwrap();
-        assert_eq!(generations.len(), 1, "{generations:?}");
-        generations[0].clone()
-    };
+    let only = || only_generation(&path);
     let (number, _) = only();
     store.commit(vec![session(1), session(2)]).unwrap();
     store.flush().unwrap();
