@@ -245,6 +245,9 @@ impl Store {
                     journal::generation_path(path, generation).display()
                 ))
             })?;
+        if let Err(e) = journal.prefault(GENERATION_ROTATE_BYTES) {
+            debug!(error = %e, "Journal generation not faulted in ahead");
+        }
         let shared = Arc::new(Shared {
             front: Mutex::new(Front {
                 journal,
@@ -729,37 +732,71 @@ impl Writer {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        std::mem::swap(&mut front.pending, &mut self.spare);
         // Once half full, a new generation for what comes next, so that this one can
         // go once folded (the last one goes with the stop). Until then the core task
         // goes on filling the same one: a restart skips the rows it holds that were
         // folded. The next one is allocated for four turns like this one at least, so
-        // that the core task rarely has to grow it.
+        // that the core task rarely has to grow it, and made with the lock released:
+        // its creation and its page faults (`prefault`) cost the writer, never a
+        // commit's wait. Rows committed meanwhile go to the current one, and are taken
+        // with it below.
+        let mut successor = None;
+        if !front.stop && front.journal.bytes() >= GENERATION_ROTATE_BYTES {
+            let number = front.journal.number() + 1;
+            let turn_bytes = front.pending.frames.len() as u64;
+            drop(front);
+            successor = Some(self.new_generation(number, turn_bytes));
+            front = shared.lock();
+        }
+        std::mem::swap(&mut front.pending, &mut self.spare);
         let current = front.journal.number();
         let mut folded_through = current - 1;
         if front.stop {
             // Unmapped before it is deleted; nothing is committed after the stop.
             front.journal.close();
             folded_through = current;
-        } else if front.journal.bytes() >= GENERATION_ROTATE_BYTES {
-            let reserved_bytes = (4 * self.spare.frames.len() as u64)
-                .clamp(GENERATION_RESERVED_BYTES, GENERATION_RESERVED_BYTES_MAX);
-            match journal::Writer::create(&self.path, current + 1, reserved_bytes) {
-                Ok(writer) => {
+            if let Some(Ok(mut unused)) = successor {
+                unused.close();
+                let file = journal::generation_path(&self.path, unused.number());
+                if let Err(e) = std::fs::remove_file(&file) {
+                    warn!(file = %file.display(), error = %e, "Cannot delete an unused journal generation");
+                }
+            }
+        } else {
+            match successor {
+                Some(Ok(writer)) => {
                     front.journal = writer;
                     folded_through = current;
                 }
-                Err(e) => {
-                    let e = format!(
-                        "cannot create {}: {e}",
-                        journal::generation_path(&self.path, current + 1).display()
-                    );
+                Some(Err(e)) => {
                     error!(store = %self.path.display(), error = %e, "Store failed");
                     front.failed = Some(e);
                 }
+                None => {}
             }
         }
         (folded_through, front.folds_asked, front.stop)
+    }
+
+    /// Creates journal generation `number`, allocated for four turns of
+    /// `turn_bytes` (within `GENERATION_RESERVED_BYTES` and
+    /// `GENERATION_RESERVED_BYTES_MAX`), with the part the core task will fill before
+    /// the next rotation faulted in ahead ([`journal::Writer::prefault`]).
+    fn new_generation(&self, number: u64, turn_bytes: u64) -> Result<journal::Writer, String> {
+        let reserved_bytes =
+            (4 * turn_bytes).clamp(GENERATION_RESERVED_BYTES, GENERATION_RESERVED_BYTES_MAX);
+        let writer = journal::Writer::create(&self.path, number, reserved_bytes).map_err(|e| {
+            format!(
+                "cannot create {}: {e}",
+                journal::generation_path(&self.path, number).display()
+            )
+        })?;
+        // Filled to half, then about a turn more before the writer's next turn
+        // rotates it.
+        if let Err(e) = writer.prefault(GENERATION_ROTATE_BYTES + 2 * turn_bytes) {
+            debug!(error = %e, "Journal generation not faulted in ahead");
+        }
+        Ok(writer)
     }
 
     /// Deletes the dead rows once they outnumber the live ones and `compact_rows_min`:
