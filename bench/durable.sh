@@ -14,6 +14,13 @@
 #                              # system calls, context switches and page faults, counted
 #                              # by `perf stat --per-thread` (software events: they count
 #                              # on a VM without hardware counters), moves from /metrics
+#   bench/durable.sh side      # CPU per move, STORE=memory and STORE=sqlite side by side:
+#                              # both servers at once on the same CPU, each driven by its
+#                              # own generator (both on the other CPU) with the same
+#                              # workload, so that each round's two figures share the
+#                              # host's conditions (another guest slowing the CPU slows
+#                              # both); ROUNDS rounds (default 6), the start order
+#                              # alternating, at 1000 paced games (KINDS as for cost)
 #   bench/durable.sh all
 #
 # With PG_URL (e.g. postgres://postgres@127.0.0.1:5432/wizard_bench, a database the
@@ -62,8 +69,10 @@ FULL_ARGS="--games 100 --humans 4 --pacing full --duration 20 --ramp 2 --warmup 
 
 SCRATCH=$(mktemp -d /tmp/wizard-durable-bench.XXXXXX)
 SP=""
+SIDE_PIDS=""
 cleanup() {
   if [ -n "$SP" ]; then kill -9 "$SP" 2>/dev/null || true; fi
+  for p in $SIDE_PIDS; do kill -9 "$p" 2>/dev/null || true; done
   rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
@@ -337,10 +346,86 @@ for s in stores:
 PY
 }
 
+# side: both stores at once, each with its own generator; per round the ratio of the
+# two servers' CPU per move over the same window.
+side() {
+  local rounds=${ROUNDS:-6} n0 n
+  n0=$(wc -l <"$HISTORY" 2>/dev/null || echo 0)
+  for round in $(seq "$rounds"); do
+    for kind in $KINDS; do
+      local env=$BIG args=$PACED_ARGS bps=""
+      if [ "$kind" = full ]; then env="$BIG $FULL" args=$FULL_ARGS; fi
+      SIDE_PIDS=""
+      declare -A port_of pid_of
+      for store in $(stores_of_pair "$round"); do
+        local port=$((20000 + RANDOM % 20000)) spec=memory
+        if [ "$store" = sqlite ]; then
+          rm -rf "$SCRATCH/store-side"
+          mkdir -p "$SCRATCH/store-side"
+          spec="sqlite:$SCRATCH/store-side/wizard.db"
+        fi
+        if [ "$store" = postgres ]; then
+          spec=$PG_URL
+          psql "$PG_URL" -qc "DROP TABLE IF EXISTS wizard_records" >/dev/null
+        fi
+        # shellcheck disable=SC2086
+        start_server "$port" "$spec" $env
+        port_of[$store]=$port
+        pid_of[$store]=$SP
+        SIDE_PIDS="$SIDE_PIDS $SP"
+        SP=""
+      done
+      echo "== round $round, $kind: $STORES side by side; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+      for store in $(stores_of_pair "$round"); do
+        # shellcheck disable=SC2086
+        $(pin "$BENCH_CPU") "$BIN/wizard-bench" --url "ws://127.0.0.1:${port_of[$store]}/ws" \
+          --server-pid "${pid_of[$store]}" $args --history "$SCRATCH/side.jsonl" \
+          --label "$LABEL durable side-$round $kind $store" >/dev/null &
+        bps="$bps $!"
+      done
+      for bp in $bps; do wait "$bp" || true; done
+      for p in $SIDE_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+      for p in $SIDE_PIDS; do wait "$p" 2>/dev/null || true; done
+      SIDE_PIDS=""
+    done
+  done
+  cat "$SCRATCH/side.jsonl" >>"$HISTORY"
+  n=$(wc -l <"$HISTORY")
+  tail -n $((n - n0)) "$HISTORY" | python3 -c '
+import json, statistics, sys
+rows = {}
+for line in sys.stdin:
+    d = json.loads(line)
+    label = d["settings"]["label"].split()
+    round_, kind, store = label[-3], label[-2], label[-1]
+    r = d["results"]
+    rows.setdefault(kind, {}).setdefault(round_, {})[store] = (
+        r["server_cpu_us_per_move"], r["move_latency_ms"]["p99"], r["accepted"]["moves"])
+for kind, rounds in rows.items():
+    print(f"| {kind} round | memory us a move | sqlite us a move | sqlite / memory | p99 ms memory, sqlite | moves |")
+    print("|---|---|---|---|---|---|")
+    ratios = []
+    for rnd in sorted(rounds, key=lambda x: int(x.split("-")[1])):
+        m, s = rounds[rnd].get("memory"), rounds[rnd].get("sqlite")
+        if not (m and s):
+            continue
+        ratios.append(s[0] / m[0])
+        print(f"| {rnd} | {m[0]} | {s[0]} | {ratios[-1]:.3f} | {m[1]}, {s[1]} | {m[2]}, {s[2]} |")
+    if ratios:
+        mean = statistics.mean(ratios)
+        sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+        half = 2 * sd / len(ratios) ** 0.5
+        print(f"\n{kind}: sqlite / memory over {len(ratios)} rounds: mean {mean:.3f} "
+              f"(about {mean - half:.3f} to {mean + half:.3f}: two standard errors), "
+              f"median {statistics.median(ratios):.3f}, sd of one round {sd:.3f}\n")
+'
+}
+
 case "$WHAT" in
   cost) cost ;;
   counts) counts ;;
   restart) restart ;;
+  side) side ;;
   all) cost; restart ;;
-  *) echo "usage: bench/durable.sh cost|counts|restart|all" >&2; exit 2 ;;
+  *) echo "usage: bench/durable.sh cost|counts|side|restart|all" >&2; exit 2 ;;
 esac
