@@ -95,18 +95,29 @@ start_server() {
   return 1
 }
 
+# fresh_store STORE: empties what a run on STORE writes to (a fresh SQLite folder, the
+# PostgreSQL table dropped) and prints the STORE setting for the server.
+fresh_store() {
+  case "$1" in
+    sqlite)
+      rm -rf "$SCRATCH/store"
+      mkdir -p "$SCRATCH/store"
+      echo "sqlite:$SCRATCH/store/wizard.db"
+      ;;
+    postgres)
+      psql "$PG_URL" -qc "DROP TABLE IF EXISTS wizard_records" >/dev/null
+      echo "$PG_URL"
+      ;;
+    *) echo "$1" ;;
+  esac
+}
+
 # One measured run: run STORE KIND SERVER_ENV BENCH_ARGS
 run() {
-  local store=$1 kind=$2 env=$3 args=$4 port=$((20000 + RANDOM % 20000)) spec=memory
-  if [ "$store" = sqlite ]; then
-    rm -rf "$SCRATCH/store"
-    mkdir -p "$SCRATCH/store"
-    spec="sqlite:$SCRATCH/store/wizard.db"
-  fi
+  local store=$1 kind=$2 env=$3 args=$4 port=$((20000 + RANDOM % 20000)) spec
+  spec=$(fresh_store "$store")
   local commits0=0 started
   if [ "$store" = postgres ]; then
-    spec=$PG_URL
-    psql "$PG_URL" -qc "DROP TABLE IF EXISTS wizard_records" >/dev/null
     commits0=$(psql "$PG_URL" -tAc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
   fi
   started=$(date +%s.%N)
@@ -246,16 +257,8 @@ counts() {
   : >"$SCRATCH/steal.txt"
   for pair in $(seq "$PAIRS"); do
     for store in $(stores_of_pair "$pair"); do
-      local port=$((20000 + RANDOM % 20000)) spec=memory bp m0 m1
-      if [ "$store" = sqlite ]; then
-        rm -rf "$SCRATCH/store"
-        mkdir -p "$SCRATCH/store"
-        spec="sqlite:$SCRATCH/store/wizard.db"
-      fi
-      if [ "$store" = postgres ]; then
-        spec=$PG_URL
-        psql "$PG_URL" -qc "DROP TABLE IF EXISTS wizard_records" >/dev/null
-      fi
+      local port=$((20000 + RANDOM % 20000)) spec bp m0 m1
+      spec=$(fresh_store "$store")
       # shellcheck disable=SC2086
       start_server "$port" "$spec" $BIG
       # shellcheck disable=SC2086
@@ -358,16 +361,8 @@ side() {
       SIDE_PIDS=""
       declare -A port_of pid_of
       for store in $(stores_of_pair "$round"); do
-        local port=$((20000 + RANDOM % 20000)) spec=memory
-        if [ "$store" = sqlite ]; then
-          rm -rf "$SCRATCH/store-side"
-          mkdir -p "$SCRATCH/store-side"
-          spec="sqlite:$SCRATCH/store-side/wizard.db"
-        fi
-        if [ "$store" = postgres ]; then
-          spec=$PG_URL
-          psql "$PG_URL" -qc "DROP TABLE IF EXISTS wizard_records" >/dev/null
-        fi
+        local port=$((20000 + RANDOM % 20000)) spec
+        spec=$(fresh_store "$store")
         # shellcheck disable=SC2086
         start_server "$port" "$spec" $env
         port_of[$store]=$port
