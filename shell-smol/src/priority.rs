@@ -3,7 +3,7 @@
 //! Every executor thread ticks two executors. [`Priorities::games`] holds each admitted
 //! socket's task: its request head, the HTTP answer (`/health` included) or the upgrade
 //! handshake, and an upgraded websocket's readers and writers; and the load probe. The
-//! core task is the future each thread's run is driven with, polled before either.
+//! core task is the future the main thread's run is driven with, polled before either.
 //! [`Priorities::door`] holds the accept loop and, after a websocket ended, its linger
 //! and close (freeing a socket's queued bytes in `close` is the costliest system call of
 //! a connection's life).
@@ -18,8 +18,19 @@
 //! [`GAMES_TICKS_MAX`] game tasks in a row one door task runs first, so new sockets are
 //! still answered (`busy`, 503), never left to time out, while the games keep nearly
 //! all of the CPU.
+//!
+//! A pass polls the main future, then ticks the tasks until none is ready; if a task
+//! woke the main future meanwhile (a reader that gave the core task a frame), the pass
+//! polls it again at once, at most [`MAIN_POLLS_PER_PASS`] times. Before (issue 17),
+//! such a wake-up went to `block_on`'s waker, which then made a reactor poll with a
+//! zero timeout before polling again: five system calls for nothing (`timerfd_settime`,
+//! `epoll_ctl`, `epoll_pwait`, `read`, `epoll_ctl`), on most wake-ups of a paced server.
 
 use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
 
 use futures_lite::FutureExt;
 use smol::Executor;
@@ -28,6 +39,50 @@ use wizard_core::executor::{Class, Turns};
 /// The rule's constants are the core's (`wizard_core::executor`), which the simulator
 /// runs its executor by too.
 pub use wizard_core::executor::{GAMES_TICKS_MAX, TICKS_PER_YIELD};
+
+/// Polls of the main future in one pass of [`Priorities::run`] before a wake-up of it
+/// goes to the thread's driver (which polls the reactor first): the reactor is not
+/// starved by a main future and tasks that keep waking each other.
+pub const MAIN_POLLS_PER_PASS: u32 = 4;
+
+/// The main future's waker in [`Priorities::run`]: during a pass it only marks the
+/// main future to be polled again; otherwise it wakes the thread's driver.
+#[derive(Debug, Default)]
+struct MainWake {
+    /// Woken since its last poll began.
+    woken: AtomicBool,
+    /// A pass is under way and will look at `woken` before it ends.
+    in_pass: AtomicBool,
+    /// The driver's waker of the latest pass.
+    outer: Mutex<Option<Waker>>,
+}
+
+impl MainWake {
+    fn outer_is(&self, waker: &Waker) {
+        let mut outer = self.outer.lock().unwrap_or_else(PoisonError::into_inner);
+        if !outer.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *outer = Some(waker.clone());
+        }
+    }
+}
+
+impl Wake for MainWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Sequentially consistent on both sides: either the pass sees `woken` after it
+        // cleared `in_pass`, or this sees `in_pass` cleared and wakes the driver.
+        self.woken.store(true, Ordering::SeqCst);
+        if !self.in_pass.load(Ordering::SeqCst) {
+            let outer = self.outer.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(w) = outer.as_ref() {
+                w.wake_by_ref();
+            }
+        }
+    }
+}
 
 /// The two executors every server thread ticks.
 #[derive(Debug, Default)]
@@ -43,7 +98,36 @@ impl Priorities {
     /// `main` first, then a game task, then a door task (with the door's turn after
     /// [`GAMES_TICKS_MAX`] game tasks).
     pub async fn run<T>(&self, main: impl Future<Output = T>) -> T {
-        main.or(self.ticks()).await
+        let mut main = pin!(main);
+        let mut ticks = pin!(self.ticks::<T>());
+        let wake = Arc::new(MainWake::default());
+        let main_waker = Waker::from(Arc::clone(&wake));
+        std::future::poll_fn(move |cx| {
+            wake.outer_is(cx.waker());
+            wake.in_pass.store(true, Ordering::SeqCst);
+            for _ in 0..MAIN_POLLS_PER_PASS {
+                wake.woken.store(false, Ordering::SeqCst);
+                if let Poll::Ready(t) = main.as_mut().poll(&mut Context::from_waker(&main_waker)) {
+                    wake.in_pass.store(false, Ordering::SeqCst);
+                    return Poll::Ready(t);
+                }
+                if let Poll::Ready(t) = ticks.as_mut().poll(cx) {
+                    wake.in_pass.store(false, Ordering::SeqCst);
+                    return Poll::Ready(t);
+                }
+                if !wake.woken.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+            // A wake-up that came after the last poll (from this thread after the
+            // bound, or from another thread) is passed on now: none is lost.
+            wake.in_pass.store(false, Ordering::SeqCst);
+            if wake.woken.load(Ordering::SeqCst) {
+                cx.waker().wake_by_ref();
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     async fn ticks<T>(&self) -> T {
@@ -121,6 +205,55 @@ mod tests {
             let got: String = order(games, door).into_iter().collect();
             assert_eq!(got, want, "{games} game tasks, {door} door tasks");
         }
+    }
+
+    /// A waker that counts its wake-ups: the thread's driver, as `block_on` would be.
+    #[derive(Default)]
+    struct CountingWake(std::sync::atomic::AtomicUsize);
+
+    impl Wake for CountingWake {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Issue 17: the main future, woken by a game task during a pass (a reader giving
+    /// the core task a frame), is polled again in that pass, without waking the driver
+    /// (whose wake-up cost a reactor poll of five system calls); a wake-up from outside
+    /// a pass still reaches the driver.
+    #[test]
+    fn a_main_future_woken_by_a_task_runs_again_in_the_same_pass() {
+        let p = Arc::new(Priorities::default());
+        let (tx, rx) = async_channel::bounded::<u32>(4);
+        let sender = tx.clone();
+        p.games
+            .spawn(async move {
+                sender.send(1).await.unwrap();
+            })
+            .detach();
+        let driver = Arc::new(CountingWake::default());
+        let waker = Waker::from(Arc::clone(&driver));
+        let mut cx = Context::from_waker(&waker);
+        let main = async {
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                got.push(rx.recv().await.unwrap());
+            }
+            got
+        };
+        let mut run = std::pin::pin!(p.run(main));
+        // One pass: the main future waits, the task sends, the main future takes it.
+        assert!(run.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(driver.0.load(Ordering::SeqCst), 0, "the driver was woken");
+        // From outside a pass (another thread, a timer): the driver is woken.
+        std::thread::spawn(move || tx.send_blocking(2).unwrap())
+            .join()
+            .unwrap();
+        assert_eq!(driver.0.load(Ordering::SeqCst), 1);
+        assert_eq!(run.as_mut().poll(&mut cx), Poll::Ready(vec![1, 2]));
     }
 
     /// A game task woken by a timer runs on time after many game ticks with the door
