@@ -68,6 +68,7 @@ pub mod config;
 pub mod executor;
 pub mod game;
 pub mod io;
+pub mod keepalive;
 pub mod lobby;
 pub mod names;
 pub mod outqueue;

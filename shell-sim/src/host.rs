@@ -102,8 +102,8 @@ pub struct Host {
     pub frame_floods: u64,
     /// Broken door promises, for the report (see `door.rs`).
     pub door_violations: Vec<(Time, String)>,
-    /// When a mute connection was last heard from (`lifecycle.rs`).
-    pub(crate) last_heard: ConnMap<Time>,
+    /// When a mute connection was last heard from, and last pinged (`lifecycle.rs`).
+    pub(crate) last_heard: ConnMap<(Time, Option<Time>)>,
     /// Connections closed at `KEEPALIVE_TIMEOUT` and at `WRITE_TIMEOUT`.
     pub keepalive_timeouts: u64,
     pub write_timeouts: u64,

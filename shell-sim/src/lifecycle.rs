@@ -5,12 +5,15 @@
 //! the core is finished the process exits and new sockets are refused).
 //!
 //! Honest peers answer pings (browsers do it without the page), so only connections
-//! marked mute in the network are watched for the keepalive; the pings themselves are
-//! part of the idle floor (`cost.rs`). Dropped connections get no close frame: their
+//! marked mute in the network are watched for the keepalive, by the core's rule
+//! (`wizard_core::keepalive`: pings after `KEEPALIVE_INTERVAL` of silence, the close
+//! after `KEEPALIVE_TIMEOUT`, looks on a shared grid); the pings themselves are part of
+//! the idle floor (`cost.rs`). Dropped connections get no close frame: their
 //! peers see the end of the stream.
 
 use wizard_core::Time;
 use wizard_core::io::{ConnId, Input};
+use wizard_core::keepalive::{Due, Keepalive};
 
 use crate::host::Host;
 use crate::net::{Arrive, Ev, Net};
@@ -36,8 +39,8 @@ impl Host {
                 true
             }
             Arrive::Text(_) | Arrive::Raw(_) | Arrive::Binary => {
-                if let Some(t) = self.last_heard.get_mut(&conn) {
-                    *t = now;
+                if let Some((heard, _)) = self.last_heard.get_mut(&conn) {
+                    *heard = now;
                 }
                 false
             }
@@ -45,7 +48,8 @@ impl Host {
         }
     }
 
-    /// A new connection: a mute one is watched for `KEEPALIVE_TIMEOUT`.
+    /// A new connection: a mute one is watched by the keepalive rule
+    /// (`wizard_core::keepalive`), looked at when the real writer would look.
     pub(crate) fn watch_keepalive(
         &mut self,
         q: &mut EventQueue<Ev>,
@@ -54,27 +58,36 @@ impl Host {
         conn: ConnId,
     ) {
         if net.mute.contains_key(&conn) {
-            self.last_heard.insert(conn, now);
-            let timeout = self.server.config().shell.keepalive_timeout_us;
-            q.push(now.plus_us(timeout), Ev::KeepaliveCheck { conn });
+            self.last_heard.insert(conn, (now, None));
+            let rule = Keepalive::new(&self.server.config().shell);
+            q.push(rule.next_look(now, None), Ev::KeepaliveCheck { conn });
         }
     }
 
-    /// A mute connection's keepalive deadline: dropped when nothing came since.
+    /// A mute connection's keepalive look: dropped once silent for `KEEPALIVE_TIMEOUT`;
+    /// a ping due is remembered (the mute peer never answers it; pings cost nothing
+    /// here beyond the idle floor).
     pub fn keepalive_check(&mut self, q: &mut EventQueue<Ev>, net: &Net, now: Time, conn: ConnId) {
-        let Some(heard) = self.last_heard.get(&conn).copied() else {
+        let Some((heard, pinged)) = self.last_heard.get(&conn).copied() else {
             return;
         };
-        let timeout = self.server.config().shell.keepalive_timeout_us;
+        let rule = Keepalive::new(&self.server.config().shell);
         if !self.outboxes.contains_key(&conn) {
             self.last_heard.remove(&conn);
-        } else if now.since_us(heard) >= timeout {
-            self.last_heard.remove(&conn);
-            self.keepalive_timeouts += 1;
-            self.drop_conn(q, net, now, conn);
-        } else {
-            q.push(heard.plus_us(timeout), Ev::KeepaliveCheck { conn });
+            return;
         }
+        let pinged = match rule.due(now, heard, pinged) {
+            Due::Close => {
+                self.last_heard.remove(&conn);
+                self.keepalive_timeouts += 1;
+                self.drop_conn(q, net, now, conn);
+                return;
+            }
+            Due::Ping => Some(now),
+            Due::Nothing => pinged,
+        };
+        self.last_heard.insert(conn, (heard, pinged));
+        q.push(rule.next_look(heard, pinged), Ev::KeepaliveCheck { conn });
     }
 
     /// A write that is blocked (frames queued behind a full window) since `since`.

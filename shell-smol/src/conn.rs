@@ -11,8 +11,9 @@
 //! after [`READ_FRAMES_PER_YIELD`] frames or [`READ_BYTES_PER_YIELD`] bytes.
 //!
 //! The writer wakes when the core task queued something, encodes every queued frame with
-//! the core's encoder and writes them in one write, pings every `KEEPALIVE_INTERVAL`,
-//! closes a connection that showed no sign of life for `KEEPALIVE_TIMEOUT`, and cuts a
+//! the core's encoder and writes them in one write, pings a peer silent for
+//! `KEEPALIVE_INTERVAL` and closes one silent for `KEEPALIVE_TIMEOUT` (the core's
+//! rule, `wizard_core::keepalive`, on a grid the connections share), and cuts a
 //! connection whose batch does not drain within `WRITE_TIMEOUT` or whose queue
 //! overflows. The time from a player's frame read off the socket to the first byte of
 //! its answer written (`wizard_frame_answer_seconds`) is taken here: the reader stamps
@@ -34,10 +35,11 @@ use prometheus_client::metrics::histogram::Histogram;
 use wizard_core::Time;
 use wizard_core::config::Config;
 use wizard_core::io::{ConnId, ConnKind, Input};
+use wizard_core::keepalive::{Due, Keepalive};
 use wizard_core::wire::CloseCode;
 use wizard_core::ws::{FrameReader, Read, encode};
 
-use crate::core_task::CoreMsg;
+use crate::core_task::{Clock, CoreMsg};
 use crate::deadline::Deadline;
 use crate::metrics::ShellStats;
 use crate::outbox::{Batch, Outbox, Woken};
@@ -65,13 +67,14 @@ pub struct ConnParams {
     pub conn: ConnId,
     pub kind: ConnKind,
     read: Box<ReadState>,
-    pub keepalive_interval: Duration,
-    pub keepalive_timeout: Duration,
+    pub keepalive: Keepalive,
+    /// The server's clock, which the keepalive's grid is on.
+    pub clock: Clock,
     pub write_timeout: Duration,
 }
 
 impl ConnParams {
-    pub fn new(config: &Config, conn: ConnId, kind: ConnKind) -> ConnParams {
+    pub fn new(config: &Config, clock: Clock, conn: ConnId, kind: ConnKind) -> ConnParams {
         ConnParams {
             conn,
             kind,
@@ -84,8 +87,8 @@ impl ConnParams {
                 read_at: Instant::now(),
                 drained: false,
             }),
-            keepalive_interval: Duration::from_micros(config.shell.keepalive_interval_us),
-            keepalive_timeout: Duration::from_micros(config.shell.keepalive_timeout_us),
+            keepalive: Keepalive::new(&config.shell),
+            clock,
             write_timeout: Duration::from_micros(config.shell.write_timeout_us),
         }
     }
@@ -272,16 +275,16 @@ pub async fn linger(tcp: &Async<TcpStream>) {
 /// byte of the connection task's future is paid per idle connection).
 #[derive(Clone, Copy, Debug)]
 struct Timing {
-    keepalive_interval: Duration,
-    keepalive_timeout: Duration,
+    keepalive: Keepalive,
+    clock: Clock,
     write_timeout: Duration,
 }
 
 impl From<&ConnParams> for Timing {
     fn from(p: &ConnParams) -> Timing {
         Timing {
-            keepalive_interval: p.keepalive_interval,
-            keepalive_timeout: p.keepalive_timeout,
+            keepalive: p.keepalive,
+            clock: p.clock,
             write_timeout: p.write_timeout,
         }
     }
@@ -487,13 +490,19 @@ enum Finish {
 
 async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
     let t = links.t;
-    let mut next_ping = Instant::now() + t.keepalive_interval;
-    // One timer, moved only when the deadline moves (at pings, or when the peer has
-    // been silent for long), not one per batch of frames.
+    // The last ping not answered yet (`Keepalive::due` forgets it once the peer is
+    // heard after it).
+    let mut pinged: Option<Time> = None;
+    // One timer, set only when it is not (it fired): a look that finds the peer heard
+    // meanwhile sets the next one. Moving it at every message heard would cost a
+    // reactor notification each time.
     let mut timer = Deadline::default();
     loop {
-        let silent_until = links.last_heard.get() + t.keepalive_timeout;
-        timer.set(Some(next_ping.min(silent_until)));
+        if !timer.is_set() {
+            let heard = t.clock.at(links.last_heard.get());
+            let look = t.keepalive.next_look(heard, pinged);
+            timer.set(Some(t.clock.instant(look)));
+        }
         let wake = async {
             woken.wait().await;
             Wake::Work
@@ -505,15 +514,16 @@ async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
         .await;
         let mut ping = false;
         if let Wake::Timer = wake {
-            let now = Instant::now();
-            if now >= links.last_heard.get() + t.keepalive_timeout {
-                return End::KeepaliveTimeout;
+            let now = t.clock.now();
+            let heard = t.clock.at(links.last_heard.get());
+            match t.keepalive.due(now, heard, pinged) {
+                Due::Close => return End::KeepaliveTimeout,
+                Due::Nothing => continue,
+                Due::Ping => {
+                    pinged = Some(now);
+                    ping = true;
+                }
             }
-            if now < next_ping {
-                continue;
-            }
-            next_ping = now + t.keepalive_interval;
-            ping = true;
         }
         // The socket is the writer's from `take` to `written`: the core task's direct
         // writes wait (its frames stay queued, and it wakes this writer again).
@@ -644,7 +654,8 @@ mod tests {
         let config = Config::from_pairs(Vec::<(&str, &str)>::new()).unwrap();
         let (inbox, _rx) = async_channel::bounded(1);
         let (outbox, woken) = Outbox::new(10, 1000);
-        let params = ConnParams::new(&config, ConnId(1), ConnKind::Player);
+        let clock = Clock::new(Instant::now());
+        let params = ConnParams::new(&config, clock, ConnId(1), ConnKind::Player);
         let stats = Arc::new(ShellStats::default());
         let task = run(tcp, Vec::new(), outbox, woken, inbox, stats, params);
         let size = std::mem::size_of_val(&task);

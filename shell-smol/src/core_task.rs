@@ -69,6 +69,12 @@ impl Clock {
     pub fn instant(&self, t: Time) -> Instant {
         self.start + Duration::from_micros(t.0)
     }
+
+    /// `at` on this clock (the start for an instant before it).
+    pub fn at(&self, at: Instant) -> Time {
+        let us = at.saturating_duration_since(self.start).as_micros();
+        Time(u64::try_from(us).unwrap_or(u64::MAX))
+    }
 }
 
 /// What the rest of the shell asks of the core task.

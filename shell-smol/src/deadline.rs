@@ -38,6 +38,11 @@ impl Deadline {
         }
     }
 
+    /// Whether a deadline is set and has not fired yet.
+    pub fn is_set(&self) -> bool {
+        self.at.is_some()
+    }
+
     /// Resolves once the deadline has passed; pending forever while there is none. A
     /// timer fires once, so afterwards the deadline counts as unset and the next
     /// [`Deadline::set`] arms it again, even for the same instant.

@@ -28,7 +28,7 @@ use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_
 
 use crate::assets::{self, Conditions};
 use crate::conn::{self, ConnParams};
-use crate::core_task::CoreMsg;
+use crate::core_task::{Clock, CoreMsg};
 use crate::head::{HEADERS_MAX, Head, HeadError, read_head};
 use crate::limits::{Admission, Gate, TcpSlot};
 use crate::metrics::{self, ShellStats};
@@ -51,6 +51,9 @@ pub struct Ctx {
     pub gate: Arc<Gate>,
     /// Where an upgraded websocket's task goes ([`Priorities::games`]).
     pub executors: Arc<Priorities>,
+    /// The server's clock: the keepalive's grid is on it, so that every connection's
+    /// looks share wake-ups.
+    pub clock: Clock,
 }
 
 /// A checked websocket upgrade, ready for its 101 response.
@@ -264,7 +267,7 @@ async fn websocket(
             .await;
         return None;
     }
-    let params = ConnParams::new(config, conn, kind);
+    let params = ConnParams::new(config, ctx.clock, conn, kind);
     let tcp = Arc::new(tcp);
     // From now on the core task writes the frames it routes here itself when it can.
     outbox.attach(Arc::clone(&tcp));

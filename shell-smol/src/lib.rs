@@ -245,6 +245,7 @@ async fn serve(
         published: Arc::clone(&published),
         gate: Arc::clone(&gate),
         executors: Arc::clone(&ex),
+        clock,
     });
     let core = CoreTask {
         server,

@@ -13,6 +13,7 @@ mod driver;
 mod durable;
 mod game_props;
 mod golden;
+mod keepalive;
 mod levels;
 mod limits;
 mod outqueue;

@@ -5,6 +5,7 @@ use std::net::TcpStream;
 use async_io::Async;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use futures_lite::{FutureExt, StreamExt};
 use wizard_core::wire::{ServerMessage, decode_server};
 
 use crate::client::{TestServer, bounded, close_code, next_text, ws};
@@ -78,5 +79,72 @@ fn a_silent_client_is_closed_after_the_keepalive_timeout() {
             "no ping seen"
         );
         assert!(started.elapsed() >= std::time::Duration::from_millis(400));
+    });
+}
+
+/// Issue 17: a peer heard within `KEEPALIVE_INTERVAL` is not pinged (before, every
+/// connection was pinged every interval, a wake-up and a pong each); once it falls
+/// silent it is pinged, and answering keeps it open.
+#[test]
+fn a_client_heard_within_the_interval_is_not_pinged_and_a_silent_one_is() {
+    use std::time::{Duration, Instant};
+    let server = TestServer::start(&[("KEEPALIVE_INTERVAL", "0.4"), ("KEEPALIVE_TIMEOUT", "2")]);
+    bounded(20, async {
+        let mut client = ws(server.addr, "/ws", &[]).await.unwrap();
+        // Talking: a ping of our own every 150 ms (a sign of life within the message
+        // rate) for 2 s, five intervals; every frame the server sends is collected.
+        let talking_until = Instant::now() + Duration::from_secs(2);
+        let mut pings_while_talking = 0;
+        let mut pongs = 0;
+        while Instant::now() < talking_until {
+            client.send(Message::Ping(Vec::new().into())).await.unwrap();
+            let next = Instant::now() + Duration::from_millis(150);
+            loop {
+                let frame = async { Some(client.next().await) }
+                    .or(async {
+                        async_io::Timer::at(next).await;
+                        None
+                    })
+                    .await;
+                match frame {
+                    None => break,
+                    Some(Some(Ok(Message::Ping(_)))) => pings_while_talking += 1,
+                    Some(Some(Ok(Message::Pong(_)))) => pongs += 1,
+                    Some(Some(Ok(_))) => {}
+                    other => panic!("the connection ended while talking: {other:?}"),
+                }
+            }
+        }
+        assert!(pongs >= 10, "our pings were not answered: {pongs} pongs");
+        assert_eq!(pings_while_talking, 0, "a client that talks was pinged");
+        // Silent now (reading only; tungstenite answers the server's pings): pinged
+        // within the interval plus one grid step, and still open after the timeout.
+        let silent = Instant::now();
+        let mut pings = 0;
+        let open_until = silent + Duration::from_millis(2500);
+        while Instant::now() < open_until {
+            let frame = async { Some(client.next().await) }
+                .or(async {
+                    async_io::Timer::at(open_until).await;
+                    None
+                })
+                .await;
+            match frame {
+                None => break,
+                Some(Some(Ok(Message::Ping(_)))) => {
+                    if pings == 0 {
+                        let waited = silent.elapsed();
+                        assert!(
+                            waited < Duration::from_millis(1000),
+                            "first ping after {waited:?}"
+                        );
+                    }
+                    pings += 1;
+                }
+                Some(Some(Ok(_))) => {}
+                other => panic!("an answering client was closed: {other:?}"),
+            }
+        }
+        assert!(pings >= 2, "{pings} pings in 2.5 s of silence");
     });
 }
