@@ -98,7 +98,7 @@ pub const SETTINGS: &[Setting] = &[
     server("LOAD_OVERLOAD_SAMPLES", "3", "overloaded samples in a row that enter the overloaded level"),
     server("LOAD_RECOVER_SAMPLES", "10", "calmer samples in a row that leave busy or overloaded"),
     server("LOAD_FORCE_LEVEL", "", "pin the load level to normal, busy or overloaded (empty = measure)"),
-    server("KEEPALIVE_INTERVAL", "20", "seconds between pings on an idle connection"),
+    server("KEEPALIVE_INTERVAL", "20", "seconds a peer may be silent before it is pinged, and between unanswered pings"),
     server("KEEPALIVE_TIMEOUT", "60", "seconds without a sign of life (a whole message, a ping or a pong; not a fragment) after which a connection is closed"),
     server("SHUTDOWN_GRACE", "10", "seconds running games may go on after SIGTERM before closing with 1001"),
     server("LOG_LEVEL", "info", "log filter, e.g. info or debug"),

@@ -9,7 +9,7 @@
 //! [`GAMES_TICKS_MAX`] game tasks in a row a ready door task goes first, so new sockets
 //! are still answered while the games keep nearly all of the CPU. The core task is
 //! polled before either whenever the thread yields to its driver, which it does after
-//! [`TICKS_PER_YIELD`] ticks.
+//! [`TICKS_PER_YIELD`] ticks, and again as soon as no task is ready if a task woke it.
 
 /// Game tasks run in a row at most before one door task gets its turn.
 pub const GAMES_TICKS_MAX: u32 = 16;
