@@ -20,6 +20,14 @@
 #           moves by the AI and by the fallback, and the share decided by `search` when
 #           the server exports moves by agent. Only for wizard-server binaries (the room
 #           plays no AI): with the room as B, A alone.
+#   side-full, side-paced  (not in the default ROWS) the full or paced row's workload
+#           with A and B running at the same time, both on SERVER_CPU, each driven by
+#           its own generator on BENCH_CPU (the order of starting alternates by pair):
+#           another guest slowing the VM slows both in the same seconds, so each pair's
+#           ratio A / B (CPU per move) is free of it; the script prints every pair's
+#           ratio, their mean with two standard errors, and their median. Each side
+#           carries the other's load on its CPU, so absolute CPU and p99 figures are
+#           the alone rows'.
 #   syscalls  (not in the default ROWS) the full row's workload with `strace -c -f`
 #           attached to the server for the window: system calls per move, by call.
 #           strace slows the server, so its CPU figures are not kept; the counts are
@@ -118,8 +126,10 @@ stop_server() {
   SP=""
   SERVER_PID=""
 }
+SIDE_PIDS=""
 finish() {
   if [ -n "$TRACER" ]; then kill -INT "$TRACER" 2>/dev/null || true; fi
+  for p in $SIDE_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
   stop_server
   cleanup
   rm -rf "$SCRATCH"
@@ -219,10 +229,12 @@ EOF
   stop_server
 }
 
+# store_env STORE [NAME]: the setting for a fresh store (NAME: its own directory, for
+# two servers at once).
 store_env() {
   if [ "$1" = sqlite ]; then
-    rm -rf "$SCRATCH/store"
-    echo "STORE=sqlite:$SCRATCH/store/wizard.db"
+    rm -rf "$SCRATCH/store${2:-}"
+    echo "STORE=sqlite:$SCRATCH/store${2:-}/wizard.db"
   else
     echo "STORE=memory"
   fi
@@ -231,10 +243,54 @@ store_env() {
 # env_for SIDE_BINARY "EXTRA": the room ignores the server's settings; give it none.
 env_for() { if is_room "$1"; then echo ""; else echo "$BIG $2"; fi; }
 
+# side_pair ROW PAIR: A and B at once on SERVER_CPU, each with its own generator on
+# BENCH_CPU; their JSON lines go to HISTORY, A's first.
+side_pair() {
+  local row=$1 pair=$2 order="A B" args side bin port bps=""
+  case $row in
+    side-full) args="--games $FULL_GAMES --humans 4 --seats 4 --pacing full --duration $DURATION --ramp 2 --warmup 3" ;;
+    side-paced) args="--games $PACED_GAMES --humans 4 --seats 4 --pacing realistic --duration $DURATION --ramp 10 --warmup 5" ;;
+  esac
+  if [ $((pair % 2)) = 0 ]; then order="B A"; fi
+  declare -A port_of pid_of
+  for side in $order; do
+    bin=$A
+    if [ "$side" = B ]; then bin=$B; fi
+    port=$((20000 + RANDOM % 20000))
+    # shellcheck disable=SC2046
+    start "$bin" "$port" "" $(env_for "$bin" "$HUMANS $(store_env "$STORE" "-$side")")
+    port_of[$side]=$port
+    pid_of[$side]=$SP
+    SIDE_PIDS="$SIDE_PIDS $SP"
+    SP=""
+    SERVER_PID=""
+  done
+  echo "== $row pair $pair (started $order) load $(load)" >&2
+  for side in $order; do
+    # shellcheck disable=SC2086
+    timeout $((DURATION + 120)) $(pin "$BENCH_CPU") "$BENCH" --url "ws://127.0.0.1:${port_of[$side]}/ws" \
+      --server-pid "${pid_of[$side]}" --history "$SCRATCH/side-$side.jsonl" --label "$RUN_ID $row $side" $args \
+      >"$SCRATCH/bench-$side.out" 2>&1 &
+    bps="$bps $!"
+  done
+  for p in $bps; do wait "$p" || echo "perf17: a generator of $row pair $pair failed" >&2; done
+  for p in $SIDE_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in $SIDE_PIDS; do wait "$p" 2>/dev/null || true; done
+  SIDE_PIDS=""
+  for side in A B; do
+    if [ -f "$SCRATCH/side-$side.jsonl" ]; then cat "$SCRATCH/side-$side.jsonl" >>"$HISTORY"; fi
+    rm -f "$SCRATCH/side-$side.jsonl"
+  done
+}
+
 echo "perf17: A=$A B=$B, $PAIRS pairs, DURATION=$DURATION s, rows: $ROWS; load $(load); nproc $(nproc)" >&2
 for row in $ROWS; do
   case $row in
     full | paced | search) ;;
+    side-full | side-paced)
+      for pair in $(seq "$PAIRS"); do side_pair "$row" "$pair"; done
+      continue
+      ;;
     syscalls) command -v strace >/dev/null || { echo "perf17: no strace, syscalls row skipped" >&2; continue; } ;;
     quota)
       PERIOD_US=100000
@@ -384,6 +440,27 @@ if traced:
     print(f"| all | {fmt(per_move('A'), nd=2)} | {fmt(per_move('B'), nd=2)} | {r(None)} |")
     for n in top:
         print(f"| `{n}` | {fmt(per_move('A', n), nd=2)} | {fmt(per_move('B', n), nd=2)} | {r(n)} |")
+
+# Side by side: each pair's A / B, then their mean, two standard errors and median.
+import statistics
+for row, name, f in (("side-full", "server CPU per move, full speed, 4 humans (us)", us),
+                     ("side-paced", "server CPU per move, paced 4 humans (us)", us)):
+    pa, pb = vals(row, "A", f), vals(row, "B", f)
+    if not pa or not pb:
+        continue
+    ratios = [x / y for x, y in zip(pa, pb) if x and y]
+    print(f"\n| {row}: pair | {name}: A | B | A / B | move p99 ms A, B | moves A, B |")
+    print("|---|---|---|---|---|---|")
+    for i, (da, db) in enumerate(zip(runs[(row, "A")], runs[(row, "B")])):
+        print(f"| {i + 1} | {f(da)} | {f(db)} | {f(da) / f(db):.3f} | {p99(da)}, {p99(db)} | "
+              f"{res(da)['accepted']['moves']}, {res(db)['accepted']['moves']} |")
+    if ratios:
+        m = statistics.mean(ratios)
+        sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+        half = 2 * sd / len(ratios) ** 0.5
+        print(f"\n{row}: A / B over {len(ratios)} pairs: mean {m:.3f} (two standard errors "
+              f"{m - half:.3f} to {m + half:.3f}), median {statistics.median(ratios):.3f}, "
+              f"sd of one pair {sd:.3f}")
 
 refused = [(k, res(d)["refused"]["total"], res(d).get("errors")) for k, ds in runs.items() for d in ds
            if res(d)["refused"]["total"] or res(d).get("errors")]
