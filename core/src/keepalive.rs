@@ -11,7 +11,7 @@
 //! - A peer silent for `KEEPALIVE_TIMEOUT` is closed.
 //! - A writer looks at the first point of a grid (on the server's clock, step
 //!   [`Keepalive::grid_us`]: a quarter of the interval, at most
-//!   [`KEEPALIVE_GRID_US_MAX`]) at or after the earlier of the two, so the looks of all
+//!   [`KEEPALIVE_GRID_US_MAX`], 250 ms) at or after the earlier of the two, so the looks of all
 //!   connections due in one step share a wake-up. A ping or a close comes up to one
 //!   step late, which neither needs to be exact for. The look does not move when the
 //!   peer is heard (moving a timer costs a reactor notification): a look that finds the
@@ -20,8 +20,10 @@
 use crate::config::ShellConfig;
 use crate::time::Time;
 
-/// The most a keepalive look is put off to share a wake-up with other connections'.
-pub const KEEPALIVE_GRID_US_MAX: u64 = 1_000_000;
+/// The most a keepalive look is put off to share a wake-up with other connections':
+/// at most 4 wake-ups a second for every connection's looks, and the pings of many
+/// idle connections spread over 4 steps a second rather than sent in one burst.
+pub const KEEPALIVE_GRID_US_MAX: u64 = 250_000;
 
 /// The two settings of the rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -52,11 +52,11 @@ fn a_look_finds_a_ping_after_the_interval_of_silence_and_a_close_after_the_timeo
 fn looks_fall_on_a_grid_shared_by_every_connection() {
     // (interval s, timeout s, heard us, pinged us, next look us)
     let cases: &[(u64, u64, u64, Option<u64>, u64)] = &[
-        // Step 1 s (the cap): the ping at 20.3 s is looked at 21 s.
-        (20, 60, 300_000, None, 21 * S),
+        // Step 250 ms (the cap): the ping due at 20.3 s is looked at 20.5 s.
+        (20, 60, 300_000, None, 20_500_000),
         (20, 60, 0, None, 20 * S),
-        // After a ping at 20.5 s (no answer since 0): the next at 40.5 s -> 41 s.
-        (20, 60, 0, Some(20_500_000), 41 * S),
+        // After a ping at 20.6 s (no answer since 0): the next at 40.6 s -> 40.75 s.
+        (20, 60, 0, Some(20_600_000), 40_750_000),
         // The close comes before the next ping: heard at 0, pinged at 50 s -> close 60 s.
         (20, 60, 0, Some(50 * S), 60 * S),
     ];
@@ -76,11 +76,11 @@ fn looks_fall_on_a_grid_shared_by_every_connection() {
     };
     assert_eq!(short.grid_us(), 25_000);
     assert_eq!(short.next_look(t(10_000), None), t(125_000));
-    // Two connections heard 0.4 s apart look at the same instant.
+    // Two connections heard 0.2 s apart look at the same instant.
     let k = rule(20, 60);
     assert_eq!(
-        k.next_look(t(3_100_000), None),
-        k.next_look(t(3_500_000), None)
+        k.next_look(t(3_010_000), None),
+        k.next_look(t(3_210_000), None)
     );
 }
 
