@@ -100,13 +100,7 @@ fn a_client_heard_within_the_interval_is_not_pinged_and_a_silent_one_is() {
             client.send(Message::Ping(Vec::new().into())).await.unwrap();
             let next = Instant::now() + Duration::from_millis(150);
             loop {
-                let frame = async { Some(client.next().await) }
-                    .or(async {
-                        async_io::Timer::at(next).await;
-                        None
-                    })
-                    .await;
-                match frame {
+                match next_before(&mut client, next).await {
                     None => break,
                     Some(Some(Ok(Message::Ping(_)))) => pings_while_talking += 1,
                     Some(Some(Ok(Message::Pong(_)))) => pongs += 1,
@@ -123,13 +117,7 @@ fn a_client_heard_within_the_interval_is_not_pinged_and_a_silent_one_is() {
         let mut pings = 0;
         let open_until = silent + Duration::from_millis(2500);
         while Instant::now() < open_until {
-            let frame = async { Some(client.next().await) }
-                .or(async {
-                    async_io::Timer::at(open_until).await;
-                    None
-                })
-                .await;
-            match frame {
+            match next_before(&mut client, open_until).await {
                 None => break,
                 Some(Some(Ok(Message::Ping(_)))) => {
                     if pings == 0 {
@@ -147,4 +135,18 @@ fn a_client_heard_within_the_interval_is_not_pinged_and_a_silent_one_is() {
         }
         assert!(pings >= 2, "{pings} pings in 2.5 s of silence");
     });
+}
+
+/// The client's next frame (`Some`, with the stream's own `None` at its end), or `None`
+/// once `until` passed.
+async fn next_before(
+    client: &mut crate::client::Client,
+    until: std::time::Instant,
+) -> Option<Option<Result<Message, async_tungstenite::tungstenite::Error>>> {
+    async { Some(client.next().await) }
+        .or(async {
+            async_io::Timer::at(until).await;
+            None
+        })
+        .await
 }
