@@ -387,7 +387,9 @@ side() {
   cat "$SCRATCH/side.jsonl" >>"$HISTORY"
   n=$(wc -l <"$HISTORY")
   tail -n $((n - n0)) "$HISTORY" | python3 -c '
-import json, statistics, sys
+import json, sys
+sys.path.insert(0, "bench")
+from ratios import summary
 rows = {}
 for line in sys.stdin:
     d = json.loads(line)
@@ -407,12 +409,7 @@ for kind, rounds in rows.items():
         ratios.append(s[0] / m[0])
         print(f"| {rnd} | {m[0]} | {s[0]} | {ratios[-1]:.3f} | {m[1]}, {s[1]} | {m[2]}, {s[2]} |")
     if ratios:
-        mean = statistics.mean(ratios)
-        sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
-        half = 2 * sd / len(ratios) ** 0.5
-        print(f"\n{kind}: sqlite / memory over {len(ratios)} rounds: mean {mean:.3f} "
-              f"(about {mean - half:.3f} to {mean + half:.3f}: two standard errors), "
-              f"median {statistics.median(ratios):.3f}, sd of one round {sd:.3f}\n")
+        print("\n" + summary(ratios, f"{kind}: sqlite / memory", "round") + "\n")
 '
 }
 

@@ -442,7 +442,8 @@ if traced:
         print(f"| `{n}` | {fmt(per_move('A', n), nd=2)} | {fmt(per_move('B', n), nd=2)} | {r(n)} |")
 
 # Side by side: each pair's A / B, then their mean, two standard errors and median.
-import statistics
+sys.path.insert(0, "bench")
+from ratios import summary
 for row, name, f in (("side-full", "server CPU per move, full speed, 4 humans (us)", us),
                      ("side-paced", "server CPU per move, paced 4 humans (us)", us)):
     pa, pb = vals(row, "A", f), vals(row, "B", f)
@@ -455,12 +456,7 @@ for row, name, f in (("side-full", "server CPU per move, full speed, 4 humans (u
         print(f"| {i + 1} | {f(da)} | {f(db)} | {f(da) / f(db):.3f} | {p99(da)}, {p99(db)} | "
               f"{res(da)['accepted']['moves']}, {res(db)['accepted']['moves']} |")
     if ratios:
-        m = statistics.mean(ratios)
-        sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
-        half = 2 * sd / len(ratios) ** 0.5
-        print(f"\n{row}: A / B over {len(ratios)} pairs: mean {m:.3f} (two standard errors "
-              f"{m - half:.3f} to {m + half:.3f}), median {statistics.median(ratios):.3f}, "
-              f"sd of one pair {sd:.3f}")
+        print("\n" + summary(ratios, f"{row}: A / B", "pair"))
 
 refused = [(k, res(d)["refused"]["total"], res(d).get("errors")) for k, ds in runs.items() for d in ds
            if res(d)["refused"]["total"] or res(d).get("errors")]
