@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rand::RngCore;
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
 use crate::game::types::{PLAYERS_MAX, PLAYERS_MIN};
@@ -23,7 +23,7 @@ use crate::server::LobbyViewCache;
 use crate::session::{LobbyId, SessionId};
 use crate::shard::ShardId;
 use crate::time::Time;
-use crate::turns::{Decider, TurnBook};
+use crate::turns::{AI_MOVE_SPREAD_US_MAX, Decider, TurnBook};
 use crate::wire::{ErrorCode, LobbyStatus};
 
 /// Characters of lobby codes (no 0/O/1/I).
@@ -237,7 +237,14 @@ impl Lobby {
             .seats_to_act()
             .map(|s| (s, self.seats.get(usize::from(s)).is_some_and(|i| i.is_ai())))
             .collect();
-        self.turns.sync(now, &awaited);
+        // Drawn from the game's seed on a stream of its own per move (the fallback
+        // player draws from stream `moves`), so a replay spreads the same.
+        let (seed, moves) = (self.seed.unwrap_or_default(), self.moves);
+        self.turns.sync(now, &awaited, |seat| {
+            let mut rng = ChaCha12Rng::seed_from_u64(seed);
+            rng.set_stream((1 << 63) | (moves << 3) | u64::from(seat));
+            rng.next_u64() % (AI_MOVE_SPREAD_US_MAX + 1)
+        });
     }
 
     /// `seat` moved: its turn is over.

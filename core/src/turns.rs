@@ -2,13 +2,30 @@
 //! has decided for AI seats, and when the next move may be applied.
 //!
 //! The book decides timing only: an AI move is applied no earlier than `AI_MOVE_DELAY`
-//! after its turn began and `TRICK_PAUSE` after the last completed trick; a human's
-//! turn runs out after `turn_seconds`. The server asks for decisions and applies moves.
+//! after its turn began and `TRICK_PAUSE` after the last completed trick, plus the
+//! turn's spread ([`AI_MOVE_SPREAD_US_MAX`]); a human's turn runs out after
+//! `turn_seconds`. The server asks for decisions and applies moves.
 
 use std::collections::BTreeMap;
 
 use crate::game::{Action, Seat};
 use crate::time::Time;
+use crate::timers::WAKE_GRID_US;
+
+/// A delayed AI move waits a further 0 to this many microseconds, drawn for each turn
+/// from the game's seed (two steps of the wake grid).
+///
+/// Without it, games stay in step: the shells wake for deadlines on the grid
+/// ([`crate::timers::wake_at`]), so the AI moves of games that fall due in the same step
+/// are applied together, the next turns of those games start together, and with the
+/// same delays they fall due together again; every step in which the groups meet merges
+/// them further. After a minute of 1000 paced games a tenth of the steps carried 9 or
+/// more AI requests at once, and the AI service degraded the excess to the heuristic
+/// (`AI_DEGRADE_QUEUE`) although it had time for them all. A spread of two steps sends
+/// each move to one of two or three steps at random, which keeps groups from forming;
+/// the moves still share wake-ups, and 10 ms on a pause of 0.8 s is not seen at the
+/// table. A move with no delay (`AI_MOVE_DELAY` 0, no pause) is not spread.
+pub const AI_MOVE_SPREAD_US_MAX: u64 = 2 * WAKE_GRID_US;
 
 /// How a decided AI move came about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +54,8 @@ pub enum TurnState {
 pub struct Turn {
     pub started: Time,
     pub state: TurnState,
+    /// This turn's share of [`AI_MOVE_SPREAD_US_MAX`] (0 for a human's).
+    pub spread_us: u64,
 }
 
 /// The turns of one lobby.
@@ -58,23 +77,36 @@ pub struct TurnTiming {
 impl TurnBook {
     /// Brings the book in line with the seats awaited now: new turns start at `now`,
     /// turns of seats no longer awaited are dropped, and a seat whose occupant changed
-    /// kind (a human left and the AI took over) restarts as that kind.
-    pub fn sync(&mut self, now: Time, awaited: &[(Seat, bool)]) {
+    /// kind (a human left and the AI took over) restarts as that kind. A new AI turn
+    /// takes `spread_us(seat)` (at most [`AI_MOVE_SPREAD_US_MAX`]).
+    pub fn sync(
+        &mut self,
+        now: Time,
+        awaited: &[(Seat, bool)],
+        mut spread_us: impl FnMut(Seat) -> u64,
+    ) {
         self.turns
             .retain(|seat, _| awaited.iter().any(|(s, _)| s == seat));
         for &(seat, is_ai) in awaited {
-            let fresh = Turn {
+            let fresh = |spread: &mut dyn FnMut(Seat) -> u64| Turn {
                 started: now,
                 state: if is_ai {
                     TurnState::AiToAsk
                 } else {
                     TurnState::Human
                 },
+                spread_us: if is_ai {
+                    spread(seat).min(AI_MOVE_SPREAD_US_MAX)
+                } else {
+                    0
+                },
             };
-            let entry = self.turns.entry(seat).or_insert(fresh);
-            let was_ai = entry.state != TurnState::Human;
-            if was_ai != is_ai {
-                *entry = fresh;
+            match self.turns.get(&seat) {
+                Some(t) if (t.state != TurnState::Human) == is_ai => {}
+                _ => {
+                    let turn = fresh(&mut spread_us);
+                    self.turns.insert(seat, turn);
+                }
             }
         }
     }
@@ -89,11 +121,18 @@ impl TurnBook {
         self.pause_until = Time::ZERO;
     }
 
-    /// When a decided AI move may be applied.
+    /// When a decided AI move may be applied: after the delay and the pause, plus the
+    /// turn's spread when there is either.
     pub fn ready_at(&self, turn: &Turn, timing: &TurnTiming) -> Time {
-        turn.started
+        let base = turn
+            .started
             .plus_us(timing.ai_move_delay_us)
-            .max(self.pause_until)
+            .max(self.pause_until);
+        if base > turn.started {
+            base.plus_us(turn.spread_us)
+        } else {
+            base
+        }
     }
 
     /// When a human's turn runs out, if `turn_seconds` is on.

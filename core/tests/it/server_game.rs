@@ -182,6 +182,61 @@ fn ai_moves_wait_for_the_move_delay_and_the_trick_pause() {
 }
 
 #[test]
+fn delayed_ai_moves_are_spread_over_two_wake_grid_steps() {
+    use wizard_core::timers::WAKE_GRID_US;
+    use wizard_core::turns::AI_MOVE_SPREAD_US_MAX;
+    let mut d = Driver::new(
+        config(&[
+            ("AI_MOVE_DELAY", "0.8"),
+            ("TRICK_PAUSE", "0"),
+            ("MESSAGE_RATE", "1000"),
+            ("MESSAGE_BURST", "1000"),
+        ]),
+        9,
+    );
+    let (a, b) = setup(&mut d);
+    // The fallback decides at once; each AI move is due its delay plus its turn's
+    // spread after the turn began (the driver wakes exactly at the deadline).
+    let mut spreads = Vec::new();
+    // A turn begins when the move before it is applied.
+    let mut turn_started = d.now;
+    for _ in 0..2000 {
+        if let Some(conn) = [a, b].into_iter().find(|&c| !d.legal(c).is_empty()) {
+            let action = d.legal(conn)[0].clone();
+            d.send_json(conn, json!({"type": "action", "action": action}));
+            turn_started = d.now;
+            continue;
+        }
+        let (t, _) = d.server.poll_timeout().unwrap();
+        d.now = d.now.max(t);
+        d.input(wizard_core::io::Input::Timeout);
+        if d.last_notes()
+            .iter()
+            .any(|n| matches!(n, Note::MoveApplied { .. }))
+        {
+            let gap = d.now.since_us(turn_started);
+            assert!(gap >= 800_000, "an AI move before its delay: {gap} us");
+            spreads.push(gap - 800_000);
+            turn_started = d.now;
+        }
+        if spreads.len() >= 40 {
+            break;
+        }
+    }
+    assert_eq!(spreads.len(), 40);
+    assert!(
+        spreads.iter().all(|&s| s <= AI_MOVE_SPREAD_US_MAX),
+        "{spreads:?}"
+    );
+    // Spread over the range, not one fixed lag: moves of games in step land in
+    // different steps of the wake grid.
+    let steps: std::collections::BTreeSet<u64> = spreads.iter().map(|s| s / WAKE_GRID_US).collect();
+    assert!(steps.len() >= 2, "{spreads:?}");
+    let distinct: std::collections::BTreeSet<u64> = spreads.iter().copied().collect();
+    assert!(distinct.len() >= 30, "{spreads:?}");
+}
+
+#[test]
 fn the_same_seed_and_inputs_give_the_same_outputs() {
     let run = || {
         let mut d = Driver::new(config(FAST), 77);
