@@ -146,7 +146,7 @@ fn main() -> ExitCode {
         };
         let reply = match link.submit(request) {
             Some(reply) => Ok(reply),
-            None => link.replies().recv_blocking(),
+            None => link.replies().recv_blocking().map(|a| a.reply),
         };
         let us = u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX);
         if !matches!(reply, Ok(AiReply::Decision { .. })) {

@@ -39,6 +39,14 @@ pub const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(10);
 /// Replies waiting to be written on one connection (each request gets exactly one).
 pub const REPLIES_QUEUED_MAX: usize = 1024;
 
+/// A reply and when it was made: the in-process link's reader may take it later
+/// (`wizard_core::reply_wait`), and its round trip ends here.
+#[derive(Clone, Debug)]
+pub struct Answered {
+    pub reply: AiReply,
+    pub at: Instant,
+}
+
 /// How the service runs besides its configuration.
 #[derive(Clone, Debug)]
 pub struct ServiceOptions {
@@ -175,7 +183,7 @@ async fn serve_connection<S>(
 where
     S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + Send + 'static,
 {
-    let (replies_tx, replies_rx) = async_channel::bounded::<AiReply>(REPLIES_QUEUED_MAX);
+    let (replies_tx, replies_rx) = async_channel::bounded::<Answered>(REPLIES_QUEUED_MAX);
     let pool = start_pool(config, options, replies_tx.clone());
     let mut ws = ws;
     let ended = loop {
@@ -183,7 +191,7 @@ where
             .or(async { Event::Reply(replies_rx.recv().await.ok()) })
             .await;
         let text = match event {
-            Event::Reply(Some(reply)) => {
+            Event::Reply(Some(Answered { reply, .. })) => {
                 let text = wire::encode_ai_reply(&reply);
                 if let Err(e) = ws.send(Message::text(text)).await {
                     break Ended::Failed(e.to_string());
@@ -205,7 +213,8 @@ where
         };
         // The reply goes through the same queue as the workers' so writes stay in one
         // place; the queue holds at most one reply per request in progress.
-        if replies_tx.try_send(reply).is_err() {
+        let at = Instant::now();
+        if replies_tx.try_send(Answered { reply, at }).is_err() {
             break Ended::Failed("reply queue full".into());
         }
     };
@@ -215,7 +224,7 @@ where
 
 enum Event {
     Frame(Option<Result<Message, async_tungstenite::tungstenite::Error>>),
-    Reply(Option<AiReply>),
+    Reply(Option<Answered>),
 }
 
 /// The pool of one connection (or of the in-process link): `AI_WORKERS` threads
@@ -223,7 +232,7 @@ enum Event {
 fn start_pool(
     config: &AiServiceConfig,
     options: &ServiceOptions,
-    replies: async_channel::Sender<AiReply>,
+    replies: async_channel::Sender<Answered>,
 ) -> Pool {
     Pool::start(
         AdmissionConfig::from_service(config),

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use crate::overload::LoadLevel;
 use crate::overload::level::LoadSample;
 use crate::session::LobbyId;
+use crate::time::Time;
 use crate::wire::{AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode};
 
 /// A connection, numbered by the shell; never reused within one server's life.
@@ -88,10 +89,14 @@ pub enum Input {
     BadFrame { conn: ConnId, frame: BadFrame },
     /// A text frame from the AI service, decoded with [`crate::wire::decode_ai_reply`];
     /// `request_id` is what [`crate::wire::peek_request_id`] found when decoding failed.
+    /// `arrived` is when the answer came, if before the pass that reads it (an
+    /// in-process answer read when needed, [`crate::reply_wait`]): the round trip ends
+    /// there.
     AiMessage {
         conn: ConnId,
         reply: Result<AiReply, DecodeError>,
         request_id: Option<u64>,
+        arrived: Option<Time>,
     },
     /// The connection is gone (closed by either side, or the transport failed).
     Closed { conn: ConnId },
@@ -155,6 +160,7 @@ impl Input {
                     conn,
                     reply,
                     request_id,
+                    arrived: None,
                 }
             }
         }
@@ -177,9 +183,13 @@ pub enum Output {
     /// [`ConnKind::AiInProcess`] connection; a websocket AI connection gets the request
     /// as a [`Output::Send`] of its JSON instead).
     /// (Boxed: an observation is large, and every other output would pay for it.)
+    /// `needed_at` is the earliest instant the core can use the answer (the move's
+    /// `AI_MOVE_DELAY` or `TRICK_PAUSE`, at most the request's deadline): an answer that
+    /// comes sooner need not wake the core ([`crate::reply_wait`]).
     AiRequest {
         conn: ConnId,
         request: Box<AiRequest>,
+        needed_at: Time,
     },
     /// Close the connection with this code after the frames already queued.
     Close { conn: ConnId, code: CloseCode },
@@ -194,7 +204,8 @@ pub trait Router {
     /// Hand `request` to the in-process AI service on `conn`. A shell without one never
     /// opens a [`ConnKind::AiInProcess`] connection; the default sends the request's
     /// JSON as a frame, as for a websocket AI connection.
-    fn ai_request(&mut self, conn: ConnId, request: Box<AiRequest>) {
+    fn ai_request(&mut self, conn: ConnId, request: Box<AiRequest>, needed_at: Time) {
+        let _ = needed_at;
         self.send(conn, crate::wire::encode_ai_request(&request), false);
     }
     /// Close `conn` with `code` after the frames already queued.
@@ -212,7 +223,11 @@ impl Output {
                 text,
                 replaceable,
             } => router.send(conn, text, replaceable),
-            Output::AiRequest { conn, request } => router.ai_request(conn, request),
+            Output::AiRequest {
+                conn,
+                request,
+                needed_at,
+            } => router.ai_request(conn, request, needed_at),
             Output::Close { conn, code } => router.close(conn, code),
             Output::Note(note) => router.note(note),
         }
@@ -373,8 +388,9 @@ pub enum Note {
         pending: u32,
     },
     /// The AI service answered a request we waited for (a decision or an error):
-    /// `round_trip_us` from the pass that asked to the pass that read the answer, on
-    /// the core's clock (the shell's histogram `wizard_ai_round_trip_seconds`).
+    /// `round_trip_us` from the pass that asked to the answer's arrival (the pass that
+    /// read it, unless the input says it came sooner), on the core's clock (the shell's
+    /// histogram `wizard_ai_round_trip_seconds`).
     AiAnswered {
         round_trip_us: u64,
     },

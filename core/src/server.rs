@@ -293,7 +293,11 @@ impl Server {
                 conn,
                 reply,
                 request_id,
-            } => self.on_ai_message(now, conn, reply.map_err(|_| ()), request_id, out),
+                arrived,
+            } => {
+                let reply = reply.map_err(|_| ());
+                self.on_ai_message(now, conn, reply, request_id, arrived, out)
+            }
             Input::Closed { conn } => self.on_closed(now, conn, out),
             Input::LoadSample(sample) => self.on_sample(sample, out),
             Input::Timeout => {}

@@ -322,7 +322,7 @@ impl Checker {
                 Output::Send { conn, text, .. } => {
                     wire::peek_request_id(text).map(|id| (*conn, id))
                 }
-                Output::AiRequest { conn, request } => {
+                Output::AiRequest { conn, request, .. } => {
                     let wizard_core::wire::AiRequest::Decide { request_id, .. } = **request;
                     Some((*conn, request_id))
                 }
@@ -450,7 +450,7 @@ impl Observer for Observers<'_> {
                     r.hash(text.as_bytes());
                 }
                 // The simulator opens no in-process AI; hashed as its frame would be.
-                Output::AiRequest { conn, request } => {
+                Output::AiRequest { conn, request, .. } => {
                     r.hash(&conn.0.to_le_bytes());
                     r.hash(wizard_core::wire::encode_ai_request(request).as_bytes());
                 }

@@ -11,6 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use wizard_core::io::{ConnId, ConnKind, Input, MoveSource, Output};
 use wizard_core::overload::door::Door;
+use wizard_core::reply_wait::ReplyWait;
 use wizard_core::wire::ClientMessage;
 use wizard_core::ws::FrameReader;
 use wizard_core::{Server, Time, timers};
@@ -64,6 +65,11 @@ pub struct Host {
     kinds: ConnMap<ConnKind>,
     /// The embedded AI service's in-process link (`EMBEDDED_AI=1`), while it is open.
     pub(crate) in_process: Option<ConnId>,
+    /// Its requests waiting for their answer, by when the core needs it, and the
+    /// answers that came before that and wait for the core's next pass, as in
+    /// shell-smol's core task ([`ReplyWait`]).
+    pub(crate) replies: ReplyWait,
+    held_replies: VecDeque<Input>,
     pub thread_free_at: Time,
     /// The core task has inputs or a due deadline.
     core_ready: bool,
@@ -138,6 +144,8 @@ impl Host {
             outboxes: ConnMap::default(),
             kinds: ConnMap::default(),
             in_process: None,
+            replies: ReplyWait::default(),
+            held_replies: VecDeque::new(),
             thread_free_at: Time::ZERO,
             core_ready: false,
             exec,
@@ -229,11 +237,25 @@ impl Host {
             }
             // A reply that comes back after the link is gone (the process stopped).
             Arrive::AiReply(_) if self.in_process != Some(conn) => return,
-            Arrive::AiReply(reply) => Input::AiMessage {
-                conn,
-                reply: Ok(*reply),
-                request_id: None,
-            },
+            Arrive::AiReply(reply) => {
+                let input = Input::AiMessage {
+                    conn,
+                    reply: Ok(*reply),
+                    request_id: None,
+                    arrived: Some(now),
+                };
+                // An answer the core cannot use yet waits for its next pass: it wakes
+                // nobody.
+                if !self.replies.wake_on_answer(now) {
+                    self.held_replies.push_back(input);
+                    self.schedule_timer(q, now);
+                    return;
+                }
+                if let Input::AiMessage { reply: Ok(r), .. } = &input {
+                    self.replies.answered(r.request_id());
+                }
+                input
+            }
             Arrive::Silent { ip } => return self.accept_silent(q, net, now, conn, ip),
             Arrive::Close if self.silent.remove(&conn).is_some() => {
                 self.door.close(conn.0);
@@ -295,7 +317,12 @@ impl Host {
         if self.finished_at.is_some() {
             return;
         }
-        if let Some((deadline, _)) = self.server.poll_timeout() {
+        let look = self.replies.next_look(now);
+        let deadline = match (self.server.poll_timeout().map(|(t, _)| t), look) {
+            (Some(d), Some(l)) => Some(d.min(l)),
+            (d, l) => d.or(l),
+        };
+        if let Some(deadline) = deadline {
             let at = timers::wake_at(deadline, now);
             if self.timer_scheduled != Some(at) {
                 self.timer_scheduled = Some(at);
@@ -309,7 +336,8 @@ impl Host {
         if self.timer_scheduled == Some(now) {
             self.timer_scheduled = None;
         }
-        if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
+        let answer_due = !self.held_replies.is_empty() && self.replies.wake_on_answer(now);
+        if answer_due || self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
             self.wake(q, now);
         } else {
             self.schedule_timer(q, now);
@@ -393,6 +421,13 @@ impl Host {
         self.core_ready = false;
         let mut cpu_us = self.cost.wake_us;
         let mut routed: Vec<Output> = Vec::new();
+        // Every pass reads the answers that waited for it.
+        for input in self.held_replies.drain(..) {
+            if let Input::AiMessage { reply: Ok(r), .. } = &input {
+                self.replies.answered(r.request_id());
+            }
+            self.inbox.push_back(input);
+        }
         for _ in 0..BATCH_INPUTS_MAX {
             let Some(input) = self.inbox.pop_front() else {
                 break;
@@ -466,6 +501,7 @@ impl Host {
                 conn,
                 reply,
                 request_id,
+                ..
             } => {
                 h.conn = Some(*conn);
                 h.ai_decoded = Some(reply.is_ok());

@@ -9,6 +9,7 @@
 
 use wizard_core::Time;
 use wizard_core::io::{ConnId, Input, Note, Output, Router};
+use wizard_core::reply_wait::ReplyWait;
 use wizard_core::wire::CloseCode;
 
 use crate::conn_map::ConnMap;
@@ -24,6 +25,8 @@ struct Outboxes<'a> {
     in_process: Option<ConnId>,
     /// Requests and closes for the in-process link, carried out after the routing.
     in_process_out: Vec<Ev>,
+    /// When the core needs the answers of the link's requests.
+    replies: &'a mut ReplyWait,
     /// The connections whose writers have something new.
     touched: Vec<ConnId>,
     at: Time,
@@ -45,8 +48,14 @@ impl Router for Outboxes<'_> {
         }
     }
 
-    fn ai_request(&mut self, conn: ConnId, request: Box<wizard_core::wire::AiRequest>) {
+    fn ai_request(
+        &mut self,
+        conn: ConnId,
+        request: Box<wizard_core::wire::AiRequest>,
+        needed_at: Time,
+    ) {
         if self.in_process == Some(conn) {
+            self.replies.asked(request.request_id(), needed_at);
             self.in_process_out.push(Ev::AiInProcess { conn, request });
         } else {
             self.send(conn, wizard_core::wire::encode_ai_request(&request), false);
@@ -58,6 +67,7 @@ impl Router for Outboxes<'_> {
             o.close(code);
         } else if self.in_process == Some(conn) {
             // No socket: the link is gone at once, for the core and for the service.
+            self.replies.clear();
             self.in_process_out.push(Ev::ServerArrive {
                 conn,
                 what: Arrive::Close,
@@ -85,6 +95,7 @@ impl Host {
             outboxes: &mut self.outboxes,
             in_process: self.in_process,
             in_process_out: Vec::new(),
+            replies: &mut self.replies,
             touched: Vec::new(),
             at,
         };

@@ -25,9 +25,11 @@ use async_channel::Receiver;
 use async_io::Timer;
 use futures_lite::FutureExt;
 use tracing::{debug, info, warn};
+use wizard_ai::service::Answered;
 use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output, Router};
 use wizard_core::overload::LoadLevel;
-use wizard_core::wire::{AiReply, AiRequest, CloseCode};
+use wizard_core::reply_wait::ReplyWait;
+use wizard_core::wire::{AiRequest, CloseCode};
 use wizard_core::{Server, Time, timers};
 
 use crate::deadline::Deadline;
@@ -115,7 +117,7 @@ pub struct CoreTask {
 enum Wake {
     Msg(CoreMsg),
     /// A reply from the embedded AI service's workers.
-    AiReply(AiReply),
+    AiReply(Answered),
     /// Inputs the last routing produced for the core itself (see [`State::loopback`]).
     Loopback,
     Deadline,
@@ -148,6 +150,9 @@ struct State {
     /// ([`Outbox::flush`]); shrunk back after a flush larger than
     /// [`SCRATCH_KEPT_BYTES`].
     scratch: Vec<u8>,
+    /// The embedded AI's requests waiting for their answer, by when the core needs it:
+    /// an answer wakes the core only once one is needed ([`ReplyWait`]).
+    replies: ReplyWait,
 }
 
 impl State {
@@ -178,6 +183,7 @@ struct Outboxes<'a> {
     /// The outboxes this pass pushed frames to, each once: flushed after routing.
     touched: &'a mut Vec<Arc<Outbox>>,
     ai: Option<&'a Embedded>,
+    replies: &'a mut ReplyWait,
     loopback: &'a mut Vec<Input>,
     logs: &'a mut LogLimiter,
     histograms: &'a CoreHistograms,
@@ -194,15 +200,18 @@ impl Router for Outboxes<'_> {
         }
     }
 
-    fn ai_request(&mut self, conn: ConnId, request: Box<AiRequest>) {
+    fn ai_request(&mut self, conn: ConnId, request: Box<AiRequest>, needed_at: Time) {
         match self.ai.filter(|ai| ai.conn == conn) {
             Some(ai) => {
-                if let Some(reply) = ai.link.submit(*request) {
-                    self.loopback.push(Input::AiMessage {
+                let request_id = request.request_id();
+                match ai.link.submit(*request) {
+                    Some(reply) => self.loopback.push(Input::AiMessage {
                         conn,
                         reply: Ok(reply),
                         request_id: None,
-                    });
+                        arrived: None,
+                    }),
+                    None => self.replies.asked(request_id, needed_at),
                 }
             }
             // Not the in-process service: the request's frame, as the core's default.
@@ -216,6 +225,7 @@ impl Router for Outboxes<'_> {
         } else if self.ai.is_some_and(|ai| ai.conn == conn) {
             // No socket to close: the in-process connection is gone at once.
             self.loopback.push(Input::Closed { conn });
+            self.replies.clear();
         }
     }
 
@@ -245,6 +255,7 @@ impl CoreTask {
             held_bytes: 0,
             touched: Vec::new(),
             scratch: Vec::with_capacity(4096),
+            replies: ReplyWait::default(),
         };
         if let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) {
             let ip = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
@@ -263,6 +274,15 @@ impl CoreTask {
                 .server
                 .poll_timeout()
                 .map(|(t, _)| self.clock.instant(timers::wake_at(t, self.clock.now())));
+            // The first answer of the embedded AI needed later, read then at the latest.
+            let look = st
+                .replies
+                .next_look(self.clock.now())
+                .map(|t| self.clock.instant(timers::wake_at(t, self.clock.now())));
+            let deadline = match (deadline, look) {
+                (Some(d), Some(l)) => Some(d.min(l)),
+                (d, l) => d.or(l),
+            };
             let deadline = match (deadline, hard_stop) {
                 (Some(d), Some(h)) => Some(d.min(h)),
                 (d, h) => d.or(h),
@@ -279,7 +299,8 @@ impl CoreTask {
             let wake = if full {
                 self.wait_for_store(&mut timer).await
             } else if st.loopback.is_empty() {
-                self.wait(&mut timer, shutdown_open).await
+                let answers = st.replies.wake_on_answer(self.clock.now());
+                self.wait(&mut timer, shutdown_open, answers).await
             } else {
                 Wake::Loopback
             };
@@ -289,7 +310,10 @@ impl CoreTask {
             let inputs_before = self.stats.core_inputs.load(Ordering::Relaxed);
             match wake {
                 Wake::Msg(msg) => self.apply(now, msg, &mut st),
-                Wake::AiReply(reply) => self.ai_reply(now, reply, &mut st),
+                Wake::AiReply(answered) => {
+                    st.replies.answered(answered.reply.request_id());
+                    self.ai_reply(now, answered, &mut st);
+                }
                 Wake::Loopback => {
                     for input in std::mem::take(&mut st.loopback) {
                         ShellStats::bump(&self.stats.core_inputs);
@@ -339,11 +363,12 @@ impl CoreTask {
                 self.apply(now, msg, &mut st);
             }
             for _ in 0..batch {
-                let Some(Ok(reply)) = self.ai.as_ref().map(|ai| ai.link.replies().try_recv())
+                let Some(Ok(answered)) = self.ai.as_ref().map(|ai| ai.link.replies().try_recv())
                 else {
                     break;
                 };
-                self.ai_reply(now, reply, &mut st);
+                st.replies.answered(answered.reply.request_id());
+                self.ai_reply(now, answered, &mut st);
             }
             if !full && self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
                 self.handle(now, Input::Timeout, &mut st);
@@ -475,9 +500,11 @@ impl CoreTask {
         store.or(timer).await
     }
 
-    /// The next reason to run: a message, `timer` (pending forever while unset), or the
-    /// shutdown signal.
-    async fn wait(&self, timer: &mut Deadline, shutdown_open: bool) -> Wake {
+    /// The next reason to run: a message, `timer` (pending forever while unset), the
+    /// shutdown signal, or, when `answers` (one is needed already), an answer of the
+    /// embedded AI. Otherwise answers wait in the link's queue for the next pass: no
+    /// listener is registered, so a worker's reply wakes nobody.
+    async fn wait(&self, timer: &mut Deadline, shutdown_open: bool, answers: bool) -> Wake {
         let msg = async {
             match self.inbox.recv().await {
                 Ok(msg) => Wake::Msg(msg),
@@ -497,9 +524,14 @@ impl CoreTask {
             Wake::Shutdown
         };
         let ai = async {
-            match self.ai.as_ref().map(|ai| ai.link.replies()) {
+            match self
+                .ai
+                .as_ref()
+                .filter(|_| answers)
+                .map(|ai| ai.link.replies())
+            {
                 Some(replies) => match replies.recv().await {
-                    Ok(reply) => Wake::AiReply(reply),
+                    Ok(answered) => Wake::AiReply(answered),
                     // The workers are gone (only when the link is dropped).
                     Err(_) => std::future::pending().await,
                 },
@@ -518,16 +550,18 @@ impl CoreTask {
         store.or(msg).or(ai).or(timer).or(shutdown).await
     }
 
-    /// A reply of the embedded AI service's workers, as the core takes an AI message.
-    fn ai_reply(&mut self, now: Time, reply: AiReply, st: &mut State) {
+    /// A reply of the embedded AI service's workers, as the core takes an AI message
+    /// (its round trip ending when the worker made it).
+    fn ai_reply(&mut self, now: Time, answered: Answered, st: &mut State) {
         let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) else {
             return;
         };
         ShellStats::bump(&self.stats.core_inputs);
         let input = Input::AiMessage {
             conn,
-            reply: Ok(reply),
+            reply: Ok(answered.reply),
             request_id: None,
+            arrived: Some(self.clock.at(answered.at)),
         };
         self.handle(now, input, st);
     }
@@ -582,6 +616,7 @@ impl CoreTask {
             conns: &st.conns,
             touched: &mut st.touched,
             ai: self.ai.as_ref(),
+            replies: &mut st.replies,
             loopback: &mut st.loopback,
             logs: &mut self.logs,
             histograms: &self.stats.core,

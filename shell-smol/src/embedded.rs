@@ -3,7 +3,8 @@
 //! ([`wizard_ai::service::local`]). The core sees an AI connection of kind
 //! [`ConnKind::AiInProcess`](wizard_core::io::ConnKind::AiInProcess): its decide
 //! requests reach the pool as values and the workers' replies come back on a bounded
-//! queue the core task waits on, so there is no socket, no JSON and no event loop
+//! queue the core task drains every pass, and waits on only once an answer is needed
+//! ([`wizard_core::reply_wait`]), so there is no socket, no JSON and no event loop
 //! besides the core task's. The workers run at a lower priority than the event loop,
 //! and their CPU counts in the load probe like any other (the probe reads the process's
 //! CPU), so a busy AI makes the server refuse new games and degrade to the heuristic,

@@ -1,27 +1,28 @@
 //! The in-process link to the AI service (the server's `EMBEDDED_AI=1`): decide
 //! requests arrive as [`AiRequest`] values and go straight to [`super::admit`] and the
-//! worker pool; replies come back as [`AiReply`] values on a bounded channel. No socket,
+//! worker pool; replies come back as [`AiReply`] values, with the instant each was
+//! made ([`Answered`]), on a bounded channel. No socket,
 //! no JSON, no event loop of its own: the caller's task submits and receives.
 
 use async_channel::Receiver;
 use wizard_core::config::AiServiceConfig;
 use wizard_core::wire::{AiReply, AiRequest};
 
-use super::{Pool, REPLIES_QUEUED_MAX, ServiceOptions};
+use super::{Answered, Pool, REPLIES_QUEUED_MAX, ServiceOptions};
 
 /// The service's admission machine and workers, driven in process. Dropping it stops
 /// the workers after their current decision.
 #[derive(Debug)]
 pub struct Local {
     pool: Option<Pool>,
-    replies: Receiver<AiReply>,
+    replies: Receiver<Answered>,
 }
 
 impl Local {
     /// Starts `config.workers` worker threads; replies wait on a queue of at most
     /// [`REPLIES_QUEUED_MAX`] (a full queue holds the workers back).
     pub fn start(config: &AiServiceConfig, options: &ServiceOptions) -> Local {
-        let (replies_tx, replies) = async_channel::bounded::<AiReply>(REPLIES_QUEUED_MAX);
+        let (replies_tx, replies) = async_channel::bounded::<Answered>(REPLIES_QUEUED_MAX);
         let pool = super::start_pool(config, options, replies_tx);
         Local {
             pool: Some(pool),
@@ -38,7 +39,7 @@ impl Local {
     }
 
     /// Where the workers' replies arrive, in the order they were computed.
-    pub fn replies(&self) -> &Receiver<AiReply> {
+    pub fn replies(&self) -> &Receiver<Answered> {
         &self.replies
     }
 

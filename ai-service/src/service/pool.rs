@@ -15,6 +15,7 @@ use wizard_core::Time;
 use wizard_core::game::{AiLevel, Observation};
 use wizard_core::wire::{AiErrorCode, AiReply};
 
+use super::Answered;
 use crate::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
 use crate::agent::{self, Agent, Budget, EasyAgent, HeuristicAgent};
 
@@ -38,7 +39,7 @@ struct Shared {
     primary: Box<dyn Agent>,
     heuristic: HeuristicAgent,
     easy: EasyAgent,
-    replies: async_channel::Sender<AiReply>,
+    replies: async_channel::Sender<Answered>,
     seed: u64,
     degrade_queue_min: usize,
     /// When a degradation line was last logged (µs since `start`), and how many
@@ -80,7 +81,7 @@ impl Pool {
     pub fn start(
         config: AdmissionConfig,
         primary: Box<dyn Agent>,
-        replies: async_channel::Sender<AiReply>,
+        replies: async_channel::Sender<Answered>,
         nice: i32,
         seed: u64,
     ) -> Pool {
@@ -222,7 +223,12 @@ fn work(shared: &Shared) {
                 }
             }
         };
-        if shared.replies.send_blocking(reply).is_err() {
+        let at = Instant::now();
+        if shared
+            .replies
+            .send_blocking(Answered { reply, at })
+            .is_err()
+        {
             return;
         }
     }

@@ -27,7 +27,7 @@ fn config() -> AdmissionConfig {
 /// with the easy player, each reply naming its agent.
 #[test]
 fn the_pool_decides_with_the_player_of_the_level() {
-    let (tx, rx) = async_channel::bounded::<AiReply>(16);
+    let (tx, rx) = async_channel::bounded::<wizard_ai::service::Answered>(16);
     let pool = Pool::start(config(), Box::new(RandomAgent), tx, 0, 7);
     let game = Game::new(4, Options::default(), 3, &mut Vec::new()).unwrap();
     let seat = game.next_to_act().unwrap();
@@ -44,7 +44,7 @@ fn the_pool_decides_with_the_player_of_the_level() {
     }
     let mut agents = std::collections::BTreeMap::new();
     for _ in 0..levels.len() {
-        let reply = rx.recv_blocking().expect("a reply for every request");
+        let reply = rx.recv_blocking().expect("a reply for every request").reply;
         let AiReply::Decision {
             request_id, agent, ..
         } = reply

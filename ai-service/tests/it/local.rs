@@ -43,7 +43,15 @@ fn decide(request_id: u64, observation: &Observation, timeout: f64) -> AiRequest
 /// The next reply a worker sends, or a failed test after 10 s.
 fn next_reply(local: &Local) -> AiReply {
     smol::block_on(
-        async { local.replies().recv().await.expect("the pool is running") }.or(async {
+        async {
+            local
+                .replies()
+                .recv()
+                .await
+                .expect("the pool is running")
+                .reply
+        }
+        .or(async {
             Timer::after(Duration::from_secs(10)).await;
             panic!("no reply within 10 s");
         }),

@@ -228,10 +228,20 @@ impl Server {
                     .conns
                     .get(&conn)
                     .is_some_and(|c| c.kind == ConnKind::AiInProcess);
+                // The move waits for its delay (or a trick's pause) anyway: an answer
+                // that comes sooner is read when it is needed.
+                let timing = self.timing(lobby);
+                let needed_at = l
+                    .turns()
+                    .turns
+                    .get(&seat)
+                    .map_or(now, |t| l.turns().ready_at(t, &timing))
+                    .min(deadline);
                 out.push(if in_process {
                     Output::AiRequest {
                         conn,
                         request: Box::new(request),
+                        needed_at,
                     }
                 } else {
                     Output::Send {
@@ -262,6 +272,7 @@ impl Server {
         conn: ConnId,
         reply: Result<AiReply, ()>,
         peeked: Option<u64>,
+        arrived: Option<Time>,
         out: &mut Vec<Output>,
     ) {
         if !self.bridge.is_ai(conn) {
@@ -269,8 +280,9 @@ impl Server {
         }
         let answer = self.bridge.answer(now, conn, reply, peeked);
         if let Answer::Decision { pending, .. } | Answer::Fallback { pending, .. } = &answer {
+            let arrived = arrived.map_or(now, |t| t.min(now));
             out.push(Output::Note(Note::AiAnswered {
-                round_trip_us: now.since_us(pending.sent),
+                round_trip_us: arrived.since_us(pending.sent),
             }));
         }
         match answer {

@@ -27,6 +27,15 @@ pub enum AiRequest {
     },
 }
 
+impl AiRequest {
+    /// The request's id, which its reply names.
+    pub fn request_id(&self) -> u64 {
+        match self {
+            AiRequest::Decide { request_id, .. } => *request_id,
+        }
+    }
+}
+
 /// A message from the AI service to the server (PROTOCOL.md section 4).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

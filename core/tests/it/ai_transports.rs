@@ -52,7 +52,7 @@ impl Seen {
                     assert_eq!(kind, ConnKind::Ai, "a frame to the in-process AI: {text}");
                     requests.push(wire::decode_ai_request(text).expect("a decide request"));
                 }
-                Output::AiRequest { conn, request } => {
+                Output::AiRequest { conn, request, .. } => {
                     assert_eq!((*conn, kind), (AI, ConnKind::AiInProcess), "{request:?}");
                     requests.push(AiRequest::clone(request));
                 }
@@ -72,6 +72,7 @@ fn reply(kind: ConnKind, d: &mut Driver, reply: AiReply) {
                 conn: AI,
                 reply: Ok(reply),
                 request_id: None,
+                arrived: None,
             });
         }
         _ => {

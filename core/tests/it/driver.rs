@@ -79,7 +79,7 @@ impl Driver {
                     seen.messages.push(value);
                 }
                 // Kept as the JSON the same request would have on a websocket.
-                Output::AiRequest { conn, request } => {
+                Output::AiRequest { conn, request, .. } => {
                     let value = serde_json::to_value(request).expect("a request encodes");
                     self.seen.entry(*conn).or_default().messages.push(value);
                 }

@@ -18,6 +18,7 @@ mod levels;
 mod limits;
 mod outqueue;
 mod probe;
+mod reply_wait;
 mod retry;
 mod rules;
 mod server_game;

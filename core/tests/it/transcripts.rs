@@ -225,7 +225,7 @@ fn output_value(output: &Output) -> Option<Value> {
             Some(serde_json::json!({"conn": conn.0, "state": replaceable, "msg": msg}))
         }
         // The transcripts open no in-process AI; shown apart from frames if one did.
-        Output::AiRequest { conn, request } => {
+        Output::AiRequest { conn, request, .. } => {
             Some(serde_json::json!({"conn": conn.0, "in_process": request}))
         }
         Output::Close { conn, code } => {

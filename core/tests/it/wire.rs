@@ -1112,6 +1112,7 @@ fn a_text_message_becomes_one_input_by_one_rule() {
                 conn: ConnId(3),
                 reply,
                 request_id,
+                arrived: None,
             } => (
                 if reply.is_ok() {
                     "ai decoded"

@@ -191,3 +191,52 @@ fn an_overloaded_service_sheds_to_fallback_moves_on_both_transports() {
         });
     }
 }
+
+/// Embedded, an answer that comes before its move is due waits in the link's queue for
+/// the core task's next pass instead of waking it (`wizard_core::reply_wait`): with a
+/// move delay, the core wakes about once per AI move (to apply it, reading the next
+/// seat's answer on the way), not once more for each answer.
+#[test]
+fn embedded_answers_before_their_move_is_due_do_not_wake_the_core() {
+    let (server, _service) = start(
+        Transport::InProcess,
+        &[("AI_AGENT", "heuristic"), ("AI_MOVE_DELAY", "0.1")],
+    );
+    let addr = server.addr;
+    bounded(60, async {
+        play_until(addr, 1, async || {
+            metric(addr, "wizard_moves_total{by=\"ai\"}").await >= 40.0
+        })
+        .await;
+        let (_, body) = crate::client::http(addr, "GET", "/metrics", &[]).await;
+        let value = |name: &str| {
+            body.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("no {name}"))
+        };
+        let ai = value("wizard_moves_total{by=\"ai\"}");
+        let human = value("wizard_moves_total{by=\"human\"}");
+        let answers = value("wizard_ai_round_trip_seconds_count");
+        let wakeups = value("wizard_core_wakeups_total");
+        assert!(answers >= 40.0, "{answers} answers");
+        // A round trip ends when the worker answered, not when the core read the answer
+        // (which is when the move may be applied, 0.1 s after it was asked).
+        let mean_s = value("wizard_ai_round_trip_seconds_sum") / answers;
+        assert!(mean_s < 0.05, "mean round trip {mean_s} s");
+        let fallbacks: f64 = body
+            .lines()
+            .filter(|l| l.starts_with("wizard_fallbacks_total{"))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum();
+        assert_eq!(fallbacks, 0.0, "every AI move from the service");
+        // Each human move and each AI move takes a wake-up; the setup's frames and the
+        // load samples a few more. Were every answer to wake the core, there would be
+        // about one more per AI move.
+        let own = wakeups - human;
+        assert!(
+            own <= 1.25 * ai + 20.0,
+            "{wakeups} wake-ups for {ai} AI moves ({answers} answers) and {human} human moves"
+        );
+    });
+}
