@@ -20,7 +20,9 @@
 #           moves by the AI and by the fallback, and the share decided by `search` when
 #           the server exports moves by agent. Only for wizard-server binaries (the room
 #           plays no AI): with the room as B, A alone.
-#   side-full, side-paced  (not in the default ROWS) the full or paced row's workload
+#   side-full, side-paced, side-search  (not in the default ROWS) the full, paced or
+#           search row's workload (side-search: both servers in the default
+#           configuration, each side's AI decisions by agent printed too)
 #           with A and B running at the same time, both on SERVER_CPU, each driven by
 #           its own generator on BENCH_CPU (the order of starting alternates by pair):
 #           another guest slowing the VM slows both in the same seconds, so each pair's
@@ -167,6 +169,30 @@ start() {
   return 1
 }
 
+# agents_line PORT LABEL: the server's moves and AI decisions by agent, from its
+# /metrics, as one JSON line in search.jsonl.
+agents_line() {
+  curl -sf "http://127.0.0.1:$1/metrics" >"$SCRATCH/metrics" || : >"$SCRATCH/metrics"
+  python3 - "$SCRATCH/metrics" "$2" >>"$SCRATCH/search.jsonl" <<'EOF'
+import json, re, sys
+moves, agents, fallbacks = {}, {}, {}
+for line in open(sys.argv[1]):
+    if line.startswith("#"):
+        continue
+    m = re.match(r'wizard_moves(?:_total)?\{by="(\w+)"\} (\S+)', line)
+    if m:
+        moves[m.group(1)] = float(m.group(2))
+    # Decisions by agent, if the server exports them (any family with an agent label).
+    m = re.match(r'(wizard_\w+)\{[^}]*agent="(\w+)"[^}]*\} (\S+)', line)
+    if m:
+        agents[m.group(2)] = agents.get(m.group(2), 0) + float(m.group(3))
+    m = re.match(r'wizard_fallbacks_total\{reason="(\w+)"\} (\S+)', line)
+    if m and float(m.group(2)) > 0:
+        fallbacks[m.group(1)] = float(m.group(2))
+print(json.dumps({"label": sys.argv[2], "moves": moves, "agents": agents, "fallbacks": fallbacks}))
+EOF
+}
+
 # run ROW SIDE BINARY CGROUP "ENV" BENCH_ARGS...: one measured run, its JSON line in
 # HISTORY labelled "RUN_ID ROW SIDE".
 run() {
@@ -208,24 +234,7 @@ print(json.dumps({"label": sys.argv[2], "calls": calls}))
 EOF
     rm -f "$SCRATCH/strace"
   fi
-  if [ "$row" = search ]; then
-    curl -sf "http://127.0.0.1:$port/metrics" >"$SCRATCH/metrics" || : >"$SCRATCH/metrics"
-    python3 - "$SCRATCH/metrics" "$RUN_ID $row $side" >>"$SCRATCH/search.jsonl" <<'EOF'
-import json, re, sys
-moves, agents = {}, {}
-for line in open(sys.argv[1]):
-    if line.startswith("#"):
-        continue
-    m = re.match(r'wizard_moves(?:_total)?\{by="(\w+)"\} (\S+)', line)
-    if m:
-        moves[m.group(1)] = float(m.group(2))
-    # Decisions by agent, if the server exports them (any family with an agent label).
-    m = re.match(r'(wizard_\w+)\{[^}]*agent="(\w+)"[^}]*\} (\S+)', line)
-    if m:
-        agents[m.group(2)] = agents.get(m.group(2), 0) + float(m.group(3))
-print(json.dumps({"label": sys.argv[2], "moves": moves, "agents": agents}))
-EOF
-  fi
+  if [ "$row" = search ]; then agents_line "$port" "$RUN_ID $row $side"; fi
   stop_server
 }
 
@@ -250,15 +259,22 @@ side_pair() {
   case $row in
     side-full) args="--games $FULL_GAMES --humans 4 --seats 4 --pacing full --duration $DURATION --ramp 2 --warmup 3" ;;
     side-paced) args="--games $PACED_GAMES --humans 4 --seats 4 --pacing realistic --duration $DURATION --ramp 10 --warmup 5" ;;
+    side-search) args="--games $SEARCH_GAMES --humans 1 --seats 4 --pacing realistic --duration $DURATION --ramp 10 --warmup 5" ;;
   esac
+  local env_side
   if [ $((pair % 2)) = 0 ]; then order="B A"; fi
   declare -A port_of pid_of
   for side in $order; do
     bin=$A
     if [ "$side" = B ]; then bin=$B; fi
     port=$((20000 + RANDOM % 20000))
-    # shellcheck disable=SC2046
-    start "$bin" "$port" "" $(env_for "$bin" "$HUMANS $(store_env "$STORE" "-$side")")
+    if [ "$row" = side-search ]; then
+      env_side="$BIG $(store_env "$SEARCH_STORE" "-$side")"
+    else
+      env_side=$(env_for "$bin" "$HUMANS $(store_env "$STORE" "-$side")")
+    fi
+    # shellcheck disable=SC2086
+    start "$bin" "$port" "" $env_side
     port_of[$side]=$port
     pid_of[$side]=$SP
     SIDE_PIDS="$SIDE_PIDS $SP"
@@ -274,6 +290,9 @@ side_pair() {
     bps="$bps $!"
   done
   for p in $bps; do wait "$p" || echo "perf17: a generator of $row pair $pair failed" >&2; done
+  if [ "$row" = side-search ]; then
+    for side in A B; do agents_line "${port_of[$side]}" "$RUN_ID $row $side"; done
+  fi
   for p in $SIDE_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
   for p in $SIDE_PIDS; do wait "$p" 2>/dev/null || true; done
   SIDE_PIDS=""
@@ -287,7 +306,7 @@ echo "perf17: A=$A B=$B, $PAIRS pairs, DURATION=$DURATION s, rows: $ROWS; load $
 for row in $ROWS; do
   case $row in
     full | paced | search) ;;
-    side-full | side-paced)
+    side-full | side-paced | side-search)
       for pair in $(seq "$PAIRS"); do side_pair "$row" "$pair"; done
       continue
       ;;
@@ -349,10 +368,11 @@ for line in open(history):
     _, row, side = lab.split(" ")
     runs.setdefault((row, side), []).append(d)
 search = {}
+side_search = {}
 for line in open(search_file):
     d = json.loads(line)
     _, row, side = d["label"].split(" ")
-    search.setdefault(side, []).append(d)
+    (side_search if row == "side-search" else search).setdefault(side, []).append(d)
 
 def vals(row, side, f):
     return [f(d) for d in runs.get((row, side), [])]
@@ -391,12 +411,14 @@ rows.append(("moves/s at the quota, 4 humans", fmt(vals("quota", "A", mps), nd=0
 rows.append(("default config, paced 1 human + 3 AI: server CPU", fmt(vals("search", "A", cpu_pct), " %", 2), fmt(vals("search", "B", cpu_pct), " %", 2), ratio("search", cpu_pct)))
 rows.append(("default config: CPU per move (us)", fmt(vals("search", "A", us)), fmt(vals("search", "B", us)), ratio("search", us)))
 
-def ai_share(side):
+def ai_share(side, lines=search):
     out = []
-    for d in search.get(side, []):
+    for d in lines.get(side, []):
         m, ag = d["moves"], d["agents"]
         ai, fb = m.get("ai", 0), m.get("fallback", 0)
         part = f"AI {ai:.0f} / fallback {fb:.0f}"
+        if d.get("fallbacks"):
+            part += " (" + ", ".join(f"{k} {v:.0f}" for k, v in sorted(d["fallbacks"].items())) + ")"
         if ag:
             total = sum(ag.values()) + fb
             part += f", search {100 * ag.get('search', 0) / total:.1f} %" if total else ""
@@ -445,7 +467,8 @@ if traced:
 sys.path.insert(0, "bench")
 from ratios import summary
 for row, name, f in (("side-full", "server CPU per move, full speed, 4 humans (us)", us),
-                     ("side-paced", "server CPU per move, paced 4 humans (us)", us)):
+                     ("side-paced", "server CPU per move, paced 4 humans (us)", us),
+                     ("side-search", "server CPU per move, default config, paced 1 human + 3 AI (us)", us)):
     pa, pb = vals(row, "A", f), vals(row, "B", f)
     if not pa or not pb:
         continue
@@ -457,6 +480,10 @@ for row, name, f in (("side-full", "server CPU per move, full speed, 4 humans (u
               f"{res(da)['accepted']['moves']}, {res(db)['accepted']['moves']} |")
     if ratios:
         print("\n" + summary(ratios, f"{row}: A / B", "pair"))
+    if row == "side-search":
+        for side in "AB":
+            print(f"\nside-search {side}, CPU % of a core: {fmt(vals(row, side, cpu_pct), ' %', 2)}; "
+                  f"AI moves (server's whole life): {ai_share(side, side_search)}")
 
 refused = [(k, res(d)["refused"]["total"], res(d).get("errors")) for k, ds in runs.items() for d in ds
            if res(d)["refused"]["total"] or res(d).get("errors")]
