@@ -92,6 +92,8 @@ pub(super) async fn player(
     let mut accepting = true;
     let mut pending: Option<Pending> = None;
     let mut awaiting: Option<Pending> = None;
+    // Moves scheduled, numbering the think times (`--think-jitter-ms`).
+    let mut moves_scheduled: u64 = 0;
     let mut retry_at: Option<Instant> = None;
     let mut you: Option<u8> = None;
     let mut ai_needed = s.seats - s.humans;
@@ -349,9 +351,16 @@ pub(super) async fn player(
                         && obs.phase != Phase::Finished
                         && let Some(action) = obs.legal_actions.first()
                     {
+                        let think = Duration::from_micros(super::think_us(
+                            s.think,
+                            s.think_jitter,
+                            index,
+                            moves_scheduled,
+                        ));
+                        moves_scheduled += 1;
                         pending = Some(Pending {
-                            at: now + s.think,
-                            intended: now + s.think,
+                            at: now + think,
+                            intended: now + think,
                             action: *action,
                         });
                     }

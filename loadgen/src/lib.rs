@@ -89,6 +89,10 @@ pub struct Settings {
     pub pacing: Pacing,
     /// Think time per human move (1.5 s realistic, 0 full).
     pub think: Duration,
+    /// Each think time is drawn uniformly within this much of `think` (0: exactly
+    /// `think`, the seed's and the issues' bots), so that games do not stay in step as
+    /// bots thinking exactly as long do ([`think_us`]).
+    pub think_jitter: Duration,
     /// Measured window after set-up and warm-up.
     pub duration: Duration,
     /// Game set-ups are spread over this time (open-loop, at their intended times).
@@ -167,6 +171,7 @@ impl Settings {
             seats: 4,
             pacing: Pacing::Realistic,
             think: Duration::from_millis(1500),
+            think_jitter: Duration::ZERO,
             duration: Duration::from_secs(30),
             ramp: Duration::from_secs(5),
             warmup: Duration::from_secs(2),
@@ -244,6 +249,7 @@ impl Settings {
             "seats": self.seats,
             "pacing": self.pacing.name(),
             "think_ms": self.think.as_millis() as u64,
+            "think_jitter_ms": self.think_jitter.as_millis() as u64,
             "duration_s": self.duration.as_secs_f64(),
             "ramp_s": self.ramp.as_secs_f64(),
             "warmup_s": self.warmup.as_secs_f64(),
@@ -727,3 +733,20 @@ fn finish(
 use attack::*;
 use game::*;
 pub use idle::*;
+
+/// The think time of seat `index`'s move number `n`: `think`, or with a jitter a value
+/// drawn uniformly from `think` plus or minus `jitter` (at least 0), the same for the
+/// same arguments (a SplitMix64 of both: no clock, no shared generator between tasks).
+pub fn think_us(think: Duration, jitter: Duration, index: usize, n: u64) -> u64 {
+    let think_us = u64::try_from(think.as_micros()).unwrap_or(u64::MAX);
+    let jitter_us = u64::try_from(jitter.as_micros()).unwrap_or(u64::MAX / 4);
+    if jitter_us == 0 {
+        return think_us;
+    }
+    let mut z = ((index as u64) << 32 ^ n).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let offset_us = z % (2 * jitter_us + 1);
+    think_us.saturating_add(offset_us).saturating_sub(jitter_us)
+}

@@ -3,6 +3,7 @@
 //! ```text
 //! wizard-bench [run] --url ws://127.0.0.1:8000/ws [--server-pid PID]
 //!     [--games N] [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS]
+//!     [--think-jitter-ms MS]
 //!     [--duration S] [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S]
 //!     [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N]
 //!     [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S]
@@ -181,6 +182,9 @@ fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
                 let v = v.as_str();
                 match k.as_str() {
                     "--think-ms" => s.think = Duration::from_millis(num(Some(v), k, 0)?),
+                    "--think-jitter-ms" => {
+                        s.think_jitter = Duration::from_millis(num(Some(v), k, 0)?);
+                    }
                     "--duration" => s.duration = secs(v, k)?,
                     "--ramp" => s.ramp = secs(v, k)?,
                     "--warmup" => s.warmup = secs(v, k)?,
@@ -270,6 +274,7 @@ const RUN_FLAGS: &[&str] = &[
     "--seats",
     "--pacing",
     "--think-ms",
+    "--think-jitter-ms",
     "--duration",
     "--ramp",
     "--warmup",
@@ -344,8 +349,8 @@ fn secs(v: &str, name: &str) -> Result<Duration, String> {
 
 fn usage() -> String {
     "usage: wizard-bench [run] --url ws://127.0.0.1:PORT/ws [--server-pid PID] [--games N] \
-     [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS] [--duration S] \
-     [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S] \
+     [--humans H] [--seats S] [--pacing realistic|full] [--think-ms MS] [--think-jitter-ms MS] \
+     [--duration S] [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S] \
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
      [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
      [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \

@@ -3,3 +3,4 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a failed expectation is a failed test
 
 mod cli;
+mod think;
