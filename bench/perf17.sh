@@ -68,6 +68,9 @@ QUOTA_PERCENT=${QUOTA_PERCENT:-15}
 SEARCH_GAMES=${SEARCH_GAMES:-1000}
 STORE=${STORE:-memory}
 SEARCH_STORE=${SEARCH_STORE:-sqlite}
+# THINK_JITTER_MS: the paced rows' bots draw each think time within this much of 1.5 s
+# (wizard-bench --think-jitter-ms; default 0, every bot thinks exactly 1.5 s).
+JITTER="--think-jitter-ms ${THINK_JITTER_MS:-0}"
 TARGET_DIR=${TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
 HISTORY=${HISTORY:-bench/perf17.jsonl}
 LABEL=${LABEL:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -258,8 +261,8 @@ side_pair() {
   local row=$1 pair=$2 order="A B" args side bin port bps=""
   case $row in
     side-full) args="--games $FULL_GAMES --humans 4 --seats 4 --pacing full --duration $DURATION --ramp 2 --warmup 3" ;;
-    side-paced) args="--games $PACED_GAMES --humans 4 --seats 4 --pacing realistic --duration $DURATION --ramp 10 --warmup 5" ;;
-    side-search) args="--games $SEARCH_GAMES --humans 1 --seats 4 --pacing realistic --duration $DURATION --ramp 10 --warmup 5" ;;
+    side-paced) args="--games $PACED_GAMES --humans 4 --seats 4 --pacing realistic $JITTER --duration $DURATION --ramp 10 --warmup 5" ;;
+    side-search) args="--games $SEARCH_GAMES --humans 1 --seats 4 --pacing realistic $JITTER --duration $DURATION --ramp 10 --warmup 5" ;;
   esac
   local env_side
   if [ $((pair % 2)) = 0 ]; then order="B A"; fi
@@ -335,7 +338,7 @@ for row in $ROWS; do
           ;;
         paced)
           run paced $side "$bin" "" "$(env_for "$bin" "$HUMANS $(store_env "$STORE")")" \
-            --games "$PACED_GAMES" --humans 4 --seats 4 --pacing realistic --duration "$DURATION" --ramp 10 --warmup 5
+            --games "$PACED_GAMES" --humans 4 --seats 4 --pacing realistic $JITTER --duration "$DURATION" --ramp 10 --warmup 5
           ;;
         quota)
           run quota $side "$bin" "$CG" "$(env_for "$bin" "$HUMANS $(store_env "$STORE")")" \
@@ -344,7 +347,7 @@ for row in $ROWS; do
         search)
           if is_room "$bin"; then continue; fi
           run search $side "$bin" "" "$BIG $(store_env "$SEARCH_STORE")" \
-            --games "$SEARCH_GAMES" --humans 1 --seats 4 --pacing realistic --duration "$DURATION" --ramp 10 --warmup 5
+            --games "$SEARCH_GAMES" --humans 1 --seats 4 --pacing realistic $JITTER --duration "$DURATION" --ramp 10 --warmup 5
           ;;
       esac
     done
