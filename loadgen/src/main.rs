@@ -147,6 +147,7 @@ fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
                         };
                     }
                     "--think-ms"
+                    | "--think-jitter-ms"
                     | "--duration"
                     | "--ramp"
                     | "--warmup"

@@ -69,6 +69,7 @@ fn unknown_flags_and_bad_values_exit_2() {
         &["--url", url, "--games"],
         &["--url", url, "--games", "three"],
         &["--url", url, "--pacing", "slow"],
+        &["--url", url, "--think-jitter-ms", "x"],
         &["--url", url, "--attack", "nonsense"],
         &["--url", url, "--duration", "-5"],
         &["--url", url, "stray"],
@@ -112,4 +113,29 @@ fn a_documented_table_still_reads_its_history() {
         assert_ne!(ran.code, Some(2), "{command}: {}", ran.stderr);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_think_jitter_flag_is_taken() {
+    // Accepted, the run goes on to connect to port 9 and fails there (exit 1), where an
+    // unknown flag exits 2 before connecting.
+    let url = "ws://127.0.0.1:9/ws";
+    let ran = bench(&[
+        "--url",
+        url,
+        "--think-jitter-ms",
+        "500",
+        "--duration",
+        "1",
+        "--ramp",
+        "0",
+        "--warmup",
+        "0",
+    ]);
+    assert_ne!(ran.code, Some(2), "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        !ran.stderr.contains("usage: wizard-bench"),
+        "{}",
+        ran.stderr
+    );
 }
