@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use wizard_core::Time;
+use wizard_core::game::Action;
 use wizard_core::io::{ConnId, ConnKind, Input, Output};
 use wizard_core::reply_wait::{REPLY_WAITS_MAX, ReplyWait};
 use wizard_core::turns::AI_MOVE_SPREAD_US_MAX;
@@ -95,9 +96,9 @@ fn beyond_its_bound_the_first_needed_is_forgotten_and_answers_wake_the_core() {
 const HUMAN: ConnId = ConnId(1);
 const AI: ConnId = ConnId(100);
 
-/// The gaps `needed_at - now` of the first in-process AI requests of a game of one
-/// human and two AI seats under `settings`, answering each request at once.
-fn needed_gaps(settings: &[(&str, &str)], requests: usize) -> Vec<u64> {
+/// A started game of one human and two AI seats under `settings`, the AI service in
+/// process.
+fn started(settings: &[(&str, &str)]) -> Driver {
     let mut d = Driver::new(config(settings), 11);
     d.open_ai_as(AI, ConnKind::AiInProcess);
     d.open(HUMAN, "10.0.0.1");
@@ -106,6 +107,28 @@ fn needed_gaps(settings: &[(&str, &str)], requests: usize) -> Vec<u64> {
     d.send_json(HUMAN, json!({"type": "add_ai"}));
     d.send_json(HUMAN, json!({"type": "add_ai"}));
     d.send_json(HUMAN, json!({"type": "start_game"}));
+    d
+}
+
+/// The in-process service's decision `action` for `request_id`, made at
+/// `arrived` (None: when read).
+fn decide(d: &mut Driver, request_id: u64, action: Action, arrived: Option<Time>) {
+    d.input(Input::AiMessage {
+        conn: AI,
+        reply: Ok(AiReply::Decision {
+            request_id,
+            action,
+            agent: "test".into(),
+        }),
+        request_id: None,
+        arrived,
+    });
+}
+
+/// The gaps `needed_at - now` of the first in-process AI requests of a game of one
+/// human and two AI seats under `settings`, answering each request at once.
+fn needed_gaps(settings: &[(&str, &str)], requests: usize) -> Vec<u64> {
+    let mut d = started(settings);
     let mut gaps = Vec::new();
     for _ in 0..2000 {
         let asked: Vec<(AiRequest, Time)> = d
@@ -131,16 +154,7 @@ fn needed_gaps(settings: &[(&str, &str)], requests: usize) -> Vec<u64> {
             if gaps.len() >= requests {
                 return gaps;
             }
-            d.input(Input::AiMessage {
-                conn: AI,
-                reply: Ok(AiReply::Decision {
-                    request_id,
-                    action: observation.legal_actions[0],
-                    agent: "test".into(),
-                }),
-                request_id: None,
-                arrived: None,
-            });
+            decide(&mut d, request_id, observation.legal_actions[0], None);
         } else if !d.legal(HUMAN).is_empty() {
             let action = d.legal(HUMAN)[0].clone();
             d.send_json(HUMAN, json!({"type": "action", "action": action}));
@@ -196,17 +210,7 @@ fn a_round_trip_ends_when_the_answer_arrived_not_when_the_core_read_it() {
         (Some(900_000), 800_000),
     ];
     for (arrived_after_us, want_us) in cases {
-        let mut d = Driver::new(
-            config(&[("AI_MOVE_DELAY", "0.8"), ("TRICK_PAUSE", "0")]),
-            11,
-        );
-        d.open_ai_as(AI, ConnKind::AiInProcess);
-        d.open(HUMAN, "10.0.0.1");
-        d.hello(HUMAN, None);
-        d.send_json(HUMAN, json!({"type": "create_lobby", "name": "Ann"}));
-        d.send_json(HUMAN, json!({"type": "add_ai"}));
-        d.send_json(HUMAN, json!({"type": "add_ai"}));
-        d.send_json(HUMAN, json!({"type": "start_game"}));
+        let mut d = started(&[("AI_MOVE_DELAY", "0.8"), ("TRICK_PAUSE", "0")]);
         let mut asked = None;
         for _ in 0..50 {
             asked = d.last.iter().find_map(|o| match o {
@@ -229,16 +233,8 @@ fn a_round_trip_ends_when_the_answer_arrived_not_when_the_core_read_it() {
         };
         let sent = d.now;
         d.now = sent.plus_us(800_000);
-        d.input(Input::AiMessage {
-            conn: AI,
-            reply: Ok(AiReply::Decision {
-                request_id,
-                action: observation.legal_actions[0],
-                agent: "test".into(),
-            }),
-            request_id: None,
-            arrived: arrived_after_us.map(|us| sent.plus_us(us)),
-        });
+        let arrived = arrived_after_us.map(|us| sent.plus_us(us));
+        decide(&mut d, request_id, observation.legal_actions[0], arrived);
         let round_trips: Vec<u64> = d
             .last_notes()
             .iter()
