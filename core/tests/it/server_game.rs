@@ -137,68 +137,12 @@ fn two_humans_and_an_ai_seat_play_twenty_rounds() {
     assert!(d.state(b).unwrap()["game"].is_null());
 }
 
-#[test]
-fn ai_moves_wait_for_the_move_delay_and_the_trick_pause() {
-    let mut d = Driver::new(
-        config(&[
-            ("AI_MOVE_DELAY", "0.8"),
-            ("TRICK_PAUSE", "1.8"),
-            ("MESSAGE_RATE", "1000"),
-            ("MESSAGE_BURST", "1000"),
-        ]),
-        9,
-    );
-    let (a, b) = setup(&mut d);
-    // Without an AI service the fallback decides at once, but the move waits for its
-    // delay: after the humans are done, the next AI move lands no earlier than 0.8 s
-    // after its turn began.
-    let mut applied_at = Vec::new();
-    for _ in 0..400 {
-        if let Some(conn) = [a, b].into_iter().find(|&c| !d.legal(c).is_empty()) {
-            let action = d.legal(conn)[0].clone();
-            d.send_json(conn, json!({"type": "action", "action": action}));
-            continue;
-        }
-        let turn_started = d.now;
-        let (t, _) = d.server.poll_timeout().unwrap();
-        d.now = d.now.max(t);
-        d.input(wizard_core::io::Input::Timeout);
-        if d.last_notes()
-            .iter()
-            .any(|n| matches!(n, Note::MoveApplied { .. }))
-        {
-            applied_at.push(d.now.since_us(turn_started));
-        }
-        if applied_at.len() >= 10 {
-            break;
-        }
-    }
-    assert!(applied_at.len() >= 10);
-    assert!(applied_at.iter().all(|&us| us >= 800_000), "{applied_at:?}");
-    assert!(
-        applied_at.iter().any(|&us| us >= 1_800_000),
-        "a trick pause was seen: {applied_at:?}"
-    );
-}
-
-#[test]
-fn delayed_ai_moves_are_spread_over_two_wake_grid_steps() {
-    use wizard_core::timers::WAKE_GRID_US;
-    use wizard_core::turns::AI_MOVE_SPREAD_US_MAX;
-    let mut d = Driver::new(
-        config(&[
-            ("AI_MOVE_DELAY", "0.8"),
-            ("TRICK_PAUSE", "0"),
-            ("MESSAGE_RATE", "1000"),
-            ("MESSAGE_BURST", "1000"),
-        ]),
-        9,
-    );
-    let (a, b) = setup(&mut d);
-    // The fallback decides at once; each AI move is due its delay plus its turn's
-    // spread after the turn began (the driver wakes exactly at the deadline).
-    let mut spreads = Vec::new();
-    // A turn begins when the move before it is applied.
+/// Plays a game of humans `a` and `b` (each its first legal action at once) against
+/// the fallback, waking exactly at each deadline, and returns how long each of the
+/// first `count` AI moves came after its turn began (when the move before it was
+/// applied).
+fn ai_move_gaps(d: &mut Driver, a: ConnId, b: ConnId, count: usize) -> Vec<u64> {
+    let mut gaps = Vec::new();
     let mut turn_started = d.now;
     for _ in 0..2000 {
         if let Some(conn) = [a, b].into_iter().find(|&c| !d.legal(c).is_empty()) {
@@ -214,16 +158,52 @@ fn delayed_ai_moves_are_spread_over_two_wake_grid_steps() {
             .iter()
             .any(|n| matches!(n, Note::MoveApplied { .. }))
         {
-            let gap = d.now.since_us(turn_started);
-            assert!(gap >= 800_000, "an AI move before its delay: {gap} us");
-            spreads.push(gap - 800_000);
+            gaps.push(d.now.since_us(turn_started));
             turn_started = d.now;
         }
-        if spreads.len() >= 40 {
+        if gaps.len() >= count {
             break;
         }
     }
-    assert_eq!(spreads.len(), 40);
+    gaps
+}
+
+fn paced(delay: &'static str, pause: &'static str) -> Driver {
+    let settings = [
+        ("AI_MOVE_DELAY", delay),
+        ("TRICK_PAUSE", pause),
+        ("MESSAGE_RATE", "1000"),
+        ("MESSAGE_BURST", "1000"),
+    ];
+    Driver::new(config(&settings), 9)
+}
+
+#[test]
+fn ai_moves_wait_for_the_move_delay_and_the_trick_pause() {
+    let mut d = paced("0.8", "1.8");
+    let (a, b) = setup(&mut d);
+    // Without an AI service the fallback decides at once, but the move waits for its
+    // delay: the next AI move lands no earlier than 0.8 s after its turn began.
+    let applied_at = ai_move_gaps(&mut d, a, b, 10);
+    assert_eq!(applied_at.len(), 10);
+    assert!(applied_at.iter().all(|&us| us >= 800_000), "{applied_at:?}");
+    assert!(
+        applied_at.iter().any(|&us| us >= 1_800_000),
+        "a trick pause was seen: {applied_at:?}"
+    );
+}
+
+#[test]
+fn delayed_ai_moves_are_spread_over_two_wake_grid_steps() {
+    use wizard_core::timers::WAKE_GRID_US;
+    use wizard_core::turns::AI_MOVE_SPREAD_US_MAX;
+    let mut d = paced("0.8", "0");
+    let (a, b) = setup(&mut d);
+    // Each AI move is due its delay plus its turn's spread after the turn began.
+    let gaps = ai_move_gaps(&mut d, a, b, 40);
+    assert_eq!(gaps.len(), 40);
+    assert!(gaps.iter().all(|&us| us >= 800_000), "{gaps:?}");
+    let spreads: Vec<u64> = gaps.iter().map(|us| us - 800_000).collect();
     assert!(
         spreads.iter().all(|&s| s <= AI_MOVE_SPREAD_US_MAX),
         "{spreads:?}"
