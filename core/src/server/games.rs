@@ -6,7 +6,7 @@ use rand_chacha::ChaCha12Rng;
 
 use crate::ai_bridge::{Answer, Ask, Outcome, Pending};
 use crate::game::level::{self, AiLevel};
-use crate::game::{Action, Event, Seat};
+use crate::game::{Action, Event, Observation, Phase, Seat};
 use crate::io::{ConnId, ConnKind, DecidedBy, FallbackReason, MoveSource, Note, Output};
 use crate::lobby::LobbyError;
 use crate::session::{LobbyId, SessionId};
@@ -188,15 +188,16 @@ impl Server {
 
     /// The fallback's move for `seat`, from that seat's own view: the easy player for
     /// an easy AI seat, the heuristic for any other seat (a timed-out human included).
-    /// Its randomness comes from the game's seed and the number of moves made so far,
-    /// so a restored server plays the same fallback moves as the one before it.
+    /// Its randomness comes from the game's seed and which of the seat's decisions this
+    /// is ([`decision_stream`]), so a restored server plays the same fallback moves as
+    /// the one before it, whenever it decides.
     fn fallback_action(&mut self, lobby: LobbyId, seat: Seat) -> Option<Action> {
         let l = self.lobbies.get(lobby)?;
         let game = l.game()?;
         let obs = game.observation(seat);
         let level = seat_level(l, seat).unwrap_or(AiLevel::Normal);
         let mut rng = ChaCha12Rng::seed_from_u64(l.seed().unwrap_or_default());
-        rng.set_stream(l.moves());
+        rng.set_stream(decision_stream(&obs, seat));
         level::fallback(level, &obs, &mut rng).or_else(|| obs.legal_actions.first().copied())
     }
 
@@ -374,6 +375,21 @@ impl Server {
             self.fallback_for(now, request_id, pending, FallbackReason::Timeout, out);
         }
     }
+}
+
+/// Names one decision of `seat` in its game: the round, the phase and the cards left in
+/// the seat's hand (a play takes one), so no two decisions of a seat share it. It does
+/// not depend on other seats' moves: under hidden bids every seat bids at once, and
+/// whether a human's bid came before or after an AI seat's decision (a restored server
+/// asks again) must not change that decision.
+fn decision_stream(obs: &Observation, seat: Seat) -> u64 {
+    let phase: u64 = match obs.phase {
+        Phase::ChoosingTrump => 0,
+        Phase::Bidding => 1,
+        Phase::Playing => 2,
+        Phase::Finished => 3,
+    };
+    (u64::from(obs.round) << 24) | (phase << 16) | ((obs.hand.len() as u64) << 8) | u64::from(seat)
 }
 
 /// The level of `seat` when it is an AI seat.

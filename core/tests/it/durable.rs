@@ -385,6 +385,62 @@ fn ai_to_act(views: &[(wizard_core::records::LobbyRecord, Vec<Option<String>>)])
     })
 }
 
+/// Under hidden bids every seat bids at once. A human who bids before the AI seats'
+/// moves are applied, then a crash: the restored server asks those seats again, after
+/// the human's bid, and their fallback must bid what the live one bid (as the CI run of
+/// stop 32 found, it drew from the count of moves made so far, and did not).
+#[test]
+fn hidden_ai_bids_do_not_depend_on_whether_a_human_bid_first() {
+    let mut differed = Vec::new();
+    for seed in 0..24u64 {
+        let mut live = Live::new(seed);
+        for op in [
+            Op::Join { ip: 0 },
+            Op::Create { conn: 0 },
+            Op::Options {
+                conn: 0,
+                hidden: true,
+                restriction: 0,
+                timed: false,
+            },
+            Op::AddAi { conn: 0, level: 0 },
+            Op::AddAi { conn: 0, level: 1 },
+            Op::Start { conn: 0 },
+            // A turned Wizard: the dealer picks trump first (else the second finds
+            // nothing to do, as the AI seats' bids are not applied yet).
+            Op::Move { conn: 0, pick: 0 },
+            Op::Move { conn: 0, pick: 0 },
+        ] {
+            live.step(&op);
+        }
+        let mut restored = restore(&live, live.commits.len(), !seed);
+        // Both go on until the AI seats' bids are applied and shown (the human plays no
+        // card: the restored server has no connection).
+        for d in [&mut live.d, &mut restored] {
+            let until = d.now.plus_us(3_000_000);
+            d.run_until(until);
+        }
+        let (a, b) = (
+            live.d.server.durable_views(),
+            restored.server.durable_views(),
+        );
+        let shown = a.iter().any(|(_, seats)| {
+            seats[0]
+                .as_deref()
+                .is_some_and(|v| v.contains("\"phase\":\"playing\""))
+        });
+        assert!(shown, "seed {seed}: the bids were not all made: {a:?}");
+        if a != b {
+            differed.push(seed);
+        }
+    }
+    assert_eq!(
+        differed,
+        Vec::<u64>::new(),
+        "seeds whose restored game went otherwise"
+    );
+}
+
 /// The stored form names its version; another version is refused, not misread.
 #[test]
 fn a_record_of_another_version_is_refused() {
