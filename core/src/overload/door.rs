@@ -19,6 +19,14 @@
 //!   ([`Door::spoke`]) goes only when no silent one is left (a storm from many
 //!   addresses reconnects as fast as it is cut, and would otherwise cut an honest
 //!   request that was already on its way before the shell could read it).
+//! - Among those, sockets from *marked* addresses go first: an address is marked for
+//!   [`SILENT_MARK_US`] when one of its sockets is evicted while silent; a socket
+//!   waiting when its address is marked, or admitted while it is, keeps the mark. A storm that reconnects from
+//!   the same addresses marks them at its first round of evictions, and from then on
+//!   churns only its own sockets: an honest client whose request is slow to come (a
+//!   starved or distant client) is no longer cut just because 40 reconnects outran it.
+//!   The marks are a table of at most `IP_TABLE_MAX` addresses (the soonest to expire
+//!   is forgotten first).
 //! - A socket whose head was read is never evicted: it is being answered (a plain route,
 //!   closed right after) or it became a websocket, which only the core's connection
 //!   limits govern.
@@ -43,6 +51,14 @@ use super::connections::TcpCaps;
 use super::limiter::{IpKey, KeyedRateLimiter, Rate};
 use crate::config::IpCidr;
 use crate::time::Time;
+
+/// How long an address stays marked after one of its sockets was evicted while silent:
+/// its new sockets are evicted before unmarked ones.
+pub const SILENT_MARK_US: u64 = 60_000_000;
+
+/// The marks table's size when [`Door::new`] is not told otherwise (`IP_TABLE_MAX`'s
+/// default).
+const SILENT_MARKS_MAX_DEFAULT: usize = 10_000;
 
 /// How an admitted socket may be served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -98,11 +114,19 @@ struct Socket {
     waiting: bool,
     /// Bytes of its head arrived ([`Door::spoke`]): evicted only after every silent one.
     spoke: bool,
+    /// Its address was marked when it was admitted: evicted before unmarked ones.
+    marked: bool,
 }
 
-/// A waiting socket's place in an eviction order: silent sockets first, then the
-/// oldest.
-type Rank = (bool, Time, u64);
+impl Socket {
+    fn rank(&self, id: u64) -> Rank {
+        (self.spoke, !self.marked, self.since, id)
+    }
+}
+
+/// A waiting socket's place in an eviction order: silent sockets first, of those the
+/// marked first, then the oldest.
+type Rank = (bool, bool, Time, u64);
 
 /// The socket table; every map is bounded by the open sockets (at most `hard_cap`).
 #[derive(Clone, Debug)]
@@ -122,6 +146,9 @@ pub struct Door {
     /// New sockets per address (`SOCKET_RATE`); `None`: unlimited. Bounded by its own
     /// `entries_max` (`IP_TABLE_MAX`).
     rate: Option<KeyedRateLimiter<IpKey>>,
+    /// Marked addresses: a bucket of one token refilled every [`SILENT_MARK_US`], taken
+    /// at a silent eviction; an empty bucket is a mark. Bounded by its `entries_max`.
+    marks: KeyedRateLimiter<IpKey>,
 }
 
 fn slot(mode: Mode) -> usize {
@@ -143,7 +170,14 @@ impl Door {
             waiting_by_key: BTreeSet::new(),
             per_key: BTreeMap::new(),
             rate: None,
+            marks: marks_table(SILENT_MARKS_MAX_DEFAULT),
         }
+    }
+
+    /// Remembers the marks of at most `entries_max` addresses.
+    pub fn with_marks_max(mut self, entries_max: usize) -> Door {
+        self.marks = marks_table(entries_max);
+        self
     }
 
     /// Limits each address to `rate` new sockets (with `burst`), in a table of at most
@@ -154,7 +188,8 @@ impl Door {
     }
 
     /// The door for `config`: [`TcpCaps::for_conns_max`], `MAX_SOCKETS_PER_IP`,
-    /// `TRUSTED_PROXIES`, `SOCKET_RATE` and `SOCKET_BURST` (in an `IP_TABLE_MAX` table).
+    /// `TRUSTED_PROXIES`, `SOCKET_RATE` and `SOCKET_BURST` (in an `IP_TABLE_MAX` table),
+    /// and the marks in another `IP_TABLE_MAX` table.
     pub fn for_config(config: &crate::config::Config) -> Door {
         Door::new(
             TcpCaps::for_conns_max(config.conns_max),
@@ -166,6 +201,7 @@ impl Door {
             u64::from(config.socket_burst.max(1)),
             config.ip_table_entries_max,
         )
+        .with_marks_max(config.ip_table_entries_max)
     }
 
     /// Admits socket `id` accepted from `peer` at `now`, or refuses it. An id that is
@@ -187,14 +223,14 @@ impl Door {
         }
         if let Some(key) = key.filter(|k| self.open_for_key(*k) >= self.sockets_per_ip_max) {
             // The address's own oldest waiting socket makes room, in its mode.
-            let (_, (_, _, victim)) = *self
+            let (_, (_, _, _, victim)) = *self
                 .waiting_by_key
-                .range((key, (false, Time(0), 0))..)
+                .range((key, (false, false, Time(0), 0))..)
                 .next()
                 .filter(|(k, _)| *k == key)
                 .ok_or(DoorRefusal::PerIp)?;
             let mode = self.sockets.get(&victim).map_or(Mode::Full, |s| s.mode);
-            self.close(victim);
+            self.evict(victim, now);
             self.insert(id, Some(key), mode, now);
             return Ok(Admit {
                 mode,
@@ -211,8 +247,8 @@ impl Door {
                     evicted: None,
                 });
             }
-            if let Some(&(_, _, victim)) = self.waiting[slot(mode)].first() {
-                self.close(victim);
+            if let Some(&(_, _, _, victim)) = self.waiting[slot(mode)].first() {
+                self.evict(victim, now);
                 self.insert(id, key, mode, now);
                 return Ok(Admit {
                     mode,
@@ -253,6 +289,34 @@ impl Door {
             Some(_) => Ok(()),
             None => Err(DoorRefusal::PerIp),
         }
+    }
+
+    /// Closes waiting socket `id` to make room; a silent one marks its address.
+    fn evict(&mut self, id: u64, now: Time) {
+        if let Some(Socket {
+            key: Some(key),
+            spoke: false,
+            ..
+        }) = self.sockets.get(&id).copied()
+            && self.marks.try_take(&key, now)
+        {
+            // A new mark: the address's waiting sockets carry it too.
+            let marking: Vec<u64> = self
+                .waiting_by_key
+                .range((key, (false, false, Time(0), 0))..)
+                .take_while(|(k, _)| *k == key)
+                .map(|(_, (_, _, _, id))| *id)
+                .collect();
+            for id in marking {
+                if let Some(s) = self.sockets.get(&id).copied() {
+                    self.unrank(id, &s);
+                    let marked = Socket { marked: true, ..s };
+                    self.rank(id, &marked);
+                    self.sockets.insert(id, marked);
+                }
+            }
+        }
+        self.close(id);
     }
 
     /// Forgets socket `id`. Unknown or already closed ids are a no-op; returns whether a
@@ -297,7 +361,7 @@ impl Door {
         if !s.waiting {
             return;
         }
-        let rank = (s.spoke, s.since, id);
+        let rank = s.rank(id);
         self.waiting[slot(s.mode)].insert(rank);
         if let Some(key) = s.key {
             self.waiting_by_key.insert((key, rank));
@@ -309,7 +373,7 @@ impl Door {
         if !s.waiting {
             return;
         }
-        let rank = (s.spoke, s.since, id);
+        let rank = s.rank(id);
         self.waiting[slot(s.mode)].remove(&rank);
         if let Some(key) = s.key {
             self.waiting_by_key.remove(&(key, rank));
@@ -331,9 +395,20 @@ impl Door {
             since: now,
             waiting: true,
             spoke: false,
+            marked: key.is_some_and(|k| self.is_marked(k, now)),
         };
         self.rank(id, &socket);
         self.sockets.insert(id, socket);
+    }
+
+    fn is_marked(&self, key: IpKey, now: Time) -> bool {
+        self.marks.available(&key, now) == 0
+    }
+
+    /// Whether `ip`'s address is marked at `now` (one of its sockets was evicted while
+    /// silent less than [`SILENT_MARK_US`] ago, as far as the table remembers).
+    pub fn marked(&self, ip: IpAddr, now: Time) -> bool {
+        self.is_marked(IpKey::new(ip.to_canonical()), now)
     }
 
     fn open_for_key(&self, key: IpKey) -> usize {
@@ -377,4 +452,8 @@ impl Door {
     pub fn sockets_per_ip_max(&self) -> usize {
         self.sockets_per_ip_max
     }
+}
+
+fn marks_table(entries_max: usize) -> KeyedRateLimiter<IpKey> {
+    KeyedRateLimiter::new(Rate::new(1, SILENT_MARK_US), 1, entries_max)
 }

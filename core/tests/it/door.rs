@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use wizard_core::Time;
 use wizard_core::config::IpCidr;
 use wizard_core::overload::connections::TcpCaps;
-use wizard_core::overload::door::{Admit, Door, DoorRefusal, Mode};
+use wizard_core::overload::door::{Admit, Door, DoorRefusal, Mode, SILENT_MARK_US};
 use wizard_core::overload::limiter::IpKey;
 
 fn ip(text: &str) -> IpAddr {
@@ -122,6 +122,58 @@ fn a_socket_whose_request_is_on_its_way_outlives_a_storm_of_silent_ones() {
 }
 
 #[test]
+fn a_storm_that_reconnects_from_its_addresses_churns_only_its_own_sockets() {
+    // Issue 14 row 2 from many addresses: 60 addresses hold 60 silent sockets at a cap
+    // of 40 and reconnect each as soon as it is cut. A slow honest client (its request
+    // not come yet) must outlive any number of reconnects once the storm's addresses
+    // are marked; from fresh addresses every time, it goes after one round, as before.
+    let storm = |id: u64, fresh: bool| {
+        let n = if fresh { id } else { id % 60 };
+        ip(&format!(
+            "10.{}.{}.{}",
+            n >> 16 & 255,
+            n >> 8 & 255,
+            n & 255
+        ))
+    };
+    for (fresh, survives) in [(false, true), (true, false)] {
+        let mut door = Door::new(caps(40, 0), 2, Vec::new());
+        for id in 0..200u64 {
+            door.admit(id, storm(id, fresh), Time(id)).unwrap();
+        }
+        // The first socket was cut silent: its address is marked (fresh ones never
+        // come back to use it).
+        assert!(door.marked(storm(0, fresh), Time(200)));
+        let honest = ip("192.0.2.7");
+        door.admit(1000, honest, Time(200)).unwrap();
+        let mut cut_after = None;
+        for id in 200..2200u64 {
+            let admit = door.admit(id, storm(id, fresh), Time(id + 1)).unwrap();
+            if admit.evicted == Some(1000) {
+                cut_after = Some(id - 199);
+                break;
+            }
+        }
+        match (survives, cut_after) {
+            (true, None) => assert!(door.is_waiting(1000) && !door.marked(honest, Time(2201))),
+            (false, Some(n)) => assert!(n <= 40, "cut after {n} reconnects"),
+            (_, cut) => panic!("fresh addresses {fresh}: the slow client cut after {cut:?}"),
+        }
+    }
+    // A mark lasts SILENT_MARK_US from the eviction that set it.
+    let mut door = Door::new(caps(1, 0), 2, Vec::new());
+    door.admit(0, ip("10.0.0.1"), Time(0)).unwrap();
+    door.admit(1, ip("10.0.0.2"), Time(5)).unwrap();
+    assert!(door.marked(ip("10.0.0.1"), Time(5)));
+    assert!(door.marked(ip("10.0.0.1"), Time(5 + SILENT_MARK_US - 1)));
+    assert!(!door.marked(ip("10.0.0.1"), Time(5 + SILENT_MARK_US)));
+    // A socket cut after it spoke marks nobody.
+    door.spoke(1);
+    door.admit(2, ip("10.0.0.3"), Time(6)).unwrap();
+    assert!(!door.marked(ip("10.0.0.2"), Time(6)));
+}
+
+#[test]
 fn served_sockets_fill_the_cap_then_the_reserve_then_refuse() {
     let mut door = Door::new(caps(3, 2), 10, Vec::new());
     for id in 0..3u64 {
@@ -208,6 +260,7 @@ struct RefSocket {
     since: Time,
     waiting: bool,
     spoke: bool,
+    marked: bool,
 }
 
 #[derive(Debug)]
@@ -216,9 +269,33 @@ struct RefDoor {
     reserve: usize,
     share: usize,
     sockets: Vec<RefSocket>,
+    /// Per address, when its mark was set (a mark lasts `SILENT_MARK_US` and is not
+    /// renewed while it lasts).
+    marks: Vec<(IpKey, Time)>,
 }
 
 impl RefDoor {
+    fn marked(&self, key: IpKey, now: Time) -> bool {
+        self.marks
+            .iter()
+            .any(|(k, at)| *k == key && now < at.plus_us(SILENT_MARK_US))
+    }
+
+    /// Closes a socket to make room; a silent one marks its address.
+    fn evict(&mut self, id: u64, now: Time) {
+        let s = self.sockets.iter().find(|s| s.id == id).unwrap().clone();
+        if let (Some(k), false) = (s.key, s.spoke)
+            && !self.marked(k, now)
+        {
+            self.marks.retain(|(m, _)| *m != k);
+            self.marks.push((k, now));
+            for s in self.sockets.iter_mut().filter(|s| s.key == Some(k)) {
+                s.marked = true;
+            }
+        }
+        self.close(id);
+    }
+
     fn count_key(&self, key: IpKey) -> usize {
         self.sockets.iter().filter(|s| s.key == Some(key)).count()
     }
@@ -226,7 +303,7 @@ impl RefDoor {
     fn oldest_waiting(&self, pick: impl Fn(&RefSocket) -> bool) -> Option<u64> {
         let waiting = self.sockets.iter().filter(|s| s.waiting && pick(s));
         waiting
-            .min_by_key(|s| (s.spoke, s.since, s.id))
+            .min_by_key(|s| (s.spoke, !s.marked, s.since, s.id))
             .map(|s| s.id)
     }
 
@@ -245,6 +322,7 @@ impl RefDoor {
         }
         let key = (!trusted).then(|| IpKey::new(peer));
         let add = |me: &mut RefDoor, mode| {
+            let marked = key.is_some_and(|k| me.marked(k, now));
             me.sockets.push(RefSocket {
                 id,
                 key,
@@ -252,6 +330,7 @@ impl RefDoor {
                 since: now,
                 waiting: true,
                 spoke: false,
+                marked,
             });
         };
         if let Some(k) = key.filter(|k| self.count_key(*k) >= self.share) {
@@ -259,7 +338,7 @@ impl RefDoor {
                 .oldest_waiting(|s| s.key == Some(k))
                 .ok_or(DoorRefusal::PerIp)?;
             let mode = self.sockets.iter().find(|s| s.id == victim).unwrap().mode;
-            self.close(victim);
+            self.evict(victim, now);
             add(self, mode);
             return Ok(Admit {
                 mode,
@@ -275,7 +354,7 @@ impl RefDoor {
                 });
             }
             if let Some(victim) = self.oldest_waiting(|s| s.mode == mode) {
-                self.close(victim);
+                self.evict(victim, now);
                 add(self, mode);
                 return Ok(Admit {
                     mode,
@@ -331,6 +410,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<usize>().prop_map(|pick| Op::Spoke { pick }),
         2 => any::<usize>().prop_map(|pick| Op::Close { pick }),
         1 => (0u64..3).prop_map(|us| Op::Wait { us }),
+        // Past a mark's end, or just before it.
+        1 => prop_oneof![Just(SILENT_MARK_US), Just(SILENT_MARK_US - 1)].prop_map(|us| Op::Wait { us }),
     ]
 }
 
@@ -349,7 +430,7 @@ proptest! {
     ) {
         let trusted = vec![IpCidr::new(addr(0), 32).unwrap()];
         let mut door = Door::new(caps(cap, reserve), share, trusted);
-        let mut model = RefDoor { cap, reserve, share, sockets: Vec::new() };
+        let mut model = RefDoor { cap, reserve, share, sockets: Vec::new(), marks: Vec::new() };
         let (mut now, mut next_id) = (Time(0), 0u64);
         for op in ops {
             match op {
@@ -392,6 +473,9 @@ proptest! {
             }
             let waiting = model.sockets.iter().filter(|s| s.waiting).count();
             prop_assert_eq!(door.waiting(), waiting);
+            for n in 1..6 {
+                prop_assert_eq!(door.marked(addr(n), now), model.marked(IpKey::new(addr(n)), now));
+            }
         }
     }
 }

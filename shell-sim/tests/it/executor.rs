@@ -3,6 +3,8 @@
 //! executor, the same scenario left the probe without a sample and every game without
 //! a move from 3 s to 20 s (19 s of lag measured at last).
 
+use wizard_core::overload::door::Door;
+
 use crate::common::{assert_clean, run, scenario};
 
 fn counter(r: &wizard_sim::Report, name: &str) -> u64 {
@@ -11,6 +13,8 @@ fn counter(r: &wizard_sim::Report, name: &str) -> u64 {
 
 #[test]
 fn arrivals_costing_more_than_the_quota_starve_neither_the_probe_nor_the_loop() {
+    let config = wizard_core::config::Config::default();
+    let hard_cap = Door::for_config(&config).caps().hard_cap as u64;
     for seed in [1, 2] {
         let r = run(scenario("executor"), seed);
         assert_clean(&r, &[]);
@@ -27,8 +31,14 @@ fn arrivals_costing_more_than_the_quota_starve_neither_the_probe_nor_the_loop() 
             );
         }
         // The accept path's work exceeded the quota: its queue filled up to the
-        // listen backlog (1024), and the kernel refused what came beyond it.
-        assert_eq!(counter(&r, "door_queue_max"), 1024, "seed {seed}");
+        // listen backlog (1024), and the kernel refused what came beyond it. Closes of
+        // sockets the door holds (first-byte timeouts) queue beyond it, at most one per
+        // socket the door can hold.
+        let queue = counter(&r, "door_queue_max");
+        assert!(
+            (1024..=1024 + hard_cap).contains(&queue),
+            "seed {seed}: door queue {queue}, hard cap {hard_cap}"
+        );
         assert!(counter(&r, "sockets_backlog_refused") > 0, "seed {seed}");
     }
 }
