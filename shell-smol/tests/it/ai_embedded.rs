@@ -224,11 +224,7 @@ fn embedded_answers_before_their_move_is_due_do_not_wake_the_core() {
         // (which is when the move may be applied, 0.1 s after it was asked).
         let mean_s = value("wizard_ai_round_trip_seconds_sum") / answers;
         assert!(mean_s < 0.05, "mean round trip {mean_s} s");
-        let fallbacks: f64 = body
-            .lines()
-            .filter(|l| l.starts_with("wizard_fallbacks_total{"))
-            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-            .sum();
+        let fallbacks = crate::client::metric_in(&body, "wizard_fallbacks_total");
         assert_eq!(fallbacks, 0.0, "every AI move from the service");
         // Each human move and each AI move takes a wake-up; the setup's frames and the
         // load samples a few more. Were every answer to wake the core, there would be

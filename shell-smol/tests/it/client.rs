@@ -387,15 +387,23 @@ pub fn my_move(view: &View) -> Option<Action> {
     obs.legal_actions.first().copied()
 }
 
-/// The value of the first `/metrics` sample whose line starts with `prefix` (name and
-/// labels), 0 when absent.
-pub async fn metric(addr: SocketAddr, prefix: &str) -> f64 {
+/// The sum of the `/metrics` samples `series` names, 0 when absent: a name alone
+/// (`wizard_fallbacks_total`) takes every labelled sample of it, a name with labels
+/// (`wizard_moves_total{by="ai"}`) that one sample.
+pub async fn metric(addr: SocketAddr, series: &str) -> f64 {
     let (_, body) = http(addr, "GET", "/metrics", &[]).await;
+    metric_in(&body, series)
+}
+
+/// [`metric`] of a `/metrics` body.
+pub fn metric_in(body: &str, series: &str) -> f64 {
     body.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit_once(' '))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0.0)
+        .filter(|l| {
+            l.strip_prefix(series)
+                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+        })
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
 }
 
 /// The test process's resident memory in KiB (the server runs in it).

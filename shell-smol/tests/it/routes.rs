@@ -7,7 +7,7 @@ use async_io::Async;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use wizard_core::wire::decode_health;
 
-use crate::client::{TestServer, bounded, http, ws};
+use crate::client::{TestServer, bounded, http, metric_in, ws};
 
 #[test]
 fn health_reports_the_protocol_fields() {
@@ -39,6 +39,30 @@ fn health_reports_the_protocol_fields() {
         "version",
     ] {
         assert!(value.get(field).is_some(), "missing {field} in {body}");
+    }
+}
+
+/// The tests' reading of `/metrics`: a bare name sums its labelled samples, labels pick
+/// one, and a longer name that begins alike is another series.
+#[test]
+fn the_tests_read_a_series_as_the_sum_of_its_samples() {
+    let body = "# TYPE wizard_fallbacks_total counter\n\
+        wizard_fallbacks_total{reason=\"breaker_open\"} 0\n\
+        wizard_fallbacks_total{reason=\"timeout\"} 3\n\
+        wizard_fallbacks_total{reason=\"overloaded\"} 2\n\
+        wizard_tcp_open 7\n\
+        wizard_tcp_open_max 9\n\
+        # EOF\n";
+    for (series, want) in [
+        ("wizard_fallbacks_total", 5.0),
+        ("wizard_fallbacks_total{reason=\"timeout\"}", 3.0),
+        ("wizard_fallbacks_total{reason=\"internal\"}", 0.0),
+        ("wizard_tcp_open", 7.0),
+        ("wizard_tcp_open_max", 9.0),
+        ("wizard_tcp", 0.0),
+        ("wizard_no_such_series", 0.0),
+    ] {
+        assert_eq!(metric_in(body, series), want, "{series}");
     }
 }
 
