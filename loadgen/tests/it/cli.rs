@@ -118,9 +118,15 @@ fn a_documented_table_still_reads_its_history() {
 #[test]
 fn the_think_jitter_flag_is_taken() {
     // Accepted, the run goes on to connect to port 9 and fails there (exit 1), where an
-    // unknown flag exits 2 before connecting.
+    // unknown flag exits 2 before connecting. Its history line goes to a scratch file,
+    // not to the repository's.
     let url = "ws://127.0.0.1:9/ws";
+    let dir = std::env::temp_dir().join(format!("wizard-bench-jitter-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let history = dir.join("history.jsonl");
     let ran = bench(&[
+        "--history",
+        history.to_str().unwrap(),
         "--url",
         url,
         "--think-jitter-ms",
@@ -138,4 +144,5 @@ fn the_think_jitter_flag_is_taken() {
         "{}",
         ran.stderr
     );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
