@@ -21,12 +21,12 @@
 //!   request that was already on its way before the shell could read it).
 //! - Among those, sockets from *marked* addresses go first: an address is marked for
 //!   [`SILENT_MARK_US`] when one of its sockets is evicted while silent; a socket
-//!   waiting when its address is marked, or admitted while it is, keeps the mark. A storm that reconnects from
-//!   the same addresses marks them at its first round of evictions, and from then on
-//!   churns only its own sockets: an honest client whose request is slow to come (a
-//!   starved or distant client) is no longer cut just because 40 reconnects outran it.
-//!   The marks are a table of at most `IP_TABLE_MAX` addresses (the soonest to expire
-//!   is forgotten first).
+//!   waiting when its address is marked, or admitted while it is, keeps the mark. A
+//!   storm that reconnects from the same addresses marks them at its first round of
+//!   evictions, and from then on churns only its own sockets: an honest client whose
+//!   request is slow to come (a starved or distant client) is no longer cut just
+//!   because 40 reconnects outran it. The marks are a table of at most `IP_TABLE_MAX`
+//!   addresses (the soonest to expire is forgotten first).
 //! - A socket whose head was read is never evicted: it is being answered (a plain route,
 //!   closed right after) or it became a websocket, which only the core's connection
 //!   limits govern.
@@ -114,7 +114,8 @@ struct Socket {
     waiting: bool,
     /// Bytes of its head arrived ([`Door::spoke`]): evicted only after every silent one.
     spoke: bool,
-    /// Its address was marked when it was admitted: evicted before unmarked ones.
+    /// Its address was marked when it was admitted or while it waited: evicted before
+    /// unmarked ones.
     marked: bool,
 }
 
