@@ -95,12 +95,7 @@ fn play(kind: ConnKind) -> Seen {
     let mut seen = Seen::default();
     d.open_ai_as(AI, kind);
     seen.record(&d, kind);
-    d.open(HUMAN, "10.0.0.1");
-    d.hello(HUMAN, None);
-    d.send_json(HUMAN, json!({"type": "create_lobby", "name": "Ann"}));
-    d.send_json(HUMAN, json!({"type": "add_ai"}));
-    d.send_json(HUMAN, json!({"type": "add_ai"}));
-    d.send_json(HUMAN, json!({"type": "start_game"}));
+    d.start_with_two_ai(HUMAN);
     let mut pending = seen.record(&d, kind);
     let mut script = SCRIPT.iter();
     for _ in 0..1000 {

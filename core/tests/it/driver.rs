@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use wizard_core::config::Config;
 use wizard_core::io::{ConnId, ConnKind, Input, Note, Output};
 use wizard_core::rng::Seed;
@@ -162,6 +162,17 @@ impl Driver {
                 token: token.map(str::to_string),
             },
         );
+    }
+
+    /// A new player `conn` from 10.0.0.1, host of a lobby with two AI seats, starts its
+    /// game.
+    pub fn start_with_two_ai(&mut self, conn: ConnId) {
+        self.open(conn, "10.0.0.1");
+        self.hello(conn, None);
+        self.send_json(conn, json!({"type": "create_lobby", "name": "Ann"}));
+        self.send_json(conn, json!({"type": "add_ai"}));
+        self.send_json(conn, json!({"type": "add_ai"}));
+        self.send_json(conn, json!({"type": "start_game"}));
     }
 
     pub fn state(&self, conn: ConnId) -> Option<&Value> {

@@ -101,12 +101,7 @@ const AI: ConnId = ConnId(100);
 fn started(settings: &[(&str, &str)]) -> Driver {
     let mut d = Driver::new(config(settings), 11);
     d.open_ai_as(AI, ConnKind::AiInProcess);
-    d.open(HUMAN, "10.0.0.1");
-    d.hello(HUMAN, None);
-    d.send_json(HUMAN, json!({"type": "create_lobby", "name": "Ann"}));
-    d.send_json(HUMAN, json!({"type": "add_ai"}));
-    d.send_json(HUMAN, json!({"type": "add_ai"}));
-    d.send_json(HUMAN, json!({"type": "start_game"}));
+    d.start_with_two_ai(HUMAN);
     d
 }
 
