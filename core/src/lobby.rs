@@ -306,20 +306,11 @@ impl Lobby {
         })
     }
 
-    /// `wanted`, or `wanted (2)`, `wanted (3)`... when a seat's name looks the same
-    /// ([`crate::names::key`]).
-    fn unique_name(&self, wanted: &str) -> String {
-        let taken = |n: &str| {
-            let key = crate::names::key(n);
-            self.seats.iter().any(|s| crate::names::key(&s.name) == key)
-        };
-        if !taken(wanted) {
-            return wanted.to_string();
-        }
-        (2..)
-            .map(|i| format!("{wanted} ({i})"))
-            .find(|n| !taken(n))
-            .unwrap_or_else(|| wanted.to_string())
+    /// `wanted`, or `wanted (2)`, `wanted (3)`... when a seat's name or one of
+    /// `watching` (the lobby's spectators) looks the same ([`crate::names::unique`]).
+    fn unique_name(&self, watching: &[&str], wanted: &str) -> String {
+        let seats = self.seats.iter().map(|s| s.name.as_str());
+        crate::names::unique(seats.chain(watching.iter().copied()), wanted)
     }
 }
 
@@ -684,13 +675,15 @@ impl LobbyManager {
     }
 
     /// Seats `session` in a waiting lobby, or returns its existing seat in any lobby.
-    /// Returns the seat and whether it is new.
+    /// Returns the seat and whether it is new. A new seat's name is made unique among
+    /// the seats and `watching`, the names of the lobby's spectators.
     pub fn join(
         &mut self,
         id: LobbyId,
         session: SessionId,
         player_id: &str,
         name: &str,
+        watching: &[&str],
     ) -> Result<(Seat, bool), LobbyError> {
         let lobby = self
             .lobbies
@@ -709,7 +702,7 @@ impl LobbyManager {
         if lobby.seats.len() >= usize::from(PLAYERS_MAX) {
             return Err(LobbyError::NotAllowed("That lobby is full."));
         }
-        let name = lobby.unique_name(name);
+        let name = lobby.unique_name(watching, name);
         lobby.seats.push(SeatInfo {
             player_id: player_id.to_string(),
             name,
@@ -794,8 +787,15 @@ impl LobbyManager {
         Ok(lobby)
     }
 
-    /// Adds an AI seat of `level` named after a famous wizard.
-    pub fn add_ai(&mut self, id: LobbyId, host: &str, level: AiLevel) -> Result<(), LobbyError> {
+    /// Adds an AI seat of `level` named after a famous wizard whom no seat and none of
+    /// `watching` (the lobby's spectators) is named like.
+    pub fn add_ai(
+        &mut self,
+        id: LobbyId,
+        host: &str,
+        level: AiLevel,
+        watching: &[&str],
+    ) -> Result<(), LobbyError> {
         let ai_id = format!("ai-{}", rng::hex_id(&mut self.rng, 8));
         let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
         if lobby.seats.len() >= usize::from(PLAYERS_MAX) {
@@ -803,10 +803,10 @@ impl LobbyManager {
         }
         let base = AI_NAMES
             .iter()
-            .find(|n| !lobby.seats.iter().any(|s| s.name == **n))
+            .find(|n| lobby.unique_name(watching, n) == **n)
             .copied()
             .unwrap_or("Merlin");
-        let name = lobby.unique_name(base);
+        let name = lobby.unique_name(watching, base);
         lobby.seats.push(SeatInfo {
             player_id: ai_id,
             name,

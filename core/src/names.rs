@@ -75,6 +75,23 @@ pub fn key(name: &str) -> String {
     skeleton(&lower).collect()
 }
 
+/// `wanted` when no name of `taken` looks the same ([`key`]), else the first of
+/// `wanted (2)`, `wanted (3)`... that none does. Everyone shown in a lobby (its seats,
+/// humans and AI, and its spectators) is named through this, so no two of them, and
+/// no chat line of two of them, can be told apart only by their ids.
+pub fn unique<'a>(taken: impl IntoIterator<Item = &'a str>, wanted: &str) -> String {
+    let keys: Vec<String> = taken.into_iter().map(key).collect();
+    let free = |n: &str| !keys.contains(&key(n));
+    if free(wanted) {
+        return wanted.to_string();
+    }
+    // Among `keys.len() + 1` candidates one is free.
+    (2..=keys.len() + 2)
+        .map(|i| format!("{wanted} ({i})"))
+        .find(|n| free(n))
+        .unwrap_or_else(|| wanted.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,7 +82,13 @@ impl Server {
             }
             ClientMessage::AddAi { level } => {
                 self.host_action(now, session, out, |s, lobby, host| {
-                    s.lobbies.add_ai(lobby, host, level.unwrap_or_default())
+                    let watching: Vec<&str> = s
+                        .audiences
+                        .get(&lobby)
+                        .map(|a| a.names().collect())
+                        .unwrap_or_default();
+                    s.lobbies
+                        .add_ai(lobby, host, level.unwrap_or_default(), &watching)
                 })
             }
             ClientMessage::RemovePlayer { player_id } => {
@@ -364,7 +370,13 @@ impl Server {
         if current.is_some_and(|c| c != lobby) {
             self.leave_lobby(now, session, out);
         }
-        self.lobbies.join(lobby, session, &player_id, &name)?;
+        let watching: Vec<&str> = self
+            .audiences
+            .get(&lobby)
+            .map(|a| a.names().collect())
+            .unwrap_or_default();
+        self.lobbies
+            .join(lobby, session, &player_id, &name, &watching)?;
         if let Some(s) = self.sessions.get_mut(session) {
             s.lobby = Some(lobby);
             s.name = name;

@@ -88,11 +88,13 @@ impl Server {
             self.send_state(now, session, out);
             return Err(LobbyError::NotFound("No lobby with that code."));
         };
-        let name = unique_name(
-            target.seats().iter().map(|s| s.name.as_str()),
-            self.audiences.get(&lobby),
-            &name,
-        );
+        let seats = target.seats().iter().map(|s| s.name.as_str());
+        let watching = self
+            .audiences
+            .get(&lobby)
+            .into_iter()
+            .flat_map(Audience::names);
+        let name = crate::names::unique(seats.chain(watching), &name);
         let max = self.config.spectators_per_lobby_max;
         if !self
             .audiences
@@ -306,25 +308,4 @@ impl Server {
         }
         Ok(())
     }
-}
-
-/// `wanted`, or `wanted (2)`, `wanted (3)`... when a seat or a spectator of the lobby
-/// has a name that looks the same ([`crate::names::key`]).
-fn unique_name<'a>(
-    seats: impl Iterator<Item = &'a str>,
-    audience: Option<&'a Audience>,
-    wanted: &str,
-) -> String {
-    let keys: Vec<String> = seats
-        .chain(audience.into_iter().flat_map(Audience::names))
-        .map(crate::names::key)
-        .collect();
-    let taken = |n: &str| keys.contains(&crate::names::key(n));
-    if !taken(wanted) {
-        return wanted.to_string();
-    }
-    (2..=keys.len() + 2)
-        .map(|i| format!("{wanted} ({i})"))
-        .find(|n| !taken(n))
-        .unwrap_or_else(|| wanted.to_string())
 }
