@@ -19,6 +19,7 @@ pub mod conn;
 pub mod core_task;
 pub mod deadline;
 pub mod embedded;
+mod handoff;
 pub mod head;
 pub mod http;
 pub mod journal;

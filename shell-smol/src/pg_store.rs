@@ -45,8 +45,8 @@
 //!   network. Adding it means the `postgres-native-tls` or `postgres-openssl` crate's
 //!   connector in place of `NoTls` in [`connect`], and `sslmode=require` in the URL.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,7 @@ use wizard_core::records::Record;
 use wizard_core::records::liveness::{Liveness, RowCount, RowKey, Rows as _};
 use wizard_core::shard::ShardId;
 
+use crate::handoff::Handoff;
 use crate::store::{
     COMPACT_ROWS_MIN, PENDING_BYTES_MAX, StoreError, decode_in_batches, key_columns, row_key_of,
 };
@@ -116,46 +117,22 @@ struct Row {
     body: String,
 }
 
-/// What the core task and the writer share.
-#[derive(Debug)]
-struct Front {
+/// What the core task queues and the writer takes ([`Handoff`]'s queue).
+#[derive(Debug, Default)]
+struct Queue {
     /// Numbered, not yet taken by the writer.
-    pending: Vec<Row>,
-    pending_bytes: usize,
-    next_seq: u64,
-    /// [`PgStore::flush`] calls made, and writer turns finished that took everything up
-    /// to them.
-    flushes_asked: u64,
-    flushes_done: u64,
-    stop: bool,
-    /// Why the store stopped working: every later commit fails with it.
-    failed: Option<String>,
+    rows: Vec<Row>,
+    bytes: usize,
 }
 
+/// What the core task and the writer share.
 #[derive(Debug)]
 struct Shared {
-    front: Mutex<Front>,
-    /// Wakes the writer (records queued, a flush, the stop).
-    wake: Condvar,
-    /// The writer took the pending records or finished a turn.
-    progress: Condvar,
+    handoff: Handoff<Queue>,
     /// Every record up to this sequence number is committed.
     durable_seq: AtomicU64,
     /// Wakes the core task: something became durable, or the store failed.
     core_wake: async_channel::Sender<()>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Front> {
-        self.front.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Marks the store failed (the first reason stays) and wakes everyone.
-    fn fail(&self, why: String) {
-        self.lock().failed.get_or_insert(why);
-        self.progress.notify_all();
-        let _ = self.core_wake.try_send(());
-    }
 }
 
 /// The open store: the writer thread, which owns the connection holding the shard's
@@ -258,17 +235,7 @@ impl PgStore {
             .map_err(pg("cannot set up", &shown))?;
         let (core_wake, wakes) = async_channel::bounded(1);
         let shared = Arc::new(Shared {
-            front: Mutex::new(Front {
-                pending: Vec::new(),
-                pending_bytes: 0,
-                next_seq: last_seq + 1,
-                flushes_asked: 0,
-                flushes_done: 0,
-                stop: false,
-                failed: None,
-            }),
-            wake: Condvar::new(),
-            progress: Condvar::new(),
+            handoff: Handoff::new(Queue::default(), last_seq + 1),
             durable_seq: AtomicU64::new(last_seq),
             core_wake,
         });
@@ -301,25 +268,15 @@ impl PgStore {
     /// are committed. Does not wait, unless [`PENDING_BYTES_MAX`] are already queued.
     /// Fails once the store failed: the caller must not send these records' frames.
     pub fn commit(&self, records: Vec<Record>) -> Result<u64, String> {
-        let mut front = self.shared.lock();
-        while front.failed.is_none() && front.pending_bytes >= PENDING_BYTES_MAX {
-            self.shared.wake.notify_one();
-            front = self
-                .shared
-                .progress
-                .wait(front)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        if let Some(e) = &front.failed {
-            return Err(e.clone());
-        }
-        let was_empty = front.pending.is_empty();
+        let handoff = &self.shared.handoff;
+        let mut front = handoff.lock_for_commit(|q| q.bytes >= PENDING_BYTES_MAX)?;
+        let was_empty = front.queue.rows.is_empty();
         for record in records {
             let body = record.encode();
             let seq = front.next_seq;
             front.next_seq += 1;
-            front.pending_bytes += body.len();
-            front.pending.push(Row {
+            front.queue.bytes += body.len();
+            front.queue.rows.push(Row {
                 seq,
                 key: record.row_key(),
                 body,
@@ -328,7 +285,7 @@ impl PgStore {
         let ticket = front.next_seq - 1;
         drop(front);
         if was_empty {
-            self.shared.wake.notify_one();
+            handoff.wake_writer();
         }
         Ok(ticket)
     }
@@ -341,7 +298,7 @@ impl PgStore {
 
     /// Why the store stopped working, once it did.
     pub fn failed(&self) -> Option<String> {
-        self.shared.lock().failed.clone()
+        self.shared.handoff.lock().failed().cloned()
     }
 
     /// Woken (at most one wake waits) when a commit is done or the store failed.
@@ -352,21 +309,7 @@ impl PgStore {
     /// Has the writer commit everything queued so far, and waits for that (tests and
     /// benchmarks).
     pub fn flush(&self) -> Result<(), String> {
-        let mut front = self.shared.lock();
-        front.flushes_asked += 1;
-        let asked = front.flushes_asked;
-        self.shared.wake.notify_one();
-        while front.failed.is_none() && front.flushes_done < asked {
-            front = self
-                .shared
-                .progress
-                .wait(front)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        match &front.failed {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        self.shared.handoff.flush()
     }
 }
 
@@ -374,8 +317,7 @@ impl Drop for PgStore {
     /// Stops the writer after it committed everything queued; its connection closes,
     /// which gives up the shard's lock.
     fn drop(&mut self) {
-        self.shared.lock().stop = true;
-        self.shared.wake.notify_one();
+        self.shared.handoff.stop();
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
         }
@@ -559,7 +501,7 @@ impl Writer {
     fn run(&mut self, shared: &Shared) {
         loop {
             let (rows, asked, stop) = self.take(shared);
-            shared.progress.notify_all();
+            shared.handoff.taken();
             let result = if rows.is_empty() {
                 if stop {
                     Ok(())
@@ -583,16 +525,16 @@ impl Writer {
                 self.compact_if_it_pays()
                     .map_err(|e| format!("cannot compact {}: {e}", self.shown))
             });
-            if let Err(e) = result {
+            let failed = result.is_err();
+            if let Err(e) = &result {
                 error!(store = %self.shown, error = %e, "Store failed: this process no longer owns its shard");
-                shared.fail(e);
-                return;
             }
-            let mut front = shared.lock();
-            front.flushes_done = asked;
-            drop(front);
-            shared.progress.notify_all();
-            if stop {
+            shared.handoff.turn_done(asked, result);
+            if failed {
+                // The core task stops acknowledging: it learns it from `failed`.
+                let _ = shared.core_wake.try_send(());
+            }
+            if stop || failed {
                 return;
             }
         }
@@ -602,25 +544,9 @@ impl Writer {
     /// queued rows. Returns them, the flushes they answer and whether to stop.
     fn take(&self, shared: &Shared) -> (Vec<Row>, u64, bool) {
         let until = Instant::now() + OWNER_CHECK_INTERVAL;
-        let mut front = shared.lock();
-        loop {
-            let now = Instant::now();
-            if front.stop
-                || !front.pending.is_empty()
-                || front.flushes_asked > front.flushes_done
-                || now >= until
-            {
-                break;
-            }
-            front = shared
-                .wake
-                .wait_timeout(front, until - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        let rows = std::mem::take(&mut front.pending);
-        front.pending_bytes = 0;
-        (rows, front.flushes_asked, front.stop)
+        let mut front = shared.handoff.wait_turn(until, |q| !q.rows.is_empty());
+        let queue = std::mem::take(&mut front.queue);
+        (queue.rows, front.flushes_asked(), front.stopping())
     }
 
     /// One transaction holding `rows`: one statement when they fit in one.

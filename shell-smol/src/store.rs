@@ -43,7 +43,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -52,6 +52,7 @@ use tracing::{debug, error, info, warn};
 use wizard_core::records::Record;
 use wizard_core::records::liveness::{Liveness, RowCount, RowKey, RowKind, Rows as _};
 
+use crate::handoff::Handoff;
 use crate::journal;
 
 /// The write-ahead log's file is cut back to this size when the log starts afresh.
@@ -126,35 +127,15 @@ impl Pending {
     }
 }
 
-/// What the core task and the writer share.
+/// What the core task fills and the writer takes ([`Handoff`]'s queue).
 #[derive(Debug)]
-struct Front {
+struct Queue {
     journal: journal::Writer,
     /// Written to the journal, not yet taken by the writer.
     pending: Pending,
-    next_seq: u64,
-    /// [`Store::flush`] calls made, and folds finished that took everything up to them.
-    folds_asked: u64,
-    folds_done: u64,
-    stop: bool,
-    /// Why the store stopped working: every later commit fails with it.
-    failed: Option<String>,
 }
 
-#[derive(Debug)]
-struct Shared {
-    front: Mutex<Front>,
-    /// Wakes the writer early (a flush, a full buffer, the stop).
-    wake: Condvar,
-    /// The writer took the pending records or finished a fold.
-    progress: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Front> {
-        self.front.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
+type Shared = Handoff<Queue>;
 
 /// The open store: the journal, the writer thread and the process lock.
 #[derive(Debug)]
@@ -248,19 +229,11 @@ impl Store {
         if let Err(e) = journal.prefault(GENERATION_ROTATE_BYTES) {
             debug!(error = %e, "Journal generation not faulted in ahead");
         }
-        let shared = Arc::new(Shared {
-            front: Mutex::new(Front {
-                journal,
-                pending: Pending::default(),
-                next_seq,
-                folds_asked: 0,
-                folds_done: 0,
-                stop: false,
-                failed: None,
-            }),
-            wake: Condvar::new(),
-            progress: Condvar::new(),
-        });
+        let queue = Queue {
+            journal,
+            pending: Pending::default(),
+        };
+        let shared = Arc::new(Handoff::new(queue, next_seq));
         let writer_shared = Arc::clone(&shared);
         let writer_path = path.to_path_buf();
         let writer = std::thread::Builder::new()
@@ -296,20 +269,12 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        let mut guard = self.shared.lock();
-        while guard.failed.is_none() && guard.pending.frames.len() >= PENDING_BYTES_MAX {
-            self.shared.wake.notify_one();
-            guard = self
-                .shared
-                .progress
-                .wait(guard)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        let mut guard = self
+            .shared
+            .lock_for_commit(|q| q.pending.frames.len() >= PENDING_BYTES_MAX)?;
         let front = &mut *guard;
-        if let Some(e) = &front.failed {
-            return Err(e.clone());
-        }
-        let pending = &mut front.pending;
+        let queue = &mut front.queue;
+        let pending = &mut queue.pending;
         let keys_before = pending.keys.len();
         pending.keys.extend(records.iter().map(Record::row_key));
         let start = journal::push_frame(
@@ -317,20 +282,22 @@ impl Store {
             (front.next_seq..).zip(&records),
             |record, out| record.encode_into(out),
         );
-        if let Err(e) = front.journal.append(&pending.frames[start..]) {
+        if let Err(e) = queue.journal.append(&pending.frames[start..]) {
             pending.frames.truncate(start);
             pending.keys.truncate(keys_before);
             let e = format!(
                 "cannot write {}: {e}",
-                journal::generation_path(&self.path, front.journal.number()).display()
+                journal::generation_path(&self.path, queue.journal.number()).display()
             );
             error!(store = %self.path.display(), error = %e, "Store commit failed");
-            front.failed = Some(e.clone());
+            front.fail(e.clone());
             return Err(e);
         }
         front.next_seq += records.len() as u64;
-        if front.pending.frames.len() >= PENDING_FOLD_BYTES {
-            self.shared.wake.notify_one();
+        let fold_now = front.queue.pending.frames.len() >= PENDING_FOLD_BYTES;
+        drop(guard);
+        if fold_now {
+            self.shared.wake_writer();
         }
         Ok(())
     }
@@ -338,29 +305,14 @@ impl Store {
     /// Has the writer fold everything committed so far into SQLite and sync it, and
     /// waits for that (tests, benchmarks, and whoever wants a synced file now).
     pub fn flush(&self) -> Result<(), String> {
-        let mut front = self.shared.lock();
-        front.folds_asked += 1;
-        let asked = front.folds_asked;
-        self.shared.wake.notify_one();
-        while front.failed.is_none() && front.folds_done < asked {
-            front = self
-                .shared
-                .progress
-                .wait(front)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        match &front.failed {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        self.shared.flush()
     }
 }
 
 impl Drop for Store {
     /// Stops the writer after one last fold and sync of everything committed.
     fn drop(&mut self) {
-        self.shared.lock().stop = true;
-        self.shared.wake.notify_one();
+        self.shared.stop();
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
         }
@@ -667,7 +619,7 @@ impl Writer {
         let mut next = Instant::now() + interval;
         loop {
             let (folded_through, asked, stop) = self.take(shared, next);
-            shared.progress.notify_all();
+            shared.taken();
             next = Instant::now() + interval;
             let taken = &self.spare;
             // With nothing written since its last turn the file is already synced: an
@@ -695,16 +647,14 @@ impl Writer {
                 }
             }
             self.spare.clear();
-            let result = result.and_then(|()| self.compact_if_it_pays());
-            let mut front = shared.lock();
-            if let Err(e) = result {
-                let e = format!("cannot fold into {}: {e}", self.path.display());
-                error!(store = %self.path.display(), error = %e, "Store failed");
-                front.failed.get_or_insert(e);
-            }
-            front.folds_done = asked;
-            drop(front);
-            shared.progress.notify_all();
+            let result = result
+                .and_then(|()| self.compact_if_it_pays())
+                .map_err(|e| {
+                    let e = format!("cannot fold into {}: {e}", self.path.display());
+                    error!(store = %self.path.display(), error = %e, "Store failed");
+                    e
+                });
+            shared.turn_done(asked, result);
             if stop {
                 break;
             }
@@ -716,22 +666,7 @@ impl Writer {
     /// buffers) and starts a new journal generation. Returns the last generation the
     /// rows fill, the flushes they answer and whether to stop.
     fn take(&mut self, shared: &Shared, next: Instant) -> (u64, u64, bool) {
-        let mut front = shared.lock();
-        loop {
-            let now = Instant::now();
-            if front.stop
-                || front.folds_asked > front.folds_done
-                || front.pending.frames.len() >= PENDING_FOLD_BYTES
-                || now >= next
-            {
-                break;
-            }
-            front = shared
-                .wake
-                .wait_timeout(front, next - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        let mut front = shared.wait_turn(next, |q| q.pending.frames.len() >= PENDING_FOLD_BYTES);
         // Once half full, a new generation for what comes next, so that this one can
         // go once folded (the last one goes with the stop). Until then the core task
         // goes on filling the same one: a restart skips the rows it holds that were
@@ -741,19 +676,19 @@ impl Writer {
         // commit's wait. Rows committed meanwhile go to the current one, and are taken
         // with it below.
         let mut successor = None;
-        if !front.stop && front.journal.bytes() >= GENERATION_ROTATE_BYTES {
-            let number = front.journal.number() + 1;
-            let turn_bytes = front.pending.frames.len() as u64;
+        if !front.stopping() && front.queue.journal.bytes() >= GENERATION_ROTATE_BYTES {
+            let number = front.queue.journal.number() + 1;
+            let turn_bytes = front.queue.pending.frames.len() as u64;
             drop(front);
             successor = Some(self.new_generation(number, turn_bytes));
             front = shared.lock();
         }
-        std::mem::swap(&mut front.pending, &mut self.spare);
-        let current = front.journal.number();
+        std::mem::swap(&mut front.queue.pending, &mut self.spare);
+        let current = front.queue.journal.number();
         let mut folded_through = current - 1;
-        if front.stop {
+        if front.stopping() {
             // Unmapped before it is deleted; nothing is committed after the stop.
-            front.journal.close();
+            front.queue.journal.close();
             folded_through = current;
             if let Some(Ok(mut unused)) = successor {
                 unused.close();
@@ -765,17 +700,17 @@ impl Writer {
         } else {
             match successor {
                 Some(Ok(writer)) => {
-                    front.journal = writer;
+                    front.queue.journal = writer;
                     folded_through = current;
                 }
                 Some(Err(e)) => {
                     error!(store = %self.path.display(), error = %e, "Store failed");
-                    front.failed = Some(e);
+                    front.fail(e);
                 }
                 None => {}
             }
         }
-        (folded_through, front.folds_asked, front.stop)
+        (folded_through, front.flushes_asked(), front.stopping())
     }
 
     /// Creates journal generation `number`, allocated for four turns of
