@@ -1,6 +1,8 @@
 //! Criterion benchmarks of the server machine: a move in a game of four humans (with
-//! the four personal states encoded), a message dropped by the flood limiter, and a
-//! `hello` creating a session.
+//! the four personal states encoded), the same with a durable store's records kept and
+//! taken after each move (`_durable`: what the core adds for a store, without the
+//! store's own commit, measured in `shell-smol/benches/store.rs`), a message dropped by
+//! the flood limiter, and a `hello` creating a session.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 // a benchmark may stop on a broken setup
@@ -44,9 +46,14 @@ struct Table {
 }
 
 impl Table {
-    fn new() -> Table {
+    /// `durable`: the server keeps records, taken after every input as a shell does.
+    fn new(durable: bool) -> Table {
+        let mut server = Server::new(config(), Seed::from_u64(1), Time::ZERO);
+        if durable {
+            server.keep_records();
+        }
         let mut t = Table {
-            server: Server::new(config(), Seed::from_u64(1), Time::ZERO),
+            server,
             now: Time::ZERO,
             out: Vec::new(),
             legal: Default::default(),
@@ -94,6 +101,7 @@ impl Table {
     fn input(&mut self, input: Input) {
         self.out.clear();
         self.server.handle(self.now, input, &mut self.out);
+        drop(self.server.take_records());
         self.absorb();
     }
 
@@ -130,23 +138,41 @@ impl Table {
 }
 
 fn benches(c: &mut Criterion) {
-    c.bench_function("server/move_4_humans_with_4_states", |b| {
-        let mut t = Table::new();
-        b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let (conn, action) = t.next_move();
-                let input = message(conn, ClientMessage::Action { action });
-                t.out.clear();
-                let start = Instant::now();
-                t.server.handle(t.now, input, &mut t.out);
-                spent += start.elapsed();
-                black_box(&t.out);
-                t.absorb();
-            }
-            spent
-        })
-    });
+    for durable in [false, true] {
+        let name = if durable {
+            "server/move_4_humans_with_4_states_durable"
+        } else {
+            "server/move_4_humans_with_4_states"
+        };
+        let (mut moves, mut records) = (0u64, 0u64);
+        c.bench_function(name, |b| {
+            let mut t = Table::new(durable);
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    let (conn, action) = t.next_move();
+                    let input = message(conn, ClientMessage::Action { action });
+                    t.out.clear();
+                    let start = Instant::now();
+                    t.server.handle(t.now, input, &mut t.out);
+                    let taken = t.server.take_records();
+                    spent += start.elapsed();
+                    moves += 1;
+                    records += taken.len() as u64;
+                    black_box((&t.out, taken));
+                    t.absorb();
+                }
+                spent
+            })
+        });
+        if durable && moves > 0 {
+            // The simulator's cost model charges the store per record (shell-sim cost.rs).
+            println!(
+                "{name}: {:.3} records a move ({records} in {moves} moves)",
+                records as f64 / moves as f64
+            );
+        }
+    }
 
     c.bench_function("server/flooded_message_dropped", |b| {
         let cfg = Config::from_pairs([("MAX_RATE_VIOLATIONS", "4000000000")]).unwrap();

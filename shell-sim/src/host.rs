@@ -115,6 +115,11 @@ pub struct Host {
     pub write_timeouts: u64,
     /// The core keeps records for a durable store; the shell takes them every pass.
     pub durable: bool,
+    /// Commits to the durable store (passes that made records), and their records.
+    pub store_commits: u64,
+    pub store_records: u64,
+    /// The writer's modelled fold CPU not yet charged (under a microsecond).
+    pub(crate) fold_us_owed: f64,
     /// Samples the probe took.
     pub probe_samples: u64,
     /// The core finished its shutdown: the process is gone.
@@ -173,6 +178,9 @@ impl Host {
             keepalive_timeouts: 0,
             write_timeouts: 0,
             durable: false,
+            store_commits: 0,
+            store_records: 0,
+            fold_us_owed: 0.0,
             probe_samples: 0,
             finished_at: None,
             refused_after_exit: 0,
@@ -444,6 +452,7 @@ impl Host {
             self.inbox.push_back(input);
         }
         self.inbox_len_max = self.inbox_len_max.max(self.inbox.len());
+        cpu_us += self.take_records(now);
         let end = self.cpu.run(now, self.cost.scaled_us(cpu_us));
         self.thread_free_at = end;
         self.after_pass(end);

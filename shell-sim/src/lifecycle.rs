@@ -128,12 +128,31 @@ impl Host {
         self.wake(q, now);
     }
 
-    /// After every pass: a durable store's records are committed (at no modelled cost),
-    /// and a finished core ends the process.
-    pub(crate) fn after_pass(&mut self, end: Time) {
-        if self.durable {
-            drop(self.server.take_records());
+    /// Takes the records of the pass that started at `now`, as the real shell takes
+    /// them after every pass (which also clears the core's lists of what went away).
+    /// With a durable store returns the commit's modelled CPU on the core thread, to be
+    /// run before the pass's frames go out (commit before acknowledge), and charges the
+    /// writer's fold to the quota (in whole microseconds, the rest carried over).
+    pub(crate) fn take_records(&mut self, now: Time) -> f64 {
+        let records = self.server.take_records().len();
+        if !self.durable || records == 0 {
+            return 0.0;
         }
+        self.store_commits += 1;
+        self.store_records += records as u64;
+        let cost = self.cost;
+        self.fold_us_owed += cost.store_fold_us * cost.speed_factor.max(0.0) * records as f64;
+        if self.fold_us_owed >= 1.0 {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let whole = self.fold_us_owed.floor() as u64;
+            self.cpu.charge(now, whole);
+            self.fold_us_owed -= whole as f64;
+        }
+        cost.store_record_us * records as f64
+    }
+
+    /// After every pass, which ran until `end`: a finished core ends the process.
+    pub(crate) fn after_pass(&mut self, end: Time) {
         if self.finished_at.is_none() && self.server.is_finished() {
             self.finished_at = Some(end);
         }

@@ -255,6 +255,12 @@ impl Sim {
         if let Some(t) = self.host.finished_at {
             r.counters.insert("finished_at_ms".into(), t.0 / 1000);
         }
+        if self.host.store_commits > 0 {
+            r.counters
+                .insert("store_commits".into(), self.host.store_commits);
+            r.counters
+                .insert("store_records".into(), self.host.store_records);
+        }
         if self.ai_embedded_decisions > 0 {
             r.counters
                 .insert("ai_embedded_decisions".into(), self.ai_embedded_decisions);

@@ -7,7 +7,9 @@
 //! games in one commit (a busier pass). The writer folds on its own cadence (1 s) in the
 //! background, so its share is in the figure in proportion. `store_second`: the
 //! writer's share made exact: 1000 moves of 1000 games in commits of 3 (about a second
-//! at 1000 paced games), then a fold and sync ([`Store::flush`]); per move.
+//! at 1000 paced games), then a fold and sync ([`Store::flush`]); per move. Its
+//! `_core_thread_only` twin counts the committing thread's CPU alone: the core task's
+//! part, the rest being the writer's.
 //!
 //! The store runs in a temporary folder, as in the server. Times are the process's CPU
 //! time (its threads' user and system time), not wall time: the issue's target is CPU
@@ -54,7 +56,17 @@ fn a_move(k: u64) -> Record {
 /// The CPU time of the whole process (the sync thread's checkpoints included): what
 /// the issue counts, without the waits for the disk that make wall time noisy.
 fn cpu_time() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    clock(rustix::time::ClockId::ProcessCPUTime)
+}
+
+/// The CPU time of the calling thread alone: the core task's part of a commit, without
+/// the writer's folds that run meanwhile.
+fn thread_cpu_time() -> Duration {
+    clock(rustix::time::ClockId::ThreadCPUTime)
+}
+
+fn clock(id: rustix::time::ClockId) -> Duration {
+    let t = rustix::time::clock_gettime(id);
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
@@ -121,6 +133,28 @@ fn commits(c: &mut Criterion) {
                 }
                 store.flush().expect("flush");
                 total += cpu_time().saturating_sub(before);
+            }
+            total
+        })
+    });
+    // The same commits, counting the calling thread's CPU only: the part of
+    // `store_second` that the core task pays (the rest is the writer's).
+    group.bench_function("1000_moves_in_passes_of_3_core_thread_only", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let passes: Vec<Vec<Record>> = (0..LOBBIES.div_ceil(3))
+                    .map(|_| {
+                        k += 3;
+                        (k - 3..k).map(a_move).collect()
+                    })
+                    .collect();
+                store.flush().expect("flush");
+                let before = thread_cpu_time();
+                for records in passes {
+                    store.commit(records).expect("commit");
+                }
+                total += thread_cpu_time().saturating_sub(before);
             }
             total
         })

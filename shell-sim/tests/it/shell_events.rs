@@ -1,8 +1,8 @@
 //! What the shell ends by itself, each asked for by a scenario file and held to its
 //! outcome through the public API: `SESSION_TTL` for players who walk away, takeovers (`session_replaced`, 4000), oversized
 //! frames (1009), `KEEPALIVE_TIMEOUT`, `WRITE_TIMEOUT`, turn timers (the fallback plays),
-//! SIGTERM with its grace (1001) and with a durable store (1012), the idle floor and the
-//! embedded AI's CPU on the quota.
+//! SIGTERM with its grace (1001) and with a durable store (1012), the idle floor, the
+//! embedded AI's CPU and the durable store's on the quota.
 
 use crate::common::{assert_clean, run, scenario};
 
@@ -101,5 +101,36 @@ fn the_idle_floor_and_the_embedded_ai_use_the_quota() {
     assert!(
         (extra - expected).abs() < expected / 4.0,
         "embedded AI cost {extra} us for {decisions} decisions: {usage:?}"
+    );
+}
+
+#[test]
+fn a_durable_store_costs_its_commits_on_the_quota() {
+    // The same games with a durable store and without: each record's commit (on the
+    // core thread) and fold (the writer thread) come out of the quota, per the cost
+    // model; without a durable store nothing is committed.
+    let mut runs = Vec::new();
+    for store in ["sqlite:wizard-sim.db", "memory"] {
+        let mut s = scenario("shutdown");
+        s.shutdown_at_s = 0.0;
+        s.env.insert("STORE".into(), store.into());
+        let r = run(s, 1);
+        assert_clean(&r, &[]);
+        runs.push((
+            counter(&r, "cpu_usage_us"),
+            counter(&r, "store_commits"),
+            counter(&r, "store_records"),
+        ));
+    }
+    let ((with, commits, records), (without, none, no_records)) = (runs[0], runs[1]);
+    assert!(commits > 100 && records >= commits, "{runs:?}");
+    assert_eq!((none, no_records), (0, 0), "{runs:?}");
+    let cost = wizard_sim::cost::CostModel::default();
+    let expected = records as f64 * (cost.store_record_us + cost.store_fold_us);
+    // As with the embedded AI, timing shifts the games a little: within a quarter.
+    let extra = with.saturating_sub(without) as f64;
+    assert!(
+        (extra - expected).abs() < expected / 4.0,
+        "store cost {extra} us for {commits} commits of {records} records: {runs:?}"
     );
 }
