@@ -287,11 +287,17 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
         }
         Op::Advance { ms } => d.advance_ms(u64::from(ms)),
         Op::Spectate { conn, code } => {
-            if let (Some(c), Some(code)) = (conn_of(w, conn), pick(&w.codes, code)) {
-                d.send_json(
-                    c,
-                    json!({"type": "spectate", "code": code, "name": format!("S{c}")}),
-                );
+            if let (Some(c), Some(lobby)) = (conn_of(w, conn), pick(&w.codes, code)) {
+                // A name another player has or may take when they join ("P3" and "p3"
+                // are the same name), or the first AI seat's: the server must name
+                // everyone in the lobby apart (check_names_apart).
+                let other = conn_of(w, conn.wrapping_add(code).wrapping_add(1)).unwrap_or(c);
+                let name = if c.0 % 3 == 1 {
+                    "merlin".to_string()
+                } else {
+                    format!("p{}", other.0)
+                };
+                d.send_json(c, json!({"type": "spectate", "code": lobby, "name": name}));
                 prop_assert!(!d.last_errors(c).contains(&"busy".to_string()));
             }
         }
@@ -423,6 +429,7 @@ fn check_invariants(d: &Driver, w: &mut World) -> Result<(), TestCaseError> {
                     .push((v["request_id"].as_u64().unwrap(), *conn, legal));
             }
             if v["type"] == "state" && !v["lobby"].is_null() {
+                check_names_apart(&v["lobby"])?;
                 let key = (*conn, v["lobby"]["code"].as_str().unwrap_or("").to_string());
                 let status = v["lobby"]["status"].as_str().unwrap_or("").to_string();
                 if let Some(before) = w.statuses.insert(key, status.clone()) {
@@ -432,6 +439,25 @@ fn check_invariants(d: &Driver, w: &mut World) -> Result<(), TestCaseError> {
                     );
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// Nobody shown in a lobby, seat or spectator, has a name that looks like another's.
+fn check_names_apart(lobby: &Value) -> Result<(), TestCaseError> {
+    let seats = lobby["players"].as_array().into_iter().flatten();
+    let names = seats.filter_map(|p| p["name"].as_str()).chain(
+        lobby["spectators"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str),
+    );
+    let mut keys: BTreeMap<String, &str> = BTreeMap::new();
+    for name in names {
+        if let Some(other) = keys.insert(wizard_core::names::key(name), name) {
+            prop_assert!(false, "{:?} and {:?} look alike in {}", other, name, lobby);
         }
     }
     Ok(())
