@@ -129,7 +129,7 @@ impl Host {
     }
 
     /// Takes the records of the pass that started at `now`, as the real shell takes
-    /// them after every pass (which also clears the core's lists of what went away).
+    /// them after every pass, durable or not (without a durable store there are none).
     /// With a durable store returns the commit's modelled CPU on the core thread, to be
     /// run before the pass's frames go out (commit before acknowledge), and charges the
     /// writer's fold to the quota (in whole microseconds, the rest carried over).
