@@ -80,7 +80,9 @@ pub fn key(name: &str) -> String {
 /// humans and AI, and its spectators) is named through this, so no two of them, and
 /// no chat line of two of them, can be told apart only by their ids.
 pub fn unique<'a>(taken: impl IntoIterator<Item = &'a str>, wanted: &str) -> String {
-    let keys: Vec<String> = taken.into_iter().map(key).collect();
+    // A set: a lobby may have many spectators (`MAX_SPECTATORS`), and up to one
+    // candidate per name is tried.
+    let keys: std::collections::BTreeSet<String> = taken.into_iter().map(key).collect();
     let free = |n: &str| !keys.contains(&key(n));
     if free(wanted) {
         return wanted.to_string();
