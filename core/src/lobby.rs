@@ -308,9 +308,9 @@ impl Lobby {
 
     /// `wanted`, or `wanted (2)`, `wanted (3)`... when a seat's name or one of
     /// `watching` (the lobby's spectators) looks the same ([`crate::names::unique`]).
-    fn unique_name(&self, watching: &[&str], wanted: &str) -> String {
+    fn unique_name(&self, watching: &[String], wanted: &str) -> String {
         let seats = self.seats.iter().map(|s| s.name.as_str());
-        crate::names::unique(seats.chain(watching.iter().copied()), wanted)
+        crate::names::unique(seats.chain(watching.iter().map(String::as_str)), wanted)
     }
 }
 
@@ -683,7 +683,7 @@ impl LobbyManager {
         session: SessionId,
         player_id: &str,
         name: &str,
-        watching: &[&str],
+        watching: &[String],
     ) -> Result<(Seat, bool), LobbyError> {
         let lobby = self
             .lobbies
@@ -794,7 +794,7 @@ impl LobbyManager {
         id: LobbyId,
         host: &str,
         level: AiLevel,
-        watching: &[&str],
+        watching: &[String],
     ) -> Result<(), LobbyError> {
         let ai_id = format!("ai-{}", rng::hex_id(&mut self.rng, 8));
         let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;

@@ -116,49 +116,44 @@ fn commits(c: &mut Criterion) {
     let mut group = c.benchmark_group("store_second");
     group.throughput(Throughput::Elements(LOBBIES));
     group.sample_size(10);
-    group.bench_function("1000_moves_in_passes_of_3_then_fold", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let passes: Vec<Vec<Record>> = (0..LOBBIES.div_ceil(3))
-                    .map(|_| {
-                        k += 3;
-                        (k - 3..k).map(a_move).collect()
-                    })
-                    .collect();
-                store.flush().expect("flush");
-                let before = cpu_time();
-                for records in passes {
-                    store.commit(records).expect("commit");
+    // `clock`: the process's CPU, the writer's fold included (`then_fold`), or the
+    // calling thread's alone: the part the core task pays (`core_thread_only`).
+    for (name, clock, fold) in [
+        (
+            "1000_moves_in_passes_of_3_then_fold",
+            cpu_time as fn() -> Duration,
+            true,
+        ),
+        (
+            "1000_moves_in_passes_of_3_core_thread_only",
+            thread_cpu_time,
+            false,
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let passes: Vec<Vec<Record>> = (0..LOBBIES.div_ceil(3))
+                        .map(|_| {
+                            k += 3;
+                            (k - 3..k).map(a_move).collect()
+                        })
+                        .collect();
+                    store.flush().expect("flush");
+                    let before = clock();
+                    for records in passes {
+                        store.commit(records).expect("commit");
+                    }
+                    if fold {
+                        store.flush().expect("flush");
+                    }
+                    total += clock().saturating_sub(before);
                 }
-                store.flush().expect("flush");
-                total += cpu_time().saturating_sub(before);
-            }
-            total
-        })
-    });
-    // The same commits, counting the calling thread's CPU only: the part of
-    // `store_second` that the core task pays (the rest is the writer's).
-    group.bench_function("1000_moves_in_passes_of_3_core_thread_only", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let passes: Vec<Vec<Record>> = (0..LOBBIES.div_ceil(3))
-                    .map(|_| {
-                        k += 3;
-                        (k - 3..k).map(a_move).collect()
-                    })
-                    .collect();
-                store.flush().expect("flush");
-                let before = thread_cpu_time();
-                for records in passes {
-                    store.commit(records).expect("commit");
-                }
-                total += thread_cpu_time().saturating_sub(before);
-            }
-            total
-        })
-    });
+                total
+            })
+        });
+    }
     group.finish();
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);

@@ -83,14 +83,7 @@ impl<Q> Handoff<Q> {
         &self,
         full: impl Fn(&Q) -> bool,
     ) -> Result<MutexGuard<'_, Front<Q>>, String> {
-        let mut front = self.lock();
-        while front.failed.is_none() && full(&front.queue) {
-            self.wake.notify_one();
-            front = self
-                .progress
-                .wait(front)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        let front = self.wait_progress(self.lock(), |f| full(&f.queue));
         match &front.failed {
             Some(e) => Err(e.clone()),
             None => Ok(front),
@@ -108,17 +101,28 @@ impl<Q> Handoff<Q> {
         let mut front = self.lock();
         front.flushes_asked += 1;
         let asked = front.flushes_asked;
-        self.wake.notify_one();
-        while front.failed.is_none() && front.flushes_done < asked {
+        let front = self.wait_progress(front, |f| f.flushes_done < asked);
+        match &front.failed {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Wakes the writer and waits for its progress while `pending` holds and the
+    /// store has not failed.
+    fn wait_progress<'a>(
+        &self,
+        mut front: MutexGuard<'a, Front<Q>>,
+        pending: impl Fn(&Front<Q>) -> bool,
+    ) -> MutexGuard<'a, Front<Q>> {
+        while front.failed.is_none() && pending(&front) {
+            self.wake.notify_one();
             front = self
                 .progress
                 .wait(front)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-        match &front.failed {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        front
     }
 
     /// Tells the writer to take what is queued one last time and stop.

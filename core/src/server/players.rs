@@ -82,11 +82,7 @@ impl Server {
             }
             ClientMessage::AddAi { level } => {
                 self.host_action(now, session, out, |s, lobby, host| {
-                    let watching: Vec<&str> = s
-                        .audiences
-                        .get(&lobby)
-                        .map(|a| a.names().collect())
-                        .unwrap_or_default();
+                    let watching = s.spectator_names(lobby);
                     s.lobbies
                         .add_ai(lobby, host, level.unwrap_or_default(), &watching)
                 })
@@ -370,11 +366,7 @@ impl Server {
         if current.is_some_and(|c| c != lobby) {
             self.leave_lobby(now, session, out);
         }
-        let watching: Vec<&str> = self
-            .audiences
-            .get(&lobby)
-            .map(|a| a.names().collect())
-            .unwrap_or_default();
+        let watching = self.spectator_names(lobby);
         self.lobbies
             .join(lobby, session, &player_id, &name, &watching)?;
         if let Some(s) = self.sessions.get_mut(session) {
