@@ -187,4 +187,38 @@ export async function watchScenarios(t) {
   });
 
   for (const p of [ann, bea, zed]) await p.context.close();
+
+  await scenario('spectator names: a player who joins under a spectator\'s name is numbered, in the seats and in chat', async () => {
+    const host = await newPage('names-host');
+    const rail = await newPage('names-rail');
+    const late = await newPage('names-late');
+    await host.page.goto(URL);
+    await host.page.getByTestId('name-input').fill('Hal');
+    await host.page.getByTestId('create-lobby').click();
+    await visible(host.page, 'lobby-code');
+    const lobby = await text(host.page, 'lobby-code');
+    // The spectator takes "Cy" first.
+    await rail.page.goto(`${URL}/?watch=${lobby}`);
+    await rail.page.getByTestId('name-input').fill('Cy');
+    await rail.page.getByTestId('watch-lobby').click();
+    await host.page.getByTestId('lobby-spectators').locator('li', { hasText: 'Cy' }).waitFor({ state: 'visible' });
+    // A player asks for "cy": the seat is "cy (2)", and the spectator stays "Cy".
+    await late.page.goto(`${URL}/?join=${lobby}`);
+    await late.page.getByTestId('name-input').fill('cy');
+    await late.page.getByTestId('join-lobby').click();
+    const seat = host.page.locator('#seats li', { hasText: 'cy (2)' });
+    await seat.waitFor({ state: 'visible' });
+    assert((await seat.textContent()).includes('cy (2)'), `the seat is numbered: ${await seat.textContent()}`);
+    const watching = (await host.page.getByTestId('lobby-spectators').locator('li').allTextContents()).map((x) => x.trim());
+    assert(JSON.stringify(watching) === JSON.stringify(['Cy']), `the spectator keeps its name: ${watching}`);
+    // Their chat lines carry the two names.
+    await late.page.getByTestId('chat-input').fill('seated');
+    await late.page.getByTestId('chat-input').press('Enter');
+    await rail.page.getByTestId('chat-input').fill('watching');
+    await rail.page.getByTestId('chat-input').press('Enter');
+    for (const [who, line] of [['cy (2)', 'seated'], ['Cy', 'watching']]) {
+      await host.page.getByTestId('chat-log').locator('.chat-line', { hasText: `${who}: ${line}` }).waitFor({ state: 'visible' });
+    }
+    for (const p of [host, rail, late]) await p.context.close();
+  });
 }
