@@ -119,6 +119,7 @@ pub const SETTINGS: &[Setting] = &[
     server("EXECUTOR_THREADS", "1", "threads that run the server's tasks (0 = one per whole core of the CPU quota, at most the CPUs the process may use)"),
     // Durable games (PROTOCOL.md 6.1).
     server("STORE", "sqlite:wizard-data/wizard.db", "where games are kept: memory, sqlite:PATH (created with its folder), or postgres://USER[:PASS]@HOST:PORT/DB (also postgresql://; shared by a shard's standby)"),
+    server("STORE_INIT", "0", "1: make a new, empty SQLite store even where an empty or table-less file, a journal or a lock says a store was (recovery after a lost file; remove it again after the start)"),
     server("STORE_SYNC_INTERVAL", "1", "seconds between the store writer's turns: folding the journal into SQLite and syncing it to disk (about what a power loss can take)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
     server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
@@ -356,6 +357,7 @@ impl Config {
                         v.parsed("is not memory, sqlite:PATH or postgres://USER@HOST:PORT/DB")?
                 }
                 "STORE_SYNC_INTERVAL" => c.shell.store_sync_interval_us = v.duration_us(1000)?,
+                "STORE_INIT" => c.shell.store_init = v.flag()?,
                 "LOBBY_IDLE_TTL" => c.lobby_idle_ttl_us = v.duration_us(1)?,
                 "ABANDONED_GAME_TTL" => c.abandoned_game_ttl_us = v.duration_us(1)?,
                 "MAX_LOBBIES_PER_IP" => c.lobbies_per_ip_max = v.count(1)?,

@@ -479,6 +479,12 @@ impl LobbyManager {
         Ok(())
     }
 
+    /// Keeps `id` from being given to a new lobby (a lobby set aside at a restore: its
+    /// records are still in the store).
+    pub fn reserve_id(&mut self, id: LobbyId) {
+        self.next_id = self.next_id.max(id.next());
+    }
+
     /// Sets since when the lobby's humans are all away (None: one is connected).
     pub fn set_away(&mut self, id: LobbyId, since: Option<Time>) {
         if let Some(lobby) = self.lobbies.get_mut(&id) {

@@ -143,12 +143,14 @@ pub struct Server {
     records: Option<Vec<Record>>,
     /// Each lobby's last record, so that an unchanged lobby is not recorded again.
     persisted_lobbies: BTreeMap<LobbyId, LobbyRecord>,
+    /// Lobbies the restore could not replay ([`Server::set_aside`]).
+    set_aside: Vec<durable::SetAside>,
     /// Spectators and chat history of the lobbies that have any (`server/watch.rs`);
     /// one entry at most per existing lobby.
     audiences: BTreeMap<LobbyId, Audience>,
 }
 
-pub use durable::RestoreError;
+pub use durable::{RestoreError, SetAside};
 pub(crate) use views::LobbyViewCache;
 
 /// Exact integer rate from a per-period figure with three decimals.
@@ -234,6 +236,7 @@ impl Server {
             finished: false,
             records: None,
             persisted_lobbies: BTreeMap::new(),
+            set_aside: Vec::new(),
             audiences: BTreeMap::new(),
             conns: BTreeMap::new(),
             now,

@@ -89,6 +89,9 @@ pub struct Session {
     pub disconnected_at: Option<Time>,
     /// Its key in the evictable index, while it is in it.
     evict_key: Option<(Evict, Time)>,
+    /// The code of its lobby when the restore had to set that lobby's game aside (its
+    /// records could not be replayed): told once, at its next `hello`.
+    pub lost_lobby: Option<String>,
 }
 
 /// How readily a disconnected session gives way to a new player at `MAX_SESSIONS`:
@@ -249,6 +252,7 @@ impl SessionRegistry {
                 conn: None,
                 disconnected_at: None,
                 evict_key: None,
+                lost_lobby: None,
             },
         );
     }

@@ -79,7 +79,7 @@ fn folder() -> PathBuf {
 
 fn commits(c: &mut Criterion) {
     let dir = folder();
-    let (store, _) =
+    let (mut store, _) =
         Store::open_sqlite(&dir.join("bench.db"), Duration::from_secs(1)).expect("store");
     let mut k = 0u64;
     let fill: Vec<Record> = (0..LOBBIES * MOVES_BEFORE).map(a_move).collect();

@@ -74,7 +74,7 @@ fn main() {
     let written = Instant::now();
     let target = match &postgres {
         None => {
-            let (store, _) = Store::open_sqlite(&path, Duration::from_secs(1)).expect("store");
+            let (mut store, _) = Store::open_sqlite(&path, Duration::from_secs(1)).expect("store");
             for chunk in records.chunks(10_000) {
                 store.commit(chunk.to_vec()).expect("commit");
             }

@@ -287,17 +287,17 @@ impl CoreTask {
                 (Some(d), Some(h)) => Some(d.min(h)),
                 (d, h) => d.or(h),
             };
-            // A commit that takes too long counts as a lost store (below).
-            let commit_due = st.held.front().map(|h| h.since + COMMIT_WAIT_MAX);
-            let deadline = match (deadline, commit_due) {
-                (Some(d), Some(c)) => Some(d.min(c)),
-                (d, c) => d.or(c),
-            };
+            // A commit that takes too long counts as a lost store (below), where the
+            // store has such a bound; a store that retries by itself says when.
+            let commit_due = self.commit_due(&st);
+            let retry_at = self.store.as_ref().and_then(|s| s.retry_at());
+            let deadline = [deadline, commit_due, retry_at].into_iter().flatten().min();
             timer.set(deadline);
-            // With too much held, nothing new is taken until the store catches up.
-            let full = st.held_full();
+            // With too much held, or while the store cannot commit, nothing new is
+            // taken until the store catches up: running games pause.
+            let full = st.held_full() || self.store_unavailable();
             let wake = if full {
-                self.wait_for_store(&mut timer).await
+                self.wait_for_store(&mut timer, shutdown_open).await
             } else if st.loopback.is_empty() {
                 let answers = st.replies.wake_on_answer(self.clock.now());
                 self.wait(&mut timer, shutdown_open, answers).await
@@ -321,19 +321,20 @@ impl CoreTask {
                     }
                 }
                 Wake::Deadline => {
-                    if st
-                        .held
-                        .front()
-                        .is_some_and(|h| h.since.elapsed() >= COMMIT_WAIT_MAX)
-                    {
-                        return Err(self
-                            .store_lost(format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs())));
+                    if let Some(why) = self.commit_overdue(&st) {
+                        return Err(self.store_lost(why));
+                    }
+                    if let Some(store) = self.store.as_mut() {
+                        store.retry(Instant::now(), false);
                     }
                     if !full {
                         self.handle(now, Input::Timeout, &mut st);
                     }
                 }
                 Wake::Store => {
+                    if let Some(store) = self.store.as_mut() {
+                        store.retry(Instant::now(), true);
+                    }
                     if let Some(e) = self.store.as_ref().and_then(|s| s.failed()) {
                         return Err(self.store_lost(e));
                     }
@@ -384,9 +385,9 @@ impl CoreTask {
             // are in the store.
             let records = self.server.take_records();
             let mut ticket = None;
-            if let (Some(store), false) = (&self.store, records.is_empty()) {
+            if let (Some(store), false) = (self.store.as_mut(), records.is_empty()) {
                 match store.commit(records) {
-                    Ok(t) => ticket = t,
+                    Ok(t) => ticket = Some(t),
                     Err(e) => {
                         st.out.clear();
                         return Err(crate::RunError::StoreFailed(e));
@@ -396,18 +397,26 @@ impl CoreTask {
             }
             self.route_or_hold(&mut st, ticket, now);
             self.release(&mut st, now);
+            self.publish_store();
             if self.server.is_finished() || hard_stop.is_some_and(|h| Instant::now() >= h) {
                 break;
             }
         }
-        // The last passes' frames (the closes among them) once their records are in.
+        // The last passes' frames (the closes among them) once their records are in,
+        // waiting [`COMMIT_WAIT_MAX`] at most: what was acknowledged is in the store
+        // already, what was not is nobody's loss.
+        let given_up = Instant::now() + COMMIT_WAIT_MAX;
         while !st.held.is_empty() {
-            let until = st.held.front().map(|h| h.since + COMMIT_WAIT_MAX);
-            timer.set(until);
-            if let Wake::Deadline = self.wait_for_store(&mut timer).await {
+            let retry_at = self.store.as_ref().and_then(|s| s.retry_at());
+            timer.set(Some(retry_at.map_or(given_up, |r| r.min(given_up))));
+            let wake = self.wait_for_store(&mut timer, false).await;
+            if Instant::now() >= given_up {
                 return Err(
                     self.store_lost(format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs()))
                 );
+            }
+            if let Some(store) = self.store.as_mut() {
+                store.retry(Instant::now(), matches!(wake, Wake::Store));
             }
             if let Some(e) = self.store.as_ref().and_then(|s| s.failed()) {
                 return Err(self.store_lost(e));
@@ -482,10 +491,11 @@ impl CoreTask {
         }
     }
 
-    /// Waits for the store's next wake-up or for `timer`, taking nothing else.
-    async fn wait_for_store(&self, timer: &mut Deadline) -> Wake {
+    /// Waits for the store's next wake-up, for `timer` or for the shutdown signal
+    /// (while `shutdown_open`), taking nothing else.
+    async fn wait_for_store(&self, timer: &mut Deadline, shutdown_open: bool) -> Wake {
         let store = async {
-            match self.store.as_ref().and_then(|s| s.wakes()) {
+            match self.store.as_ref().map(|s| s.wakes()) {
                 Some(wakes) => match wakes.recv().await {
                     Ok(()) => Wake::Store,
                     Err(_) => std::future::pending().await,
@@ -497,7 +507,40 @@ impl CoreTask {
             timer.passed().await;
             Wake::Deadline
         };
-        store.or(timer).await
+        let shutdown = async {
+            if !shutdown_open {
+                return std::future::pending().await;
+            }
+            let _ = self.shutdown.recv().await;
+            Wake::Shutdown
+        };
+        store.or(timer).or(shutdown).await
+    }
+
+    /// When the oldest held pass counts as a lost store, where the store has such a
+    /// bound (PostgreSQL: [`COMMIT_WAIT_MAX`]).
+    fn commit_due(&self, st: &State) -> Option<Instant> {
+        let wait_max = self.store.as_ref()?.commit_wait_max()?;
+        st.held.front().map(|h| h.since + wait_max)
+    }
+
+    /// Why the store counts as lost now, if the oldest held pass waited too long.
+    fn commit_overdue(&self, st: &State) -> Option<String> {
+        let due = self.commit_due(st)?;
+        (Instant::now() >= due).then(|| format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs()))
+    }
+
+    /// Whether commits wait for the store to come back (games pause meanwhile).
+    fn store_unavailable(&self) -> bool {
+        self.store.as_ref().is_some_and(|s| s.unavailable().is_some())
+    }
+
+    /// Publishes why the store does not acknowledge now, if it does not (`/ready`,
+    /// `/metrics`).
+    fn publish_store(&self) {
+        if let Some(store) = &self.store {
+            self.published.set_store_unavailable(store.unavailable());
+        }
     }
 
     /// The next reason to run: a message, `timer` (pending forever while unset), the
@@ -539,7 +582,7 @@ impl CoreTask {
             }
         };
         let store = async {
-            match self.store.as_ref().and_then(|s| s.wakes()) {
+            match self.store.as_ref().map(|s| s.wakes()) {
                 Some(wakes) => match wakes.recv().await {
                     Ok(()) => Wake::Store,
                     Err(_) => std::future::pending().await,

@@ -22,6 +22,9 @@ pub(crate) struct Front<Q> {
     stop: bool,
     /// Why the store stopped working: every later commit and flush fails with it.
     failed: Option<String>,
+    /// The flushes up to this one were answered by a turn that failed, and why (the
+    /// store tries again: a later turn that succeeds clears it).
+    unflushed: Option<(u64, String)>,
 }
 
 impl<Q> Front<Q> {
@@ -65,6 +68,7 @@ impl<Q> Handoff<Q> {
                 flushes_done: 0,
                 stop: false,
                 failed: None,
+                unflushed: None,
             }),
             wake: Condvar::new(),
             progress: Condvar::new(),
@@ -102,9 +106,12 @@ impl<Q> Handoff<Q> {
         front.flushes_asked += 1;
         let asked = front.flushes_asked;
         let front = self.wait_progress(front, |f| f.flushes_done < asked);
-        match &front.failed {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
+        if let Some(e) = &front.failed {
+            return Err(e.clone());
+        }
+        match &front.unflushed {
+            Some((through, e)) if asked <= *through => Err(e.clone()),
+            _ => Ok(()),
         }
     }
 
@@ -162,9 +169,20 @@ impl<Q> Handoff<Q> {
     /// (an error fails the store for good).
     pub fn turn_done(&self, asked: u64, result: Result<(), String>) {
         let mut front = self.lock();
-        if let Err(e) = result {
-            front.fail(e);
+        match result {
+            Err(e) => front.fail(e),
+            Ok(()) => front.unflushed = None,
         }
+        front.flushes_done = front.flushes_done.max(asked);
+        drop(front);
+        self.progress.notify_all();
+    }
+
+    /// The writer's turn that answers the flushes up to `asked` failed with `why`, and
+    /// will be tried again: those flushes fail, the store goes on.
+    pub fn turn_failed_for_now(&self, asked: u64, why: String) {
+        let mut front = self.lock();
+        front.unflushed = Some((asked, why));
         front.flushes_done = front.flushes_done.max(asked);
         drop(front);
         self.progress.notify_all();

@@ -23,7 +23,7 @@ use futures_lite::io::AsyncWriteExt;
 use tracing::debug;
 use wizard_core::config::Config;
 use wizard_core::io::ConnId;
-use wizard_core::overload::readiness::{encode_ready, ready_status};
+use wizard_core::overload::readiness::{NotReady, encode_ready, ready_status};
 use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
 
 use crate::assets::{self, Conditions};
@@ -178,7 +178,11 @@ async fn answer_request(
                 .await
         }
         Route::Ready => {
-            let ready = ctx.published.load().ready;
+            // A store that cannot commit comes first: nothing new is acknowledged.
+            let ready = match ctx.published.store_unavailable() {
+                Some(_) => Err(NotReady::Store),
+                None => ctx.published.load().ready,
+            };
             let body = encode_ready(ready);
             reply
                 .send(ready_status(ready), "application/json", body.as_bytes())

@@ -33,6 +33,7 @@ pub mod probe;
 pub mod process;
 pub mod snapshot;
 pub mod store;
+pub mod store_file;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -40,7 +41,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 use wizard_core::Server;
 use wizard_core::config::{AiServiceConfig, Config, StoreSpec};
 use wizard_core::io::ConnId;
@@ -302,6 +303,15 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
     let count = records.len();
     let server = Server::restore(config.clone(), seed, clock.now(), records)
         .map_err(|e| RunError::Store(e.to_string()))?;
+    for lost in server.set_aside() {
+        error!(
+            lobby = lost.lobby.0,
+            code = %lost.code,
+            players = lost.sessions.len(),
+            reason = %lost.reason,
+            "A game could not be restored and is set aside: its records stay in the store, its players are told at their next hello"
+        );
+    }
     let g = server.gauges();
     info!(
         records = count,

@@ -8,6 +8,7 @@
 //! clone under a mutex held for nanoseconds) and encode from it; `/metrics` renders
 //! into the one Prometheus registry under its own mutex, which only scrapes contend for.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use wizard_core::Server;
@@ -45,6 +46,10 @@ impl Snapshot {
 pub struct Published {
     current: Mutex<Arc<Snapshot>>,
     metrics: Mutex<Metrics>,
+    /// Why the store does not acknowledge commits now (`/ready` says `store`), and
+    /// whether it does not (read without the lock on every pass).
+    store_unavailable: Mutex<Option<String>>,
+    store_down: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -59,7 +64,29 @@ impl Published {
         Published {
             current: Mutex::new(Arc::new(Snapshot::of(server))),
             metrics: Mutex::new(Metrics::new(core)),
+            store_unavailable: Mutex::new(None),
+            store_down: AtomicBool::new(false),
         }
+    }
+
+    /// Publishes why the store does not acknowledge commits now (`None`: it does).
+    pub fn set_store_unavailable(&self, why: Option<&str>) {
+        if why.is_none() && !self.store_down.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut current = lock(&self.store_unavailable);
+        if current.as_deref() != why {
+            *current = why.map(str::to_owned);
+            self.store_down.store(why.is_some(), Ordering::Relaxed);
+        }
+    }
+
+    /// Why the store does not acknowledge commits now, if it does not.
+    pub fn store_unavailable(&self) -> Option<String> {
+        if !self.store_down.load(Ordering::Relaxed) {
+            return None;
+        }
+        lock(&self.store_unavailable).clone()
     }
 
     /// The latest snapshot.

@@ -7,7 +7,17 @@
 //!   journal ([`crate::journal`]): one frame copied into a shared mapping of the
 //!   journal file, on the core task's own thread, with no syscall. A copied frame is in
 //!   the kernel's page cache, so a crash of the process loses nothing that any player
-//!   saw.
+//!   saw. Each commit returns a ticket; [`Store::durable_through`] says which tickets
+//!   are in the journal.
+//! - **A commit that cannot be written waits, it is never dropped.** When the journal
+//!   cannot take a frame (the disk is full and the generation must grow, or the writer
+//!   is [`PENDING_BYTES_MAX`] behind), the commit's records stay in memory, in order,
+//!   with every later commit behind them; the core task holds the frames of those
+//!   passes and takes no new input (running games pause), and [`Store::retry`] tries
+//!   again with a backoff from [`RETRY_FIRST`] to [`RETRY_MAX`], and as soon as the
+//!   writer made room. When the fault clears the held frames go out and play resumes,
+//!   by itself. [`Store::unavailable`] says why meanwhile (`/ready` answers 503
+//!   `store`).
 //! - **One writer, in batches.** The writer thread owns the SQLite connection. Every
 //!   `STORE_SYNC_INTERVAL` (sooner when [`PENDING_FOLD_BYTES`] are waiting) it takes
 //!   the records written since its last turn, starts a new journal generation, inserts
@@ -16,19 +26,30 @@
 //!   generations it folded. Inserting a second's moves in one transaction writes each
 //!   B-tree page once for all of them instead of once per move: SQLite committing each
 //!   pass on the core thread cost 57 % more CPU per move at 1000 paced games.
+//! - **A fold that fails loses nothing.** A failed insert, checkpoint or compaction
+//!   (a full disk, another process holding SQLite's lock past the busy timeout) keeps
+//!   the rows it took (the next turn inserts them with the newer ones, in order) and
+//!   every journal generation: a generation is deleted only once every row in it is
+//!   committed and synced in SQLite. The writer tries again with a backoff, says so in
+//!   the log and in [`StoreHealth`], and goes on by itself once a fold succeeds. The
+//!   journal already holds those rows, so players go on meanwhile; only once the
+//!   writer is [`PENDING_BYTES_MAX`] behind do commits wait (above). A writer stopped
+//!   while its folds fail leaves the journal for the next start to fold.
 //! - **What a power loss can take.** Neither the journal nor SQLite's log is synced on a
 //!   move's path: a power loss or a kernel crash can take what was written since the
 //!   writer's last sync, about one interval. A restore replays the journal only as far
 //!   as it runs on without a gap from what SQLite holds, and drops a cut or damaged
 //!   tail, so a game comes back as it stood at some moment, never with a hole.
-//! - **Restore.** [`Store::open_sqlite`] folds whatever the journal holds beyond
-//!   SQLite's `folded_seq` (a crash between two folds), syncs, deletes the journal and
-//!   returns every record, oldest first.
-//! - **Bounded.** The records waiting for the writer are at most
-//!   [`PENDING_BYTES_MAX`]; beyond it a commit waits for the writer (a disk that cannot
-//!   keep up slows the game loop rather than fill memory). The write-ahead log starts
-//!   afresh after each fold, since the writer is the only one writing, and
-//!   `journal_size_limit` gives the file back beyond [`LOG_BYTES_KEPT`].
+//! - **Restore.** [`Store::open_sqlite`] claims the file ([`crate::store_file`]: its
+//!   identity, the locks, where its journal is), folds whatever the journal holds
+//!   beyond SQLite's `folded_seq` (a crash between two folds), syncs, deletes the
+//!   journal and returns every record, oldest first.
+//! - **Bounded.** The records waiting for the writer, taken or not, are at most
+//!   [`PENDING_BYTES_MAX`]; the commits waiting for the journal are bounded by what the
+//!   core task holds (`HELD_FRAMES_MAX`, `HELD_BYTES_MAX`: it takes no input beyond).
+//!   The write-ahead log starts afresh after each fold, since the writer is the only
+//!   one writing, and `journal_size_limit` gives the file back beyond
+//!   [`LOG_BYTES_KEPT`].
 //! - **Small.** The writer only appends; it counts the rows a restore no longer needs
 //!   (older lobby and session records, an earlier game's moves, whatever a lobby or a
 //!   session that is gone left: `wizard_core::records::liveness`, the same fold as the
@@ -36,13 +57,12 @@
 //!   them in one pass. So the file, and the restore time, follow the live games, not
 //!   the history, within a factor of two. Deleting as it went cost a B-tree page per
 //!   row through the lobby index, several times the rest of the store's work.
-//! - **One process at a time.** The process holds an exclusive lock on `PATH.lock`
-//!   while it runs; a new one started during a deploy waits for it, then restores.
+//! - **One process at a time**, whatever path names the file ([`crate::store_file`]).
 //! - The file, its log, the journal and the lock are created with mode 0600.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -54,6 +74,7 @@ use wizard_core::records::liveness::{Liveness, RowCount, RowKey, RowKind, Rows a
 
 use crate::handoff::Handoff;
 use crate::journal;
+use crate::store_file::{self, Claim};
 
 /// The write-ahead log's file is cut back to this size when the log starts afresh.
 const LOG_BYTES_KEPT: u64 = 16 * 1024 * 1024;
@@ -63,17 +84,20 @@ pub const COMPACT_ROWS_MIN: u64 = 100_000;
 /// The writer connection's page cache, at most (SQLite's default, 2 MiB, made a fold
 /// read index pages back from the kernel and spill dirty pages before its commit).
 const CACHE_KIB: u64 = 32 * 1024;
+/// How long one SQLite statement waits for a lock another connection holds before it
+/// fails (and the fold is tried again later).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Journal bytes waiting for the writer at which it folds without waiting for its
 /// interval.
 pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
-/// Journal bytes waiting for the writer beyond which a commit waits for it.
+/// Journal bytes not folded yet (waiting for the writer, or taken by a fold that
+/// failed) beyond which a commit waits for the writer.
 pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// Bytes each journal generation file is allocated when the writer starts it, at
 /// least (four turns' worth of records when that is more, up to
 /// `GENERATION_RESERVED_BYTES_MAX`). At 1000 paced games a
 /// second of records is about 40 KiB. Kept small because allocating and deleting
-/// costs: 16 MiB a second cost the writer about 1.5 us a move more at 1000 paced games
-/// (session 14).
+/// costs: 16 MiB a second cost the writer about 1.5 us a move more at 1000 paced games.
 pub const GENERATION_RESERVED_BYTES: u64 = 1024 * 1024;
 /// Bytes of frames in a generation from which the writer starts the next one at its
 /// turn (below, the core task keeps filling it: a new file each turn cost the writer
@@ -86,6 +110,12 @@ const GENERATION_RESERVED_BYTES_MAX: u64 = 4 * PENDING_FOLD_BYTES as u64;
 /// The pending buffer's capacity kept from one turn to the next (the core task and the
 /// writer swap two of them, so that a steady state allocates nothing).
 const PENDING_KEPT_BYTES: usize = 4 * 1024 * 1024;
+/// The first wait before a failed commit or fold is tried again; each failure in a row
+/// doubles it, up to [`RETRY_MAX`].
+pub const RETRY_FIRST: Duration = Duration::from_millis(50);
+pub const RETRY_MAX: Duration = Duration::from_secs(2);
+/// Folds a stopping writer tries before it leaves the rest to the journal.
+const STOP_FOLD_TRIES_MAX: u32 = 3;
 
 /// A store that cannot be used (the operator's or the disk's fault).
 #[derive(Debug)]
@@ -102,6 +132,64 @@ impl std::error::Error for StoreError {}
 fn sql(what: &str, path: &Path) -> impl Fn(rusqlite::Error) -> StoreError {
     let at = format!("{what} {}", path.display());
     move |e| StoreError(format!("{at}: {e}"))
+}
+
+/// A step of the store that a test can make fail ([`SqliteOptions::faults`]), as a
+/// full disk, a held lock or an I/O error would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultPoint {
+    /// The core task's copy of a commit into the journal.
+    JournalAppend,
+    /// The writer's creation of the next journal generation.
+    NewGeneration,
+    /// The writer's insert of a turn's rows into SQLite.
+    Insert,
+    /// The writer's checkpoint (the sync) after an insert.
+    Checkpoint,
+    /// The writer's deletion of a folded journal generation.
+    DeleteGeneration,
+}
+
+/// Says which steps fail: called before each one, `true` makes it fail.
+#[derive(Clone)]
+pub struct Faults(pub Arc<dyn Fn(FaultPoint) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Faults")
+    }
+}
+
+fn injected(faults: &Option<Faults>, point: FaultPoint) -> bool {
+    faults.as_ref().is_some_and(|f| (f.0)(point))
+}
+
+fn injected_error(point: FaultPoint) -> std::io::Error {
+    std::io::Error::other(format!("injected fault at {point:?}"))
+}
+
+/// How the SQLite store is opened.
+#[derive(Clone, Debug)]
+pub struct SqliteOptions {
+    /// How often the writer folds and syncs (`STORE_SYNC_INTERVAL`).
+    pub sync_interval: Duration,
+    /// Dead rows below which the writer does not compact.
+    pub compact_rows_min: u64,
+    /// `STORE_INIT`: make a new store where traces of one are left.
+    pub init: bool,
+    /// Steps made to fail (tests).
+    pub faults: Option<Faults>,
+}
+
+impl SqliteOptions {
+    pub fn new(sync_interval: Duration) -> SqliteOptions {
+        SqliteOptions {
+            sync_interval,
+            compact_rows_min: COMPACT_ROWS_MIN,
+            init: false,
+            faults: None,
+        }
+    }
 }
 
 /// Records on their way to SQLite: the journal frames that hold them, as written, and
@@ -125,6 +213,12 @@ impl Pending {
             *self = Pending::default();
         }
     }
+
+    /// Appends `other`'s rows after its own.
+    fn extend(&mut self, other: &Pending) {
+        self.frames.extend_from_slice(&other.frames);
+        self.keys.extend_from_slice(&other.keys);
+    }
 }
 
 /// What the core task fills and the writer takes ([`Handoff`]'s queue).
@@ -133,30 +227,99 @@ struct Queue {
     journal: journal::Writer,
     /// Written to the journal, not yet taken by the writer.
     pending: Pending,
+    /// Bytes the writer took but could not fold yet (its folds fail).
+    backlog_bytes: usize,
+    /// Since when, and why, the writer's folds fail (`None` while they succeed).
+    fold_failing: Option<(Instant, String)>,
+    /// A commit waits for room: the writer wakes the core task after its next turn.
+    core_waiting: bool,
 }
 
 type Shared = Handoff<Queue>;
 
-/// The open store: the journal, the writer thread and the process lock.
+/// The store's state as operators see it ([`Store::health`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreHealth {
+    /// Commits cannot be written: since when (seconds ago) and why.
+    pub stalled: Option<(Duration, String)>,
+    /// The writer's folds into SQLite fail: since when (seconds ago) and why.
+    pub fold_failing: Option<(Duration, String)>,
+    /// Journal bytes not folded into SQLite yet.
+    pub unfolded_bytes: usize,
+}
+
+/// Counts the store keeps for `/metrics`, shared with the writer thread.
+#[derive(Debug, Default)]
+pub struct StoreCounters {
+    /// Folds (insert and sync) that succeeded, and their CPU-and-disk time in
+    /// microseconds, summed.
+    pub folds: AtomicU64,
+    pub fold_us_total: AtomicU64,
+    /// Failures by kind.
+    pub commit_failures: AtomicU64,
+    pub fold_failures: AtomicU64,
+    pub generation_failures: AtomicU64,
+    /// The fold's duration histogram's buckets (`FOLD_SECONDS_BUCKETS`), each counting
+    /// the folds at or below its bound.
+    pub fold_seconds_buckets: [AtomicU64; FOLD_SECONDS_BUCKETS.len()],
+}
+
+/// Upper bounds of the fold duration histogram, in seconds.
+pub const FOLD_SECONDS_BUCKETS: [f64; 8] = [0.001, 0.005, 0.02, 0.05, 0.2, 1.0, 5.0, 30.0];
+
+impl StoreCounters {
+    fn folded(&self, took: Duration) {
+        self.folds.fetch_add(1, Ordering::Relaxed);
+        self.fold_us_total
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        let seconds = took.as_secs_f64();
+        for (bound, count) in FOLD_SECONDS_BUCKETS.iter().zip(&self.fold_seconds_buckets) {
+            if seconds <= *bound {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Commits that could not be written to the journal yet.
+#[derive(Debug)]
+struct Stall {
+    since: Instant,
+    why: String,
+    retry_at: Instant,
+    backoff: Duration,
+}
+
+/// The open store: the journal, the writer thread and the process's claim on the file.
 #[derive(Debug)]
 pub struct Store {
     shared: Arc<Shared>,
     writer: Option<JoinHandle<()>>,
+    /// The path the journal is named after (the store's home).
     path: PathBuf,
-    /// Held while the process runs: the exclusive lock on `PATH.lock`.
-    _lock: File,
+    /// The ticket of the last commit, and of the last one written to the journal.
+    tickets: u64,
+    durable: u64,
+    /// Commits not written to the journal yet, oldest first, with their tickets.
+    stalled: VecDeque<(u64, Vec<Record>)>,
+    stall: Option<Stall>,
+    wakes: async_channel::Receiver<()>,
+    faults: Option<Faults>,
+    counters: Arc<StoreCounters>,
+    /// Held while the process runs: the locks on the file ([`store_file::claim`]).
+    _claim: Claim,
 }
 
 impl Store {
-    /// Opens (creating it and its folder) the SQLite store at `path`, waiting for the
-    /// lock a previous process may still hold, and folds in what its journal holds.
-    /// Returns the store and every record in it, oldest first. The writer folds and
-    /// syncs every `sync_interval`.
+    /// Opens (creating it and its folder where no file is) the SQLite store at `path`,
+    /// waiting for the lock a previous process may still hold, and folds in what its
+    /// journal holds. Returns the store and every record in it, oldest first. The
+    /// writer folds and syncs every `sync_interval`.
     pub fn open_sqlite(
         path: &Path,
         sync_interval: Duration,
     ) -> Result<(Store, Vec<Record>), StoreError> {
-        Store::open_sqlite_compacting_at(path, sync_interval, COMPACT_ROWS_MIN)
+        Store::open_sqlite_with(path, SqliteOptions::new(sync_interval))
     }
 
     /// [`Store::open_sqlite`], compacting once the dead records are more than the live
@@ -166,20 +329,26 @@ impl Store {
         sync_interval: Duration,
         compact_rows_min: u64,
     ) -> Result<(Store, Vec<Record>), StoreError> {
+        let options = SqliteOptions {
+            compact_rows_min,
+            ..SqliteOptions::new(sync_interval)
+        };
+        Store::open_sqlite_with(path, options)
+    }
+
+    /// [`Store::open_sqlite`] with every option.
+    pub fn open_sqlite_with(
+        path: &Path,
+        options: SqliteOptions,
+    ) -> Result<(Store, Vec<Record>), StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| StoreError(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let lock = lock(&lock_path(path))?;
-        // Created 0600 before SQLite opens it; SQLite gives its log the same mode.
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| StoreError(format!("cannot create {}: {e}", path.display())))?;
-        let mut conn = Connection::open(path).map_err(sql("cannot open", path))?;
-        conn.busy_timeout(Duration::from_secs(10))
+        let (claim, mut conn) = store_file::claim(path, options.init)?;
+        let path = claim.home.clone();
+        let path = path.as_path();
+        conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(sql("busy timeout", path))?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
@@ -195,23 +364,12 @@ impl Store {
              PRAGMA wal_autocheckpoint=0;
              PRAGMA cache_size=-{CACHE_KIB};
              PRAGMA journal_size_limit={LOG_BYTES_KEPT};
-             CREATE TABLE IF NOT EXISTS records (
-                 seq INTEGER PRIMARY KEY,
-                 lobby INTEGER,
-                 session INTEGER,
-                 kind TEXT NOT NULL,
-                 game_no INTEGER,
-                 body TEXT NOT NULL
-             );
              DROP INDEX IF EXISTS records_lobby;
              DROP INDEX IF EXISTS records_lobby_game;
-             DROP INDEX IF EXISTS records_session;
-             CREATE TABLE IF NOT EXISTS meta (
-                 key TEXT PRIMARY KEY,
-                 value INTEGER NOT NULL
-             );"
+             DROP INDEX IF EXISTS records_session;"
         ))
         .map_err(sql("cannot set up", path))?;
+        store_file::create_tables(&conn).map_err(sql("cannot set up", path))?;
         let (next_seq, generation) = recover(&mut conn, path)?;
         let records = load(&conn, path)?;
         let mut liveness = Liveness::<RowCount>::default();
@@ -232,22 +390,29 @@ impl Store {
         let queue = Queue {
             journal,
             pending: Pending::default(),
+            backlog_bytes: 0,
+            fold_failing: None,
+            core_waiting: false,
         };
         let shared = Arc::new(Handoff::new(queue, next_seq));
+        let (wake_tx, wakes) = async_channel::bounded(1);
+        let counters = Arc::new(StoreCounters::default());
+        let mut writer = Writer {
+            conn,
+            path: path.to_path_buf(),
+            liveness,
+            compact_rows_min: options.compact_rows_min,
+            incoming: Pending::default(),
+            backlog: Pending::default(),
+            faults: options.faults.clone(),
+            counters: Arc::clone(&counters),
+            wake_core: wake_tx,
+        };
         let writer_shared = Arc::clone(&shared);
-        let writer_path = path.to_path_buf();
+        let interval = options.sync_interval;
         let writer = std::thread::Builder::new()
             .name("wizard-store".into())
-            .spawn(move || {
-                let mut writer = Writer {
-                    conn,
-                    path: writer_path,
-                    liveness,
-                    compact_rows_min,
-                    spare: Pending::default(),
-                };
-                writer.run(&writer_shared, sync_interval, generation);
-            })
+            .spawn(move || writer.run(&writer_shared, interval, generation))
             .map_err(|e| StoreError(format!("store writer thread: {e}")))?;
         info!(store = %path.display(), records = records.len(), "Store opened");
         Ok((
@@ -255,23 +420,164 @@ impl Store {
                 shared,
                 writer: Some(writer),
                 path: path.to_path_buf(),
-                _lock: lock,
+                tickets: 0,
+                durable: 0,
+                stalled: VecDeque::new(),
+                stall: None,
+                wakes,
+                faults: options.faults,
+                counters,
+                _claim: claim,
             },
             records,
         ))
     }
 
-    /// Makes `records` durable against a crash of the process: one frame appended to
-    /// the journal, on the calling thread. The writer thread inserts them into SQLite
-    /// later. Fails once the store failed (the caller must not send the frames of
-    /// these records, and should exit, to restart from what was written).
-    pub fn commit(&self, records: Vec<Record>) -> Result<(), String> {
+    /// Commits `records`: one frame appended to the journal, on the calling thread,
+    /// which makes them durable against a crash of the process; the writer thread
+    /// inserts them into SQLite later. Returns the commit's ticket: its frames may go
+    /// out once [`Store::durable_through`] reaches it. A commit the journal cannot take
+    /// now (or that comes after one) waits in memory for [`Store::retry`].
+    pub fn commit(&mut self, records: Vec<Record>) -> Result<u64, String> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(self.tickets);
         }
-        let mut guard = self
-            .shared
-            .lock_for_commit(|q| q.pending.frames.len() >= PENDING_BYTES_MAX)?;
+        self.tickets += 1;
+        let ticket = self.tickets;
+        if !self.stalled.is_empty() {
+            self.stalled.push_back((ticket, records));
+            return Ok(ticket);
+        }
+        match self.append(records) {
+            Ok(()) => self.durable = ticket,
+            Err((records, why)) => {
+                self.stalled.push_back((ticket, records));
+                self.stalled_by(why, Instant::now());
+            }
+        }
+        Ok(ticket)
+    }
+
+    /// Every ticket up to this one is in the journal.
+    pub fn durable_through(&self) -> u64 {
+        self.durable
+    }
+
+    /// When the commits waiting for the journal are tried again, if any wait.
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.stall.as_ref().map(|s| s.retry_at)
+    }
+
+    /// Tries the commits waiting for the journal again, oldest first, if their time
+    /// came (`now`) or `soon` (the writer made room). Returns whether they all went in.
+    pub fn retry(&mut self, now: Instant, soon: bool) -> bool {
+        let Some(stall) = &self.stall else {
+            return true;
+        };
+        if !soon && now < stall.retry_at {
+            return false;
+        }
+        while let Some((ticket, records)) = self.stalled.pop_front() {
+            if let Err((records, why)) = self.append(records) {
+                self.stalled.push_front((ticket, records));
+                self.stalled_by(why, now);
+                return false;
+            }
+            self.durable = ticket;
+        }
+        if let Some(stall) = self.stall.take() {
+            warn!(
+                store = %self.path.display(),
+                stalled_ms = now.saturating_duration_since(stall.since).as_millis() as u64,
+                "Store commits resumed: acknowledging again"
+            );
+        }
+        true
+    }
+
+    /// Why commits are not acknowledged now, if they are not.
+    pub fn unavailable(&self) -> Option<&str> {
+        self.stall.as_ref().map(|s| s.why.as_str())
+    }
+
+    /// The store's state for operators.
+    pub fn health(&self) -> StoreHealth {
+        let now = Instant::now();
+        let front = self.shared.lock();
+        let queue = &front.queue;
+        StoreHealth {
+            stalled: self
+                .stall
+                .as_ref()
+                .map(|s| (now.saturating_duration_since(s.since), s.why.clone())),
+            fold_failing: queue
+                .fold_failing
+                .as_ref()
+                .map(|(since, why)| (now.saturating_duration_since(*since), why.clone())),
+            unfolded_bytes: queue.pending.frames.len() + queue.backlog_bytes,
+        }
+    }
+
+    /// The counts for `/metrics`.
+    pub fn counters(&self) -> &Arc<StoreCounters> {
+        &self.counters
+    }
+
+    /// The file's path (resolved: the store's home).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Woken after a writer's turn that a waiting commit asked for.
+    pub fn wakes(&self) -> &async_channel::Receiver<()> {
+        &self.wakes
+    }
+
+    /// Notes a commit that could not be written: the first of a stall starts it (and
+    /// says so), a later one doubles its backoff.
+    fn stalled_by(&mut self, why: String, now: Instant) {
+        self.counters
+            .commit_failures
+            .fetch_add(1, Ordering::Relaxed);
+        match &mut self.stall {
+            Some(stall) => {
+                stall.backoff = (stall.backoff * 2).min(RETRY_MAX);
+                stall.retry_at = now + stall.backoff;
+                stall.why = why;
+            }
+            None => {
+                error!(
+                    store = %self.path.display(),
+                    error = %why,
+                    "Store cannot commit: acknowledging nothing new and pausing games until it can (retrying)"
+                );
+                self.stall = Some(Stall {
+                    since: now,
+                    why,
+                    retry_at: now + RETRY_FIRST,
+                    backoff: RETRY_FIRST,
+                });
+            }
+        }
+    }
+
+    /// Appends one frame of `records` to the journal, or gives them back with why not.
+    fn append(&self, records: Vec<Record>) -> Result<(), (Vec<Record>, String)> {
+        let mut guard = self.shared.lock();
+        if let Some(e) = guard.failed() {
+            let e = e.clone();
+            return Err((records, e));
+        }
+        let behind = guard.queue.pending.frames.len() + guard.queue.backlog_bytes;
+        if behind >= PENDING_BYTES_MAX {
+            guard.queue.core_waiting = true;
+            drop(guard);
+            self.shared.wake_writer();
+            return Err((
+                records,
+                format!("the store's writer is {behind} bytes behind"),
+            ));
+        }
         let front = &mut *guard;
         let queue = &mut front.queue;
         let pending = &mut queue.pending;
@@ -282,19 +588,22 @@ impl Store {
             (front.next_seq..).zip(&records),
             |record, out| record.encode_into(out),
         );
-        if let Err(e) = queue.journal.append(&pending.frames[start..]) {
+        let appended = if injected(&self.faults, FaultPoint::JournalAppend) {
+            Err(injected_error(FaultPoint::JournalAppend))
+        } else {
+            queue.journal.append(&pending.frames[start..])
+        };
+        if let Err(e) = appended {
             pending.frames.truncate(start);
             pending.keys.truncate(keys_before);
             let e = format!(
                 "cannot write {}: {e}",
                 journal::generation_path(&self.path, queue.journal.number()).display()
             );
-            error!(store = %self.path.display(), error = %e, "Store commit failed");
-            front.fail(e.clone());
-            return Err(e);
+            return Err((records, e));
         }
         front.next_seq += records.len() as u64;
-        let fold_now = front.queue.pending.frames.len() >= PENDING_FOLD_BYTES;
+        let fold_now = pending.frames.len() >= PENDING_FOLD_BYTES;
         drop(guard);
         if fold_now {
             self.shared.wake_writer();
@@ -303,45 +612,33 @@ impl Store {
     }
 
     /// Has the writer fold everything committed so far into SQLite and sync it, and
-    /// waits for that (tests, benchmarks, and whoever wants a synced file now).
+    /// waits for that (tests, benchmarks, and whoever wants a synced file now). Fails
+    /// when commits still wait for the journal, or the fold failed.
     pub fn flush(&self) -> Result<(), String> {
+        if let Some(stall) = &self.stall {
+            return Err(stall.why.clone());
+        }
         self.shared.flush()
     }
 }
 
 impl Drop for Store {
-    /// Stops the writer after one last fold and sync of everything committed.
+    /// Stops the writer after one last fold and sync of everything committed (tried a
+    /// few times; what does not fold stays in the journal for the next start).
     fn drop(&mut self) {
+        if !self.stalled.is_empty() {
+            warn!(
+                store = %self.path.display(),
+                commits = self.stalled.len(),
+                "Store stopping with commits never written: no player saw them"
+            );
+        }
         self.shared.stop();
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
         }
         debug!(store = %self.path.display(), "Store writer stopped");
     }
-}
-
-fn lock_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    PathBuf::from(name)
-}
-
-/// Takes the exclusive lock on `path`, waiting (and saying so) while another process
-/// holds it.
-fn lock(path: &Path) -> Result<File, StoreError> {
-    use rustix::fs::{FlockOperation, flock};
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| StoreError(format!("cannot create {}: {e}", path.display())))?;
-    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
-        warn!(lock = %path.display(), "Waiting for the store's lock (another server still runs on it)");
-        flock(&file, FlockOperation::LockExclusive)
-            .map_err(|e| StoreError(format!("cannot lock {}: {e}", path.display())))?;
-    }
-    Ok(file)
 }
 
 fn meta(conn: &Connection, key: &str) -> rusqlite::Result<Option<u64>> {
@@ -598,6 +895,8 @@ pub(crate) fn row_key_of(
 }
 
 /// The writer thread's own state: the SQLite connection and what it knows of the rows.
+
+/// The writer thread's own state: the SQLite connection and what it knows of the rows.
 #[derive(Debug)]
 struct Writer {
     conn: Connection,
@@ -606,65 +905,167 @@ struct Writer {
     liveness: Liveness<RowCount>,
     compact_rows_min: u64,
     /// The pending buffers the core task fills while this thread folds the others.
-    spare: Pending,
+    incoming: Pending,
+    /// The rows taken and not folded yet, oldest first: one turn's, or more while folds
+    /// fail.
+    backlog: Pending,
+    faults: Option<Faults>,
+    counters: Arc<StoreCounters>,
+    /// Wakes the core task after a turn a waiting commit asked for.
+    wake_core: async_channel::Sender<()>,
 }
 
 impl Writer {
     /// Folds what the core task wrote every `interval` (or sooner when asked), syncs,
-    /// deletes the folded journal generations, and compacts when it pays; once more
-    /// when stopped.
+    /// deletes the journal generations whose rows are all in SQLite, and compacts when
+    /// it pays; a failed fold keeps its rows and the generations and is tried again
+    /// with a backoff. Once more (a few times at most) when stopped.
     fn run(&mut self, shared: &Shared, interval: Duration, first_generation: u64) {
         // The oldest generation not yet deleted.
         let mut oldest = first_generation;
         let mut next = Instant::now() + interval;
+        let mut backoff = RETRY_FIRST;
+        let mut stop_tries = 0;
+        // Rows are inserted but not yet synced.
+        let mut unsynced = false;
         loop {
             let (folded_through, asked, stop) = self.take(shared, next);
             shared.taken();
-            next = Instant::now() + interval;
-            let taken = &self.spare;
-            // With nothing written since its last turn the file is already synced: an
-            // idle server touches the disk no more.
-            let result = if taken.keys.is_empty() {
-                Ok(())
-            } else {
-                let rows = journal::rows(&taken.frames).zip(&taken.keys);
-                let rows = rows.map(|((seq, body), key)| (seq, *key, body));
-                insert(&mut self.conn, rows, folded_through + 1)
-                    .and_then(|()| checkpoint(&self.conn))
-            };
-            if result.is_ok() {
-                for ((seq, _), key) in journal::rows(&taken.frames).zip(&taken.keys) {
-                    self.liveness.add(seq, *key);
-                }
-                while oldest <= folded_through {
-                    let file = journal::generation_path(&self.path, oldest);
-                    if let Err(e) = std::fs::remove_file(&file)
-                        && e.kind() != std::io::ErrorKind::NotFound
-                    {
-                        warn!(file = %file.display(), error = %e, "Cannot delete a folded journal generation");
+            let started = Instant::now();
+            let result = self
+                .fold(folded_through, &mut unsynced)
+                .map(|folded| {
+                    if folded {
+                        self.counters.folded(started.elapsed());
                     }
+                })
+                .map_err(|e| format!("cannot fold into {}: {e}", self.path.display()));
+            let result = result.and_then(|()| {
+                // Every row taken so far is committed and synced in SQLite, so every
+                // row of these generations is.
+                while oldest <= folded_through {
+                    self.delete_generation(oldest);
                     oldest += 1;
                 }
+                self.compact_if_it_pays()
+                    .map_err(|e| format!("cannot compact {}: {e}", self.path.display()))
+            });
+            let backlog_bytes = self.backlog.frames.len();
+            let wake_core = {
+                let mut front = shared.lock();
+                let queue = &mut front.queue;
+                queue.backlog_bytes = backlog_bytes;
+                match &result {
+                    Ok(()) => {
+                        if let Some((since, _)) = queue.fold_failing.take() {
+                            warn!(
+                                store = %self.path.display(),
+                                failing_ms = since.elapsed().as_millis() as u64,
+                                "Store folds resumed"
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        if queue.fold_failing.is_none() {
+                            error!(
+                                store = %self.path.display(),
+                                error = %e,
+                                unfolded_bytes = backlog_bytes,
+                                "Store fold failed: its rows stay in the journal, retrying"
+                            );
+                            queue.fold_failing = Some((Instant::now(), e.clone()));
+                        } else {
+                            debug!(store = %self.path.display(), error = %e, "Store fold failed again");
+                        }
+                    }
+                }
+                std::mem::take(&mut queue.core_waiting)
+            };
+            match &result {
+                Ok(()) => {
+                    backoff = RETRY_FIRST;
+                    next = Instant::now() + interval;
+                    shared.turn_done(asked, Ok(()));
+                }
+                Err(e) => {
+                    self.counters.fold_failures.fetch_add(1, Ordering::Relaxed);
+                    next = Instant::now() + backoff.min(interval.max(RETRY_FIRST));
+                    backoff = (backoff * 2).min(RETRY_MAX);
+                    shared.turn_failed_for_now(asked, e.clone());
+                }
             }
-            self.spare.clear();
-            let result = result
-                .and_then(|()| self.compact_if_it_pays())
-                .map_err(|e| {
-                    let e = format!("cannot fold into {}: {e}", self.path.display());
-                    error!(store = %self.path.display(), error = %e, "Store failed");
-                    e
-                });
-            shared.turn_done(asked, result);
+            if wake_core {
+                let _ = self.wake_core.try_send(());
+            }
             if stop {
-                break;
+                stop_tries += 1;
+                if result.is_ok() || stop_tries >= STOP_FOLD_TRIES_MAX {
+                    if result.is_err() {
+                        warn!(
+                            store = %self.path.display(),
+                            unfolded_bytes = backlog_bytes,
+                            "Store writer stopping with rows not folded: they stay in the journal for the next start"
+                        );
+                    }
+                    break;
+                }
+                std::thread::sleep(backoff);
             }
         }
     }
 
+    /// Inserts the backlog in one transaction (then it is empty, and `unsynced`
+    /// set), and syncs (then `unsynced` is clear). Returns whether it inserted
+    /// anything. On an error what was not inserted stays in the backlog, and what was
+    /// inserted but not synced is synced by a later turn: nothing is inserted twice.
+    fn fold(&mut self, folded_through: u64, unsynced: &mut bool) -> Result<bool, String> {
+        let inserted = !self.backlog.keys.is_empty();
+        if inserted {
+            if injected(&self.faults, FaultPoint::Insert) {
+                return Err(injected_error(FaultPoint::Insert).to_string());
+            }
+            let rows = journal::rows(&self.backlog.frames).zip(&self.backlog.keys);
+            let rows = rows.map(|((seq, body), key)| (seq, *key, body));
+            insert(&mut self.conn, rows, folded_through + 1).map_err(|e| e.to_string())?;
+            for ((seq, _), key) in journal::rows(&self.backlog.frames).zip(&self.backlog.keys) {
+                self.liveness.add(seq, *key);
+            }
+            self.backlog.clear();
+            *unsynced = true;
+        }
+        if !*unsynced {
+            // Nothing written since the last sync: an idle server touches the disk no
+            // more.
+            return Ok(false);
+        }
+        if injected(&self.faults, FaultPoint::Checkpoint) {
+            return Err(injected_error(FaultPoint::Checkpoint).to_string());
+        }
+        checkpoint(&self.conn).map_err(|e| e.to_string())?;
+        *unsynced = false;
+        Ok(inserted)
+    }
+
+    /// Deletes journal generation `number` (its rows are all in SQLite).
+    fn delete_generation(&self, number: u64) {
+        let file = journal::generation_path(&self.path, number);
+        let deleted = if injected(&self.faults, FaultPoint::DeleteGeneration) {
+            Err(injected_error(FaultPoint::DeleteGeneration))
+        } else {
+            std::fs::remove_file(&file)
+        };
+        // One left behind is skipped by the next start (it is below `journal_from`).
+        if let Err(e) = deleted
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            warn!(file = %file.display(), error = %e, "Cannot delete a folded journal generation");
+        }
+    }
+
     /// Waits for the writer's turn (`next`, a flush, a full buffer or the stop), then
-    /// takes the pending rows (into `self.spare`, giving the core task the empty
+    /// takes the pending rows (after the backlog, giving the core task the empty
     /// buffers) and starts a new journal generation. Returns the last generation the
-    /// rows fill, the flushes they answer and whether to stop.
+    /// rows taken so far fill, the flushes they answer and whether to stop.
     fn take(&mut self, shared: &Shared, next: Instant) -> (u64, u64, bool) {
         let mut front = shared.wait_turn(next, |q| q.pending.frames.len() >= PENDING_FOLD_BYTES);
         // Once half full, a new generation for what comes next, so that this one can
@@ -683,7 +1084,7 @@ impl Writer {
             successor = Some(self.new_generation(number, turn_bytes));
             front = shared.lock();
         }
-        std::mem::swap(&mut front.queue.pending, &mut self.spare);
+        std::mem::swap(&mut front.queue.pending, &mut self.incoming);
         let current = front.queue.journal.number();
         let mut folded_through = current - 1;
         if front.stopping() {
@@ -704,13 +1105,25 @@ impl Writer {
                     folded_through = current;
                 }
                 Some(Err(e)) => {
-                    error!(store = %self.path.display(), error = %e, "Store failed");
-                    front.fail(e);
+                    // The core task goes on filling the current one (growing it); the
+                    // next turn tries again.
+                    self.counters
+                        .generation_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    warn!(store = %self.path.display(), error = %e, "Cannot start the next journal generation; the current one goes on");
                 }
                 None => {}
             }
         }
-        (folded_through, front.flushes_asked(), front.stopping())
+        let answered = (folded_through, front.flushes_asked(), front.stopping());
+        drop(front);
+        if self.backlog.keys.is_empty() {
+            std::mem::swap(&mut self.backlog, &mut self.incoming);
+        } else {
+            self.backlog.extend(&self.incoming);
+        }
+        self.incoming.clear();
+        answered
     }
 
     /// Creates journal generation `number`, allocated for four turns of
@@ -720,7 +1133,12 @@ impl Writer {
     fn new_generation(&self, number: u64, turn_bytes: u64) -> Result<journal::Writer, String> {
         let reserved_bytes =
             (4 * turn_bytes).clamp(GENERATION_RESERVED_BYTES, GENERATION_RESERVED_BYTES_MAX);
-        let writer = journal::Writer::create(&self.path, number, reserved_bytes).map_err(|e| {
+        let created = if injected(&self.faults, FaultPoint::NewGeneration) {
+            Err(injected_error(FaultPoint::NewGeneration))
+        } else {
+            journal::Writer::create(&self.path, number, reserved_bytes)
+        };
+        let writer = created.map_err(|e| {
             format!(
                 "cannot create {}: {e}",
                 journal::generation_path(&self.path, number).display()
@@ -733,7 +1151,6 @@ impl Writer {
         }
         Ok(writer)
     }
-
     /// Deletes the dead rows once they outnumber the live ones and `compact_rows_min`:
     /// reads every row's kind and key (not its body) in order, finds the dead ones
     /// with the same fold as a restore, and deletes them in one transaction. Each
@@ -825,7 +1242,8 @@ fn insert<'a>(
 /// is durable ([`Backend::durable_through`]).
 #[derive(Debug)]
 pub enum Backend {
-    /// Durable once its journal frame is written: nothing to wait for.
+    /// Durable once its journal frame is written: at once, unless the journal cannot
+    /// take it (then once [`Store::retry`] wrote it).
     Sqlite(Store),
     /// Durable once the writer's transaction holding it committed (group commit).
     Postgres(crate::pg_store::PgStore),
@@ -833,24 +1251,24 @@ pub enum Backend {
 
 impl Backend {
     /// Commits `records` (not empty); returns the ticket that the pass's frames wait
-    /// for, or `None` when they are durable already.
-    pub fn commit(&self, records: Vec<Record>) -> Result<Option<u64>, String> {
+    /// for.
+    pub fn commit(&mut self, records: Vec<Record>) -> Result<u64, String> {
         match self {
-            Backend::Sqlite(store) => store.commit(records).map(|()| None),
-            Backend::Postgres(store) => store.commit(records).map(Some),
+            Backend::Sqlite(store) => store.commit(records),
+            Backend::Postgres(store) => store.commit(records),
         }
     }
 
     /// Every ticket up to this one is durable.
     pub fn durable_through(&self) -> u64 {
         match self {
-            Backend::Sqlite(_) => u64::MAX,
+            Backend::Sqlite(store) => store.durable_through(),
             Backend::Postgres(store) => store.durable_through(),
         }
     }
 
-    /// Why the store stopped working, once it did (the process must stop acknowledging
-    /// and exit).
+    /// Why the store stopped working for good, once it did (the process must stop
+    /// acknowledging and exit).
     pub fn failed(&self) -> Option<String> {
         match self {
             Backend::Sqlite(_) => None,
@@ -858,12 +1276,43 @@ impl Backend {
         }
     }
 
-    /// Woken when a commit became durable or the store failed (the PostgreSQL store;
-    /// the SQLite store never makes the core task wait).
-    pub fn wakes(&self) -> Option<&async_channel::Receiver<()>> {
+    /// Why commits are not acknowledged now, while the store tries again by itself.
+    pub fn unavailable(&self) -> Option<&str> {
+        match self {
+            Backend::Sqlite(store) => store.unavailable(),
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// When the store wants [`Backend::retry`] called, if it does.
+    pub fn retry_at(&self) -> Option<Instant> {
+        match self {
+            Backend::Sqlite(store) => store.retry_at(),
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// Tries waiting commits again (`soon`: woken by the store, not by the clock).
+    pub fn retry(&mut self, now: Instant, soon: bool) {
+        if let Backend::Sqlite(store) = self {
+            store.retry(now, soon);
+        }
+    }
+
+    /// How long a pass's frames may wait for the store before the process gives up
+    /// and exits, or `None` to wait as long as the store tries.
+    pub fn commit_wait_max(&self) -> Option<Duration> {
         match self {
             Backend::Sqlite(_) => None,
-            Backend::Postgres(store) => Some(store.wakes()),
+            Backend::Postgres(_) => Some(crate::core_task::COMMIT_WAIT_MAX),
+        }
+    }
+
+    /// Woken when a commit became durable, the store made room, or it failed.
+    pub fn wakes(&self) -> &async_channel::Receiver<()> {
+        match self {
+            Backend::Sqlite(store) => store.wakes(),
+            Backend::Postgres(store) => store.wakes(),
         }
     }
 }

@@ -116,6 +116,10 @@ pub struct ShellConfig {
     pub store: StoreSpec,
     /// How often the store syncs its committed records to disk.
     pub store_sync_interval_us: u64,
+    /// Whether a new store may be made where something says one was, or in an
+    /// existing file that holds no tables (`STORE_INIT`): off, a file without the
+    /// store's identity stops start-up instead of starting empty.
+    pub store_init: bool,
 }
 
 impl Default for ShellConfig {
@@ -138,6 +142,7 @@ impl Default for ShellConfig {
             executor_threads: 1,
             store: StoreSpec::Sqlite("wizard-data/wizard.db".to_string()),
             store_sync_interval_us: US_PER_SEC,
+            store_init: false,
         }
     }
 }

@@ -21,6 +21,9 @@ pub enum NotReady {
     ShuttingDown,
     /// The shell has not published the core's first figures yet.
     Starting,
+    /// The durable store cannot commit now (the shell's knowledge: the core's gauges
+    /// never say it): nothing new is acknowledged until it can.
+    Store,
 }
 
 impl NotReady {
@@ -30,6 +33,7 @@ impl NotReady {
             NotReady::MaxActiveGames => "max_active_games",
             NotReady::ShuttingDown => "shutting_down",
             NotReady::Starting => "starting",
+            NotReady::Store => "store",
         }
     }
 }

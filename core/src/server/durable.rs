@@ -7,7 +7,7 @@
 //! `state` the server sends first records its lobby if the lobby's record changed, and
 //! every move is recorded as it is applied. So nothing a player has seen can be lost.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Config;
 use crate::game::{Action, Seat};
@@ -31,7 +31,25 @@ impl std::fmt::Display for RestoreError {
     }
 }
 
+/// A lobby whose records could not be replayed at a restore: set aside (its records
+/// stay in the store, nothing of it is served) so that every other game is restored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetAside {
+    pub lobby: LobbyId,
+    pub code: String,
+    /// Why it could not be restored.
+    pub reason: String,
+    /// Its human players, told at their next `hello`.
+    pub sessions: Vec<SessionId>,
+}
+
 impl Server {
+    /// The lobbies the restore set aside, with why (empty unless a game's records
+    /// could not be replayed).
+    pub fn set_aside(&self) -> &[SetAside] {
+        &self.set_aside
+    }
+
     /// Turns records on (a durable store): from now on every change worth keeping is
     /// recorded, for [`Server::take_records`]. Without it none are kept.
     pub fn keep_records(&mut self) {
@@ -266,6 +284,7 @@ impl Server {
                 .restore(id, player_id, digest, now)
                 .map_err(|_| RestoreError(format!("session {id}: taken or over MAX_SESSIONS")))?;
         }
+        let mut lost: BTreeSet<SessionId> = BTreeSet::new();
         let mut out = Vec::new();
         for (id, (mut record, moves)) in lobbies {
             // A seat whose session is gone is played by the AI (its record was written
@@ -278,10 +297,26 @@ impl Server {
                     seat.session = None;
                 }
             }
-            server
-                .lobbies
-                .restore(&record, &moves)
-                .map_err(RestoreError)?;
+            if let Err(reason) = server.lobbies.restore(&record, &moves) {
+                // One game that cannot be replayed does not keep the others from
+                // coming back: it is set aside, its players told, its id not reused.
+                server.lobbies.reserve_id(id);
+                let sessions: Vec<SessionId> =
+                    record.seats.iter().filter_map(|s| s.session).collect();
+                for session in &sessions {
+                    if let Some(s) = server.sessions.get_mut(*session) {
+                        s.lost_lobby = Some(record.code.clone());
+                    }
+                }
+                lost.extend(&sessions);
+                server.set_aside.push(SetAside {
+                    lobby: id,
+                    code: record.code.clone(),
+                    reason,
+                    sessions,
+                });
+                continue;
+            }
             for seat in &record.seats {
                 if let Some(s) = seat.session.and_then(|s| server.sessions.get_mut(s)) {
                     s.lobby = Some(id);
@@ -298,7 +333,7 @@ impl Server {
         let ids: Vec<SessionId> = server.sessions.ids().collect();
         for session in ids {
             let seated = server.sessions.get(session).and_then(|s| s.lobby).is_some();
-            if seated {
+            if seated || lost.contains(&session) {
                 let ttl = server.config.session_ttl_us;
                 server
                     .timers

@@ -194,6 +194,16 @@ impl Server {
         if let Some(lobby) = lobby {
             self.send_history(conn, lobby, out);
         }
+        let lost = self
+            .sessions
+            .get_mut(session)
+            .and_then(|s| s.lost_lobby.take());
+        if let Some(code) = lost {
+            let message = format!(
+                "Your game in lobby {code} could not be restored after the server restarted. It is kept aside for the operator; please start a new one."
+            );
+            self.send_error(conn, ErrorCode::NotFound, &message, None, out);
+        }
         if known.is_some()
             && let Some(lobby) = lobby
         {

@@ -246,6 +246,7 @@ const OTHER: &[(&str, &str)] = &[
     ("EXECUTOR_THREADS", "3"),
     ("STORE", "sqlite:/var/lib/wizard/games.db"),
     ("STORE_SYNC_INTERVAL", "2.5"),
+    ("STORE_INIT", "1"),
     ("LOBBY_IDLE_TTL", "7"),
     ("ABANDONED_GAME_TTL", "0.5"),
     ("MAX_LOBBIES_PER_IP", "3"),
@@ -317,6 +318,7 @@ fn every_field_is_covered() {
                 executor_threads,
                 store,
                 store_sync_interval_us,
+                store_init,
             },
         allowed_origins,
         trusted_proxies,
@@ -444,6 +446,7 @@ fn every_field_is_covered() {
         wizard_core::config::StoreSpec::Sqlite("/var/lib/wizard/games.db".into())
     );
     assert_eq!(store_sync_interval_us, 2_500_000);
+    assert!(store_init);
     assert_eq!((lobby_idle_ttl_us, abandoned_game_ttl_us), (7 * S, S / 2));
     assert_eq!((lobbies_per_ip_max, games_per_ip_max), (3, 2));
     assert_eq!((reconnect_rate_per_min, reconnect_burst), (4.5, 6));

@@ -664,3 +664,44 @@ fn moves_before_their_lobbys_newest_record_are_restored() {
     );
     assert_eq!(restore(reordered).durable_views(), views);
 }
+
+/// A game whose records cannot be replayed (a move the rules refuse: a store damaged
+/// or edited by hand) is set aside, and every other game is restored: one bad game
+/// never keeps a whole store from coming back. Its lobby's id is not given again.
+#[test]
+fn a_game_that_cannot_be_replayed_is_set_aside_and_the_others_restored() {
+    let records = wizard_core::records::halfway_games(3);
+    let config = || config(&[("MAX_LOBBIES_PER_IP", "10"), ("MAX_GAMES_PER_IP", "10")]);
+    let restore = |records: Vec<Record>| {
+        Server::restore(config(), Seed::from_u64(3), wizard_core::Time::ZERO, records)
+            .expect("restores")
+    };
+    let whole = restore(records.clone());
+    assert_eq!(whole.durable_views().len(), 3);
+    assert!(whole.set_aside().is_empty(), "nothing set aside");
+    // Lobby 2's first move played twice: the second is not that seat's turn any more.
+    let first = records
+        .iter()
+        .position(|r| matches!(r, Record::Move { lobby, .. } if *lobby == LobbyId(2)))
+        .expect("a move of lobby 2");
+    let mut damaged = records.clone();
+    damaged.insert(first + 1, records[first].clone());
+    let server = restore(damaged);
+    let set_aside = server.set_aside();
+    assert_eq!(set_aside.len(), 1, "{set_aside:?}");
+    assert_eq!(set_aside[0].lobby, LobbyId(2));
+    assert!(
+        set_aside[0].reason.contains("move"),
+        "{}",
+        set_aside[0].reason
+    );
+    assert_eq!(set_aside[0].sessions.len(), 1, "its human, to be told");
+    let views = server.durable_views();
+    let kept: Vec<LobbyId> = views.iter().map(|(r, _)| r.lobby).collect();
+    assert_eq!(kept, vec![LobbyId(1), LobbyId(3)]);
+    let whole_views = whole.durable_views();
+    assert_eq!(views[0], whole_views[0], "lobby 1 as it stood");
+    assert_eq!(views[1], whole_views[2], "lobby 3 as it stood");
+    // Its human's session is kept (to be told at its next hello).
+    assert_eq!(server.gauges().sessions, 3);
+}

@@ -489,7 +489,7 @@ fn the_write_ahead_log_stays_bounded_under_steady_writes() {
     use wizard_server::store::Store;
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
-    let (store, _) = Store::open_sqlite(&path, std::time::Duration::from_millis(20)).unwrap();
+    let (mut store, _) = Store::open_sqlite(&path, std::time::Duration::from_millis(20)).unwrap();
     let wal = dir.0.join("wizard.db-wal");
     let mut wal_bytes_max = 0u64;
     let mut written = 0usize;
@@ -781,7 +781,7 @@ fn the_journal_ends_at_zeros_and_a_commit_never_writes_an_empty_frame() {
 
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
-    let (store, _) = open_store_folding_on_stop(&path);
+    let (mut store, _) = open_store_folding_on_stop(&path);
     let current = || std::fs::read(only_generation(&path).1).unwrap();
     store.commit(Vec::new()).unwrap();
     assert!(current().iter().all(|b| *b == 0), "no frame for no records");
@@ -851,7 +851,7 @@ fn opening_a_store_folds_the_journal_a_crash_left_as_far_as_it_runs_on() {
     use wizard_server::journal;
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
-    let (store, records) = open_store_folding_on_stop(&path);
+    let (mut store, records) = open_store_folding_on_stop(&path);
     assert!(records.is_empty());
     // Records 1 and 2, folded when the store closes.
     store.commit(vec![session(1), session(2)]).unwrap();
@@ -884,7 +884,7 @@ fn opening_a_store_folds_the_journal_a_crash_left_as_far_as_it_runs_on() {
         &[(9, body(9).as_str())],
     ]);
     std::fs::write(journal::generation_path(&path, left[0].0 + 10), gap).unwrap();
-    let (store, records) = open_store_folding_on_stop(&path);
+    let (mut store, records) = open_store_folding_on_stop(&path);
     assert_eq!(records, (1..=6).map(session).collect::<Vec<_>>());
     store.commit(vec![session(7)]).unwrap();
     drop(store);
@@ -917,7 +917,7 @@ fn a_fold_keeps_the_generation_until_it_is_half_full() {
     use wizard_server::store::GENERATION_ROTATE_BYTES;
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
-    let (store, _) = open_store_folding_on_stop(&path);
+    let (mut store, _) = open_store_folding_on_stop(&path);
     let only = || only_generation(&path);
     let (number, _) = only();
     store.commit(vec![session(1), session(2)]).unwrap();
@@ -964,7 +964,7 @@ fn the_store_compacts_what_a_restore_no_longer_needs() {
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
     let interval = std::time::Duration::from_secs(3600);
-    let (store, _) = Store::open_sqlite_compacting_at(&path, interval, 1000).unwrap();
+    let (mut store, _) = Store::open_sqlite_compacting_at(&path, interval, 1000).unwrap();
     for round in 0..50 {
         store
             .commit((0..100).map(|n| session(n, round)).collect())
@@ -1022,7 +1022,7 @@ fn an_open_reads_many_batches_in_order_and_names_a_damaged_row() {
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
     let interval = std::time::Duration::from_secs(3600);
-    let (store, _) = Store::open_sqlite(&path, interval).unwrap();
+    let (mut store, _) = Store::open_sqlite(&path, interval).unwrap();
     let written: Vec<Record> = (1..=count).map(record).collect();
     for chunk in written.chunks(10_000) {
         store.commit(chunk.to_vec()).unwrap();
