@@ -532,7 +532,9 @@ impl CoreTask {
 
     /// Whether commits wait for the store to come back (games pause meanwhile).
     fn store_unavailable(&self) -> bool {
-        self.store.as_ref().is_some_and(|s| s.unavailable().is_some())
+        self.store
+            .as_ref()
+            .is_some_and(|s| s.unavailable().is_some())
     }
 
     /// Publishes why the store does not acknowledge now, if it does not (`/ready`,

@@ -219,10 +219,7 @@ fn traces(real: &Path, lock_file: &File) -> Result<Option<String>, StoreError> {
         ))
     })?;
     if let Some((_, first)) = generations.first() {
-        return Ok(Some(format!(
-            "its journal is there ({})",
-            first.display()
-        )));
+        return Ok(Some(format!("its journal is there ({})", first.display())));
     }
     let mut text = String::new();
     let mut file = lock_file;
@@ -338,7 +335,8 @@ fn kind_of(conn: &Connection, empty_bytes: bool) -> rusqlite::Result<Kind> {
 
 fn write_identity(conn: &Connection, home: &Path) -> rusqlite::Result<()> {
     let mut id = [0u8; 16];
-    getrandom::fill(&mut id).map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.to_string().into()))?;
+    getrandom::fill(&mut id)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.to_string().into()))?;
     let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
     create_tables(conn)?;
     conn.execute_batch(

@@ -673,8 +673,13 @@ fn a_game_that_cannot_be_replayed_is_set_aside_and_the_others_restored() {
     let records = wizard_core::records::halfway_games(3);
     let config = || config(&[("MAX_LOBBIES_PER_IP", "10"), ("MAX_GAMES_PER_IP", "10")]);
     let restore = |records: Vec<Record>| {
-        Server::restore(config(), Seed::from_u64(3), wizard_core::Time::ZERO, records)
-            .expect("restores")
+        Server::restore(
+            config(),
+            Seed::from_u64(3),
+            wizard_core::Time::ZERO,
+            records,
+        )
+        .expect("restores")
     };
     let whole = restore(records.clone());
     assert_eq!(whole.durable_views().len(), 3);

@@ -25,4 +25,5 @@ mod proxy;
 mod routes;
 mod shards;
 mod statics;
+mod store_faults;
 mod watch;
