@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Validates the compose deployment without a Docker engine (CI runs this: .ci/run).
 #
-#  1. deploy/compose.yaml and deploy/compose.shards.yaml against the Compose JSON schema (../shared/compose-spec.json,
-#     beside the checkout) with the jsonschema library, then the semantic checks of
+#  1. deploy/compose.yaml and deploy/compose.shards.yaml against the Compose JSON schema
+#     (deploy/compose-spec/compose-spec.json, vendored with its licence: see the README
+#     there) with the jsonschema library, then the semantic checks of
 #     deploy/validate_compose.py (caps, health checks, environment vs. config.rs SETTINGS,
 #     networks, .env.example, Dockerfiles) and their self-test.
 #  2. The AI image's shell scripts: syntax, worker sizing from the CPU cap, health check.
@@ -27,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-SCHEMA="$ROOT/../shared/compose-spec.json"
+SCHEMA="$ROOT/deploy/compose-spec/compose-spec.json"
 VENV="$ROOT/target/deploy-venv"
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
@@ -40,7 +41,7 @@ fail() {
 # ------------------------------------------------------------ 1. compose.yaml
 
 say "compose.yaml: schema and semantic checks"
-[ -f "$SCHEMA" ] || fail "no Compose schema at $SCHEMA (shared/ beside the checkout)"
+[ -f "$SCHEMA" ] || fail "no Compose schema at $SCHEMA (deploy/compose-spec/README.md)"
 if ! "$VENV/bin/python" -c 'import jsonschema, yaml' 2>/dev/null; then
 	echo "installing jsonschema and PyYAML into $VENV"
 	rm -rf "$VENV"

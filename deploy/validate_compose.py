@@ -2,9 +2,9 @@
 """Checks deploy/compose.yaml without a Docker engine (run by deploy/validate.sh).
 
 1. Schema: the file, as written and after interpolation with .env.example's values and
-   with the built-in defaults, against the Compose JSON schema (../shared/compose-spec.json)
-   with the `jsonschema` library.
-2. Semantics: every service has CPU, memory and pids caps (with the seed's defaults; the
+   with the built-in defaults, against the Compose JSON schema (vendored:
+   deploy/compose-spec/compose-spec.json) with the `jsonschema` library.
+2. Semantics: every service has CPU, memory and pids caps (with the defaults of deploy/README.md's table; the
    pids cap both as pids_limit and as deploy.resources.limits.pids, which Compose v2
    requires to be equal), a
    health check and `restart: unless-stopped`; every environment variable a service sets
@@ -47,7 +47,7 @@ import yaml
 
 SERVICES = ("wizard_server", "wizard_ai", "wizard_proxy")
 
-# The seed's Layer 1 caps: (cpus, memory, pids) and the .env variables that set them.
+# The containers' caps (deploy/README.md's table of services): (cpus, memory, pids) and the .env variables that set them.
 CAPS = {
     "wizard_server": (("SERVER_CPUS", "1.0"), ("SERVER_MEMORY", "512M"), ("SERVER_PIDS", "256")),
     "wizard_ai": (("AI_CPUS", "1.0"), ("AI_MEMORY", "1G"), ("AI_PIDS", "256")),
@@ -500,7 +500,7 @@ class Checks:
         for service, caps in CAPS.items():
             for var, default in caps:
                 if active.get(var) != default:
-                    err(f".env.example: {var} should default to {default} (the seed's cap for {service})")
+                    err(f".env.example: {var} should default to {default} (the documented cap for {service}: deploy/README.md)")
         known = set(all_settings) | DEPLOY_VARS | {v for caps in CAPS.values() for v, _ in caps}
         for var in sorted(set(active) - known):
             err(f".env.example: {var} is neither a setting, a cap nor a deployment variable")

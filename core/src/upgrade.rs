@@ -66,33 +66,133 @@ impl Route<'_> {
 /// Longest asset name accepted by [`route`].
 pub const ASSET_NAME_CHARS_MAX: usize = 64;
 
-/// Routes a request line. The query string is ignored. `HEAD` is served like `GET` for
-/// the plain HTTP routes; websockets need `GET`.
+/// How [`route`] matches a path (the query string removed) against a [`RouteSpec`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathPattern {
+    /// Exactly this path.
+    Exact(&'static str),
+    /// This prefix, then one non-empty path segment: the route's parameter.
+    Segment(&'static str),
+    /// `/`, then the name of a static file (the shell knows which exist): one segment of
+    /// `[A-Za-z0-9._-]`, at most [`ASSET_NAME_CHARS_MAX`] long, not starting with a dot.
+    File,
+}
+
+impl PathPattern {
+    /// The parameter of a matching path (empty for an exact path), or `None`.
+    fn matches<'a>(&self, path: &'a str) -> Option<&'a str> {
+        match *self {
+            PathPattern::Exact(p) => (path == p).then_some(""),
+            PathPattern::Segment(prefix) => path
+                .strip_prefix(prefix)
+                .filter(|id| !id.is_empty() && !id.contains('/')),
+            PathPattern::File => path.strip_prefix('/').filter(|name| is_asset_name(name)),
+        }
+    }
+}
+
+impl std::fmt::Display for PathPattern {
+    /// `/health`, `/ws/{id}`, `/{file}`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathPattern::Exact(p) => f.write_str(p),
+            PathPattern::Segment(prefix) => write!(f, "{prefix}{{id}}"),
+            PathPattern::File => f.write_str("/{file}"),
+        }
+    }
+}
+
+/// The methods a route serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Methods {
+    /// `GET` and `HEAD` (a plain HTTP route; `HEAD` is served like `GET`).
+    Read,
+    /// `GET` only (a websocket route).
+    Get,
+}
+
+/// One route of the server.
+#[derive(Clone, Copy, Debug)]
+pub struct RouteSpec {
+    pub pattern: PathPattern,
+    pub methods: Methods,
+    /// The [`Route`] of a request that matched, from the path's parameter.
+    pub to: for<'a> fn(&'a str) -> Route<'a>,
+}
+
+/// Every route the server serves, in the order [`route`] tries them: whatever is not
+/// here is 404. Anything that routes requests in front of the server (the proxy of
+/// `deploy/Caddyfile`, its test `shell-smol/tests/it/proxy/routes.rs`) is checked
+/// against this list, so a route added here cannot be forgotten there.
+pub const ROUTES: &[RouteSpec] = &[
+    RouteSpec {
+        pattern: PathPattern::Exact("/"),
+        methods: Methods::Read,
+        to: |_| Route::Index,
+    },
+    RouteSpec {
+        pattern: PathPattern::Exact("/index.html"),
+        methods: Methods::Read,
+        to: |_| Route::Index,
+    },
+    RouteSpec {
+        pattern: PathPattern::Exact("/health"),
+        methods: Methods::Read,
+        to: |_| Route::Health,
+    },
+    RouteSpec {
+        pattern: PathPattern::Exact("/metrics"),
+        methods: Methods::Read,
+        to: |_| Route::Metrics,
+    },
+    RouteSpec {
+        pattern: PathPattern::Exact("/ready"),
+        methods: Methods::Read,
+        to: |_| Route::Ready,
+    },
+    RouteSpec {
+        pattern: PathPattern::Exact("/ws"),
+        methods: Methods::Get,
+        to: |_| Route::PlayerWs,
+    },
+    RouteSpec {
+        pattern: PathPattern::Segment("/ws/"),
+        methods: Methods::Get,
+        to: |id| Route::ShardWs(id),
+    },
+    RouteSpec {
+        pattern: PathPattern::Exact("/internal/ai"),
+        methods: Methods::Get,
+        to: |_| Route::AiWs,
+    },
+    // Last: the fixed names above are not files.
+    RouteSpec {
+        pattern: PathPattern::File,
+        methods: Methods::Read,
+        to: |name| Route::Asset(name),
+    },
+];
+
+/// Routes a request line through [`ROUTES`]: the first whose pattern matches the path
+/// decides. The query string is ignored. A method the route does not serve gets
+/// [`Route::MethodNotAllowed`], except on [`PathPattern::File`]: whether a file exists is
+/// the shell's business, so other methods get 404 there.
 pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
     let path = path.split_once('?').map_or(path, |(p, _)| p);
-    let get = method == "GET";
-    let read = get || method == "HEAD";
-    let (route, allowed) = match path {
-        "/" | "/index.html" => (Route::Index, read),
-        "/health" => (Route::Health, read),
-        "/metrics" => (Route::Metrics, read),
-        "/ready" => (Route::Ready, read),
-        "/ws" => (Route::PlayerWs, get),
-        "/internal/ai" => (Route::AiWs, get),
-        _ if path.starts_with("/ws/") => match path.strip_prefix("/ws/") {
-            Some(id) if !id.is_empty() && !id.contains('/') => (Route::ShardWs(id), get),
-            _ => return Route::NotFound,
-        },
-        // Whether an asset exists is the shell's business, so other methods get 404.
-        _ => match path.strip_prefix('/').filter(|name| is_asset_name(name)) {
-            Some(name) if read => (Route::Asset(name), true),
-            _ => return Route::NotFound,
-        },
+    let Some((spec, param)) = ROUTES
+        .iter()
+        .find_map(|spec| Some((spec, spec.pattern.matches(path)?)))
+    else {
+        return Route::NotFound;
     };
-    if allowed {
-        route
-    } else {
-        Route::MethodNotAllowed
+    let allowed = match spec.methods {
+        Methods::Read => method == "GET" || method == "HEAD",
+        Methods::Get => method == "GET",
+    };
+    match (allowed, spec.pattern) {
+        (true, _) => (spec.to)(param),
+        (false, PathPattern::File) => Route::NotFound,
+        (false, _) => Route::MethodNotAllowed,
     }
 }
 

@@ -71,13 +71,16 @@ service_state() { # <service> -> "running healthy", "exited ", ...
 	compose ps -a --format '{{.State}} {{.Health}}' "$1" 2>/dev/null | head -1 | sed 's/ *$//'
 }
 
-check_caddy() { # Caddy serves the client, forwards /health, refuses /internal/ai
+check_caddy() { # Caddy serves the client and /rules, forwards /health, refuses /internal/ai
 	local code body
 	body=$(curl -fsS --max-time 5 "$BASE_URL/health") || fail "GET /health through Caddy failed"
 	ok "GET /health through Caddy: $body"
 	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE_URL/")
 	[ "$code" = 200 ] || fail "GET / (the web client) answered $code"
 	ok "GET / (the web client): 200"
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE_URL/rules")
+	[ "$code" = 200 ] || fail "GET /rules (the rules page) through Caddy answered $code"
+	ok "GET /rules (the rules page): 200"
 	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE_URL/internal/ai")
 	[ "$code" = 403 ] || fail "GET /internal/ai through Caddy answered $code, expected 403"
 	ok "GET /internal/ai through Caddy: 403"

@@ -710,3 +710,71 @@ fn a_game_that_cannot_be_replayed_is_set_aside_and_the_others_restored() {
     // Its human's session is kept (to be told at its next hello).
     assert_eq!(server.gauges().sessions, 3);
 }
+
+/// A restart wakes every dormant game (docs/OPERATIONS.md, "Durable games"): a restored
+/// running game is not dormant, so it takes a `MAX_ACTIVE_GAMES` slot and its seats play
+/// again (AI seats, and the turn timer for its absent human), until
+/// `ABANDONED_GAME_TTL` passes from the restart with no human back.
+#[test]
+fn a_restart_wakes_a_dormant_game_until_abandoned_game_ttl() {
+    let pairs = [
+        ("MAX_ACTIVE_GAMES", "1"),
+        ("ABANDONED_GAME_TTL", "30"),
+        ("AI_MOVE_DELAY", "0.5"),
+        ("TRICK_PAUSE", "0"),
+    ];
+    let ttl_us = 30_000_000;
+    let mut d = Driver::new(config(&pairs), 11);
+    d.server.keep_records();
+    d.open(ConnId(1), "10.0.0.1");
+    d.hello(ConnId(1), None);
+    d.send_json(ConnId(1), json!({"type": "create_lobby", "name": "Ann"}));
+    d.send_json(
+        ConnId(1),
+        json!({"type": "set_options", "turn_seconds": 10}),
+    );
+    d.send_json(ConnId(1), json!({"type": "add_ai"}));
+    d.send_json(ConnId(1), json!({"type": "add_ai"}));
+    d.send_json(ConnId(1), json!({"type": "start_game"}));
+    d.close(ConnId(1));
+    let closed = d.now;
+    d.run_until(closed.plus_us(ttl_us));
+    let g = d.server.gauges();
+    assert_eq!(
+        (g.active_games, g.dormant_games),
+        (0, 1),
+        "asleep before the restart"
+    );
+
+    let restart = d.now;
+    let records = d.server.take_records();
+    let server = Server::restore(config(&pairs), Seed::from_u64(12), restart, records)
+        .expect("the records restore");
+    let mut r = Driver::new(config(&pairs), 12);
+    r.server = server;
+    r.now = restart;
+    let g = r.server.gauges();
+    assert_eq!(
+        (g.active_games, g.dormant_games),
+        (1, 0),
+        "awake after the restart"
+    );
+    assert!(
+        !r.server.accepting_games(),
+        "the woken game holds the only MAX_ACTIVE_GAMES slot"
+    );
+    r.run_until(restart.plus_us(ttl_us - 100_000));
+    assert!(
+        r.server.counters().moves.total() > 0,
+        "the woken game's seats do not play"
+    );
+    assert_eq!(r.server.gauges().dormant_games, 0);
+    r.run_until(restart.plus_us(ttl_us));
+    let g = r.server.gauges();
+    assert_eq!(
+        (g.active_games, g.dormant_games),
+        (0, 1),
+        "asleep again ABANDONED_GAME_TTL after the restart"
+    );
+    r.server.check_absent().expect("bookkeeping");
+}

@@ -5,7 +5,8 @@ use std::net::IpAddr;
 use wizard_core::config::Config;
 use wizard_core::io::ConnKind;
 use wizard_core::upgrade::{
-    Reject, Route, UpgradeRequest, check_upgrade, client_ip, is_websocket_key, route,
+    Methods, PathPattern, ROUTES, Reject, Route, UpgradeRequest, check_upgrade, client_ip,
+    is_websocket_key, route,
 };
 
 fn ip(text: &str) -> IpAddr {
@@ -61,6 +62,51 @@ fn routes() {
     }
     let long = format!("/{}", "a".repeat(65));
     assert_eq!(route("GET", &long), Route::NotFound);
+}
+
+/// The route table, pinned: a route added or removed must also change the pages that
+/// list them (`docs/OPERATIONS.md`, "Running it"; `docs/PROTOCOL.md`) and the proxy in
+/// front (`deploy/Caddyfile`, whose test `shell-smol/tests/it/proxy/routes.rs` takes
+/// its list from `ROUTES`). Each entry is reached by a path it matches, and only with
+/// its methods.
+#[test]
+fn the_route_table() {
+    let listed: Vec<String> = ROUTES.iter().map(|r| r.pattern.to_string()).collect();
+    assert_eq!(
+        listed,
+        [
+            "/",
+            "/index.html",
+            "/health",
+            "/metrics",
+            "/ready",
+            "/ws",
+            "/ws/{id}",
+            "/internal/ai",
+            "/{file}"
+        ],
+        "the routes changed: update the docs and this list"
+    );
+    for spec in ROUTES {
+        let (path, param) = match spec.pattern {
+            PathPattern::Exact(p) => (p.to_owned(), ""),
+            PathPattern::Segment(prefix) => (format!("{prefix}A"), "A"),
+            PathPattern::File => ("/some-file.js".to_owned(), "some-file.js"),
+        };
+        let want = (spec.to)(param);
+        assert_ne!(want, Route::NotFound, "{}", spec.pattern);
+        assert_eq!(route("GET", &path), want, "GET {path}");
+        let head = match (spec.methods, spec.pattern) {
+            (Methods::Read, _) => want,
+            (Methods::Get, _) => Route::MethodNotAllowed,
+        };
+        assert_eq!(route("HEAD", &path), head, "HEAD {path}");
+        let post = match spec.pattern {
+            PathPattern::File => Route::NotFound,
+            _ => Route::MethodNotAllowed,
+        };
+        assert_eq!(route("POST", &path), post, "POST {path}");
+    }
 }
 
 /// A valid websocket handshake to `path` from `peer` with extra headers.

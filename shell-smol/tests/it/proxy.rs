@@ -4,6 +4,8 @@
 //! the per-IP limits counting the client address that Caddy forwards only when the proxy
 //! is in `TRUSTED_PROXIES`.
 //!
+//! Every route of the server through the proxy, against its direct answer: `routes`.
+//!
 //! Needs `caddy` on the PATH (or `CADDY`); without it each test says so and passes,
 //! unless `WIZARD_REQUIRE_CADDY=1` (set by `deploy/validate.sh`, which installs Caddy).
 
@@ -17,6 +19,8 @@ use async_tungstenite::tungstenite::client::IntoClientRequest;
 use async_tungstenite::tungstenite::http::HeaderValue;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
+
+mod routes;
 
 use crate::client::{
     Client, Player, View, bounded, close_code, local, my_move, next_text, parse_response, tcp_from,
