@@ -286,7 +286,7 @@ mod tests {
     }
 
     #[test]
-    fn a_taken_name_rules_out_at_most_two_candidates() {
+    fn each_key_of_a_taken_name_rules_out_a_candidate() {
         // "Ian (2)" is taken by its letters, "lan (3)" by its looks.
         let taken = ["Ian", "ian (2)", "lan (3)"];
         assert_eq!(unique(taken, "Ian"), "Ian (4)");
