@@ -227,7 +227,7 @@ pub fn same(a: &str, b: &str) -> bool {
 /// no chat line of two of them, can be told apart only by their ids.
 pub fn unique<'a>(taken: impl IntoIterator<Item = &'a str>, wanted: &str) -> String {
     // Sets: a lobby may have many spectators (`MAX_SPECTATORS`), and up to two
-    // candidates per name are tried.
+    // candidates per taken name are tried.
     let mut sets: [BTreeSet<String>; 2] = Default::default();
     let mut count = 0;
     for name in taken {
