@@ -14,47 +14,11 @@ use std::collections::VecDeque;
 
 use crate::session::SessionId;
 
-/// Longest chat line, in characters (not bytes) after trimming.
+/// Longest chat line, in characters (not bytes) after cleaning
+/// ([`crate::names::clean_text`]).
 pub const CHAT_CHARS_MAX: usize = 200;
 /// Lines of chat a lobby keeps and sends to whoever joins or spectates.
 pub const CHAT_HISTORY_LINES_MAX: usize = 50;
-
-/// Why a chat text was refused (the client's fault).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChatTextError {
-    /// Nothing but white space.
-    Empty,
-    /// More than [`CHAT_CHARS_MAX`] characters after trimming.
-    TooLong,
-    /// A control character (newline, tab, escape, ...): a line is one line of text.
-    Control,
-}
-
-impl ChatTextError {
-    /// The text for the `error` message.
-    pub fn message(self) -> &'static str {
-        match self {
-            ChatTextError::Empty => "Write something first.",
-            ChatTextError::TooLong => "Chat messages are at most 200 characters.",
-            ChatTextError::Control => "Chat messages may not contain control characters.",
-        }
-    }
-}
-
-/// The trimmed chat text, if it is 1..=[`CHAT_CHARS_MAX`] characters of one line.
-pub fn clean_chat(raw: &str) -> Result<&str, ChatTextError> {
-    let text = raw.trim();
-    if text.is_empty() {
-        return Err(ChatTextError::Empty);
-    }
-    if text.chars().count() > CHAT_CHARS_MAX {
-        return Err(ChatTextError::TooLong);
-    }
-    if text.chars().any(char::is_control) {
-        return Err(ChatTextError::Control);
-    }
-    Ok(text)
-}
 
 /// One spectator: its session and the name shown in `lobby.spectators`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -349,7 +349,7 @@ impl LobbyError {
 
 /// Cleans and checks a player name ([`crate::names::clean`]).
 pub fn clean_name(raw: &str) -> Result<String, LobbyError> {
-    crate::names::clean(raw).map_err(|e| LobbyError::Invalid(e.message()))
+    crate::names::clean(raw).map_err(|e| LobbyError::Invalid(e.name_message()))
 }
 
 /// What one address is charged for.

@@ -6,7 +6,7 @@
 //! when its connection closes or is replaced, and when the lobby is deleted (then it
 //! gets an empty `state`). Nothing of an audience is recorded for a durable store.
 
-use crate::audience::{Audience, clean_chat};
+use crate::audience::{Audience, CHAT_CHARS_MAX};
 use crate::io::{ConnId, Output};
 use crate::lobby::{LobbyError, clean_name};
 use crate::overload::limiter::{Rate, TokenBucket};
@@ -160,7 +160,8 @@ impl Server {
         text: &str,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
-        let text = clean_chat(text).map_err(|e| LobbyError::Invalid(e.message()))?;
+        let text = crate::names::clean_text(text, CHAT_CHARS_MAX)
+            .map_err(|e| LobbyError::Invalid(e.chat_message()))?;
         let (lobby, from, name) = self.chat_sender(session)?;
         let per_min = u64::from(self.config.chat_rate_per_min.max(1));
         let Some(s) = self.sessions.get_mut(session) else {
@@ -183,7 +184,7 @@ impl Server {
         let frame = wire::encode(&ServerMessage::Chat {
             from,
             name,
-            text: text.to_string(),
+            text,
             at_ms: now.as_micros() / US_PER_MS,
         });
         for to in self.lobby_conns(lobby) {

@@ -16,6 +16,7 @@ mod golden;
 mod keepalive;
 mod levels;
 mod limits;
+mod names;
 mod outqueue;
 mod probe;
 mod reply_wait;

@@ -288,14 +288,16 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
         Op::Advance { ms } => d.advance_ms(u64::from(ms)),
         Op::Spectate { conn, code } => {
             if let (Some(c), Some(lobby)) = (conn_of(w, conn), pick(&w.codes, code)) {
-                // A name another player has or may take when they join ("P3" and "p3"
-                // are the same name), or the first AI seat's: the server must name
+                // A name another player has or may take when they join ("P3", "p3" and
+                // "P3" behind a braille blank are the same name), or one like the first
+                // AI seat's ("merlin", "MerIin" with a capital I): the server must name
                 // everyone in the lobby apart (check_names_apart).
                 let other = conn_of(w, conn.wrapping_add(code).wrapping_add(1)).unwrap_or(c);
-                let name = if c.0 % 3 == 1 {
-                    "merlin".to_string()
-                } else {
-                    format!("p{}", other.0)
+                let name = match c.0 % 4 {
+                    1 => "merlin".to_string(),
+                    2 => "MerIin".to_string(),
+                    3 => format!("\u{2800}P{}", other.0),
+                    _ => format!("p{}", other.0),
                 };
                 d.send_json(c, json!({"type": "spectate", "code": lobby, "name": name}));
                 prop_assert!(!d.last_errors(c).contains(&"busy".to_string()));
@@ -454,10 +456,12 @@ fn check_names_apart(lobby: &Value) -> Result<(), TestCaseError> {
             .flatten()
             .filter_map(Value::as_str),
     );
-    let mut keys: BTreeMap<String, &str> = BTreeMap::new();
+    let mut keys: [BTreeMap<String, &str>; 2] = Default::default();
     for name in names {
-        if let Some(other) = keys.insert(wizard_core::names::key(name), name) {
-            prop_assert!(false, "{:?} and {:?} look alike in {}", other, name, lobby);
+        for (seen, key) in keys.iter_mut().zip(wizard_core::names::keys(name)) {
+            if let Some(other) = seen.insert(key, name) {
+                prop_assert!(false, "{:?} and {:?} look alike in {}", other, name, lobby);
+            }
         }
     }
     Ok(())
