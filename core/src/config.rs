@@ -119,6 +119,7 @@ pub const SETTINGS: &[Setting] = &[
     server("EXECUTOR_THREADS", "1", "threads that run the server's tasks (0 = one per whole core of the CPU quota, at most the CPUs the process may use)"),
     // Durable games (PROTOCOL.md 6.1).
     server("STORE", "sqlite:wizard-data/wizard.db", "where games are kept: memory, sqlite:PATH (created with its folder), or postgres://USER[:PASS]@HOST:PORT/DB (also postgresql://; shared by a shard's standby)"),
+    server("STORE_BUSY_TIMEOUT", "10", "seconds the SQLite store's writer waits for a lock another process holds on the file (a backup tool, an operator's sqlite3) before that fold fails; it is tried again, and players go on meanwhile"),
     server("STORE_INIT", "0", "1: make a new, empty SQLite store even where an empty or table-less file, a journal or a lock says a store was (recovery after a lost file; remove it again after the start)"),
     server("STORE_SYNC_INTERVAL", "1", "seconds between the store writer's turns: folding the journal into SQLite and syncing it to disk (about what a power loss can take)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
@@ -358,6 +359,7 @@ impl Config {
                 }
                 "STORE_SYNC_INTERVAL" => c.shell.store_sync_interval_us = v.duration_us(1000)?,
                 "STORE_INIT" => c.shell.store_init = v.flag()?,
+                "STORE_BUSY_TIMEOUT" => c.shell.store_busy_timeout_us = v.duration_us(1000)?,
                 "LOBBY_IDLE_TTL" => c.lobby_idle_ttl_us = v.duration_us(1)?,
                 "ABANDONED_GAME_TTL" => c.abandoned_game_ttl_us = v.duration_us(1)?,
                 "MAX_LOBBIES_PER_IP" => c.lobbies_per_ip_max = v.count(1)?,

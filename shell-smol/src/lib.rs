@@ -34,6 +34,7 @@ pub mod process;
 pub mod snapshot;
 pub mod store;
 pub mod store_file;
+pub mod store_metrics;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -231,6 +232,13 @@ async fn serve(
         .transpose()
         .map_err(RunError::EmbeddedAi)?;
     let stats = Arc::new(ShellStats::default());
+    if let Some(store::Backend::Sqlite(sqlite)) = &store {
+        let _ = stats.store.set(store_metrics::StoreSource {
+            counters: Arc::clone(sqlite.counters()),
+            path: sqlite.path().to_path_buf(),
+            games_set_aside: server.set_aside().len() as u64,
+        });
+    }
     let gate = Arc::new(Gate::new(&config, clock));
     let published = Arc::new(Published::new(&server, &stats.core));
     let interval = Duration::from_micros(config.load_sample_interval_us);
@@ -287,9 +295,15 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
             });
         }
         StoreSpec::Sqlite(path) => {
-            let interval = Duration::from_micros(config.shell.store_sync_interval_us);
-            let (store, records) =
-                store::Store::open_sqlite(std::path::Path::new(path), interval).map_err(failed)?;
+            let options = store::SqliteOptions {
+                init: config.shell.store_init,
+                busy_timeout: Duration::from_micros(config.shell.store_busy_timeout_us),
+                ..store::SqliteOptions::new(Duration::from_micros(
+                    config.shell.store_sync_interval_us,
+                ))
+            };
+            let (store, records) = store::Store::open_sqlite_with(std::path::Path::new(path), options)
+                .map_err(failed)?;
             (store::Backend::Sqlite(store), records)
         }
         StoreSpec::Postgres(url) => {

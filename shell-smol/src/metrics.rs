@@ -64,6 +64,8 @@ pub struct ShellStats {
     pub core_wakeups: AtomicU64,
     /// The core task's time per input and inputs per pass.
     pub core: CoreHistograms,
+    /// The SQLite store's counts and file, once it is open.
+    pub store: std::sync::OnceLock<crate::store_metrics::StoreSource>,
 }
 
 /// A histogram family's constructor.
@@ -140,6 +142,7 @@ pub struct Metrics {
     families: Vec<(&'static str, Family<Labels, Counter>)>,
     gauges: Vec<(&'static str, Gauge)>,
     ratios: Vec<(&'static str, Gauge<f64, std::sync::atomic::AtomicU64>)>,
+    store: crate::store_metrics::StoreMetrics,
 }
 
 const COUNTERS: &[(&str, &str)] = &[
@@ -352,6 +355,7 @@ impl Metrics {
             "the running build: its version and the commit it was built from",
             Info::new(vec![("version", VERSION), ("commit", COMMIT)]),
         );
+        let store = crate::store_metrics::StoreMetrics::register(registry);
         let counters = COUNTERS
             .iter()
             .map(|(name, help)| {
@@ -391,6 +395,7 @@ impl Metrics {
             families,
             gauges,
             ratios,
+            store,
         }
     }
 
@@ -401,6 +406,7 @@ impl Metrics {
         g: &Gauges,
         shell: &ShellStats,
         tcp_open: usize,
+        store_unavailable: bool,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let absolute: [(&str, u64); 31] = [
@@ -507,6 +513,8 @@ impl Metrics {
             }
         }
         self.process.update();
+        self.store
+            .update(&mut self.registry, shell.store.get(), store_unavailable);
         let mut text = String::with_capacity(4096);
         if encode(&mut text, &self.registry).is_err() {
             // Writing to a String cannot fail; keep the exposition well-formed anyway.

@@ -120,6 +120,13 @@ impl Published {
     /// The `/metrics` body from the latest snapshot and the shell's live counters.
     pub fn render_metrics(&self, shell: &ShellStats, tcp_open: usize) -> String {
         let snapshot = self.load();
-        lock(&self.metrics).render(&snapshot.counters, &snapshot.gauges, shell, tcp_open)
+        let store_unavailable = self.store_down.load(Ordering::Relaxed);
+        lock(&self.metrics).render(
+            &snapshot.counters,
+            &snapshot.gauges,
+            shell,
+            tcp_open,
+            store_unavailable,
+        )
     }
 }

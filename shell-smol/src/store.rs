@@ -62,11 +62,12 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use rusqlite::{Connection, OptionalExtension, params};
 use tracing::{debug, error, info, warn};
 use wizard_core::records::Record;
@@ -84,9 +85,6 @@ pub const COMPACT_ROWS_MIN: u64 = 100_000;
 /// The writer connection's page cache, at most (SQLite's default, 2 MiB, made a fold
 /// read index pages back from the kernel and spill dirty pages before its commit).
 const CACHE_KIB: u64 = 32 * 1024;
-/// How long one SQLite statement waits for a lock another connection holds before it
-/// fails (and the fold is tried again later).
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Journal bytes waiting for the writer at which it folds without waiting for its
 /// interval.
 pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
@@ -177,6 +175,9 @@ pub struct SqliteOptions {
     pub compact_rows_min: u64,
     /// `STORE_INIT`: make a new store where traces of one are left.
     pub init: bool,
+    /// `STORE_BUSY_TIMEOUT`: how long a statement waits for a lock another process
+    /// holds before it fails (and the fold is tried again later).
+    pub busy_timeout: Duration,
     /// Steps made to fail (tests).
     pub faults: Option<Faults>,
 }
@@ -187,6 +188,7 @@ impl SqliteOptions {
             sync_interval,
             compact_rows_min: COMPACT_ROWS_MIN,
             init: false,
+            busy_timeout: Duration::from_secs(10),
             faults: None,
         }
     }
@@ -248,36 +250,40 @@ pub struct StoreHealth {
     pub unfolded_bytes: usize,
 }
 
-/// Counts the store keeps for `/metrics`, shared with the writer thread.
-#[derive(Debug, Default)]
+/// Counts the store keeps for `/metrics`, shared with the writer thread
+/// ([`crate::store_metrics`]).
+#[derive(Debug)]
 pub struct StoreCounters {
-    /// Folds (insert and sync) that succeeded, and their CPU-and-disk time in
-    /// microseconds, summed.
-    pub folds: AtomicU64,
-    pub fold_us_total: AtomicU64,
-    /// Failures by kind.
+    /// Failures by kind: a commit the journal could not take, a fold (insert, sync or
+    /// compaction) that failed, a journal generation that could not be made.
     pub commit_failures: AtomicU64,
     pub fold_failures: AtomicU64,
     pub generation_failures: AtomicU64,
-    /// The fold's duration histogram's buckets (`FOLD_SECONDS_BUCKETS`), each counting
-    /// the folds at or below its bound.
-    pub fold_seconds_buckets: [AtomicU64; FOLD_SECONDS_BUCKETS.len()],
+    /// How long each fold (the insert of a turn's rows and the sync) took.
+    pub fold_seconds: Histogram,
+    /// Whether the writer's last fold failed.
+    pub fold_failing: AtomicBool,
+    /// Journal bytes the writer took and could not fold yet.
+    pub unfolded_bytes: AtomicU64,
 }
 
-/// Upper bounds of the fold duration histogram, in seconds.
-pub const FOLD_SECONDS_BUCKETS: [f64; 8] = [0.001, 0.005, 0.02, 0.05, 0.2, 1.0, 5.0, 30.0];
+impl Default for StoreCounters {
+    fn default() -> StoreCounters {
+        StoreCounters {
+            commit_failures: AtomicU64::new(0),
+            fold_failures: AtomicU64::new(0),
+            generation_failures: AtomicU64::new(0),
+            // 0.5 ms to about 33 s.
+            fold_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 17)),
+            fold_failing: AtomicBool::new(false),
+            unfolded_bytes: AtomicU64::new(0),
+        }
+    }
+}
 
 impl StoreCounters {
     fn folded(&self, took: Duration) {
-        self.folds.fetch_add(1, Ordering::Relaxed);
-        self.fold_us_total
-            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
-        let seconds = took.as_secs_f64();
-        for (bound, count) in FOLD_SECONDS_BUCKETS.iter().zip(&self.fold_seconds_buckets) {
-            if seconds <= *bound {
-                count.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.fold_seconds.observe(took.as_secs_f64());
     }
 }
 
@@ -348,7 +354,7 @@ impl Store {
         let (claim, mut conn) = store_file::claim(path, options.init)?;
         let path = claim.home.clone();
         let path = path.as_path();
-        conn.busy_timeout(BUSY_TIMEOUT)
+        conn.busy_timeout(options.busy_timeout)
             .map_err(sql("busy timeout", path))?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
@@ -951,6 +957,12 @@ impl Writer {
                     .map_err(|e| format!("cannot compact {}: {e}", self.path.display()))
             });
             let backlog_bytes = self.backlog.frames.len();
+            self.counters
+                .unfolded_bytes
+                .store(backlog_bytes as u64, Ordering::Relaxed);
+            self.counters
+                .fold_failing
+                .store(result.is_err(), Ordering::Relaxed);
             let wake_core = {
                 let mut front = shared.lock();
                 let queue = &mut front.queue;

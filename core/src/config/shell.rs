@@ -120,6 +120,9 @@ pub struct ShellConfig {
     /// existing file that holds no tables (`STORE_INIT`): off, a file without the
     /// store's identity stops start-up instead of starting empty.
     pub store_init: bool,
+    /// How long one SQLite statement of the store's writer waits for a lock another
+    /// process holds on the file before the fold fails and is tried again.
+    pub store_busy_timeout_us: u64,
 }
 
 impl Default for ShellConfig {
@@ -143,6 +146,7 @@ impl Default for ShellConfig {
             store: StoreSpec::Sqlite("wizard-data/wizard.db".to_string()),
             store_sync_interval_us: US_PER_SEC,
             store_init: false,
+            store_busy_timeout_us: 10 * US_PER_SEC,
         }
     }
 }

@@ -247,6 +247,7 @@ const OTHER: &[(&str, &str)] = &[
     ("STORE", "sqlite:/var/lib/wizard/games.db"),
     ("STORE_SYNC_INTERVAL", "2.5"),
     ("STORE_INIT", "1"),
+    ("STORE_BUSY_TIMEOUT", "1.5"),
     ("LOBBY_IDLE_TTL", "7"),
     ("ABANDONED_GAME_TTL", "0.5"),
     ("MAX_LOBBIES_PER_IP", "3"),
@@ -319,6 +320,7 @@ fn every_field_is_covered() {
                 store,
                 store_sync_interval_us,
                 store_init,
+                store_busy_timeout_us,
             },
         allowed_origins,
         trusted_proxies,
@@ -447,6 +449,7 @@ fn every_field_is_covered() {
     );
     assert_eq!(store_sync_interval_us, 2_500_000);
     assert!(store_init);
+    assert_eq!(store_busy_timeout_us, 1_500_000);
     assert_eq!((lobby_idle_ttl_us, abandoned_game_ttl_us), (7 * S, S / 2));
     assert_eq!((lobbies_per_ip_max, games_per_ip_max), (3, 2));
     assert_eq!((reconnect_rate_per_min, reconnect_burst), (4.5, 6));
