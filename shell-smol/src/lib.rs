@@ -302,8 +302,9 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
                     config.shell.store_sync_interval_us,
                 ))
             };
-            let (store, records) = store::Store::open_sqlite_with(std::path::Path::new(path), options)
-                .map_err(failed)?;
+            let (store, records) =
+                store::Store::open_sqlite_with(std::path::Path::new(path), options)
+                    .map_err(failed)?;
             (store::Backend::Sqlite(store), records)
         }
         StoreSpec::Postgres(url) => {

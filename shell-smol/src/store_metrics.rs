@@ -104,12 +104,7 @@ impl StoreMetrics {
 
     /// Copies the store's figures in (`unavailable`: commits are not acknowledged now);
     /// `root`: the registry whose `wizard` prefix the fold's histogram joins once.
-    pub fn update(
-        &mut self,
-        root: &mut Registry,
-        source: Option<&StoreSource>,
-        unavailable: bool,
-    ) {
+    pub fn update(&mut self, root: &mut Registry, source: Option<&StoreSource>, unavailable: bool) {
         let Some(source) = source else {
             return;
         };

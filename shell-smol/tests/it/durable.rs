@@ -200,7 +200,7 @@ impl Process {
     }
 
     /// SIGTERM, without waiting for the exit.
-    fn term(&self) {
+    pub(super) fn term(&self) {
         let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     }
@@ -212,7 +212,7 @@ impl Process {
     }
 
     /// SIGTERM, then waits for the exit.
-    fn stop(mut self) -> std::process::ExitStatus {
+    pub(super) fn stop(mut self) -> std::process::ExitStatus {
         let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
         self.child.wait().unwrap()

@@ -25,5 +25,6 @@ mod proxy;
 mod routes;
 mod shards;
 mod statics;
+mod store_disk;
 mod store_faults;
 mod watch;
