@@ -135,6 +135,7 @@ promtool_args=()
 if [ -n "$promtool" ]; then
 	"$promtool" --version 2>&1 | head -n 1
 	"$promtool" check rules deploy/prometheus/alerts.yml
+	"$promtool" test rules deploy/prometheus/alerts_test.yml
 	"$promtool" check config deploy/prometheus/prometheus.yml
 	promtool_args=(--promtool "$promtool")
 else

@@ -901,8 +901,6 @@ pub(crate) fn row_key_of(
 }
 
 /// The writer thread's own state: the SQLite connection and what it knows of the rows.
-
-/// The writer thread's own state: the SQLite connection and what it knows of the rows.
 #[derive(Debug)]
 struct Writer {
     conn: Connection,

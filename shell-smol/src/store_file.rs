@@ -223,13 +223,14 @@ fn traces(real: &Path, lock_file: &File) -> Result<Option<String>, StoreError> {
     }
     let mut text = String::new();
     let mut file = lock_file;
-    if file.rewind().is_ok() && file.read_to_string(&mut text).is_ok() {
-        if let Some(id) = text.lines().find_map(|l| l.strip_prefix("store_id=")) {
-            return Ok(Some(format!(
-                "its lock file {} names store {id}",
-                lock_path(real).display()
-            )));
-        }
+    if file.rewind().is_ok()
+        && file.read_to_string(&mut text).is_ok()
+        && let Some(id) = text.lines().find_map(|l| l.strip_prefix("store_id="))
+    {
+        return Ok(Some(format!(
+            "its lock file {} names store {id}",
+            lock_path(real).display()
+        )));
     }
     Ok(None)
 }
