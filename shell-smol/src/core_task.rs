@@ -795,8 +795,9 @@ pub fn log_note(note: &Note, logs: &mut LogLimiter, now_us: u64) {
             warn!(conn = conn.0, pending, "AI service disconnected")
         }
         Note::ShutdownStarted => info!("Shutdown started"),
-        Note::GameStarted { lobby, players } => debug!(lobby = lobby.0, players, "Game started"),
-        Note::GameFinished { lobby } => debug!(lobby = lobby.0, "Game finished"),
+        // One line per game at each end: a server's games can be followed in its log.
+        Note::GameStarted { lobby, players } => info!(lobby = lobby.0, players, "Game started"),
+        Note::GameFinished { lobby } => info!(lobby = lobby.0, "Game finished"),
         Note::MoveApplied { lobby, seat, by } => {
             let by = match by {
                 MoveSource::Human => "human",
