@@ -49,8 +49,9 @@ pub const CLOSE_DRAIN: Duration = Duration::from_secs(2);
 /// store catches up.
 pub const HELD_FRAMES_MAX: usize = 65_536;
 pub const HELD_BYTES_MAX: usize = 32 * 1024 * 1024;
-/// A commit not durable after this long means the store is gone: the process stops
-/// acknowledging and exits.
+/// After a shutdown, how long the last passes' frames may wait for their commits
+/// before the process exits without them (what they show is not in the store; what
+/// was acknowledged is).
 pub const COMMIT_WAIT_MAX: Duration = Duration::from_secs(10);
 
 /// The core task's view of the clock: [`Time`] is microseconds since `start`.
@@ -170,7 +171,6 @@ struct Held {
     outputs: Vec<Output>,
     frames: usize,
     bytes: usize,
-    since: Instant,
 }
 
 /// The encoding buffer of the direct writes keeps at most this capacity between passes.
@@ -287,11 +287,9 @@ impl CoreTask {
                 (Some(d), Some(h)) => Some(d.min(h)),
                 (d, h) => d.or(h),
             };
-            // A commit that takes too long counts as a lost store (below), where the
-            // store has such a bound; a store that retries by itself says when.
-            let commit_due = self.commit_due(&st);
+            // A store that retries by itself says when.
             let retry_at = self.store.as_ref().and_then(|s| s.retry_at());
-            let deadline = [deadline, commit_due, retry_at].into_iter().flatten().min();
+            let deadline = [deadline, retry_at].into_iter().flatten().min();
             timer.set(deadline);
             // With too much held, or while the store cannot commit, nothing new is
             // taken until the store catches up: running games pause.
@@ -321,9 +319,6 @@ impl CoreTask {
                     }
                 }
                 Wake::Deadline => {
-                    if let Some(why) = self.commit_overdue(&st) {
-                        return Err(self.store_lost(why));
-                    }
                     if let Some(store) = self.store.as_mut() {
                         store.retry(Instant::now(), false);
                     }
@@ -473,7 +468,6 @@ impl CoreTask {
             outputs,
             frames,
             bytes,
-            since: Instant::now(),
         });
     }
 
@@ -517,19 +511,6 @@ impl CoreTask {
         store.or(timer).or(shutdown).await
     }
 
-    /// When the oldest held pass counts as a lost store, where the store has such a
-    /// bound (PostgreSQL: [`COMMIT_WAIT_MAX`]).
-    fn commit_due(&self, st: &State) -> Option<Instant> {
-        let wait_max = self.store.as_ref()?.commit_wait_max()?;
-        st.held.front().map(|h| h.since + wait_max)
-    }
-
-    /// Why the store counts as lost now, if the oldest held pass waited too long.
-    fn commit_overdue(&self, st: &State) -> Option<String> {
-        let due = self.commit_due(st)?;
-        (Instant::now() >= due).then(|| format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs()))
-    }
-
     /// Whether commits wait for the store to come back (games pause meanwhile).
     fn store_unavailable(&self) -> bool {
         self.store
@@ -541,7 +522,8 @@ impl CoreTask {
     /// `/metrics`).
     fn publish_store(&self) {
         if let Some(store) = &self.store {
-            self.published.set_store_unavailable(store.unavailable());
+            self.published
+                .set_store_unavailable(store.unavailable().as_deref());
         }
     }
 

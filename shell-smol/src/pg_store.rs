@@ -32,12 +32,17 @@
 //!   over that connection. A second process for the same shard (a standby) tries the
 //!   lock every [`LOCK_RETRY_INTERVAL`] and only then restores and serves; it says
 //!   so in the log when it starts waiting and every [`WAIT_LOG_INTERVAL`].
-//! - **Fencing.** A commit or an ownership check ([`OWNER_CHECK_INTERVAL`], when idle)
-//!   that fails means the connection, and with it the lock, may be gone: the store
-//!   fails for good, never reconnects (a new connection would not hold the lock), and
-//!   wakes the core task, which drops every held frame and exits non-zero. As a lost
-//!   session cannot commit, a process that lost the lock cannot acknowledge anything,
-//!   whatever it still believes.
+//! - **Fencing, and trying again.** A commit or an ownership check
+//!   ([`OWNER_CHECK_INTERVAL`], when idle) that fails keeps its rows and is tried again
+//!   with a backoff, the core task holding the frames they cover and pausing games
+//!   meanwhile ([`PgStore::unavailable`]). A connection still sound that still holds
+//!   the shard's lock commits again as it is; a lost one is made anew and takes the
+//!   lock again without waiting, and the rows a commit whose answer was lost did write
+//!   are found by their sequence numbers. If another process took the lock meanwhile,
+//!   or nothing committed for [`RETRY_WAIT_MAX`], the store fails for good and wakes the
+//!   core task, which drops every held frame and exits non-zero. As a lost session
+//!   cannot commit, a process that lost the lock cannot acknowledge anything, whatever
+//!   it still believes.
 //! - **Bounded.** The records waiting for the writer are at most
 //!   [`crate::store::PENDING_BYTES_MAX`]; beyond it a commit waits for the writer. A
 //!   statement carries at most [`INSERT_ROWS_MAX`] rows (more go in one transaction).
@@ -46,7 +51,7 @@
 //!   connector in place of `NoTls` in [`connect`], and `sslmode=require` in the URL.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -74,6 +79,11 @@ pub const OWNER_CHECK_INTERVAL: Duration = Duration::from_millis(250);
 pub const OWNER_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// Rows in one `INSERT` statement.
 pub const INSERT_ROWS_MAX: usize = 10_000;
+/// How long the writer tries again to commit (or to own its shard again after a lost
+/// connection) before the store fails for good, and the backoff between tries.
+pub const RETRY_WAIT_MAX: Duration = Duration::from_secs(30);
+const RETRY_FIRST: Duration = Duration::from_millis(50);
+const RETRY_MAX: Duration = Duration::from_secs(2);
 /// Defaults for a URL that does not set them: how long a connection attempt and an
 /// unacknowledged write may take, and TCP keepalives, so that a vanished database is
 /// noticed in seconds, not hours.
@@ -133,6 +143,22 @@ struct Shared {
     durable_seq: AtomicU64,
     /// Wakes the core task: something became durable, or the store failed.
     core_wake: async_channel::Sender<()>,
+    /// Why commits do not go through now while the writer tries again (a statement
+    /// that failed, a connection being made again), and whether they do not (read
+    /// without the lock on every pass).
+    retrying: std::sync::Mutex<Option<String>>,
+    retrying_now: AtomicBool,
+}
+
+impl Shared {
+    fn set_retrying(&self, why: Option<String>) {
+        let mut current = self
+            .retrying
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.retrying_now.store(why.is_some(), Ordering::Relaxed);
+        *current = why;
+    }
 }
 
 /// The open store: the writer thread, which owns the connection holding the shard's
@@ -238,11 +264,15 @@ impl PgStore {
             handoff: Handoff::new(Queue::default(), last_seq + 1),
             durable_seq: AtomicU64::new(last_seq),
             core_wake,
+            retrying: std::sync::Mutex::new(None),
+            retrying_now: AtomicBool::new(false),
         });
         let writer_shared = Arc::clone(&shared);
         let mut writer = Writer {
             client,
             insert,
+            url: url.to_owned(),
+            shard_id: shard,
             shard: shard_name,
             shown: shown.clone(),
             liveness,
@@ -299,6 +329,19 @@ impl PgStore {
     /// Why the store stopped working, once it did.
     pub fn failed(&self) -> Option<String> {
         self.shared.handoff.lock().failed().cloned()
+    }
+
+    /// Why commits do not go through now while the writer tries again, if they do
+    /// not (the core task pauses games meanwhile; `/ready` says `store`).
+    pub fn unavailable(&self) -> Option<String> {
+        if !self.shared.retrying_now.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.shared
+            .retrying
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Woken (at most one wake waits) when a commit is done or the store failed.
@@ -488,6 +531,9 @@ mod copy {
 struct Writer {
     client: Client,
     insert: Statement,
+    /// Where to connect again after a lost connection.
+    url: String,
+    shard_id: Option<ShardId>,
     shard: String,
     shown: String,
     /// Live and dead rows of this shard, counted as they are inserted.
@@ -497,10 +543,14 @@ struct Writer {
 
 impl Writer {
     /// Commits whatever is queued, as soon as something is; checks the connection
-    /// when idle; compacts when it pays. Stops for good at the first failure.
+    /// when idle; compacts when it pays. A commit that fails is tried again
+    /// ([`Writer::recover`]): on the same connection while it is sound and still holds
+    /// the shard's lock (a statement timeout, a lock held by someone else), else on a
+    /// new one that takes the lock again. The store fails for good only when another
+    /// process owns the shard by then, or it could not commit for [`RETRY_WAIT_MAX`].
     fn run(&mut self, shared: &Shared) {
         loop {
-            let (rows, asked, stop) = self.take(shared);
+            let (mut rows, asked, stop) = self.take(shared);
             shared.handoff.taken();
             let result = if rows.is_empty() {
                 if stop {
@@ -512,7 +562,11 @@ impl Writer {
                 }
             } else {
                 self.insert(&rows)
-                    .map_err(|e| format!("cannot commit to {}: {e}", self.shown))
+                    .map_err(|e| format!("cannot commit to {}: {}", self.shown, detail(&e)))
+            };
+            let result = match result {
+                Ok(()) => Ok(()),
+                Err(e) => self.recover(shared, e, &mut rows),
             };
             let result = result.and_then(|()| {
                 if let Some(last) = rows.last() {
@@ -538,6 +592,129 @@ impl Writer {
                 return;
             }
         }
+    }
+
+    /// After `first` failed (a commit of `rows`, or the idle check): tries again with a
+    /// backoff until `rows` are committed (then `Ok`), for [`RETRY_WAIT_MAX`] at most.
+    /// A sound connection that still holds the shard's lock commits again as it is; a
+    /// lost one is made anew and takes the lock again, never waiting for it: if another
+    /// process took the shard meanwhile, this one has lost it for good (fencing). The
+    /// rows a commit whose answer was lost did write are found by their numbers and
+    /// not written twice.
+    fn recover(
+        &mut self,
+        shared: &Shared,
+        first: String,
+        rows: &mut Vec<Row>,
+    ) -> Result<(), String> {
+        let started = Instant::now();
+        let mut backoff = RETRY_FIRST;
+        let mut why = first;
+        warn!(store = %self.shown, error = %why, "Store commit failed: holding every frame it covers, retrying");
+        shared.set_retrying(Some(why.clone()));
+        let _ = shared.core_wake.try_send(());
+        loop {
+            if started.elapsed() >= RETRY_WAIT_MAX {
+                shared.set_retrying(None);
+                return Err(format!(
+                    "no commit for {} s: {why}",
+                    RETRY_WAIT_MAX.as_secs()
+                ));
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(RETRY_MAX);
+            match self.still_owner() {
+                Ok(true) => {}
+                Ok(false) => {
+                    shared.set_retrying(None);
+                    return Err(format!("another process owns the shard now ({why})"));
+                }
+                Err(e) => {
+                    why = e;
+                    continue;
+                }
+            }
+            // The rows a lost answer's commit did write: they are this process's.
+            let committed = match self.max_seq() {
+                Ok(m) => m,
+                Err(e) => {
+                    why = format!("cannot read {}: {}", self.shown, detail(&e));
+                    continue;
+                }
+            };
+            rows.retain(|r| r.seq > committed);
+            let done = if rows.is_empty() {
+                Ok(())
+            } else {
+                self.insert(rows)
+                    .map_err(|e| format!("cannot commit to {}: {}", self.shown, detail(&e)))
+            };
+            match done {
+                Ok(()) => {
+                    shared.set_retrying(None);
+                    warn!(
+                        store = %self.shown,
+                        waited_ms = started.elapsed().as_millis() as u64,
+                        "Store commits resumed: acknowledging again"
+                    );
+                    // Rows written by the lost answer's commit are durable too.
+                    if committed > shared.durable_seq.load(Ordering::Acquire) && rows.is_empty() {
+                        shared.durable_seq.store(committed, Ordering::Release);
+                        let _ = shared.core_wake.try_send(());
+                    }
+                    return Ok(());
+                }
+                Err(e) => why = e,
+            }
+        }
+    }
+
+    /// Whether this process still owns its shard: its connection is sound and holds
+    /// the shard's lock, or a new connection took the lock at once. `Ok(false)`:
+    /// another process holds it. `Err`: the database cannot be reached now.
+    fn still_owner(&mut self) -> Result<bool, String> {
+        let key = lock_key(self.shard_id);
+        // The writer's session holds no advisory lock but its shard's (the schema's
+        // is taken for a transaction only).
+        let holds = |client: &mut Client| -> Result<bool, postgres::Error> {
+            client
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+                     AND granted AND pid = pg_backend_pid())",
+                    &[],
+                )
+                .map(|r| r.get(0))
+        };
+        if self.client.is_valid(OWNER_CHECK_TIMEOUT).is_ok() {
+            return holds(&mut self.client)
+                .map_err(|e| format!("cannot check the lock: {}", detail(&e)));
+        }
+        let mut client = connect(&self.url, self.shard_id).map_err(|e| e.0)?;
+        let got: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .map_err(|e| format!("cannot lock the shard in {}: {e}", self.shown))?
+            .get(0);
+        if !got {
+            return Ok(false);
+        }
+        self.insert = client
+            .prepare(INSERT)
+            .map_err(|e| format!("cannot set up {}: {e}", self.shown))?;
+        self.client = client;
+        warn!(store = %self.shown, shard = %self.shard, "Connected again; this process still owns the shard");
+        Ok(true)
+    }
+
+    /// The highest sequence number of this shard in the table.
+    fn max_seq(&mut self) -> Result<u64, postgres::Error> {
+        let max: i64 = self
+            .client
+            .query_one(
+                "SELECT COALESCE(MAX(seq), 0) FROM wizard_records WHERE shard = $1",
+                &[&self.shard],
+            )?
+            .get(0);
+        Ok(max as u64)
     }
 
     /// Waits for records, a flush, the stop or the idle check's time, then takes the
@@ -599,6 +776,15 @@ impl Writer {
             "Store compacted"
         );
         Ok(())
+    }
+}
+
+/// A PostgreSQL error with the server's own message, where it sent one (the error's
+/// `Display` says only "db error").
+fn detail(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
     }
 }
 

@@ -1287,10 +1287,10 @@ impl Backend {
     }
 
     /// Why commits are not acknowledged now, while the store tries again by itself.
-    pub fn unavailable(&self) -> Option<&str> {
+    pub fn unavailable(&self) -> Option<String> {
         match self {
-            Backend::Sqlite(store) => store.unavailable(),
-            Backend::Postgres(_) => None,
+            Backend::Sqlite(store) => store.unavailable().map(str::to_owned),
+            Backend::Postgres(store) => store.unavailable(),
         }
     }
 
@@ -1306,15 +1306,6 @@ impl Backend {
     pub fn retry(&mut self, now: Instant, soon: bool) {
         if let Backend::Sqlite(store) = self {
             store.retry(now, soon);
-        }
-    }
-
-    /// How long a pass's frames may wait for the store before the process gives up
-    /// and exits, or `None` to wait as long as the store tries.
-    pub fn commit_wait_max(&self) -> Option<Duration> {
-        match self {
-            Backend::Sqlite(_) => None,
-            Backend::Postgres(_) => Some(crate::core_task::COMMIT_WAIT_MAX),
         }
     }
 

@@ -504,8 +504,10 @@ fn exit_status(p: &mut Process, secs: u64) -> std::process::ExitStatus {
 }
 
 /// Fencing: the owner's backend is terminated (`pg_terminate_backend`), which ends
-/// its session and so its lock. A move sent then is never acknowledged, the owner
-/// exits non-zero, and the standby takes over the game as it stood, without the move.
+/// its session and so its lock, and another session takes the lock before the owner
+/// can take it again (as a standby on another machine may). A move sent then is never
+/// acknowledged, the owner exits non-zero, and the standby takes over the game as it
+/// stood, without the move.
 #[test]
 fn an_owner_whose_session_is_terminated_acknowledges_nothing_and_exits() {
     let Some(pg) = Postgres::start("an_owner_whose_session_is_terminated") else {
@@ -524,8 +526,14 @@ fn an_owner_whose_session_is_terminated_acknowledges_nothing_and_exits() {
         (players, seen)
     });
     let backend = owner_backend(&mut admin, shard("K")).expect("the owner's backend");
+    // The lock is asked for in the same statement: queued before the owner's session
+    // is gone, it is granted before the owner can connect again.
+    let key = wizard_server::pg_store::lock_key(shard("K"));
     let ended: bool = admin
-        .query_one("SELECT pg_terminate_backend($1)", &[&backend])
+        .query_one(
+            "SELECT pg_terminate_backend($1) AND pg_advisory_lock($2) IS NOT NULL",
+            &[&backend, &key],
+        )
         .unwrap()
         .get(0);
     assert!(ended);
@@ -551,7 +559,15 @@ fn an_owner_whose_session_is_terminated_acknowledges_nothing_and_exits() {
     let status = exit_status(&mut owner, 30);
     assert!(!status.success(), "the owner exits non-zero: {status}");
     let log = std::fs::read_to_string(&owner_log).unwrap_or_default();
-    assert!(log.contains("Store lost"), "{log}");
+    assert!(
+        log.contains("Store lost") && log.contains("another process owns the shard"),
+        "{log}"
+    );
+    // The other session lets go: the standby takes the shard.
+    let _: bool = admin
+        .query_one("SELECT pg_advisory_unlock($1)", &[&key])
+        .unwrap()
+        .get(0);
     let mut exited = || standby.child.try_wait().ok().flatten().is_some();
     assert!(
         super::proxy::poll_200(standby.addr, "/health", 30, &mut exited),
@@ -565,8 +581,9 @@ fn an_owner_whose_session_is_terminated_acknowledges_nothing_and_exits() {
     });
 }
 
-/// Fencing: PostgreSQL stops (fast shutdown) under a serving owner: the owner notices
-/// while idle (its ownership check), acknowledges nothing more and exits non-zero.
+/// Fencing: PostgreSQL stops (fast shutdown) for good under a serving owner: the owner
+/// notices while idle (its ownership check), acknowledges nothing more, tries again
+/// for `RETRY_WAIT_MAX` and exits non-zero.
 #[test]
 fn an_owner_exits_non_zero_when_postgres_stops() {
     let Some(mut pg) = Postgres::start("an_owner_exits_non_zero_when_postgres_stops") else {
@@ -578,11 +595,148 @@ fn an_owner_exits_non_zero_when_postgres_stops() {
     let mut owner = Process::start_env(&url, super::proxy::free_port(), &owner_log, &env);
     let (mut players, seen) = bounded(60, async { three_players_in_a_game(owner.addr).await });
     pg.stop();
-    let status = exit_status(&mut owner, 30);
+    let status = exit_status(
+        &mut owner,
+        wizard_server::pg_store::RETRY_WAIT_MAX.as_secs() + 30,
+    );
     assert!(!status.success(), "the owner exits non-zero: {status}");
     let mover = seen
         .iter()
         .position(|o| !o.legal_actions.is_empty())
         .expect("someone may move");
     bounded(30, never_acknowledged(&mut players[mover], &seen[mover]));
+}
+
+/// A lost connection with no standby (the owner's backend terminated): the owner
+/// connects again, takes its shard's lock again and goes on; the move sent meanwhile is
+/// acknowledged once it is committed, and a later `kill -9` and restart find every move
+/// the players saw.
+#[test]
+fn an_owner_whose_session_is_terminated_connects_again_and_loses_nothing() {
+    let Some(pg) = Postgres::start("an_owner_whose_session_is_terminated_connects_again") else {
+        return;
+    };
+    let url = pg.database("again");
+    let mut admin = pg.client("again");
+    let env = [("SHARD_ID", "K")];
+    let log = pg.dir().0.join("owner.log");
+    let port = super::proxy::free_port();
+    let owner = Process::start_env(&url, port, &log, &env);
+    let (mut players, mut seen) = bounded(60, async {
+        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
+        play(&mut players, &mut seen, 5).await;
+        (players, seen)
+    });
+    let backend = owner_backend(&mut admin, shard("K")).expect("the owner's backend");
+    let ended: bool = admin
+        .query_one("SELECT pg_terminate_backend($1)", &[&backend])
+        .unwrap()
+        .get(0);
+    assert!(ended);
+    bounded(60, play(&mut players, &mut seen, 10));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.contains("Connected again; this process still owns the shard"),
+        "the owner connected again:\n{text}"
+    );
+    assert_ne!(
+        owner_backend(&mut admin, shard("K")),
+        Some(backend),
+        "a new session holds the lock"
+    );
+    owner.crash();
+    let owner = Process::start_env(&url, port, &log, &env);
+    bounded(60, async {
+        come_back(owner.addr, &mut players, &mut seen).await;
+        play(&mut players, &mut seen, 3).await;
+    });
+}
+
+/// A statement timeout (the table locked by another session for longer than the
+/// owner's `statement_timeout`): the owner's commits fail and are tried again, it
+/// says so (`/ready` 503 `store`) and holds the move's frames; once the table is
+/// free the move is acknowledged, and nothing is lost across a `kill -9`.
+#[test]
+fn a_statement_timeout_pauses_the_owner_and_it_resumes() {
+    let Some(pg) = Postgres::start("a_statement_timeout_pauses_the_owner") else {
+        return;
+    };
+    let url = pg.database("timeout");
+    let url = format!("{url}?options=-c%20statement_timeout%3D100");
+    let mut admin = pg.client("timeout");
+    let env = [
+        ("SHARD_ID", "K"),
+        ("SOCKET_RATE", "100000"),
+        ("SOCKET_BURST", "100000"),
+    ];
+    let log = pg.dir().0.join("owner.log");
+    let port = super::proxy::free_port();
+    let owner = Process::start_env(&url, port, &log, &env);
+    let (mut players, mut seen) = bounded(60, async {
+        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
+        play(&mut players, &mut seen, 5).await;
+        (players, seen)
+    });
+    let mut tx = admin.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE wizard_records IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let mover = seen
+        .iter()
+        .position(|o| !o.legal_actions.is_empty())
+        .expect("someone may move");
+    let action = seen[mover].legal_actions[0];
+    let before = progress(&seen[mover]);
+    bounded(30, async {
+        players[mover].send(ClientMessage::Action { action }).await;
+        // Not acknowledged while the table is locked: /ready says why.
+        loop {
+            let (status, body) = super::proxy::get(owner.addr, "/ready");
+            if status == 503 && body.contains("\"store\"") {
+                break;
+            }
+            async_io::Timer::after(Duration::from_millis(20)).await;
+        }
+    });
+    tx.commit().unwrap();
+    bounded(60, async {
+        let v = players[mover]
+            .state_where(|v| {
+                v.game
+                    .as_ref()
+                    .is_some_and(|g| progress(&g.observation) > before)
+            })
+            .await;
+        seen[mover] = v.game.expect("a game").observation;
+        for (j, pl) in players.iter_mut().enumerate() {
+            if j != mover {
+                let b = progress(&seen[j]);
+                let v = pl
+                    .state_where(|v| {
+                        v.game
+                            .as_ref()
+                            .is_some_and(|g| progress(&g.observation) > b)
+                    })
+                    .await;
+                seen[j] = v.game.expect("a game").observation;
+            }
+        }
+        play(&mut players, &mut seen, 5).await;
+    });
+    assert!(super::proxy::poll_200(
+        owner.addr,
+        "/ready",
+        20,
+        &mut || false
+    ));
+    owner.crash();
+    let owner = Process::start_env(&url, port, &log, &env);
+    bounded(60, async {
+        come_back(owner.addr, &mut players, &mut seen).await;
+        play(&mut players, &mut seen, 3).await;
+    });
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.contains("Store commit failed") && text.contains("Store commits resumed"),
+        "{text}"
+    );
 }
