@@ -121,7 +121,8 @@ fn a_lock_held_by_another_process_loses_no_move() {
     });
     let holder = rusqlite::Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
-    bounded(60, async {
+    let held_at = std::time::Instant::now();
+    let during = bounded(60, async {
         // Players go on while the writer's folds fail.
         let mut moves = 0;
         while metric(addr, "wizard_store_fold_failing") < 1.0 {
@@ -132,6 +133,7 @@ fn a_lock_held_by_another_process_loses_no_move() {
         play(&mut players, &mut seen, 10).await;
         let (status, body) = get(addr, "/ready");
         assert_eq!(status, 200, "the journal still takes commits: {body}");
+        moves + 10
     });
     assert!(metric(addr, "wizard_store_failures_total{kind=\"fold\"}") >= 1.0);
     holder.execute_batch("COMMIT").unwrap();
@@ -148,11 +150,17 @@ fn a_lock_held_by_another_process_loses_no_move() {
         }
         play(&mut players, &mut seen, 5).await;
     });
+    let held_ms = held_at.elapsed().as_millis();
+    let acknowledged = progress(&seen[0]);
     server.crash();
     let server = Process::start_env(&store, port, &log, &env);
     bounded(
         60,
         back_where_they_were(server.addr, &mut players, &mut seen),
+    );
+    println!(
+        "held lock: {during} moves acknowledged while the folds failed ({held_ms} ms of lock and catching up), none waited; restored after kill -9: {:?} = acknowledged {acknowledged:?}",
+        progress(&seen[0])
     );
     drop(server);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -291,6 +299,7 @@ fn a_full_disk_pauses_and_resumes_and_loses_no_change() {
     assert!(metric(addr, "wizard_store_failures_total{kind=\"commit\"}") >= 1.0);
     // The operator frees space: the held change goes out, and play resumes.
     std::fs::remove_file(&filler).unwrap();
+    let freed = std::time::Instant::now();
     bounded(60, async {
         host.state_where(|v| {
             v.lobby
@@ -298,6 +307,10 @@ fn a_full_disk_pauses_and_resumes_and_loses_no_change() {
                 .is_some_and(|l| l.options.hidden_bids == held)
         })
         .await;
+        println!(
+            "full disk: {acked} changes acknowledged before the store stopped; the held one shown {} ms after space was freed",
+            freed.elapsed().as_millis()
+        );
         for hidden in [!held, held] {
             host.send(hidden_bids(hidden)).await;
             host.state_where(|v| {
