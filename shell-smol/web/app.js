@@ -69,6 +69,16 @@ function fill(el, ...children) {
   el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
 }
 
+/** `fill(el, ...build())` unless `key` (JSON-able) is what `el` was last filled for. A
+ *  button that stays the same is not replaced: a click whose press and release straddle
+ *  a state (another seat's move under hidden bids) still reaches it. */
+function fillKeyed(el, key, build) {
+  const k = JSON.stringify(key);
+  if (el.dataset.key === k) return;
+  fill(el, ...build());
+  el.dataset.key = k;
+}
+
 function send(msg) {
   if (!conn.send(msg)) {
     toast('Not connected to the server yet. Reconnecting...');
@@ -638,6 +648,34 @@ function renderGame() {
   const bar = $('action-bar');
   const bids = legal('bid');
   const trumps = legal('choose_trump');
+  const acting = bids.length > 0 || trumps.length > 0;
+  fillKeyed(bar, [o.round, bids.map((b) => b.bid), trumps.map((t) => t.suit), S.pending], () => actionButtons(o, bids, trumps));
+  bar.hidden = !acting;
+  $('view-game').classList.toggle('acting', acting);
+
+  // Your hand.
+  const plays = new Set(legal('play').map((a) => a.card));
+  const myTurnToPlay = plays.size > 0;
+  const hand = sortHand(o.hand, o.trump_suit);
+  const handEl = $('hand');
+  handEl.classList.toggle('hand-active', myTurnToPlay);
+  fillKeyed(handEl, [hand, [...plays], o.trump_suit, S.pending], () => handCards(o, hand, plays));
+  layoutHand();
+
+  // Side panels.
+  renderLastTrick(o);
+  renderScores(o);
+  renderLog();
+
+  // End of the game.
+  const finished = o.phase === 'finished';
+  $('end-overlay').hidden = !finished;
+  if (finished) renderEnd(o);
+}
+
+/** The bid buttons (every bid up to the round, those not in `bids` disabled) and the
+ *  trump buttons. */
+function actionButtons(o, bids, trumps) {
   const barChildren = [];
   if (bids.length) {
     const allowed = new Set(bids.map((b) => b.bid));
@@ -669,44 +707,27 @@ function renderGame() {
         })),
     );
   }
-  fill(bar, ...barChildren);
-  bar.hidden = barChildren.length === 0;
-  $('view-game').classList.toggle('acting', barChildren.length > 0);
+  return barChildren;
+}
 
-  // Your hand.
-  const plays = new Set(legal('play').map((a) => a.card));
+/** The cards of the hand as buttons, enabled for the cards in `plays`. */
+function handCards(o, hand, plays) {
   const myTurnToPlay = plays.size > 0;
-  const hand = sortHand(o.hand, o.trump_suit);
-  const handEl = $('hand');
-  handEl.classList.toggle('hand-active', myTurnToPlay);
-  fill(handEl,
-    ...hand.map((card) => {
-      const ok = plays.has(card) && !S.pending;
-      const c = parseCard(card);
-      const isTrump = c.kind === 'suited' && o.trump_suit && SUITS[c.suit].name === o.trump_suit;
-      return h('li', {},
-        h('button', {
-          type: 'button',
-          class: `card-btn${ok ? ' playable' : ''}${myTurnToPlay && !ok ? ' unplayable' : ''}${isTrump ? ' is-trump' : ''}`,
-          'data-testid': `card-${card}`,
-          'data-card': card,
-          disabled: !ok,
-          'aria-label': `${cardName(card)}${isTrump ? ', trump' : ''}${myTurnToPlay && !ok ? ', cannot be played now' : ''}`,
-          onclick: () => act({ kind: 'play', card }),
-        }, cardFace(card, 'lg')));
-    }),
-  );
-  layoutHand();
-
-  // Side panels.
-  renderLastTrick(o);
-  renderScores(o);
-  renderLog();
-
-  // End of the game.
-  const finished = o.phase === 'finished';
-  $('end-overlay').hidden = !finished;
-  if (finished) renderEnd(o);
+  return hand.map((card) => {
+    const ok = plays.has(card) && !S.pending;
+    const c = parseCard(card);
+    const isTrump = c.kind === 'suited' && o.trump_suit && SUITS[c.suit].name === o.trump_suit;
+    return h('li', {},
+      h('button', {
+        type: 'button',
+        class: `card-btn${ok ? ' playable' : ''}${myTurnToPlay && !ok ? ' unplayable' : ''}${isTrump ? ' is-trump' : ''}`,
+        'data-testid': `card-${card}`,
+        'data-card': card,
+        disabled: !ok,
+        'aria-label': `${cardName(card)}${isTrump ? ', trump' : ''}${myTurnToPlay && !ok ? ', cannot be played now' : ''}`,
+        onclick: () => act({ kind: 'play', card }),
+      }, cardFace(card, 'lg')));
+  });
 }
 
 function renderTurn() {

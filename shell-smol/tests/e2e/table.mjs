@@ -262,4 +262,79 @@ export async function tableScenarios(t) {
     log('  title and sound alerts checked');
     await s.context.close();
   });
+
+  await scenario('a click whose press and release straddle a state (another seat bids, a spectator comes) still bids and plays', async () => {
+    // Scripted: hidden bids, so Merlin's bid arrives while we bid; then a spectator's
+    // arrival while we play. Each time the mouse is pressed on a button, the state
+    // comes and is drawn, then the mouse is released: the click must not be lost.
+    const s = await newPage('cora', { width: 1280, height: 800 });
+    const p = s.page;
+    const players = [
+      { id: 'aaaaaaaaaaaa', name: 'Cora', is_ai: false, connected: true },
+      { id: 'bbbbbbbbbbbb', name: 'Merlin', is_ai: true, connected: true },
+      { id: 'cccccccccccc', name: 'Bob', is_ai: false, connected: true },
+    ];
+    const options = { hidden_bids: true, bid_restriction: 'none', turn_seconds: 0 };
+    const state = (over, spectators = [], events = []) => ({
+      type: 'state', events,
+      lobby: { code: 'ABCDEF', status: 'playing', host_id: 'aaaaaaaaaaaa', players, min_players: 3, max_players: 6, ai_available: true, options, spectators },
+      game: {
+        you: 0,
+        observation: {
+          players: 3, round: 2, rounds: 20, phase: 'bidding', dealer: 2, to_act: 0, turn_deadline_ms: null,
+          trump_card: 's9', trump_suit: 'spades', hand: ['h4', 's14'], bids: [null, null, null], has_bid: [false, false, false],
+          tricks_won: [0, 0, 0], trick: [], leader: 0, last_trick: null, played: [], scores: [20, -10, 30], round_scores: [[20, -10, 30]],
+          options, legal_actions: [0, 1, 2].map((bid) => ({ kind: 'bid', bid })),
+          ...over,
+        },
+      },
+    });
+    const actions = [];
+    let onAction = null;
+    let server = null;
+    await p.routeWebSocket(/\/ws$/, (ws) => {
+      server = ws;
+      ws.onMessage((raw) => {
+        const m = JSON.parse(raw);
+        if (m.type === 'hello') {
+          ws.send(JSON.stringify({ type: 'welcome', player_id: 'aaaaaaaaaaaa', token: 't'.repeat(32), name: 'Cora' }));
+          ws.send(JSON.stringify({ type: 'server_status', load: 'normal', accepting_games: true }));
+          ws.send(JSON.stringify(state({})));
+        } else if (m.type === 'action') {
+          actions.push(JSON.stringify(m.action));
+          onAction?.();
+        }
+      });
+    });
+    /** Presses the mouse on `testid`, has the server send `msg` and waits until `drawn`
+     *  is on the page, releases the mouse; then the action sent, or null after 5 s. */
+    const straddle = async (testid, msg, drawn) => {
+      const box = await p.getByTestId(testid).boundingBox();
+      const sent = new Promise((resolve) => {
+        onAction = () => resolve(actions.at(-1));
+      });
+      await p.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      await p.mouse.down();
+      server.send(JSON.stringify(msg));
+      await drawn.waitFor();
+      await p.mouse.up();
+      return Promise.race([sent, p.waitForTimeout(5000).then(() => null)]);
+    };
+    await p.goto(URL);
+    await visible(p, 'bid-1');
+    const merlin = p.locator('.seat-plate', { hasText: 'Merlin' });
+    const bid = await straddle('bid-1', state({ has_bid: [false, true, false] }, [], [{ type: 'bid_made', player: 1 }]),
+      merlin.locator('.stat-bid', { hasText: 'Has bid' }));
+    assert(bid === '{"kind":"bid","bid":1}', `the bid pressed as Merlin's bid came was sent: ${bid}`);
+
+    server.send(JSON.stringify(state({
+      phase: 'playing', bids: [1, 0, 1], has_bid: [true, true, true], legal_actions: [{ kind: 'play', card: 'h4' }, { kind: 'play', card: 's14' }],
+    })));
+    await p.getByTestId('card-s14').and(p.locator(':enabled')).waitFor();
+    const card = await straddle('card-s14', state({
+      phase: 'playing', bids: [1, 0, 1], has_bid: [true, true, true], legal_actions: [{ kind: 'play', card: 'h4' }, { kind: 'play', card: 's14' }],
+    }, ['Zed']), p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' }));
+    assert(card === '{"kind":"play","card":"s14"}', `the card pressed as a spectator came was played: ${card}`);
+    await s.context.close();
+  });
 }
