@@ -96,6 +96,7 @@ export async function watchScenarios(t) {
       }
       await page.getByTestId(id).click();
       await moveShown(page, id);
+      if (id.startsWith('trump-')) log('  a player dealt, turned a Wizard and chose trump (then bids in the same state)');
     }
     await zed.page.locator('.seat-plate', { hasText: 'Has bid' }).first().waitFor();
     assert(await zed.page.locator('#hand-area').isHidden(), 'no hand area for a spectator');
