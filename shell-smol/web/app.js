@@ -31,6 +31,7 @@ const S = {
   deadline: null, // performance.now() when the turn timer runs out
   log: [], // {text, kind}
   shownTrick: null, // the trick just completed, shown in the middle until the next card
+  roundEndTrick: null, // the previous round's last trick {cards, winner, round}, for the side panel
   ranking: null, // from game_finished, in case the observation lacks it
   seenTrick: new Set(), // cards already drawn in the middle (to animate only new ones)
   unannounced: [], // log lines not yet read out to screen readers
@@ -191,6 +192,7 @@ function onState(msg) {
   S.rewatch = false;
   if (!S.game) {
     S.shownTrick = null;
+    S.roundEndTrick = null;
     S.ranking = null;
     if (hadGame) S.log = [];
   }
@@ -210,8 +212,12 @@ function onEvent(ev) {
   const n = (p) => seatName(p);
   switch (ev.type) {
     case 'round_started': {
+      // The previous round's last trick came with this event: the table is cleared at
+      // once (the first bidder may be asked straight away, and only AI seats wait for
+      // TRICK_PAUSE); the side panel shows that trick until one is won in this round.
       S.seenTrick.clear();
-      endShownTrick();
+      S.roundEndTrick = S.shownTrick ? { cards: S.shownTrick.cards, winner: S.shownTrick.winner, round: ev.round - 1 } : null;
+      S.shownTrick = null;
       let trump;
       if (!ev.trump_card) trump = 'no trump (all cards dealt)';
       else if (parseCard(ev.trump_card).kind === 'wizard') trump = `a Wizard was turned, ${n(ev.dealer)} ${verb(ev.dealer, 'choose', 'chooses')} trump`;
@@ -254,23 +260,6 @@ function onEvent(ev) {
     default:
       break;
   }
-}
-
-/** A new round: the last trick of the previous one may finish its sweep (it arrived
- * with this event), then the table is cleared; it never lingers into the bidding. */
-function endShownTrick() {
-  const t = S.shownTrick;
-  if (!t) return;
-  const left = t.at + SWEEP_DELAY_MS + SWEEP_MS - performance.now();
-  if (left <= 0) {
-    S.shownTrick = null;
-    return;
-  }
-  setTimeout(() => {
-    if (S.shownTrick !== t) return;
-    S.shownTrick = null;
-    if (S.view === 'game') render();
-  }, left + 20);
 }
 
 function addLog(text, kind = '') {
@@ -785,12 +774,27 @@ function layoutHand() {
 window.addEventListener('resize', () => {
   if (S.view === 'game') layoutHand();
 });
+// The score sheet and the event log show their newest rows: when their panels change
+// size (the window, a spectator's line coming or going), they scroll to the end again.
+const keepAtEnd = new ResizeObserver((entries) => {
+  for (const e of entries) e.target.scrollTop = e.target.scrollHeight;
+});
+for (const id of ['scoreboard', 'event-log']) keepAtEnd.observe($(id));
 
 function renderLastTrick(o) {
   const el = $('last-trick');
-  const lt = o.last_trick;
+  let lt = o.last_trick;
+  let title = 'Last trick';
+  // Before this round's first trick: the previous round's last one, said to be so.
+  const before = S.roundEndTrick;
+  if (!lt && before && before.round === o.round - 1 && o.phase !== 'finished') {
+    lt = before;
+    title = `Last trick of round ${before.round}`;
+  }
+  $('last-trick-title').textContent = title;
+  $('last-trick-winner').textContent = lt ? `${seatName(lt.winner)} won it` : '';
   if (!lt) {
-    fill(el, h('p', { class: 'muted' }, 'No trick completed yet this round.'));
+    fill(el, h('p', { class: 'muted lt-none' }, 'No trick completed yet this round.'));
     return;
   }
   fill(el,
@@ -798,7 +802,6 @@ function renderLastTrick(o) {
       ...lt.cards.map((pc) => h('li', { class: pc.player === lt.winner ? 'winner' : '', 'aria-label': `${seatName(pc.player)}: ${cardName(pc.card)}${pc.player === lt.winner ? ', won' : ''}` },
         cardFace(pc.card, 'sm'),
         h('span', { class: 'lt-who', 'aria-hidden': 'true' }, seatName(pc.player))))),
-    h('p', { class: 'lt-winner' }, `${seatName(lt.winner)} ${verb(lt.winner, 'won', 'won')} it.`),
   );
 }
 
@@ -833,10 +836,11 @@ function renderScores(o) {
     h('table', { class: 'score-table' },
       h('caption', { class: 'sr-only' }, 'Score sheet: total after each round with the change in small print; the current round shows tricks won / bid.'),
       h('thead', {}, head), h('tbody', {}, ...rows), h('tfoot', {}, foot)),
-    h('p', { class: 'score-legend muted', 'aria-hidden': 'true' }, 'Current round: won / bid'),
   );
   const wrap = $('scoreboard');
   wrap.scrollTop = wrap.scrollHeight;
+  // The panel may shrink to 5 rows, or to fewer when there are fewer (style.css).
+  wrap.parentElement.style.setProperty('--sheet-rows', String(Math.min(rows.length, 5)));
 }
 
 function renderLog() {

@@ -112,7 +112,9 @@ export async function watchScenarios(t) {
 
     // The players see who is watching.
     for (const p of [ann.page, bea.page]) {
-      await p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' }).waitFor({ state: 'visible' });
+      const zedItem = p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' });
+      await zedItem.waitFor({ state: 'visible' });
+      assert(await zedItem.locator('svg[role="img"][aria-label="Spectator"]').isVisible(), 'an eye drawn in SVG, labelled, beside the name');
     }
     // No hand in any frame: every game view is a spectator's.
     const states = zedFrames.filter((f) => f.type === 'state' && f.game);
