@@ -31,6 +31,7 @@ const S = {
   deadline: null, // performance.now() when the turn timer runs out
   log: [], // {text, kind}
   shownTrick: null, // the trick just completed, shown in the middle until the next card
+  roundEndTrick: null, // the previous round's last trick {cards, winner, round}, for the side panel
   ranking: null, // from game_finished, in case the observation lacks it
   seenTrick: new Set(), // cards already drawn in the middle (to animate only new ones)
   unannounced: [], // log lines not yet read out to screen readers
@@ -67,6 +68,16 @@ function h(tag, attrs = {}, ...children) {
 /** `el.replaceChildren` without the null/false holes of conditional children. */
 function fill(el, ...children) {
   el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
+/** `fill(el, ...build())` unless `key` (JSON-able) is what `el` was last filled for. A
+ *  button that stays the same is not replaced: a click whose press and release straddle
+ *  a state (another seat's move under hidden bids) still reaches it. */
+function fillKeyed(el, key, build) {
+  const k = JSON.stringify(key);
+  if (el.dataset.key === k) return;
+  fill(el, ...build());
+  el.dataset.key = k;
 }
 
 function send(msg) {
@@ -181,6 +192,7 @@ function onState(msg) {
   S.rewatch = false;
   if (!S.game) {
     S.shownTrick = null;
+    S.roundEndTrick = null;
     S.ranking = null;
     if (hadGame) S.log = [];
   }
@@ -200,8 +212,12 @@ function onEvent(ev) {
   const n = (p) => seatName(p);
   switch (ev.type) {
     case 'round_started': {
+      // The previous round's last trick came with this event: the table is cleared at
+      // once (the first bidder may be asked straight away, and only AI seats wait for
+      // TRICK_PAUSE); the side panel shows that trick until one is won in this round.
       S.seenTrick.clear();
-      endShownTrick();
+      S.roundEndTrick = S.shownTrick ? { cards: S.shownTrick.cards, winner: S.shownTrick.winner, round: ev.round - 1 } : null;
+      S.shownTrick = null;
       let trump;
       if (!ev.trump_card) trump = 'no trump (all cards dealt)';
       else if (parseCard(ev.trump_card).kind === 'wizard') trump = `a Wizard was turned, ${n(ev.dealer)} ${verb(ev.dealer, 'choose', 'chooses')} trump`;
@@ -244,23 +260,6 @@ function onEvent(ev) {
     default:
       break;
   }
-}
-
-/** A new round: the last trick of the previous one may finish its sweep (it arrived
- * with this event), then the table is cleared; it never lingers into the bidding. */
-function endShownTrick() {
-  const t = S.shownTrick;
-  if (!t) return;
-  const left = t.at + SWEEP_DELAY_MS + SWEEP_MS - performance.now();
-  if (left <= 0) {
-    S.shownTrick = null;
-    return;
-  }
-  setTimeout(() => {
-    if (S.shownTrick !== t) return;
-    S.shownTrick = null;
-    if (S.view === 'game') render();
-  }, left + 20);
 }
 
 function addLog(text, kind = '') {
@@ -638,6 +637,34 @@ function renderGame() {
   const bar = $('action-bar');
   const bids = legal('bid');
   const trumps = legal('choose_trump');
+  const acting = bids.length > 0 || trumps.length > 0;
+  fillKeyed(bar, [o.round, bids.map((b) => b.bid), trumps.map((t) => t.suit), S.pending], () => actionButtons(o, bids, trumps));
+  bar.hidden = !acting;
+  $('view-game').classList.toggle('acting', acting);
+
+  // Your hand.
+  const plays = new Set(legal('play').map((a) => a.card));
+  const myTurnToPlay = plays.size > 0;
+  const hand = sortHand(o.hand, o.trump_suit);
+  const handEl = $('hand');
+  handEl.classList.toggle('hand-active', myTurnToPlay);
+  fillKeyed(handEl, [hand, [...plays], o.trump_suit, S.pending], () => handCards(o, hand, plays));
+  layoutHand();
+
+  // Side panels.
+  renderLastTrick(o);
+  renderScores(o);
+  renderLog();
+
+  // End of the game.
+  const finished = o.phase === 'finished';
+  $('end-overlay').hidden = !finished;
+  if (finished) renderEnd(o);
+}
+
+/** The bid buttons (every bid up to the round, those not in `bids` disabled) and the
+ *  trump buttons. */
+function actionButtons(o, bids, trumps) {
   const barChildren = [];
   if (bids.length) {
     const allowed = new Set(bids.map((b) => b.bid));
@@ -669,44 +696,27 @@ function renderGame() {
         })),
     );
   }
-  fill(bar, ...barChildren);
-  bar.hidden = barChildren.length === 0;
-  $('view-game').classList.toggle('acting', barChildren.length > 0);
+  return barChildren;
+}
 
-  // Your hand.
-  const plays = new Set(legal('play').map((a) => a.card));
+/** The cards of the hand as buttons, enabled for the cards in `plays`. */
+function handCards(o, hand, plays) {
   const myTurnToPlay = plays.size > 0;
-  const hand = sortHand(o.hand, o.trump_suit);
-  const handEl = $('hand');
-  handEl.classList.toggle('hand-active', myTurnToPlay);
-  fill(handEl,
-    ...hand.map((card) => {
-      const ok = plays.has(card) && !S.pending;
-      const c = parseCard(card);
-      const isTrump = c.kind === 'suited' && o.trump_suit && SUITS[c.suit].name === o.trump_suit;
-      return h('li', {},
-        h('button', {
-          type: 'button',
-          class: `card-btn${ok ? ' playable' : ''}${myTurnToPlay && !ok ? ' unplayable' : ''}${isTrump ? ' is-trump' : ''}`,
-          'data-testid': `card-${card}`,
-          'data-card': card,
-          disabled: !ok,
-          'aria-label': `${cardName(card)}${isTrump ? ', trump' : ''}${myTurnToPlay && !ok ? ', cannot be played now' : ''}`,
-          onclick: () => act({ kind: 'play', card }),
-        }, cardFace(card, 'lg')));
-    }),
-  );
-  layoutHand();
-
-  // Side panels.
-  renderLastTrick(o);
-  renderScores(o);
-  renderLog();
-
-  // End of the game.
-  const finished = o.phase === 'finished';
-  $('end-overlay').hidden = !finished;
-  if (finished) renderEnd(o);
+  return hand.map((card) => {
+    const ok = plays.has(card) && !S.pending;
+    const c = parseCard(card);
+    const isTrump = c.kind === 'suited' && o.trump_suit && SUITS[c.suit].name === o.trump_suit;
+    return h('li', {},
+      h('button', {
+        type: 'button',
+        class: `card-btn${ok ? ' playable' : ''}${myTurnToPlay && !ok ? ' unplayable' : ''}${isTrump ? ' is-trump' : ''}`,
+        'data-testid': `card-${card}`,
+        'data-card': card,
+        disabled: !ok,
+        'aria-label': `${cardName(card)}${isTrump ? ', trump' : ''}${myTurnToPlay && !ok ? ', cannot be played now' : ''}`,
+        onclick: () => act({ kind: 'play', card }),
+      }, cardFace(card, 'lg')));
+  });
 }
 
 function renderTurn() {
@@ -764,12 +774,27 @@ function layoutHand() {
 window.addEventListener('resize', () => {
   if (S.view === 'game') layoutHand();
 });
+// The score sheet and the event log show their newest rows: when their panels change
+// size (the window, a spectator's line coming or going), they scroll to the end again.
+const keepAtEnd = new ResizeObserver((entries) => {
+  for (const e of entries) e.target.scrollTop = e.target.scrollHeight;
+});
+for (const id of ['scoreboard', 'event-log']) keepAtEnd.observe($(id));
 
 function renderLastTrick(o) {
   const el = $('last-trick');
-  const lt = o.last_trick;
+  let lt = o.last_trick;
+  let title = 'Last trick';
+  // Before this round's first trick: the previous round's last one, said to be so.
+  const before = S.roundEndTrick;
+  if (!lt && before && before.round === o.round - 1 && o.phase !== 'finished') {
+    lt = before;
+    title = `Last trick of round ${before.round}`;
+  }
+  $('last-trick-title').textContent = title;
+  $('last-trick-winner').textContent = lt ? `${seatName(lt.winner)} won it` : '';
   if (!lt) {
-    fill(el, h('p', { class: 'muted' }, 'No trick completed yet this round.'));
+    fill(el, h('p', { class: 'muted lt-none' }, 'No trick completed yet this round.'));
     return;
   }
   fill(el,
@@ -777,7 +802,6 @@ function renderLastTrick(o) {
       ...lt.cards.map((pc) => h('li', { class: pc.player === lt.winner ? 'winner' : '', 'aria-label': `${seatName(pc.player)}: ${cardName(pc.card)}${pc.player === lt.winner ? ', won' : ''}` },
         cardFace(pc.card, 'sm'),
         h('span', { class: 'lt-who', 'aria-hidden': 'true' }, seatName(pc.player))))),
-    h('p', { class: 'lt-winner' }, `${seatName(lt.winner)} ${verb(lt.winner, 'won', 'won')} it.`),
   );
 }
 
@@ -812,10 +836,11 @@ function renderScores(o) {
     h('table', { class: 'score-table' },
       h('caption', { class: 'sr-only' }, 'Score sheet: total after each round with the change in small print; the current round shows tricks won / bid.'),
       h('thead', {}, head), h('tbody', {}, ...rows), h('tfoot', {}, foot)),
-    h('p', { class: 'score-legend muted', 'aria-hidden': 'true' }, 'Current round: won / bid'),
   );
   const wrap = $('scoreboard');
   wrap.scrollTop = wrap.scrollHeight;
+  // The panel may shrink to 5 rows, or to fewer when there are fewer (style.css).
+  wrap.parentElement.style.setProperty('--sheet-rows', String(Math.min(rows.length, 5)));
 }
 
 function renderLog() {

@@ -126,7 +126,29 @@ export function renderAudience(lobby, me) {
   const names = lobby?.spectators ?? [];
   for (const id of ['lobby-spectators', 'game-spectators']) {
     const list = $(id);
-    list.replaceChildren(...names.map((n) => el('li', { class: 'spectator-name' }, n)));
+    list.replaceChildren(...names.map((n) => el('li', { class: 'spectator-name' }, eyeIcon(), n)));
     if (!names.length) list.append(el('li', { class: 'muted' }, 'Nobody is watching.'));
   }
+  // Beside the table the panel is there only while someone watches.
+  $('game-watching').hidden = names.length === 0;
+}
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/** An eye drawn in SVG (no font needs an emoji for it), labelled for screen readers
+ *  (by aria-label only: the list item's text stays the name). */
+function eyeIcon() {
+  const svg = document.createElementNS(SVG_NS, 'svg');
+  for (const [k, v] of Object.entries({
+    class: 'eye-icon', viewBox: '0 0 24 16', width: '1.1em', height: '.75em', role: 'img', 'aria-label': 'Spectator',
+  })) svg.setAttribute(k, v);
+  const lid = document.createElementNS(SVG_NS, 'path');
+  lid.setAttribute('d', 'M1 8C4 3 7.5 1 12 1s8 2 11 7c-3 5-6.5 7-11 7S4 13 1 8z');
+  lid.setAttribute('fill', 'none');
+  lid.setAttribute('stroke', 'currentColor');
+  lid.setAttribute('stroke-width', '2');
+  const pupil = document.createElementNS(SVG_NS, 'circle');
+  for (const [k, v] of Object.entries({ cx: '12', cy: '8', r: '3.5', fill: 'currentColor' })) pupil.setAttribute(k, v);
+  svg.append(lid, pupil);
+  return svg;
 }

@@ -1,9 +1,11 @@
-// End-to-end scenarios of issue 19 for the table (run by e2e.mjs): the rules page and
-// the links to it; the lobby's Start game above the fold; while bidding, the hand, the
-// bids and the side panels on screen with no stale trick, at 1280x800 and 375x812; your
-// own card's label clear of your seat; names not cut on the phone; the title of a hidden
-// tab on your turn and the sound toggle. Assertions are on element boxes, visibility and
-// content; the screenshots are for people.
+// End-to-end scenarios for the table (run by e2e.mjs): the rules page and the links to
+// it; the lobby's Start game above the fold; while bidding, the hand, the bids and the
+// side panels on screen with no stale trick, at 1280x800 and 375x812; your own card's
+// label clear of your seat; names not cut on the phone; the title of a hidden tab on
+// your turn and the sound toggle; late in a game at 1366x768, 1280x800 and 1920x1080, 5
+// lines of the log and 5 rows of the score sheet in sight, Watching only while someone
+// watches; a click not lost to a state that comes between press and release. Assertions
+// are on element boxes, visibility and content; the screenshots are for people.
 
 import { join } from 'node:path';
 
@@ -22,6 +24,47 @@ function offScreen(page, selector) {
     }).filter(Boolean);
     return { count: els.length, bad };
   }, selector);
+}
+
+/** How many of the items `itemSel` inside the scroll container `boxSel` lie wholly in
+ *  its visible box: its client area, cut by every ancestor that clips (main scrolls) and
+ *  by the window, less what its sticky header and footer cells cover; and whether the
+ *  last item (the newest line, the current round) is one of them. */
+function shownItems(page, boxSel, itemSel) {
+  return page.evaluate(([boxSel, itemSel]) => {
+    const box = document.querySelector(boxSel);
+    if (!box) return { shown: 0, total: 0, last: false, why: `no ${boxSel}` };
+    let top = 0;
+    let bottom = innerHeight;
+    let left = 0;
+    let right = innerWidth;
+    for (let el = box; el && el !== document.documentElement; el = el.parentElement) {
+      const cs = getComputedStyle(el);
+      if (cs.display === 'none' || cs.visibility === 'hidden') return { shown: 0, total: 0, last: false, why: 'hidden' };
+      if (el === box || cs.overflowY !== 'visible' || cs.overflowX !== 'visible') {
+        const r = el.getBoundingClientRect();
+        const t = r.top + el.clientTop;
+        const l = r.left + el.clientLeft;
+        top = Math.max(top, t);
+        bottom = Math.min(bottom, t + el.clientHeight);
+        left = Math.max(left, l);
+        right = Math.min(right, l + el.clientWidth);
+      }
+    }
+    const sticky = (sel) => [...box.querySelectorAll(sel)].filter((c) => getComputedStyle(c).position === 'sticky')
+      .map((c) => c.getBoundingClientRect());
+    for (const r of sticky('thead th, thead td')) top = Math.max(top, r.bottom);
+    for (const r of sticky('tfoot th, tfoot td')) bottom = Math.min(bottom, r.top);
+    const inside = [...box.querySelectorAll(itemSel)].map((it) => {
+      const r = it.getBoundingClientRect();
+      // 1 px of slack: a scroll position is a whole pixel, boxes are not.
+      return r.height > 0 && r.top >= top - 1 && r.bottom <= bottom + 1 && r.left >= left - 1 && r.right <= right + 1;
+    });
+    return {
+      shown: inside.filter(Boolean).length, total: inside.length, last: inside.at(-1) ?? false,
+      box: [top, bottom].map(Math.round), scroll: [box.scrollTop, box.scrollHeight, box.clientHeight].map(Math.round),
+    };
+  }, [boxSel, itemSel]);
 }
 
 /** Two animation frames: the layout after a resize has been done and painted. */
@@ -102,6 +145,22 @@ export async function tableScenarios(t) {
   });
 
   await scenario('bidding at 1280x800 and 375x812: hand and bids on screen, no stale trick, panels inside the window', async () => {
+    // Whenever bid buttons appear, the page notes the round and how many cards lie in
+    // the middle at that moment (a MutationObserver sees the DOM of each render).
+    await page.evaluate(() => {
+      window.bidShows = [];
+      let shown = false;
+      new MutationObserver(() => {
+        const now = !!document.querySelector('#action-bar [data-testid^="bid-"]');
+        if (now && !shown) {
+          window.bidShows.push({
+            round: document.querySelector('.round-pill')?.textContent ?? '',
+            trick: document.querySelectorAll('#trick .trick-card').length,
+          });
+        }
+        shown = now;
+      }).observe(document.getElementById('action-bar'), { childList: true, subtree: true });
+    });
     // Play (first offered choice) until we are to bid in round 2 or later.
     for (;;) {
       await page.locator(OFFERED).first().waitFor({ timeout: 30000 });
@@ -112,17 +171,19 @@ export async function tableScenarios(t) {
       await page.getByTestId(id).click();
       await page.waitForFunction((i) => !document.querySelector(`[data-testid="${i}"]:not(:disabled)`), id);
     }
-    // The previous round's last trick may sweep away, but is gone well before a bid.
-    const cleared = await page.waitForFunction(() => document.querySelectorAll('#trick .trick-card').length === 0, null, { timeout: 5000 })
-      .then(() => true, () => false);
-    check(cleared, 'the previous round\'s last trick is cleared from the table while we bid');
+    // The previous round's last trick is gone from the table the moment our bid
+    // buttons show (it came with round_started, whoever bids first).
+    const shows = await page.evaluate(() => window.bidShows);
+    check(shows.some((b) => !b.round.startsWith('Round 1 ')), `bid buttons seen in round 2: ${JSON.stringify(shows)}`);
+    check(shows.every((b) => b.trick === 0), `the table is empty whenever the bid buttons show: ${JSON.stringify(shows)}`);
     const note = (await page.locator('#trick .trick-note').textContent()) ?? '';
     check(note === 'Bidding', `the middle says Bidding: ${note}`);
-    check((await page.locator('#last-trick').textContent()).includes('No trick completed yet this round'), 'side panel: no trick yet');
+    const lastTrick = (await page.locator('.side-panel', { has: page.locator('#last-trick') }).textContent()) ?? '';
+    check(lastTrick.includes('Last trick of round 1') && lastTrick.includes('won it'), `side panel: round 1's last trick until one is won in round 2: ${lastTrick}`);
 
     await allOnScreen(page, '#hand li', 'the hand at 1280x800');
     await allOnScreen(page, '#action-bar button', 'the bid buttons at 1280x800');
-    await allOnScreen(page, '.side-column > *', 'the side panels at 1280x800');
+    await allOnScreen(page, '.side-column > :not([hidden])', 'the side panels at 1280x800');
     const sheet = await page.evaluate(() => {
       const wrap = document.getElementById('scoreboard');
       const cells = [...wrap.querySelectorAll('thead th')].map((c) => c.getBoundingClientRect().right);
@@ -260,6 +321,178 @@ export async function tableScenarios(t) {
     await toggle.click();
     assert((await p.evaluate(() => localStorage.getItem('wizard.sound'))) === 'off', 'off is stored');
     log('  title and sound alerts checked');
+    await s.context.close();
+  });
+
+  await scenario('side panels at 1366x768 and 1280x800: 5 lines of the log and 5 rows of the score sheet late in a game; Watching only when someone watches; a new round clears the table at once', async () => {
+    // A scripted server (routeWebSocket): round 20 of 20, our bid first, with the
+    // previous round's last trick, its score and the new round in one state, as the
+    // server sends them. The longest score sheet, 21 bid buttons and 20 cards in hand.
+    const s = await newPage('sol', { width: 1366, height: 768 });
+    const p = s.page;
+    const players = [
+      { id: 'aaaaaaaaaaaa', name: 'Sol', is_ai: false, connected: true },
+      { id: 'bbbbbbbbbbbb', name: 'Merlin', is_ai: true, connected: true },
+      { id: 'cccccccccccc', name: 'Morgana', is_ai: true, connected: true },
+    ];
+    const options = { hidden_bids: false, bid_restriction: 'none', turn_seconds: 0 };
+    const lobby = (spectators) => ({
+      code: 'ABCDEF', status: 'playing', host_id: 'aaaaaaaaaaaa', players, min_players: 3, max_players: 6,
+      ai_available: true, options, spectators,
+    });
+    const roundScores = Array.from({ length: 19 }, (_, r) => [0, 1, 2].map((i) => ((r * 7 + i * 3) % 5 === 0 ? -10 * (1 + ((r + i) % 3)) : 20 + 10 * ((r + 2 * i) % 4))));
+    const scores = [0, 1, 2].map((i) => roundScores.reduce((sum, row) => sum + row[i], 0));
+    const hand = [...Array.from({ length: 13 }, (_, k) => `s${k + 2}`), 'h2', 'h3', 'h4', 'h5', 'h6', 'W1', 'J1'];
+    const lastTrick = [{ player: 1, card: 'd7' }, { player: 2, card: 'd12' }, { player: 0, card: 'W2' }];
+    const state = (spectators, events) => ({
+      type: 'state', lobby: lobby(spectators), events,
+      game: {
+        you: 0,
+        observation: {
+          players: 3, round: 20, rounds: 20, phase: 'bidding', dealer: 1, to_act: 0, turn_deadline_ms: null,
+          trump_card: null, trump_suit: null, hand, bids: [null, null, 3], has_bid: [false, false, true],
+          tricks_won: [0, 0, 0], trick: [], leader: 2, last_trick: null, played: [], scores, round_scores: roundScores,
+          options, legal_actions: Array.from({ length: 21 }, (_, bid) => ({ kind: 'bid', bid })),
+        },
+      },
+    });
+    const events = [
+      ...lastTrick.map((pc) => ({ type: 'card_played', ...pc })),
+      { type: 'trick_completed', winner: 0, cards: lastTrick },
+      { type: 'round_finished', bids: [1, 0, 2], tricks: [1, 0, 2], deltas: roundScores[18], scores },
+      { type: 'round_started', round: 20, dealer: 1, trump_card: null, trump_suit: null },
+      { type: 'bid_made', player: 2, bid: 3 },
+    ];
+    let server = null;
+    await p.routeWebSocket(/\/ws$/, (ws) => {
+      server = ws;
+      ws.onMessage((raw) => {
+        if (JSON.parse(raw).type !== 'hello') return;
+        ws.send(JSON.stringify({ type: 'welcome', player_id: 'aaaaaaaaaaaa', token: 't'.repeat(32), name: 'Sol' }));
+        ws.send(JSON.stringify({ type: 'server_status', load: 'normal', accepting_games: true }));
+        ws.send(JSON.stringify(state([], events)));
+      });
+    });
+    await p.goto(URL);
+    await visible(p, 'bid-20');
+    // The state that ended round 19 also began round 20, and we bid first: the trick is
+    // off the table at once; the side panel keeps it, said to be round 19's.
+    const inMiddle = await p.locator('#trick .trick-card').count();
+    check(inMiddle === 0, `no card in the middle when our bid buttons show: ${inMiddle}`);
+    const side = (await p.locator('.side-panel', { has: p.locator('#last-trick') }).textContent()) ?? '';
+    check(side.includes('Last trick of round 19') && side.includes('You won it'), `the side panel keeps round 19's last trick: ${side}`);
+
+    const panels = async (size, watching) => {
+      await frames(p);
+      const what = `at ${size}${watching ? ' with a spectator' : ''}`;
+      const logLines = await shownItems(p, '#event-log', 'li');
+      check(logLines.shown >= 5 && logLines.last, `the event log shows 5 lines and the newest ${what}: ${JSON.stringify(logLines)}`);
+      const rows = await shownItems(p, '#scoreboard', 'tbody tr');
+      check(rows.total === 20, `the score sheet has 19 rounds and the current one ${what}: ${rows.total}`);
+      check(rows.shown >= 5 && rows.last, `the score sheet shows 5 rows and the current round ${what}: ${JSON.stringify(rows)}`);
+      log(`  ${what}: ${rows.shown} of ${rows.total} score rows, ${logLines.shown} of ${logLines.total} log lines in sight`);
+      await allOnScreen(p, '#hand li', `the hand of 20 cards ${what}`);
+      await allOnScreen(p, '#action-bar button', `the 21 bid buttons ${what}`);
+      await allOnScreen(p, '.side-column > :not([hidden])', `the side panels ${what}`);
+      const box = await p.locator('.side-column section', { has: p.getByTestId('game-spectators') }).boundingBox();
+      if (watching) {
+        const eye = p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' }).locator('svg[role="img"][aria-label="Spectator"]');
+        check(await eye.isVisible(), `the spectator's eye is an SVG with a label ${what}`);
+      } else {
+        check(box === null, `no Watching panel while nobody watches ${what}: ${JSON.stringify(box)}`);
+      }
+    };
+    await panels('1366x768', false);
+    await p.screenshot({ path: join(OUT, 'table-1366x768.png') });
+    server.send(JSON.stringify(state(['Zed'], [])));
+    await p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' }).waitFor({ state: 'visible' });
+    await panels('1366x768', true);
+    await p.setViewportSize({ width: 1280, height: 800 });
+    await panels('1280x800', true);
+    await p.screenshot({ path: join(OUT, 'table-1280x800.png') });
+    server.send(JSON.stringify(state([], [])));
+    await p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' }).waitFor({ state: 'detached' });
+    await panels('1280x800', false);
+    // A large screen keeps what it had.
+    await p.setViewportSize({ width: 1920, height: 1080 });
+    await panels('1920x1080', false);
+    await p.screenshot({ path: join(OUT, 'table-1920x1080.png') });
+    await s.context.close();
+    settle();
+  });
+
+  await scenario('a click whose press and release straddle a state (another seat bids, a spectator comes) still bids and plays', async () => {
+    // Scripted: hidden bids, so Merlin's bid arrives while we bid; then a spectator's
+    // arrival while we play. Each time the mouse is pressed on a button, the state
+    // comes and is drawn, then the mouse is released: the click must not be lost.
+    const s = await newPage('cora', { width: 1280, height: 800 });
+    const p = s.page;
+    const players = [
+      { id: 'aaaaaaaaaaaa', name: 'Cora', is_ai: false, connected: true },
+      { id: 'bbbbbbbbbbbb', name: 'Merlin', is_ai: true, connected: true },
+      { id: 'cccccccccccc', name: 'Bob', is_ai: false, connected: true },
+    ];
+    const options = { hidden_bids: true, bid_restriction: 'none', turn_seconds: 0 };
+    const state = (over, spectators = [], events = []) => ({
+      type: 'state', events,
+      lobby: { code: 'ABCDEF', status: 'playing', host_id: 'aaaaaaaaaaaa', players, min_players: 3, max_players: 6, ai_available: true, options, spectators },
+      game: {
+        you: 0,
+        observation: {
+          players: 3, round: 2, rounds: 20, phase: 'bidding', dealer: 2, to_act: 0, turn_deadline_ms: null,
+          trump_card: 's9', trump_suit: 'spades', hand: ['h4', 's14'], bids: [null, null, null], has_bid: [false, false, false],
+          tricks_won: [0, 0, 0], trick: [], leader: 0, last_trick: null, played: [], scores: [20, -10, 30], round_scores: [[20, -10, 30]],
+          options, legal_actions: [0, 1, 2].map((bid) => ({ kind: 'bid', bid })),
+          ...over,
+        },
+      },
+    });
+    const actions = [];
+    let onAction = null;
+    let server = null;
+    await p.routeWebSocket(/\/ws$/, (ws) => {
+      server = ws;
+      ws.onMessage((raw) => {
+        const m = JSON.parse(raw);
+        if (m.type === 'hello') {
+          ws.send(JSON.stringify({ type: 'welcome', player_id: 'aaaaaaaaaaaa', token: 't'.repeat(32), name: 'Cora' }));
+          ws.send(JSON.stringify({ type: 'server_status', load: 'normal', accepting_games: true }));
+          ws.send(JSON.stringify(state({})));
+        } else if (m.type === 'action') {
+          actions.push(JSON.stringify(m.action));
+          onAction?.();
+        }
+      });
+    });
+    /** Presses the mouse on `testid`, has the server send `msg` and waits until `drawn`
+     *  is on the page, releases the mouse; then the action sent, or null after 5 s. */
+    const straddle = async (testid, msg, drawn) => {
+      const box = await p.getByTestId(testid).boundingBox();
+      const sent = new Promise((resolve) => {
+        onAction = () => resolve(actions.at(-1));
+      });
+      await p.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      await p.mouse.down();
+      server.send(JSON.stringify(msg));
+      await drawn.waitFor();
+      await p.mouse.up();
+      return Promise.race([sent, p.waitForTimeout(5000).then(() => null)]);
+    };
+    await p.goto(URL);
+    await visible(p, 'bid-1');
+    const merlin = p.locator('.seat-plate', { hasText: 'Merlin' });
+    const bid = await straddle('bid-1', state({ has_bid: [false, true, false] }, [], [{ type: 'bid_made', player: 1 }]),
+      merlin.locator('.stat-bid', { hasText: 'Has bid' }));
+    assert(bid === '{"kind":"bid","bid":1}', `the bid pressed as Merlin's bid came was sent: ${bid}`);
+
+    server.send(JSON.stringify(state({
+      phase: 'playing', bids: [1, 0, 1], has_bid: [true, true, true], legal_actions: [{ kind: 'play', card: 'h4' }, { kind: 'play', card: 's14' }],
+    })));
+    await p.getByTestId('card-s14').and(p.locator(':enabled')).waitFor();
+    const card = await straddle('card-s14', state({
+      phase: 'playing', bids: [1, 0, 1], has_bid: [true, true, true], legal_actions: [{ kind: 'play', card: 'h4' }, { kind: 'play', card: 's14' }],
+    }, ['Zed']), p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' }));
+    assert(card === '{"kind":"play","card":"s14"}', `the card pressed as a spectator came was played: ${card}`);
     await s.context.close();
   });
 }

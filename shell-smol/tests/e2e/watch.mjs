@@ -1,4 +1,4 @@
-// End-to-end scenarios of issue 19 for spectators and table chat (run by e2e.mjs): a
+// End-to-end scenarios for spectators and table chat (run by e2e.mjs): a
 // spectator joins a running 4-player game (two humans, two AI seats, hidden bids) by
 // its watch link, sees the table, and sees no hand and no hidden bid in any frame it
 // receives nor in its page; the players see the spectator's name. Chat reaches the
@@ -68,6 +68,14 @@ export async function watchScenarios(t) {
     // their turns until one of them is to bid while another seat has bid: bids are
     // still hidden then, and the spectator sees that the seat has bid, not what.
     const actionSel = '#action-bar [data-testid^="trump-"]:not(:disabled), #action-bar [data-testid^="bid-"]:not(:disabled)';
+    // After a move, wait for the server's state that carries it: the trump suit on the
+    // table, or our bid on our own seat. Not for the buttons to go: a dealer who chose
+    // trump is asked for a bid in that very state (hidden bids: everyone bids at once),
+    // and until that state comes a state sent before our move may bring the same
+    // buttons back.
+    const moveShown = (page, id) => (id.startsWith('trump-')
+      ? page.locator(`#trump-spot[aria-label^="Trump: ${id.slice('trump-'.length)}"]`).waitFor()
+      : page.locator('.seat-plate.seat-you .stat-bid', { hasText: new RegExp(`^Bid ${id.slice('bid-'.length)}$`) }).waitFor());
     const never = new Promise(() => {});
     const humanTurn = () => Promise.race([ann.page, bea.page].map((page) => {
       const button = page.locator(actionSel).first();
@@ -86,8 +94,9 @@ export async function watchScenarios(t) {
         bidder = turn;
         break;
       }
-      await button.click();
-      await page.locator(actionSel).first().waitFor({ state: 'hidden' });
+      await page.getByTestId(id).click();
+      await moveShown(page, id);
+      if (id.startsWith('trump-')) log('  a player dealt, turned a Wizard and chose trump (then bids in the same state)');
     }
     await zed.page.locator('.seat-plate', { hasText: 'Has bid' }).first().waitFor();
     assert(await zed.page.locator('#hand-area').isHidden(), 'no hand area for a spectator');
@@ -103,7 +112,9 @@ export async function watchScenarios(t) {
 
     // The players see who is watching.
     for (const p of [ann.page, bea.page]) {
-      await p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' }).waitFor({ state: 'visible' });
+      const zedItem = p.getByTestId('game-spectators').locator('li', { hasText: 'Zed' });
+      await zedItem.waitFor({ state: 'visible' });
+      assert(await zedItem.locator('svg[role="img"][aria-label="Spectator"]').isVisible(), 'an eye drawn in SVG, labelled, beside the name');
     }
     // No hand in any frame: every game view is a spectator's.
     const states = zedFrames.filter((f) => f.type === 'state' && f.game);
