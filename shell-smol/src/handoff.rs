@@ -83,6 +83,7 @@ impl<Q> Handoff<Q> {
 
     /// The core task's lock for a commit: waits while `full` says the queue is full
     /// (waking the writer to take it), and fails once the store failed.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub fn lock_for_commit(
         &self,
         full: impl Fn(&Q) -> bool,

@@ -27,6 +27,7 @@ pub mod limits;
 pub mod log_limit;
 pub mod metrics;
 pub mod outbox;
+#[cfg(feature = "postgres")]
 pub mod pg_store;
 pub mod priority;
 pub mod probe;
@@ -308,8 +309,7 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
             (store::Backend::Sqlite(store), records)
         }
         StoreSpec::Postgres(url) => {
-            let (store, records) = pg_store::PgStore::open(url, config.shard).map_err(failed)?;
-            (store::Backend::Postgres(store), records)
+            open_postgres(url, config.shard)?
         }
     };
     // The clock starts at the restore: timers and session lifetimes count from it.
@@ -341,6 +341,28 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
         server,
         clock,
     })
+}
+
+/// The PostgreSQL store at `url` for `shard`, and what it holds.
+#[cfg(feature = "postgres")]
+fn open_postgres(
+    url: &str,
+    shard: Option<wizard_core::shard::ShardId>,
+) -> Result<(store::Backend, Vec<wizard_core::records::Record>), RunError> {
+    let (store, records) =
+        pg_store::PgStore::open(url, shard).map_err(|e| RunError::Store(e.to_string()))?;
+    Ok((store::Backend::Postgres(store), records))
+}
+
+/// A build without the `postgres` feature cannot open a PostgreSQL store.
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(
+    _url: &str,
+    _shard: Option<wizard_core::shard::ShardId>,
+) -> Result<(store::Backend, Vec<wizard_core::records::Record>), RunError> {
+    Err(RunError::Store(
+        "STORE names PostgreSQL, but this build has no PostgreSQL store: build wizard-server with its `postgres` feature (the default)".into(),
+    ))
 }
 
 async fn accept_loop(

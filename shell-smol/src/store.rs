@@ -1256,6 +1256,7 @@ pub enum Backend {
     /// take it (then once [`Store::retry`] wrote it).
     Sqlite(Store),
     /// Durable once the writer's transaction holding it committed (group commit).
+    #[cfg(feature = "postgres")]
     Postgres(crate::pg_store::PgStore),
 }
 
@@ -1265,6 +1266,7 @@ impl Backend {
     pub fn commit(&mut self, records: Vec<Record>) -> Result<u64, String> {
         match self {
             Backend::Sqlite(store) => store.commit(records),
+            #[cfg(feature = "postgres")]
             Backend::Postgres(store) => store.commit(records),
         }
     }
@@ -1273,6 +1275,7 @@ impl Backend {
     pub fn durable_through(&self) -> u64 {
         match self {
             Backend::Sqlite(store) => store.durable_through(),
+            #[cfg(feature = "postgres")]
             Backend::Postgres(store) => store.durable_through(),
         }
     }
@@ -1282,6 +1285,7 @@ impl Backend {
     pub fn failed(&self) -> Option<String> {
         match self {
             Backend::Sqlite(_) => None,
+            #[cfg(feature = "postgres")]
             Backend::Postgres(store) => store.failed(),
         }
     }
@@ -1290,6 +1294,7 @@ impl Backend {
     pub fn unavailable(&self) -> Option<String> {
         match self {
             Backend::Sqlite(store) => store.unavailable().map(str::to_owned),
+            #[cfg(feature = "postgres")]
             Backend::Postgres(store) => store.unavailable(),
         }
     }
@@ -1298,14 +1303,19 @@ impl Backend {
     pub fn retry_at(&self) -> Option<Instant> {
         match self {
             Backend::Sqlite(store) => store.retry_at(),
+            #[cfg(feature = "postgres")]
             Backend::Postgres(_) => None,
         }
     }
 
     /// Tries waiting commits again (`soon`: woken by the store, not by the clock).
     pub fn retry(&mut self, now: Instant, soon: bool) {
-        if let Backend::Sqlite(store) = self {
-            store.retry(now, soon);
+        match self {
+            Backend::Sqlite(store) => {
+                store.retry(now, soon);
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => {}
         }
     }
 
@@ -1313,6 +1323,7 @@ impl Backend {
     pub fn wakes(&self) -> &async_channel::Receiver<()> {
         match self {
             Backend::Sqlite(store) => store.wakes(),
+            #[cfg(feature = "postgres")]
             Backend::Postgres(store) => store.wakes(),
         }
     }

@@ -20,6 +20,7 @@ mod head_fuzz;
 mod latency;
 mod limits;
 mod logs;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod proxy;
 mod routes;
