@@ -308,9 +308,7 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
                     .map_err(failed)?;
             (store::Backend::Sqlite(store), records)
         }
-        StoreSpec::Postgres(url) => {
-            open_postgres(url, config.shard)?
-        }
+        StoreSpec::Postgres(url) => open_postgres(url, config.shard)?,
     };
     // The clock starts at the restore: timers and session lifetimes count from it.
     let clock = Clock::new(Instant::now());
