@@ -2,7 +2,7 @@
 //! after every input, and what is published after it (`server_status`, AI availability,
 //! the breaker's state).
 
-use crate::io::{ConnId, ConnKind, Note, Output};
+use crate::io::{ConnId, ConnKind, Delivery, Note, Output};
 use crate::overload::breaker::BreakerState;
 use crate::overload::level::LoadSample;
 use crate::time::Time;
@@ -54,6 +54,9 @@ impl Server {
                     self.lobby_rate.sweep(now);
                     self.reconnect_rate.sweep(now);
                     self.join_fail_rate.sweep(now);
+                    self.spectate_rate.sweep(now);
+                    self.chat_ip_rate.sweep(now);
+                    self.chat_replay_rate.sweep(now);
                     self.timers
                         .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
                 }
@@ -159,7 +162,7 @@ impl Server {
             out.push(Output::Send {
                 conn,
                 text,
-                replaceable: false,
+                delivery: Delivery::Every,
             });
         }
     }
