@@ -77,6 +77,34 @@ async fn spectate(player: &mut Player, code: &str) -> Result<View, (ErrorCode, O
     }
 }
 
+/// The answer to a `join_lobby`: the state that shows the player seated, or the
+/// error's code.
+async fn join(player: &mut Player, code: &str, name: &str) -> Result<View, ErrorCode> {
+    player
+        .send(ClientMessage::JoinLobby {
+            code: code.into(),
+            name: name.into(),
+        })
+        .await;
+    loop {
+        match player.next().await {
+            ServerMessage::State {
+                lobby: Some(lobby),
+                game,
+                events,
+            } if lobby.players.iter().any(|p| p.id == player.id) => {
+                return Ok(View {
+                    lobby: Some(lobby),
+                    game,
+                    events,
+                });
+            }
+            ServerMessage::Error { code, .. } => return Err(code),
+            _ => {}
+        }
+    }
+}
+
 /// Leaves and reads up to the empty state.
 async fn leave(player: &mut Player) {
     player.send(ClientMessage::LeaveLobby).await;
@@ -393,27 +421,19 @@ fn a_removed_player_cannot_come_straight_back() {
         .await;
         assert_eq!(bo.next_error().await, ErrorCode::Removed);
         bo.state_where(|v| v.lobby.is_none()).await;
-        let join = ClientMessage::JoinLobby {
-            code: code.clone(),
-            name: "Bo".into(),
-        };
-        bo.send(join.clone()).await;
-        assert_eq!(bo.next_error().await, ErrorCode::NotAllowed, "re-join");
-        assert!(matches!(
-            spectate(&mut bo, &code).await,
-            Err((ErrorCode::NotAllowed, _))
-        ));
+        let rejoined = join(&mut bo, &code, "Bo").await.map(|_| "seated");
+        assert_eq!(rejoined, Err(ErrorCode::NotAllowed), "re-join");
+        let watched = spectate(&mut bo, &code).await.map(|_| "watching");
+        assert_eq!(watched.map_err(|e| e.0), Err(ErrorCode::NotAllowed));
         // A fresh session from the same address fares no better.
         let mut again = player_from(addr, local(11)).await;
-        again.send(join).await;
-        assert_eq!(
-            again.next_error().await,
-            ErrorCode::NotAllowed,
-            "new session"
-        );
+        let joined = join(&mut again, &code, "Bo").await.map(|_| "seated");
+        assert_eq!(joined, Err(ErrorCode::NotAllowed), "new session");
         // Someone else joins.
         let mut cy = player_from(addr, local(12)).await;
-        let view = cy.join_lobby(&code, "Cy").await;
+        let view = join(&mut cy, &code, "Cy")
+            .await
+            .expect("someone else joins");
         let names: Vec<_> = view
             .lobby
             .unwrap()
