@@ -136,8 +136,8 @@ pub const SETTINGS: &[Setting] = &[
     server("CHAT_RATE", "20", "chat lines one session may send per minute (a burst of as many)"),
     server("CHAT_IP_RATE", "30", "chat lines one client IP may send per minute, whatever its sessions"),
     server("CHAT_IP_BURST", "20", "chat lines one client IP may send in a burst"),
-    server("CHAT_LOBBY_RATE", "60", "chat lines one lobby may carry per minute, whoever sends them"),
-    server("CHAT_LOBBY_BURST", "30", "chat lines one lobby may carry in a burst"),
+    server("CHAT_LOBBY_RATE", "60", "spectators' chat lines one lobby may carry per minute, all its spectators together (seats not counted)"),
+    server("CHAT_LOBBY_BURST", "30", "spectators' chat lines one lobby may carry in a burst"),
     server("CHAT_HISTORY_BYTES", "16384", "bytes of a lobby's kept chat lines replayed to whoever joins or watches (the newest lines that fit)"),
     server("CHAT_REPLAY_RATE", "30", "chat history replays one client IP may receive per minute; beyond, only a chat_gap note"),
     server("CHAT_REPLAY_BURST", "20", "chat history replays one client IP may receive in a burst"),
@@ -246,7 +246,7 @@ pub struct Config {
     /// `CHAT_IP_RATE`, `CHAT_IP_BURST`: chat lines per client address.
     pub chat_ip_rate_per_min: f64,
     pub chat_ip_burst: u32,
-    /// `CHAT_LOBBY_RATE`, `CHAT_LOBBY_BURST`: chat lines per lobby.
+    /// `CHAT_LOBBY_RATE`, `CHAT_LOBBY_BURST`: spectators' chat lines per lobby.
     pub chat_lobby_rate_per_min: f64,
     pub chat_lobby_burst: u32,
     /// `CHAT_HISTORY_BYTES`: the newest kept lines that fit are replayed.
