@@ -55,15 +55,14 @@ pub enum Pushed {
 pub struct OutQueue<T> {
     frames: VecDeque<Queued<T>>,
     bytes: usize,
-    /// `Chat` frames queued now.
-    chat: usize,
     messages_max: usize,
     bytes_max: usize,
-    chat_messages_max: usize,
+    /// `Chat` frames queued now, and their bound (`u32`: every open connection pays for
+    /// an idle queue).
+    chat: u32,
+    chat_messages_max: u32,
     close: Option<CloseCode>,
     overflowed: bool,
-    /// Chat lines dropped since the queue was made.
-    chat_dropped_total: u64,
 }
 
 impl<T> OutQueue<T> {
@@ -78,17 +77,16 @@ impl<T> OutQueue<T> {
             chat: 0,
             messages_max,
             bytes_max: bytes_max.max(1),
-            chat_messages_max: messages_max,
+            chat_messages_max: u32::try_from(messages_max).unwrap_or(u32::MAX),
             close: None,
             overflowed: false,
-            chat_dropped_total: 0,
         }
     }
 
     /// At most `chat_messages_max` chat lines queued at once (at least 1): beyond, the
     /// oldest gives way (`OUTBOUND_QUEUE_CHAT_MESSAGES`).
     pub fn with_chat_messages_max(mut self, chat_messages_max: usize) -> OutQueue<T> {
-        self.chat_messages_max = chat_messages_max.max(1);
+        self.chat_messages_max = u32::try_from(chat_messages_max.max(1)).unwrap_or(u32::MAX);
         self
     }
 
@@ -116,7 +114,7 @@ impl<T> OutQueue<T> {
         }
         self.bytes = self.bytes.saturating_add(text.len());
         if delivery == Delivery::Chat {
-            self.chat += 1;
+            self.chat = self.chat.saturating_add(1);
         }
         self.frames.push_back(Queued {
             text,
@@ -154,7 +152,6 @@ impl<T> OutQueue<T> {
             return false;
         };
         self.chat -= 1;
-        self.chat_dropped_total = self.chat_dropped_total.saturating_add(1);
         let note = self.frames.iter().position(|f| f.missed > 0);
         match note {
             Some(note) if note < at => {
@@ -182,11 +179,6 @@ impl<T> OutQueue<T> {
             .saturating_add(text.len());
         f.text = text;
         f.missed = missed;
-    }
-
-    /// Chat lines dropped since the queue was made (not those of an overflow).
-    pub fn chat_dropped_total(&self) -> u64 {
-        self.chat_dropped_total
     }
 
     /// Asks for a close with `code` after the frames already queued (the first code
