@@ -143,6 +143,7 @@ pub const SETTINGS: &[Setting] = &[
     server("CHAT_REPLAY_BURST", "20", "chat history replays one client IP may receive in a burst"),
     server("SPECTATE_RATE", "10", "spectate requests one client IP may make per minute"),
     server("SPECTATE_BURST", "10", "spectate requests one client IP may make in a burst"),
+    server("SPECTATORS_STATE_INTERVAL", "0.5", "seconds between two states that show a lobby's members its changed list of spectators; the changes in between come together (0 = at once)"),
     server("REMOVED_PLAYER_TTL", "600", "seconds a player the host removed (and its address) may not join or watch that lobby again"),
     server("REMOVED_PLAYERS_MAX", "20", "removed players one lobby remembers; past it the oldest is forgotten"),
     // Shards (PROTOCOL.md 6.3).
@@ -257,6 +258,9 @@ pub struct Config {
     /// `SPECTATE_RATE`, `SPECTATE_BURST`: `spectate` requests per client address.
     pub spectate_rate_per_min: f64,
     pub spectate_burst: u32,
+    /// `SPECTATORS_STATE_INTERVAL`: members see spectators come and go at most this
+    /// often.
+    pub spectators_state_interval_us: u64,
     /// `REMOVED_PLAYER_TTL`: how long a removed player may not come back.
     pub removed_player_ttl_us: u64,
     /// `REMOVED_PLAYERS_MAX`: removed players remembered per lobby.
@@ -323,6 +327,7 @@ impl Default for Config {
             chat_replay_burst: 20,
             spectate_rate_per_min: 10.0,
             spectate_burst: 10,
+            spectators_state_interval_us: 500_000,
             removed_player_ttl_us: 600 * US_PER_SEC,
             removed_players_max: 20,
             shard: None,
@@ -421,6 +426,7 @@ impl Config {
                 "CHAT_REPLAY_BURST" => c.chat_replay_burst = v.count(1)?,
                 "SPECTATE_RATE" => c.spectate_rate_per_min = v.rate()?,
                 "SPECTATE_BURST" => c.spectate_burst = v.count(1)?,
+                "SPECTATORS_STATE_INTERVAL" => c.spectators_state_interval_us = v.duration_us(0)?,
                 "REMOVED_PLAYER_TTL" => c.removed_player_ttl_us = v.duration_us(0)?,
                 "REMOVED_PLAYERS_MAX" => c.removed_players_max = v.count(0)?,
                 "SHARD_ID" => {

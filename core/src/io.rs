@@ -515,4 +515,7 @@ pub enum WakeReason {
     /// A lobby or game whose humans are all disconnected reaches `LOBBY_IDLE_TTL` or
     /// `ABANDONED_GAME_TTL`.
     Absent,
+    /// A lobby's members are shown the spectators who came or went since
+    /// `SPECTATORS_STATE_INTERVAL` began.
+    Spectators,
 }

@@ -97,6 +97,9 @@ enum TimerKey {
     /// Every human of the lobby is disconnected: `LOBBY_IDLE_TTL` or
     /// `ABANDONED_GAME_TTL` runs out.
     Away(LobbyId),
+    /// The lobby's spectators changed within `SPECTATORS_STATE_INTERVAL` of the last
+    /// state that showed them: its members see the list then.
+    Spectators(LobbyId),
 }
 
 impl TimerKey {
@@ -110,6 +113,7 @@ impl TimerKey {
             TimerKey::Shutdown => WakeReason::Shutdown,
             TimerKey::HelloGrace(_) => WakeReason::HelloGrace,
             TimerKey::Away(_) => WakeReason::Absent,
+            TimerKey::Spectators(_) => WakeReason::Spectators,
         }
     }
 }
@@ -159,6 +163,9 @@ pub struct Server {
     /// any (`server/watch.rs`): at most `REMOVED_PLAYERS_MAX` each, one entry at most
     /// per existing lobby.
     removed: BTreeMap<LobbyId, Removed>,
+    /// When each lobby's members were last sent a state for a change of its spectators
+    /// (`SPECTATORS_STATE_INTERVAL`); one entry at most per existing lobby.
+    spectators_shown: BTreeMap<LobbyId, Time>,
 }
 
 pub use durable::RestoreError;
@@ -263,6 +270,7 @@ impl Server {
             persisted_lobbies: BTreeMap::new(),
             audiences: BTreeMap::new(),
             removed: BTreeMap::new(),
+            spectators_shown: BTreeMap::new(),
             conns: BTreeMap::new(),
             now,
             config,

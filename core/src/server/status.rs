@@ -63,6 +63,7 @@ impl Server {
                 TimerKey::Shutdown => self.finish_shutdown(CloseCode::ShuttingDown, out),
                 TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, None, out),
                 TimerKey::Away(lobby) => self.on_away_due(now, lobby, out),
+                TimerKey::Spectators(lobby) => self.show_spectators(now, lobby, out),
             }
         }
     }

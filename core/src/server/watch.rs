@@ -26,7 +26,7 @@ use crate::stats::RequestRefusal;
 use crate::time::{Time, US_PER_MS};
 use crate::wire::{self, ClientMessage, ErrorCode, ServerMessage};
 
-use super::{Server, rate_from};
+use super::{Server, TimerKey, rate_from};
 
 /// The `error` text for a lobby the session's player (or address) was removed from.
 const REMOVED_FROM: &str = "The host removed you from this lobby.";
@@ -152,13 +152,18 @@ impl Server {
         }
     }
 
-    /// The removed players of lobbies deleted during this input are forgotten.
+    /// The removed players of lobbies deleted during this input are forgotten, and so
+    /// is when their spectators were last shown.
     pub(super) fn release_gone_removed(&mut self) {
-        if self.removed.is_empty() {
+        if self.removed.is_empty() && self.spectators_shown.is_empty() {
             return;
         }
-        for lobby in self.lobbies.gone() {
-            self.removed.remove(lobby);
+        let gone: Vec<LobbyId> = self.lobbies.gone().to_vec();
+        for lobby in gone {
+            self.removed.remove(&lobby);
+            if self.spectators_shown.remove(&lobby).is_some() {
+                self.timers.cancel(&TimerKey::Spectators(lobby));
+            }
         }
     }
 
@@ -243,8 +248,11 @@ impl Server {
         if let Some(s) = self.sessions.get_mut(session) {
             s.watching = Some(lobby);
         }
-        // Everyone sees the new name; the spectator's own view is among those states.
-        self.broadcast(now, lobby, &[], out);
+        // Everyone sees the new name (now, or with the next changes of the list); the
+        // spectator's own view is among those states, or comes now by itself.
+        if !self.spectators_changed(now, lobby, out) {
+            self.send_state(now, session, out);
+        }
         self.send_history(now, conn, lobby, out);
         Ok(())
     }
@@ -267,8 +275,43 @@ impl Server {
             self.audiences.remove(&lobby);
         }
         if removed {
-            self.broadcast(now, lobby, &[], out);
+            self.spectators_changed(now, lobby, out);
         }
+    }
+
+    /// `lobby`'s spectators changed: its members get a state now, unless one showed a
+    /// change of the list less than `SPECTATORS_STATE_INTERVAL` ago; then they get one
+    /// when the interval is over, with every change made meanwhile. Returns whether the
+    /// states went out now.
+    fn spectators_changed(&mut self, now: Time, lobby: LobbyId, out: &mut Vec<Output>) -> bool {
+        let key = TimerKey::Spectators(lobby);
+        if self.timers.at(&key).is_some() {
+            return false;
+        }
+        let next = self
+            .spectators_shown
+            .get(&lobby)
+            .map(|at| at.plus_us(self.config.spectators_state_interval_us));
+        match next {
+            Some(next) if now < next => {
+                self.timers.set(key, next);
+                false
+            }
+            _ => {
+                self.show_spectators(now, lobby, out);
+                true
+            }
+        }
+    }
+
+    /// Sends `lobby`'s members a state that shows its spectators as they are now.
+    pub(super) fn show_spectators(&mut self, now: Time, lobby: LobbyId, out: &mut Vec<Output>) {
+        self.timers.cancel(&TimerKey::Spectators(lobby));
+        if self.lobbies.get(lobby).is_none() {
+            return;
+        }
+        self.spectators_shown.insert(lobby, now);
+        self.broadcast(now, lobby, &[], out);
     }
 
     /// Sends the chat history of `lobby` to `conn`, one `chat` frame per line: the
@@ -510,6 +553,11 @@ impl Server {
     /// only for lobbies that exist, at most `REMOVED_PLAYERS_MAX` each (for tests and
     /// the simulator).
     pub fn check_audiences(&self) -> Result<(), String> {
+        for lobby in self.spectators_shown.keys() {
+            if self.lobbies.get(*lobby).is_none() {
+                return Err(format!("spectators shown of deleted lobby {lobby}"));
+            }
+        }
         for (lobby, removed) in &self.removed {
             if self.lobbies.get(*lobby).is_none() {
                 return Err(format!("removed players of deleted lobby {lobby}"));

@@ -149,6 +149,7 @@ fn defaults_are_the_protocol_values() {
         (30.0, 20)
     );
     assert_eq!((c.spectate_rate_per_min, c.spectate_burst), (10.0, 10));
+    assert_eq!(c.spectators_state_interval_us, S / 2);
     assert_eq!(
         (c.removed_player_ttl_us, c.removed_players_max),
         (600 * S, 20)
@@ -281,6 +282,7 @@ const OTHER: &[(&str, &str)] = &[
     ("CHAT_REPLAY_BURST", "1"),
     ("SPECTATE_RATE", "0.5"),
     ("SPECTATE_BURST", "2"),
+    ("SPECTATORS_STATE_INTERVAL", "0"),
     ("REMOVED_PLAYER_TTL", "0"),
     ("REMOVED_PLAYERS_MAX", "0"),
     ("SHARD_ID", "K"),
@@ -398,6 +400,7 @@ fn every_field_is_covered() {
         chat_replay_burst,
         spectate_rate_per_min,
         spectate_burst,
+        spectators_state_interval_us,
         removed_player_ttl_us,
         removed_players_max,
         shard,
@@ -415,6 +418,7 @@ fn every_field_is_covered() {
         (0, 2.0, 1)
     );
     assert_eq!((spectate_rate_per_min, spectate_burst), (0.5, 2));
+    assert_eq!(spectators_state_interval_us, 0);
     assert_eq!((removed_player_ttl_us, removed_players_max), (0, 0));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
     assert_eq!(

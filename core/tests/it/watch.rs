@@ -205,7 +205,11 @@ fn spectators_chat_is_budgeted_per_lobby_and_the_seats_are_not() {
 
 #[test]
 fn spectate_churn_from_one_address_is_budgeted() {
-    let (mut d, code) = with_lobby(&[("SPECTATE_BURST", "3"), ("SPECTATE_RATE", "1")]);
+    let (mut d, code) = with_lobby(&[
+        ("SPECTATE_BURST", "3"),
+        ("SPECTATE_RATE", "1"),
+        ("SPECTATORS_STATE_INTERVAL", "0"),
+    ]);
     let states_before = d.seen[&HOST]
         .messages
         .iter()
@@ -339,5 +343,55 @@ fn removed_players_go_with_their_lobby() {
     d.send_json(HOST, json!({"type": "remove_player", "player_id": bo_id}));
     d.send_json(HOST, json!({"type": "leave_lobby"}));
     // The lobby is gone, and what its host decided with it.
+    d.server.check_audiences().unwrap();
+}
+
+/// States the host received so far.
+fn host_states(d: &Driver) -> Vec<Value> {
+    d.seen[&HOST]
+        .messages
+        .iter()
+        .filter(|m| m["type"] == "state")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn spectators_coming_and_going_reach_the_members_at_most_once_an_interval() {
+    let (mut d, code) = with_lobby(&[("SPECTATORS_STATE_INTERVAL", "0.5")]);
+    let before = host_states(&d).len();
+    // Twenty addresses watch and leave, two of them stay: all within 100 ms.
+    for k in 0..20u8 {
+        let conn = ConnId(100 + u64::from(k));
+        arrive(&mut d, conn, &format!("10.0.2.{k}"));
+        assert_eq!(spectate(&mut d, conn, &code), None);
+        // The spectator sees itself listed at once, whatever the members see.
+        let own = d.state(conn).unwrap()["lobby"]["spectators"].clone();
+        assert!(own.as_array().is_some_and(|l| !l.is_empty()), "{own}");
+        if k >= 2 {
+            d.send_json(conn, json!({"type": "leave_lobby"}));
+        }
+        d.advance_ms(5);
+    }
+    // The first change went out at once; the rest wait for the interval's end.
+    assert_eq!(host_states(&d).len() - before, 1);
+    d.run_until(d.now.plus_us(500_000));
+    let states = host_states(&d);
+    assert_eq!(
+        states.len() - before,
+        2,
+        "one more state for all the changes"
+    );
+    let shown = &states.last().unwrap()["lobby"]["spectators"];
+    assert_eq!(*shown, json!(["Zoe", "Zoe (2)"]), "the list as it is now");
+    // A lone change long after goes out at once again.
+    d.advance_ms(2_000);
+    d.send_json(ConnId(100), json!({"type": "leave_lobby"}));
+    let states = host_states(&d);
+    assert_eq!(states.len() - before, 3);
+    assert_eq!(
+        states.last().unwrap()["lobby"]["spectators"],
+        json!(["Zoe (2)"])
+    );
     d.server.check_audiences().unwrap();
 }
