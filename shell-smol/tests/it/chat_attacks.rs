@@ -321,6 +321,7 @@ fn a_chat_burst_never_costs_a_seated_player_on_a_slow_link_its_connection() {
                 _ => {}
             }
         }
+        println!("slow seat: {lines} lines read, {missed} missed, connection kept");
         assert!(
             missed > 0,
             "Bo read all {lines} lines: its link was not slow"
@@ -391,6 +392,7 @@ fn the_history_replay_is_bounded_in_bytes_and_per_address() {
                     _ => {}
                 }
             }
+            println!("replay {round}: {lines} lines, {bytes} bytes of text, {missed} missed");
             if round < 2 {
                 assert!(
                     lines > 0 && bytes <= 4096,
@@ -464,6 +466,7 @@ fn spectate_churn_from_many_addresses_reaches_the_members_twice_a_second_at_most
         }
         let (_, states) = drain_until_end(&mut host).await;
         let intervals = started.elapsed().as_secs_f64() / 0.5;
+        println!("60 changes of the list: {states} states to the host in {intervals:.2} intervals");
         assert!(
             (states as f64) <= intervals.ceil() + 1.0,
             "{states} states in {intervals:.1} intervals of 0.5 s"
