@@ -34,6 +34,9 @@ pub struct Audience {
     spectators: Vec<Spectator>,
     /// Encoded `chat` frames, oldest first, at most [`CHAT_HISTORY_LINES_MAX`].
     history: VecDeque<String>,
+    /// `CHAT_LOBBY_RATE`: the spectators' chat lines of this lobby, made at its first
+    /// spectator's line.
+    pub spectator_chat: Option<crate::overload::limiter::TokenBucket>,
 }
 
 impl Audience {
@@ -65,6 +68,31 @@ impl Audience {
     /// The chat frames kept, oldest first.
     pub fn history(&self) -> impl Iterator<Item = &str> + '_ {
         self.history.iter().map(String::as_str)
+    }
+
+    /// The kept lines a replay of at most `bytes_max` bytes sends: how many of the
+    /// oldest it leaves out, and the newest that fit, oldest first.
+    pub fn replay(&self, bytes_max: usize) -> (usize, impl Iterator<Item = &str> + '_) {
+        let mut bytes = 0usize;
+        let fit = self
+            .history
+            .iter()
+            .rev()
+            .take_while(|line| {
+                bytes = bytes.saturating_add(line.len());
+                bytes <= bytes_max
+            })
+            .count();
+        let skipped = self.history.len() - fit;
+        (
+            skipped,
+            self.history.iter().skip(skipped).map(String::as_str),
+        )
+    }
+
+    /// Lines kept now.
+    pub fn history_len(&self) -> usize {
+        self.history.len()
     }
 
     /// Keeps an encoded `chat` frame, forgetting the oldest past the bound.

@@ -108,7 +108,8 @@ pub const SETTINGS: &[Setting] = &[
     server("MAX_MESSAGE_BYTES", "65536", "largest incoming message in bytes; larger closes with 1009"),
     server("OUTBOUND_QUEUE_MESSAGES", "256", "messages queued for one connection before it is disconnected"),
     server("OUTBOUND_QUEUE_BYTES", "1048576", "bytes queued for one connection before it is disconnected"),
-    server("IP_TABLE_MAX", "10000", "entries in each per-address rate table (lobby creation, reconnects, failed joins, new sockets); past it the bucket soonest full is forgotten"),
+    server("OUTBOUND_QUEUE_CHAT_MESSAGES", "64", "chat lines queued for one connection; beyond, and before the queue would overflow, the oldest are dropped and counted in a chat_gap note"),
+    server("IP_TABLE_MAX", "10000", "entries in each per-address rate table (lobby creation, reconnects, failed joins and spectates, spectates, chat, chat history replays, new sockets); past it the bucket soonest full is forgotten"),
     server("MAX_SESSIONS", "5000", "sessions kept in the session registry"),
     // The door (issue 14).
     server("MAX_SOCKETS_PER_IP", "", "TCP sockets one client address may hold, upgraded or not (empty = 2 x MAX_CONNECTIONS_PER_IP, at least MAX_CONNECTIONS_PER_IP + 16)"),
@@ -128,13 +129,25 @@ pub const SETTINGS: &[Setting] = &[
     server("MAX_GAMES_PER_IP", "5", "running games in lobbies created from one client IP"),
     server("RECONNECT_RATE", "30", "new player connections one client IP may open per minute"),
     server("RECONNECT_BURST", "20", "new player connections one client IP may open in a burst"),
-    server("JOIN_FAIL_RATE", "10", "join_lobby attempts with an unknown code one client IP may make per minute"),
-    server("JOIN_FAIL_BURST", "10", "join_lobby attempts with an unknown code one client IP may make in a burst"),
+    server("JOIN_FAIL_RATE", "10", "join_lobby and spectate attempts with an unknown code one client IP may make per minute"),
+    server("JOIN_FAIL_BURST", "10", "join_lobby and spectate attempts with an unknown code one client IP may make in a burst"),
     server("SOCKET_RATE", "20", "new TCP sockets one client IP may open per second (beyond: closed at once)"),
     server("SOCKET_BURST", "40", "new TCP sockets one client IP may open in a burst"),
     // Spectators and table chat (PROTOCOL.md 6.4).
     server("MAX_SPECTATORS", "20", "spectators one lobby may have at once"),
     server("CHAT_RATE", "20", "chat lines one session may send per minute (a burst of as many)"),
+    server("CHAT_IP_RATE", "30", "chat lines one client IP may send per minute, whatever its sessions"),
+    server("CHAT_IP_BURST", "20", "chat lines one client IP may send in a burst"),
+    server("CHAT_LOBBY_RATE", "60", "spectators' chat lines one lobby may carry per minute, all its spectators together (seats not counted)"),
+    server("CHAT_LOBBY_BURST", "30", "spectators' chat lines one lobby may carry in a burst"),
+    server("CHAT_HISTORY_BYTES", "16384", "bytes of a lobby's kept chat lines replayed to whoever joins or watches (the newest lines that fit)"),
+    server("CHAT_REPLAY_RATE", "30", "chat history replays one client IP may receive per minute; beyond, only a chat_gap note"),
+    server("CHAT_REPLAY_BURST", "20", "chat history replays one client IP may receive in a burst"),
+    server("SPECTATE_RATE", "10", "spectate requests one client IP may make per minute"),
+    server("SPECTATE_BURST", "10", "spectate requests one client IP may make in a burst"),
+    server("SPECTATORS_STATE_INTERVAL", "0.5", "seconds between two states that show a lobby's members its changed list of spectators; the changes in between come together (0 = at once)"),
+    server("REMOVED_PLAYER_TTL", "600", "seconds a player the host removed (and its address) may not join or watch that lobby again"),
+    server("REMOVED_PLAYERS_MAX", "20", "removed players one lobby remembers; past it the oldest is forgotten"),
     // Shards (PROTOCOL.md 6.3).
     server("SHARD_ID", "", "this shard's id, one character of ABCDEFGHJKLMNPQRSTUVWXYZ23456789, first in every lobby code and session token it issues (empty = not sharded)"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to (ws:// only)"),
@@ -233,6 +246,27 @@ pub struct Config {
     pub spectators_per_lobby_max: usize,
     /// `CHAT_RATE`: chat lines per session per minute, and the burst.
     pub chat_rate_per_min: u32,
+    /// `CHAT_IP_RATE`, `CHAT_IP_BURST`: chat lines per client address.
+    pub chat_ip_rate_per_min: f64,
+    pub chat_ip_burst: u32,
+    /// `CHAT_LOBBY_RATE`, `CHAT_LOBBY_BURST`: spectators' chat lines per lobby.
+    pub chat_lobby_rate_per_min: f64,
+    pub chat_lobby_burst: u32,
+    /// `CHAT_HISTORY_BYTES`: the newest kept lines that fit are replayed.
+    pub chat_history_bytes_max: usize,
+    /// `CHAT_REPLAY_RATE`, `CHAT_REPLAY_BURST`: history replays per client address.
+    pub chat_replay_rate_per_min: f64,
+    pub chat_replay_burst: u32,
+    /// `SPECTATE_RATE`, `SPECTATE_BURST`: `spectate` requests per client address.
+    pub spectate_rate_per_min: f64,
+    pub spectate_burst: u32,
+    /// `SPECTATORS_STATE_INTERVAL`: members see spectators come and go at most this
+    /// often.
+    pub spectators_state_interval_us: u64,
+    /// `REMOVED_PLAYER_TTL`: how long a removed player may not come back.
+    pub removed_player_ttl_us: u64,
+    /// `REMOVED_PLAYERS_MAX`: removed players remembered per lobby.
+    pub removed_players_max: usize,
     /// `SHARD_ID`: `None` when not sharded.
     pub shard: Option<ShardId>,
 }
@@ -286,6 +320,18 @@ impl Default for Config {
             socket_burst: 40,
             spectators_per_lobby_max: 20,
             chat_rate_per_min: 20,
+            chat_ip_rate_per_min: 30.0,
+            chat_ip_burst: 20,
+            chat_lobby_rate_per_min: 60.0,
+            chat_lobby_burst: 30,
+            chat_history_bytes_max: 16_384,
+            chat_replay_rate_per_min: 30.0,
+            chat_replay_burst: 20,
+            spectate_rate_per_min: 10.0,
+            spectate_burst: 10,
+            spectators_state_interval_us: 500_000,
+            removed_player_ttl_us: 600 * US_PER_SEC,
+            removed_players_max: 20,
             shard: None,
         }
     }
@@ -345,6 +391,9 @@ impl Config {
                 "MAX_MESSAGE_BYTES" => c.message_bytes_max = v.count(1)?,
                 "OUTBOUND_QUEUE_MESSAGES" => c.shell.outbound_queue_messages_max = v.count(1)?,
                 "OUTBOUND_QUEUE_BYTES" => c.shell.outbound_queue_bytes_max = v.count(1)?,
+                "OUTBOUND_QUEUE_CHAT_MESSAGES" => {
+                    c.shell.outbound_queue_chat_messages_max = v.count(1)?
+                }
                 "IP_TABLE_MAX" => c.ip_table_entries_max = v.count(1)?,
                 "MAX_SESSIONS" => c.sessions_max = v.count(1)?,
                 "MAX_SOCKETS_PER_IP" => sockets_per_ip_max = Some(v.count(1)?),
@@ -372,6 +421,18 @@ impl Config {
                 "SOCKET_BURST" => c.socket_burst = v.count(1)?,
                 "MAX_SPECTATORS" => c.spectators_per_lobby_max = v.count(0)?,
                 "CHAT_RATE" => c.chat_rate_per_min = v.count(1)?,
+                "CHAT_IP_RATE" => c.chat_ip_rate_per_min = v.rate()?,
+                "CHAT_IP_BURST" => c.chat_ip_burst = v.count(1)?,
+                "CHAT_LOBBY_RATE" => c.chat_lobby_rate_per_min = v.rate()?,
+                "CHAT_LOBBY_BURST" => c.chat_lobby_burst = v.count(1)?,
+                "CHAT_HISTORY_BYTES" => c.chat_history_bytes_max = v.count(0)?,
+                "CHAT_REPLAY_RATE" => c.chat_replay_rate_per_min = v.rate()?,
+                "CHAT_REPLAY_BURST" => c.chat_replay_burst = v.count(1)?,
+                "SPECTATE_RATE" => c.spectate_rate_per_min = v.rate()?,
+                "SPECTATE_BURST" => c.spectate_burst = v.count(1)?,
+                "SPECTATORS_STATE_INTERVAL" => c.spectators_state_interval_us = v.duration_us(0)?,
+                "REMOVED_PLAYER_TTL" => c.removed_player_ttl_us = v.duration_us(0)?,
+                "REMOVED_PLAYERS_MAX" => c.removed_players_max = v.count(0)?,
                 "SHARD_ID" => {
                     c.shard =
                         Some(v.parsed("is not one character of ABCDEFGHJKLMNPQRSTUVWXYZ23456789")?)

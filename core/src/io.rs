@@ -167,17 +167,29 @@ impl Input {
     }
 }
 
+/// How a slow reader's outbound queue may treat a frame ([`crate::outqueue`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Delivered once, in order: everything but the two kinds below.
+    Every,
+    /// A full `state` snapshot without events: a newer one replaces it in the queue
+    /// (only the newest view matters; a state that carries events is `Every`, or its
+    /// events would be lost).
+    Newest,
+    /// A table `chat` line (said now or replayed from the history): it gives way in a
+    /// slow reader's queue, oldest first, counted in a `chat_gap` note, so that chat
+    /// never costs a player the connection.
+    Chat,
+}
+
 /// What the world should do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
-    /// Send a text frame. `replaceable` marks a full `state` snapshot without events,
-    /// which a slow reader's queue may replace by a newer one (only the newest view
-    /// matters; a state that carries events is never replaced, or its events would be
-    /// lost).
+    /// Send a text frame; `delivery` says what a slow reader's queue may do with it.
     Send {
         conn: ConnId,
         text: String,
-        replaceable: bool,
+        delivery: Delivery,
     },
     /// Hand a decision request to the in-process AI service on `conn` (a
     /// [`ConnKind::AiInProcess`] connection; a websocket AI connection gets the request
@@ -199,14 +211,18 @@ pub enum Output {
 
 /// Where a shell carries out outputs: one method per kind of [`Output`].
 pub trait Router {
-    /// Queue `text` on `conn` (replacing a queued replaceable frame when `replaceable`).
-    fn send(&mut self, conn: ConnId, text: String, replaceable: bool);
+    /// Queue `text` on `conn` by the queue's rule for its `delivery`.
+    fn send(&mut self, conn: ConnId, text: String, delivery: Delivery);
     /// Hand `request` to the in-process AI service on `conn`. A shell without one never
     /// opens a [`ConnKind::AiInProcess`] connection; the default sends the request's
     /// JSON as a frame, as for a websocket AI connection.
     fn ai_request(&mut self, conn: ConnId, request: Box<AiRequest>, needed_at: Time) {
         let _ = needed_at;
-        self.send(conn, crate::wire::encode_ai_request(&request), false);
+        self.send(
+            conn,
+            crate::wire::encode_ai_request(&request),
+            Delivery::Every,
+        );
     }
     /// Close `conn` with `code` after the frames already queued.
     fn close(&mut self, conn: ConnId, code: CloseCode);
@@ -221,8 +237,8 @@ impl Output {
             Output::Send {
                 conn,
                 text,
-                replaceable,
-            } => router.send(conn, text, replaceable),
+                delivery,
+            } => router.send(conn, text, delivery),
             Output::AiRequest {
                 conn,
                 request,
@@ -499,4 +515,7 @@ pub enum WakeReason {
     /// A lobby or game whose humans are all disconnected reaches `LOBBY_IDLE_TTL` or
     /// `ABANDONED_GAME_TTL`.
     Absent,
+    /// A lobby's members are shown the spectators who came or went since
+    /// `SPECTATORS_STATE_INTERVAL` began.
+    Spectators,
 }

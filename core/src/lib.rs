@@ -74,6 +74,7 @@ pub mod names;
 pub mod outqueue;
 pub mod overload;
 pub mod records;
+pub mod removed;
 pub mod reply_wait;
 pub mod rng;
 mod serde_str;

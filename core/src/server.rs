@@ -26,7 +26,9 @@ use rand_chacha::ChaCha12Rng;
 use crate::ai_bridge::AiBridge;
 use crate::audience::Audience;
 use crate::config::Config;
-use crate::io::{BadFrame, ConnId, ConnKind, Input, Note, Output, RefuseReason, WakeReason};
+use crate::io::{
+    BadFrame, ConnId, ConnKind, Delivery, Input, Note, Output, RefuseReason, WakeReason,
+};
 use crate::lobby::LobbyManager;
 use crate::overload::LoadLevel;
 use crate::overload::breaker::{BreakerConfig, BreakerState};
@@ -34,6 +36,7 @@ use crate::overload::connections::ConnectionLimiter;
 use crate::overload::level::{LoadLevels, LoadSample, LoadThresholds};
 use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
 use crate::records::{LobbyRecord, Record};
+use crate::removed::Removed;
 use crate::rng::{self, Purpose, Seed};
 use crate::session::{LobbyId, SessionId, SessionRegistry};
 use crate::shard::ShardId;
@@ -94,6 +97,9 @@ enum TimerKey {
     /// Every human of the lobby is disconnected: `LOBBY_IDLE_TTL` or
     /// `ABANDONED_GAME_TTL` runs out.
     Away(LobbyId),
+    /// The lobby's spectators changed within `SPECTATORS_STATE_INTERVAL` of the last
+    /// state that showed them: its members see the list then.
+    Spectators(LobbyId),
 }
 
 impl TimerKey {
@@ -107,6 +113,7 @@ impl TimerKey {
             TimerKey::Shutdown => WakeReason::Shutdown,
             TimerKey::HelloGrace(_) => WakeReason::HelloGrace,
             TimerKey::Away(_) => WakeReason::Absent,
+            TimerKey::Spectators(_) => WakeReason::Spectators,
         }
     }
 }
@@ -126,8 +133,14 @@ pub struct Server {
     lobby_rate: KeyedRateLimiter<IpKey>,
     /// New player connections per address (`RECONNECT_RATE`).
     reconnect_rate: KeyedRateLimiter<IpKey>,
-    /// `join_lobby` with an unknown code per address (`JOIN_FAIL_RATE`).
+    /// `join_lobby` and `spectate` with an unknown code per address (`JOIN_FAIL_RATE`).
     join_fail_rate: KeyedRateLimiter<IpKey>,
+    /// `spectate` requests per address (`SPECTATE_RATE`).
+    spectate_rate: KeyedRateLimiter<IpKey>,
+    /// Chat lines per address, all its sessions together (`CHAT_IP_RATE`).
+    chat_ip_rate: KeyedRateLimiter<IpKey>,
+    /// Chat history replays per address (`CHAT_REPLAY_RATE`).
+    chat_replay_rate: KeyedRateLimiter<IpKey>,
     timers: Timers<TimerKey>,
     game_seeds: ChaCha12Rng,
     retry_rng: ChaCha12Rng,
@@ -148,6 +161,13 @@ pub struct Server {
     /// Spectators and chat history of the lobbies that have any (`server/watch.rs`);
     /// one entry at most per existing lobby.
     audiences: BTreeMap<LobbyId, Audience>,
+    /// Players the host removed, kept out for `REMOVED_PLAYER_TTL`, per lobby that has
+    /// any (`server/watch.rs`): at most `REMOVED_PLAYERS_MAX` each, one entry at most
+    /// per existing lobby.
+    removed: BTreeMap<LobbyId, Removed>,
+    /// When each lobby's members were last sent a state for a change of its spectators
+    /// (`SPECTATORS_STATE_INTERVAL`); one entry at most per existing lobby.
+    spectators_shown: BTreeMap<LobbyId, Time>,
 }
 
 pub use durable::{RestoreError, SetAside};
@@ -200,6 +220,17 @@ impl Server {
             u64::from(config.join_fail_burst.max(1)),
             config.ip_table_entries_max,
         );
+        let per_ip_per_min = |rate_per_min: f64, burst: u32| {
+            KeyedRateLimiter::new(
+                rate_from(rate_per_min, 60_000_000),
+                u64::from(burst.max(1)),
+                config.ip_table_entries_max,
+            )
+        };
+        let spectate_rate = per_ip_per_min(config.spectate_rate_per_min, config.spectate_burst);
+        let chat_ip_rate = per_ip_per_min(config.chat_ip_rate_per_min, config.chat_ip_burst);
+        let chat_replay_rate =
+            per_ip_per_min(config.chat_replay_rate_per_min, config.chat_replay_burst);
         let mut timers = Timers::default();
         timers.set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
         let status = Status {
@@ -227,6 +258,9 @@ impl Server {
             lobby_rate,
             reconnect_rate,
             join_fail_rate,
+            spectate_rate,
+            chat_ip_rate,
+            chat_replay_rate,
             timers,
             counters: Counters::default(),
             last_sample: LoadSample::default(),
@@ -238,6 +272,8 @@ impl Server {
             persisted_lobbies: BTreeMap::new(),
             set_aside: Vec::new(),
             audiences: BTreeMap::new(),
+            removed: BTreeMap::new(),
+            spectators_shown: BTreeMap::new(),
             conns: BTreeMap::new(),
             now,
             config,
@@ -309,6 +345,7 @@ impl Server {
         self.run_due(now, out);
         self.after_change(now, out);
         self.release_gone_audiences(out);
+        self.release_gone_removed();
         self.flush_gone();
     }
 
@@ -374,7 +411,10 @@ impl Server {
                 .lobby_rate
                 .len()
                 .max(self.reconnect_rate.len())
-                .max(self.join_fail_rate.len()) as u64,
+                .max(self.join_fail_rate.len())
+                .max(self.spectate_rate.len())
+                .max(self.chat_ip_rate.len())
+                .max(self.chat_replay_rate.len()) as u64,
             last_sample: self.last_sample,
             shutting_down: self.shutting_down,
         }
@@ -442,7 +482,7 @@ impl Server {
         out.push(Output::Send {
             conn,
             text,
-            replaceable: false,
+            delivery: Delivery::Every,
         });
     }
 
@@ -461,7 +501,7 @@ impl Server {
         out.push(Output::Send {
             conn,
             text,
-            replaceable: false,
+            delivery: Delivery::Every,
         });
     }
 }

@@ -71,6 +71,12 @@ pub enum RequestRefusal {
     JoinFailRate,
     /// `MAX_LOBBIES` lobbies exist and none is idle.
     MaxLobbies,
+    /// `SPECTATE_RATE`: too many `spectate` requests from this address.
+    SpectateRate,
+    /// `CHAT_IP_RATE`: too many chat lines from this address.
+    ChatIpRate,
+    /// `CHAT_LOBBY_RATE`: too many spectators' chat lines in this lobby.
+    ChatLobbyRate,
 }
 
 /// `Tally` for a fieldless enum with an `ALL` list and a `name` of its own.
@@ -107,12 +113,18 @@ tally!(
         RequestRefusal::GamesPerIp,
         RequestRefusal::JoinFailRate,
         RequestRefusal::MaxLobbies,
+        RequestRefusal::SpectateRate,
+        RequestRefusal::ChatIpRate,
+        RequestRefusal::ChatLobbyRate,
     ],
     |r| match r {
         RequestRefusal::LobbiesPerIp => "lobbies_per_ip",
         RequestRefusal::GamesPerIp => "games_per_ip",
         RequestRefusal::JoinFailRate => "join_fail_rate",
         RequestRefusal::MaxLobbies => "max_lobbies",
+        RequestRefusal::SpectateRate => "spectate_rate",
+        RequestRefusal::ChatIpRate => "chat_ip_rate",
+        RequestRefusal::ChatLobbyRate => "chat_lobby_rate",
     }
 );
 tally!(

@@ -156,6 +156,10 @@ pub enum ServerMessage {
         text: String,
         at_ms: u64,
     },
+    /// `missed` chat lines of this connection's lobby were left out here: a slow
+    /// reader's queue dropped them so that chat never costs it the connection, or a
+    /// history replay was cut short.
+    ChatGap { missed: u32 },
 }
 
 /// Where a lobby stands.
@@ -288,6 +292,8 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
             text: f.text,
             at_ms: f.at_ms,
         }),
+        "chat_gap" => fields::<ChatGapFields>(text, "chat_gap")
+            .map(|f| ServerMessage::ChatGap { missed: f.missed }),
         other => Err(unknown_type(other)),
     }
 }
@@ -326,6 +332,11 @@ struct JoinFields {
 #[derive(Deserialize)]
 struct ChatFields {
     text: String,
+}
+
+#[derive(Deserialize)]
+struct ChatGapFields {
+    missed: u32,
 }
 
 #[derive(Deserialize)]

@@ -383,7 +383,7 @@ pub(super) async fn player(
                         accepting_games, ..
                     } => accepting = accepting_games,
                     // The load generator's players do not chat.
-                    ServerMessage::Chat { .. } => {}
+                    ServerMessage::Chat { .. } | ServerMessage::ChatGap { .. } => {}
                     ServerMessage::Error {
                         code: err,
                         retry_after_ms,

@@ -2,8 +2,9 @@
 //! per-connection rate, reconnecting when cut off), lobby spammers (`create_lobby` as
 //! fast as they like), connection storms (new connections from one or many
 //! addresses, held open, never saying hello), fragment flooders (a text message that
-//! never completes: empty continuation frames forever, reconnecting when cut off) and
-//! silent sockets (TCP sockets that never send a request head).
+//! never completes: empty continuation frames forever, reconnecting when cut off),
+//! silent sockets (TCP sockets that never send a request head) and code guessers
+//! (`spectate` with a new made-up lobby code each time).
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -43,6 +44,19 @@ pub fn attack_ip(group: usize, n: u64, ips: u32) -> IpAddr {
         u8::try_from((k >> 8) & 0xff).unwrap_or(0),
         u8::try_from(k & 0xff).unwrap_or(0),
     ))
+}
+
+/// A made-up lobby code for the `n`th guess: six characters of the codes' alphabet.
+fn guessed_code(n: u64) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    let mut k = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (0..6)
+        .map(|_| {
+            let c = ALPHABET[(k % 32) as usize];
+            k /= 32;
+            char::from(c)
+        })
+        .collect()
 }
 
 /// The `n`th wrong message of a junk sender.
@@ -162,6 +176,21 @@ impl Attacker {
                     if now >= ready {
                         let what = junk(pick.wrapping_add(i as u64));
                         cx.net.to_server(cx.q, now, conn, what);
+                    }
+                }
+            }
+            AttackKind::SpectateGuess => {
+                while self.conns.len() < self.spec.count.max(1) as usize {
+                    self.open(cx, now, Owner::Attacker(self.index));
+                }
+                for (i, (conn, &(_, ready))) in self.conns.iter().enumerate() {
+                    if now >= ready {
+                        let n = (now.0 / 1000).wrapping_mul(31).wrapping_add(i as u64);
+                        let guess = wire::encode_client(&ClientMessage::Spectate {
+                            code: guessed_code(n),
+                            name: "guess".into(),
+                        });
+                        cx.net.to_server(cx.q, now, conn, Arrive::Text(guess));
                     }
                 }
             }

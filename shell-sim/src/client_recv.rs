@@ -28,10 +28,10 @@ impl Client {
             text,
             seq,
             kept_before,
-            replaceable,
+            lossy,
         } in frames
         {
-            self.check_stream(cx, now, conn, seq, kept_before, replaceable);
+            self.check_stream(cx, now, conn, seq, kept_before, lossy);
             if peek::frame_type(&text) == "state" {
                 if self.accepted.is_some() {
                     self.confirm_from_events(cx, now, &text);
@@ -58,7 +58,12 @@ impl Client {
                     retry_after_ms,
                     ..
                 }) => self.on_error(cx, now, code, retry_after_ms),
-                Ok(ServerMessage::State { .. } | ServerMessage::Chat { .. }) | Err(_) => {}
+                Ok(
+                    ServerMessage::State { .. }
+                    | ServerMessage::Chat { .. }
+                    | ServerMessage::ChatGap { .. },
+                )
+                | Err(_) => {}
             }
         }
         if let Some(text) = self.latest_state.take() {
@@ -68,8 +73,8 @@ impl Client {
     }
 
     /// Frames on one connection arrive in the order the core sent them, each once, and
-    /// every frame the core did not mark replaceable arrives (a `state` with events
-    /// carries moves: losing or reordering one would lose or reorder a move).
+    /// every frame the core marked `Every` arrives (a `state` with events carries
+    /// moves: losing or reordering one would lose or reorder a move).
     fn check_stream(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -77,7 +82,7 @@ impl Client {
         conn: ConnId,
         seq: u64,
         kept_before: u64,
-        replaceable: bool,
+        lossy: bool,
     ) {
         if self.stream.conn != Some(conn) {
             self.stream = Stream {
@@ -105,7 +110,7 @@ impl Client {
             );
         }
         s.seq = s.seq.max(seq);
-        if !replaceable {
+        if !lossy {
             s.kept = seq;
         }
     }

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
-use wizard_core::io::{ConnId, ConnKind, Input, MoveSource, Output};
+use wizard_core::io::{ConnId, ConnKind, Delivery, Input, MoveSource, Output};
 use wizard_core::overload::door::Door;
 use wizard_core::reply_wait::ReplyWait;
 use wizard_core::wire::ClientMessage;
@@ -79,8 +79,8 @@ pub struct Host {
     probe: Probe,
     pub probe_intended: Time,
     out: Vec<Output>,
-    messages_max: usize,
-    bytes_max: usize,
+    /// Each outbox's limits: frames, bytes, chat lines.
+    queue_limits: (usize, usize, usize),
     window_bytes: usize,
     /// Handled inputs (for the report's speed figures).
     pub inputs_handled: u64,
@@ -133,6 +133,7 @@ impl Host {
         let interval = server.config().load_sample_interval_us;
         let messages_max = server.config().shell.outbound_queue_messages_max;
         let bytes_max = server.config().shell.outbound_queue_bytes_max;
+        let chat_max = server.config().shell.outbound_queue_chat_messages_max;
         let door = Door::for_config(server.config());
         let mut probe = Probe::new(interval, Time::ZERO, cpu.stat());
         let first = probe.next_sleep_us();
@@ -158,8 +159,7 @@ impl Host {
             probe,
             probe_intended: Time(first),
             out: Vec::with_capacity(256),
-            messages_max,
-            bytes_max,
+            queue_limits: (messages_max, bytes_max, chat_max),
             window_bytes,
             inputs_handled: 0,
             overflows: 0,
@@ -224,10 +224,8 @@ impl Host {
                 }
                 self.kinds.insert(conn, kind);
                 self.watch_keepalive(q, net, now, conn);
-                self.outboxes.insert(
-                    conn,
-                    Outbox::new(self.messages_max, self.bytes_max, self.window_bytes),
-                );
+                self.outboxes
+                    .insert(conn, Outbox::new(self.queue_limits, self.window_bytes));
                 Input::Opened { conn, kind, ip }
             }
             Arrive::OpenInProcess => {
@@ -552,13 +550,13 @@ impl Host {
             if let Output::Send {
                 conn,
                 text,
-                replaceable,
+                delivery,
             } = o
             {
                 sent.frames += 1;
                 if self.kinds.get(conn) == Some(&ConnKind::Ai) {
                     sent.ai_requests += 1;
-                } else if *replaceable || text.len() > 512 {
+                } else if *delivery == Delivery::Newest || text.len() > 512 {
                     sent.states += 1;
                 } else {
                     sent.smalls += 1;

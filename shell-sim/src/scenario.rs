@@ -139,6 +139,9 @@ pub enum AttackKind {
     /// After `hello`, nothing at all, not even a pong: the shell closes them at
     /// `KEEPALIVE_TIMEOUT`; cut off, they come back.
     Mute,
+    /// After `hello`, `spectate` with a new guessed lobby code each time: the core
+    /// counts each unknown code against `JOIN_FAIL_RATE`, like a failed `join_lobby`.
+    SpectateGuess,
 }
 
 /// The AI service.

@@ -8,7 +8,7 @@
 //! to open (there the connection's writer finishes it).
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, Input, Note, Output, Router};
+use wizard_core::io::{ConnId, Delivery, Input, Note, Output, Router};
 use wizard_core::reply_wait::ReplyWait;
 use wizard_core::wire::CloseCode;
 
@@ -42,9 +42,9 @@ impl Outboxes<'_> {
 }
 
 impl Router for Outboxes<'_> {
-    fn send(&mut self, conn: ConnId, text: String, replaceable: bool) {
+    fn send(&mut self, conn: ConnId, text: String, delivery: Delivery) {
         if let Some(o) = self.get(conn) {
-            o.push(text, replaceable);
+            o.push(text, delivery);
         }
     }
 
@@ -58,7 +58,11 @@ impl Router for Outboxes<'_> {
             self.replies.asked(request.request_id(), needed_at);
             self.in_process_out.push(Ev::AiInProcess { conn, request });
         } else {
-            self.send(conn, wizard_core::wire::encode_ai_request(&request), false);
+            self.send(
+                conn,
+                wizard_core::wire::encode_ai_request(&request),
+                Delivery::Every,
+            );
         }
     }
 

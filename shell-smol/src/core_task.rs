@@ -26,7 +26,9 @@ use async_io::Timer;
 use futures_lite::FutureExt;
 use tracing::{debug, info, warn};
 use wizard_ai::service::Answered;
-use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output, Router};
+use wizard_core::io::{
+    ConnId, ConnKind, Delivery, FallbackReason, Input, MoveSource, Note, Output, Router,
+};
 use wizard_core::overload::LoadLevel;
 use wizard_core::reply_wait::ReplyWait;
 use wizard_core::wire::{AiRequest, CloseCode};
@@ -192,9 +194,9 @@ struct Outboxes<'a> {
 }
 
 impl Router for Outboxes<'_> {
-    fn send(&mut self, conn: ConnId, text: String, replaceable: bool) {
+    fn send(&mut self, conn: ConnId, text: String, delivery: Delivery) {
         if let Some(outbox) = self.conns.get(&conn)
-            && outbox.push(text, replaceable, self.pass)
+            && outbox.push(text, delivery, self.pass)
         {
             self.touched.push(Arc::clone(outbox));
         }
@@ -215,7 +217,11 @@ impl Router for Outboxes<'_> {
                 }
             }
             // Not the in-process service: the request's frame, as the core's default.
-            None => self.send(conn, wizard_core::wire::encode_ai_request(&request), false),
+            None => self.send(
+                conn,
+                wizard_core::wire::encode_ai_request(&request),
+                Delivery::Every,
+            ),
         }
     }
 

@@ -23,6 +23,7 @@ use futures_lite::io::AsyncWriteExt;
 use tracing::debug;
 use wizard_core::config::Config;
 use wizard_core::io::ConnId;
+use wizard_core::outqueue::OutQueue;
 use wizard_core::overload::readiness::{NotReady, encode_ready, ready_status};
 use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
 
@@ -249,9 +250,12 @@ async fn websocket(
     } = upgrade;
     let conn = ConnId(ctx.next_conn.fetch_add(1, Ordering::Relaxed));
     let config = &ctx.config;
-    let (outbox, woken) = Outbox::new(
-        config.shell.outbound_queue_messages_max,
-        config.shell.outbound_queue_bytes_max,
+    let (outbox, woken) = Outbox::with_queue(
+        OutQueue::new(
+            config.shell.outbound_queue_messages_max,
+            config.shell.outbound_queue_bytes_max,
+        )
+        .with_chat_messages_max(config.shell.outbound_queue_chat_messages_max),
     );
     let opened = CoreMsg::Opened {
         conn,

@@ -2,9 +2,10 @@
 //! requests, and after each pass writes what it queued straight to the socket when it
 //! can ([`Outbox::flush`]); the connection's writer takes over what the socket did not
 //! take at once, closes, pongs and pings. The queueing rule is the core's [`OutQueue`]
-//! (a newer `state` replaces a queued one the core marked replaceable; a queue over its
-//! message or byte limit is overflowed, which ends the connection); this file adds the
-//! lock, the socket's ownership and the writer's wake-up.
+//! (a newer `state` replaces a queued one the core marked `Newest`; chat lines give way,
+//! oldest first, for a `chat_gap` note; a queue over its message or byte limit is
+//! overflowed, which ends the connection); this file adds the lock, the socket's
+//! ownership and the writer's wake-up.
 //!
 //! One side writes to the socket at a time, under this lock: the core task only while
 //! it holds the lock for one non-blocking write, and only when the writer is not
@@ -27,7 +28,7 @@ use std::time::Instant;
 
 use async_io::Async;
 use prometheus_client::metrics::histogram::Histogram;
-use wizard_core::outqueue::{OutQueue, Pushed};
+use wizard_core::outqueue::{Delivery, OutQueue, Pushed};
 use wizard_core::wire::CloseCode;
 use wizard_core::ws::{Control, encode};
 
@@ -114,11 +115,18 @@ pub struct Batch {
 }
 
 impl Outbox {
-    /// A new queue and the handle its writer waits on.
+    /// A new queue bounded by `messages_max` frames and `bytes_max` bytes, and the
+    /// handle its writer waits on.
     pub fn new(messages_max: usize, bytes_max: usize) -> (Arc<Outbox>, Woken) {
+        Outbox::with_queue(OutQueue::new(messages_max, bytes_max))
+    }
+
+    /// A new outbox around `out` (e.g. with its chat bound), and the handle its writer
+    /// waits on.
+    pub fn with_queue(out: OutQueue<()>) -> (Arc<Outbox>, Woken) {
         let outbox = Arc::new(Outbox {
             queue: Mutex::new(Queue {
-                out: OutQueue::new(messages_max, bytes_max),
+                out,
                 pong: None,
                 echo: None,
                 pending: false,
@@ -159,15 +167,16 @@ impl Outbox {
         }
     }
 
-    /// Queues a frame by the core's rule ([`OutQueue::push`]): a replaceable one
-    /// replaces the one queued before it; past a limit the connection is overflowed.
+    /// Queues a frame by the core's rule ([`OutQueue::push`]): a `Newest` one replaces
+    /// the one queued before it, chat lines give way; past a limit the connection is
+    /// overflowed.
     /// `pass` is the core task's pass that sends it (see [`Outbox::expect_answer`]).
     /// Nothing is written and nobody is woken: the core task calls [`Outbox::flush`]
     /// once per pass for every outbox for which this returned true (the first push of
     /// `pass`).
-    pub fn push(&self, text: String, replaceable: bool, pass: u64) -> bool {
+    pub fn push(&self, text: String, delivery: Delivery, pass: u64) -> bool {
         let mut q = self.lock();
-        if q.out.push(text, replaceable, ()) == Pushed::Refused {
+        if q.out.push(text, delivery, ()) == Pushed::Refused {
             return false;
         }
         if let Some((arrived, p)) = q.due
@@ -374,13 +383,13 @@ mod tests {
         let (outbox, woken) = Outbox::new(10, 100_000);
         outbox.attach(tcp);
         // Only the first push of a pass asks for a flush.
-        assert!(outbox.push("a".into(), false, 1));
-        assert!(!outbox.push("b".into(), false, 1));
+        assert!(outbox.push("a".into(), Delivery::Every, 1));
+        assert!(!outbox.push("b".into(), Delivery::Every, 1));
         assert!(!outbox.flush(&mut Vec::new(), &histogram()));
         assert!(!woken.is_pending(), "the writer was woken");
         assert!(outbox.is_empty());
         assert_eq!(read_exactly(&mut peer, 6), encoded(&["a", "b"]));
-        assert!(outbox.push("c".into(), false, 2));
+        assert!(outbox.push("c".into(), Delivery::Every, 2));
     }
 
     #[test]
@@ -388,7 +397,7 @@ mod tests {
         let (tcp, mut peer) = pair(65536);
         let (outbox, woken) = Outbox::new(10, 100_000);
         // Not attached yet: the 101 may not be out.
-        outbox.push("a".into(), false, 1);
+        outbox.push("a".into(), Delivery::Every, 1);
         outbox.flush(&mut Vec::new(), &histogram());
         assert!(woken.is_pending());
         assert_eq!(outbox.take().frames, ["a"]);
@@ -397,11 +406,11 @@ mod tests {
         outbox.attach(tcp);
         let batch = outbox.take();
         assert!(batch.frames.is_empty());
-        outbox.push("b".into(), false, 2);
+        outbox.push("b".into(), Delivery::Every, 2);
         outbox.flush(&mut Vec::new(), &histogram());
         assert_eq!(outbox.len().0, 1);
         outbox.written();
-        outbox.push("c".into(), false, 3);
+        outbox.push("c".into(), Delivery::Every, 3);
         outbox.flush(&mut Vec::new(), &histogram());
         assert_eq!(read_exactly(&mut peer, 6), encoded(&["b", "c"]));
     }
@@ -416,7 +425,7 @@ mod tests {
             .map(|i| char::from(b'A' + i % 26).to_string().repeat(40_000))
             .collect();
         for text in &big {
-            outbox.push(text.clone(), false, 1);
+            outbox.push(text.clone(), Delivery::Every, 1);
         }
         // The peer reads nothing yet: the socket takes part of the pass's bytes.
         assert!(
@@ -425,7 +434,7 @@ mod tests {
         );
         assert!(woken.is_pending());
         // A later pass: its frame waits behind the unsent bytes.
-        outbox.push("after".into(), false, 2);
+        outbox.push("after".into(), Delivery::Every, 2);
         assert!(!outbox.flush(&mut Vec::new(), &histogram()));
         let batch = outbox.take();
         assert!(!batch.unsent.is_empty());
@@ -445,9 +454,9 @@ mod tests {
     #[test]
     fn nothing_is_queued_after_close() {
         let (outbox, woken) = Outbox::new(10, 1000);
-        outbox.push("a".into(), false, 1);
+        outbox.push("a".into(), Delivery::Every, 1);
         outbox.close(CloseCode::ShuttingDown);
-        outbox.push("b".into(), false, 1);
+        outbox.push("b".into(), Delivery::Every, 1);
         outbox.close(CloseCode::MessageFlood);
         let batch = outbox.take();
         assert_eq!(batch.frames, ["a"]);
@@ -460,15 +469,15 @@ mod tests {
         let (outbox, _woken) = Outbox::new(10, 1000);
         let (early, late) = (Instant::now(), Instant::now());
         // Pushed before the frame was handled: not its answer.
-        outbox.push("broadcast".into(), false, 1);
+        outbox.push("broadcast".into(), Delivery::Every, 1);
         outbox.expect_answer(early, 2);
         outbox.expect_answer(late, 2);
-        outbox.push("answer".into(), false, 2);
-        outbox.push("more".into(), false, 2);
+        outbox.push("answer".into(), Delivery::Every, 2);
+        outbox.push("more".into(), Delivery::Every, 2);
         assert_eq!(outbox.take().answer_since, Some(early));
         // A pass that sent nothing: the frame had no answer, later frames are not one.
         outbox.expect_answer(late, 3);
-        outbox.push("later".into(), false, 4);
+        outbox.push("later".into(), Delivery::Every, 4);
         assert_eq!(outbox.take().answer_since, None);
     }
 

@@ -4,7 +4,7 @@
 
 import { Connection } from './net.js';
 import { initAlerts, setMyTurn } from './alerts.js';
-import { chatLobby, chatWasRefused, initChat, onChat, renderAudience, resetChat } from './chat.js';
+import { chatLobby, chatWasRefused, initChat, onChat, onChatGap, renderAudience, resetChat } from './chat.js';
 import {
   SUITS, SUIT_BY_NAME, cardFace, cardName, cardShort, parseCard, sortHand, suitBadge,
 } from './cards.js';
@@ -169,6 +169,9 @@ function onMessage(msg) {
       break;
     case 'chat':
       onChat(msg);
+      break;
+    case 'chat_gap':
+      onChatGap(msg);
       break;
     default:
       break;

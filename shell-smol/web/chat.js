@@ -9,7 +9,7 @@ const MUTED_MAX = 200;
 const $ = (id) => document.getElementById(id);
 
 const C = {
-  lines: [], // {from, name, text}
+  lines: [], // {from, name, text}, or {gap: n} for n lines the server left out
   senders: new Map(), // player_id -> name, for the mute list
   muted: new Set(),
   code: null, // the lobby the lines belong to
@@ -83,6 +83,16 @@ export function onChat(msg) {
   renderLines();
 }
 
+/** A `chat_gap` frame: `missed` lines were left out here (a slow link during a burst,
+ *  or a history replay cut short). Shown as one muted line in their place. */
+export function onChatGap(msg) {
+  const missed = Number(msg.missed);
+  if (!Number.isSafeInteger(missed) || missed <= 0) return;
+  C.lines.push({ gap: missed });
+  if (C.lines.length > LINES_MAX) C.lines.splice(0, C.lines.length - LINES_MAX);
+  renderLines();
+}
+
 /** The lobby changed: keeps the lines only while it is the same lobby. */
 export function chatLobby(lobby) {
   const code = lobby?.code ?? null;
@@ -92,10 +102,13 @@ export function chatLobby(lobby) {
 function renderLines() {
   const log = $('chat-log');
   if (!log) return;
-  const shown = C.lines.filter((l) => !C.muted.has(l.from));
-  log.replaceChildren(...shown.map((l) => el('li', { class: 'chat-line', 'data-testid': 'chat-line' },
-    el('span', { class: 'chat-name' }, l.name), ': ',
-    el('span', { class: 'chat-text' }, l.text))));
+  const shown = C.lines.filter((l) => l.gap || !C.muted.has(l.from));
+  log.replaceChildren(...shown.map((l) => (l.gap
+    ? el('li', { class: 'chat-gap muted', 'data-testid': 'chat-gap' },
+      `${l.gap} chat ${l.gap === 1 ? 'message was' : 'messages were'} skipped.`)
+    : el('li', { class: 'chat-line', 'data-testid': 'chat-line' },
+      el('span', { class: 'chat-name' }, l.name), ': ',
+      el('span', { class: 'chat-text' }, l.text)))));
   if (!shown.length) log.append(el('li', { class: 'chat-empty muted' }, 'No messages yet.'));
   log.scrollTop = log.scrollHeight;
 }

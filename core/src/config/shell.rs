@@ -104,6 +104,8 @@ pub struct ShellConfig {
     pub write_timeout_us: u64,
     pub outbound_queue_messages_max: usize,
     pub outbound_queue_bytes_max: usize,
+    /// Chat lines queued for one connection before the oldest give way.
+    pub outbound_queue_chat_messages_max: usize,
     pub first_byte_timeout_us: u64,
     pub socket_send_buffer_bytes: usize,
     pub socket_recv_buffer_bytes: usize,
@@ -138,6 +140,7 @@ impl Default for ShellConfig {
             write_timeout_us: 10 * US_PER_SEC,
             outbound_queue_messages_max: 256,
             outbound_queue_bytes_max: 1_048_576,
+            outbound_queue_chat_messages_max: 64,
             first_byte_timeout_us: 2 * US_PER_SEC,
             socket_send_buffer_bytes: 65_536,
             socket_recv_buffer_bytes: 65_536,

@@ -7,7 +7,7 @@ use rand_chacha::ChaCha12Rng;
 use crate::ai_bridge::{Answer, Ask, Outcome, Pending};
 use crate::game::level::{self, AiLevel};
 use crate::game::{Action, Event, Observation, Phase, Seat};
-use crate::io::{ConnId, ConnKind, DecidedBy, FallbackReason, MoveSource, Note, Output};
+use crate::io::{ConnId, ConnKind, DecidedBy, Delivery, FallbackReason, MoveSource, Note, Output};
 use crate::lobby::LobbyError;
 use crate::session::{LobbyId, SessionId};
 use crate::time::Time;
@@ -248,7 +248,7 @@ impl Server {
                     Output::Send {
                         conn,
                         text: wire::encode_ai_request(&request),
-                        replaceable: false,
+                        delivery: Delivery::Every,
                     }
                 });
                 self.counters.ai_requests += 1;

@@ -1,7 +1,7 @@
 //! Player messages: `hello` and sessions, lobby membership and host actions, and the
 //! admission rules for new games.
 
-use crate::io::{ConnId, Note, Output, RefuseReason};
+use crate::io::{ConnId, Delivery, Note, Output, RefuseReason};
 use crate::lobby::{LobbyError, clean_name};
 use crate::overload::limiter::IpKey;
 use crate::session::{LobbyId, SessionId};
@@ -57,15 +57,7 @@ impl Server {
         let result = match message {
             ClientMessage::Hello { .. } => Err(LobbyError::NotAllowed("Already said hello.")),
             ClientMessage::Spectate { code, name } => {
-                // Another shard's code, as for `join_lobby`: that shard has the table.
-                let foreign = elsewhere(self.config.shard, owner_of(&code));
-                match foreign {
-                    Some(owner) if self.lobbies.find_code(&code).is_none() => {
-                        self.send_wrong_shard(conn, owner, out);
-                        Ok(())
-                    }
-                    _ => self.spectate(now, conn, session, &code, &name, out),
-                }
+                self.spectate(now, conn, session, &code, &name, out)
             }
             ClientMessage::Chat { text } => self.chat(now, conn, session, &text, out),
             ClientMessage::CreateLobby { name } => {
@@ -181,7 +173,7 @@ impl Server {
             out.push(Output::Send {
                 conn,
                 text: welcome,
-                replaceable: false,
+                delivery: Delivery::Every,
             });
         }
         self.send_status(conn, out);
@@ -192,7 +184,7 @@ impl Server {
         }
         self.send_state(now, session, out);
         if let Some(lobby) = lobby {
-            self.send_history(conn, lobby, out);
+            self.send_history(now, conn, lobby, out);
         }
         let lost = self
             .sessions
@@ -326,23 +318,8 @@ impl Server {
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
         let name = clean_name(name)?;
-        // JOIN_FAIL_RATE: an address out of failed guesses gets `rate_limited` whatever
-        // the code, so that the answer tells a guesser nothing until the bucket refills.
-        let ip = self.conns.get(&conn).map(|c| IpKey::new(c.ip));
-        if let Some(ip) = ip
-            && self.join_fail_rate.available(&ip, now) == 0
-        {
-            let wait_ms = self.join_fail_rate.wait_us(&ip, now).div_ceil(1000).max(1);
-            self.counters
-                .requests_refused
-                .bump(RequestRefusal::JoinFailRate);
-            self.send_error(
-                conn,
-                ErrorCode::RateLimited,
-                "Too many unknown lobby codes from your address, wait a moment.",
-                Some(wait_ms),
-                out,
-            );
+        let ip = self.conn_ip(conn);
+        if self.out_of_guesses(now, conn, ip, out) {
             return Ok(());
         }
         let Some(lobby) = self.lobbies.find_code(code) else {
@@ -353,9 +330,7 @@ impl Server {
                 self.send_wrong_shard(conn, owner, out);
                 return Ok(());
             }
-            if let Some(ip) = ip {
-                self.join_fail_rate.try_take(&ip, now);
-            }
+            self.guess_failed(now, ip);
             return Err(LobbyError::NotFound("No lobby with that code."));
         };
         let player_id = self.player_id(session);
@@ -365,6 +340,11 @@ impl Server {
             .get(lobby)
             .ok_or(LobbyError::NotFound("No lobby with that code."))?;
         if target.seat_of(&player_id).is_none() {
+            if self.kept_out(now, lobby, session, ip) {
+                return Err(LobbyError::NotAllowed(
+                    "The host removed you from this lobby.",
+                ));
+            }
             if target.status() != crate::wire::LobbyStatus::Waiting {
                 return Err(LobbyError::NotAllowed("That game has already started."));
             }
@@ -386,7 +366,7 @@ impl Server {
         // A human is present again: the lobby's away clock stops.
         self.sync_away(now, lobby, out);
         self.broadcast(now, lobby, &[], out);
-        self.send_history(conn, lobby, out);
+        self.send_history(now, conn, lobby, out);
         Ok(())
     }
 
@@ -422,6 +402,9 @@ impl Server {
                 s.lobby = None;
                 s.conn
             });
+            // Kept out for a while, by player id and by the address it was at.
+            let ip = conn.and_then(|c| self.conn_ip(c));
+            self.keep_out(now, lobby, player_id.to_owned(), ip);
             if conn.is_none() {
                 // Disconnected and seated nowhere now: it holds nothing worth keeping.
                 self.forget_session(removed);

@@ -2,7 +2,7 @@
 //! after every input, and what is published after it (`server_status`, AI availability,
 //! the breaker's state).
 
-use crate::io::{ConnId, ConnKind, Note, Output};
+use crate::io::{ConnId, ConnKind, Delivery, Note, Output};
 use crate::overload::breaker::BreakerState;
 use crate::overload::level::LoadSample;
 use crate::time::Time;
@@ -54,12 +54,16 @@ impl Server {
                     self.lobby_rate.sweep(now);
                     self.reconnect_rate.sweep(now);
                     self.join_fail_rate.sweep(now);
+                    self.spectate_rate.sweep(now);
+                    self.chat_ip_rate.sweep(now);
+                    self.chat_replay_rate.sweep(now);
                     self.timers
                         .set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
                 }
                 TimerKey::Shutdown => self.finish_shutdown(CloseCode::ShuttingDown, out),
                 TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, None, out),
                 TimerKey::Away(lobby) => self.on_away_due(now, lobby, out),
+                TimerKey::Spectators(lobby) => self.show_spectators(now, lobby, out),
             }
         }
     }
@@ -159,7 +163,7 @@ impl Server {
             out.push(Output::Send {
                 conn,
                 text,
-                replaceable: false,
+                delivery: Delivery::Every,
             });
         }
     }

@@ -3,7 +3,7 @@
 //! is encoded per seat, and once for all the lobby's spectators.
 
 use crate::game::{Event, Game, ObservationJson, Seat};
-use crate::io::Output;
+use crate::io::{Delivery, Output};
 use crate::lobby::{Lobby, Occupant};
 use crate::session::{LobbyId, SessionId};
 use crate::time::Time;
@@ -197,9 +197,7 @@ impl Server {
                     Some(seat),
                     &events_json,
                 ),
-                // Only a state without events may be replaced by a newer one: events
-                // are not repeated, so dropping them would lose them.
-                replaceable: events.is_empty(),
+                delivery: state_delivery(events),
             });
         }
         let spectators = self
@@ -219,7 +217,7 @@ impl Server {
             out.push(Output::Send {
                 conn,
                 text: text.clone(),
-                replaceable: events.is_empty(),
+                delivery: state_delivery(events),
             });
         }
     }
@@ -296,7 +294,17 @@ impl Server {
         out.push(Output::Send {
             conn,
             text,
-            replaceable: true,
+            delivery: Delivery::Newest,
         });
+    }
+}
+
+/// A state's delivery: only a state without events may be replaced by a newer one
+/// (events are not repeated, so dropping them would lose them).
+fn state_delivery(events: &[Event]) -> Delivery {
+    if events.is_empty() {
+        Delivery::Newest
+    } else {
+        Delivery::Every
     }
 }

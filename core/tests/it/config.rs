@@ -140,6 +140,20 @@ fn defaults_are_the_protocol_values() {
     assert_eq!((c.reconnect_rate_per_min, c.reconnect_burst), (30.0, 20));
     assert_eq!((c.join_fail_rate_per_min, c.join_fail_burst), (10.0, 10));
     assert_eq!((c.socket_rate_per_sec, c.socket_burst), (20.0, 40));
+    assert_eq!(c.shell.outbound_queue_chat_messages_max, 64);
+    assert_eq!((c.chat_ip_rate_per_min, c.chat_ip_burst), (30.0, 20));
+    assert_eq!((c.chat_lobby_rate_per_min, c.chat_lobby_burst), (60.0, 30));
+    assert_eq!(c.chat_history_bytes_max, 16_384);
+    assert_eq!(
+        (c.chat_replay_rate_per_min, c.chat_replay_burst),
+        (30.0, 20)
+    );
+    assert_eq!((c.spectate_rate_per_min, c.spectate_burst), (10.0, 10));
+    assert_eq!(c.spectators_state_interval_us, S / 2);
+    assert_eq!(
+        (c.removed_player_ttl_us, c.removed_players_max),
+        (600 * S, 20)
+    );
 
     let a = AiServiceConfig::default();
     assert_eq!(a.server_url, "ws://127.0.0.1:8000/internal/ai");
@@ -236,6 +250,7 @@ const OTHER: &[(&str, &str)] = &[
     ("MAX_MESSAGE_BYTES", "1024"),
     ("OUTBOUND_QUEUE_MESSAGES", "16"),
     ("OUTBOUND_QUEUE_BYTES", "4096"),
+    ("OUTBOUND_QUEUE_CHAT_MESSAGES", "5"),
     ("IP_TABLE_MAX", "100"),
     ("MAX_SESSIONS", "200"),
     ("MAX_SOCKETS_PER_IP", "25"),
@@ -260,6 +275,18 @@ const OTHER: &[(&str, &str)] = &[
     ("SOCKET_BURST", "9"),
     ("MAX_SPECTATORS", "0"),
     ("CHAT_RATE", "3"),
+    ("CHAT_IP_RATE", "4.5"),
+    ("CHAT_IP_BURST", "6"),
+    ("CHAT_LOBBY_RATE", "7"),
+    ("CHAT_LOBBY_BURST", "8"),
+    ("CHAT_HISTORY_BYTES", "0"),
+    ("CHAT_REPLAY_RATE", "2"),
+    ("CHAT_REPLAY_BURST", "1"),
+    ("SPECTATE_RATE", "0.5"),
+    ("SPECTATE_BURST", "2"),
+    ("SPECTATORS_STATE_INTERVAL", "0"),
+    ("REMOVED_PLAYER_TTL", "0"),
+    ("REMOVED_PLAYERS_MAX", "0"),
     ("SHARD_ID", "K"),
     ("AI_SERVER_URL", "ws://game.example:9000/internal/ai"),
     ("AI_WORKERS", "2"),
@@ -312,6 +339,7 @@ fn every_field_is_covered() {
                 write_timeout_us,
                 outbound_queue_messages_max,
                 outbound_queue_bytes_max,
+                outbound_queue_chat_messages_max,
                 first_byte_timeout_us,
                 socket_send_buffer_bytes,
                 socket_recv_buffer_bytes,
@@ -367,9 +395,35 @@ fn every_field_is_covered() {
         socket_burst,
         spectators_per_lobby_max,
         chat_rate_per_min,
+        chat_ip_rate_per_min,
+        chat_ip_burst,
+        chat_lobby_rate_per_min,
+        chat_lobby_burst,
+        chat_history_bytes_max,
+        chat_replay_rate_per_min,
+        chat_replay_burst,
+        spectate_rate_per_min,
+        spectate_burst,
+        spectators_state_interval_us,
+        removed_player_ttl_us,
+        removed_players_max,
         shard,
     } = server(OTHER).unwrap();
     assert_eq!((spectators_per_lobby_max, chat_rate_per_min), (0, 3));
+    assert_eq!(outbound_queue_chat_messages_max, 5);
+    assert_eq!((chat_ip_rate_per_min, chat_ip_burst), (4.5, 6));
+    assert_eq!((chat_lobby_rate_per_min, chat_lobby_burst), (7.0, 8));
+    assert_eq!(
+        (
+            chat_history_bytes_max,
+            chat_replay_rate_per_min,
+            chat_replay_burst
+        ),
+        (0, 2.0, 1)
+    );
+    assert_eq!((spectate_rate_per_min, spectate_burst), (0.5, 2));
+    assert_eq!(spectators_state_interval_us, 0);
+    assert_eq!((removed_player_ttl_us, removed_players_max), (0, 0));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
     assert_eq!(
         allowed_origins,

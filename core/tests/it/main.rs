@@ -27,6 +27,7 @@ mod server_props;
 mod shards;
 mod transcripts;
 mod upgrade;
+mod watch;
 mod wire;
 mod ws;
 mod ws_props;

@@ -1,9 +1,10 @@
 //! The outbound queue's rule (`outqueue::OutQueue`), as both shells queue frames:
-//! replaceable states coalesce, other frames keep their order, limits in frames and
-//! bytes overflow the queue, and nothing is queued after a close or an overflow.
+//! replaceable states coalesce, chat lines give way for a `chat_gap` note, other
+//! frames keep their order, limits in frames and bytes overflow the queue, and nothing
+//! is queued after a close or an overflow.
 
-use wizard_core::outqueue::{OutQueue, Pushed};
-use wizard_core::wire::CloseCode;
+use wizard_core::outqueue::{Delivery, OutQueue, Pushed};
+use wizard_core::wire::{CloseCode, ServerMessage, decode_server};
 
 /// One step of a script: push (text, replaceable) or close.
 enum Step {
@@ -11,6 +12,15 @@ enum Step {
     Close(CloseCode),
 }
 use Step::*;
+
+/// The delivery of a scripted push: a replaceable state or a frame kept.
+fn delivery(replaceable: bool) -> Delivery {
+    if replaceable {
+        Delivery::Newest
+    } else {
+        Delivery::Every
+    }
+}
 
 /// (limits in frames and bytes, steps with the expected result of each push, frames
 /// left in order, overflowed, close asked for)
@@ -91,7 +101,7 @@ fn frames_are_queued_by_one_rule() {
         for (k, step) in steps.iter().enumerate() {
             match step {
                 Push(text, replaceable, want) => {
-                    let got = q.push((*text).to_owned(), *replaceable, k);
+                    let got = q.push((*text).to_owned(), delivery(*replaceable), k);
                     assert_eq!(got, *want, "case {i}, step {k}");
                     assert!(q.within_caps(), "case {i}, step {k}");
                 }
@@ -112,7 +122,7 @@ fn frames_are_queued_by_one_rule() {
 fn frames_leave_one_by_one_in_order_with_their_tags() {
     let mut q = OutQueue::new(10, 1000);
     for (k, text) in ["a", "bb", "ccc"].into_iter().enumerate() {
-        q.push(text.to_owned(), false, k);
+        q.push(text.to_owned(), Delivery::Every, k);
     }
     assert_eq!(q.front().map(|f| f.tag), Some(0));
     let mut out = Vec::new();
@@ -127,4 +137,129 @@ fn frames_leave_one_by_one_in_order_with_their_tags() {
             ("ccc".to_owned(), 2, (0, 0)),
         ]
     );
+}
+
+/// A chat line of `bytes` bytes (not JSON: the queue never reads a frame's text).
+fn line(i: usize, bytes: usize) -> String {
+    format!("c{i:03}{}", "x".repeat(bytes.saturating_sub(4)))
+}
+
+/// The `missed` of a `chat_gap` note, `None` for any other frame.
+fn gap(text: &str) -> Option<u32> {
+    match decode_server(text) {
+        Ok(ServerMessage::ChatGap { missed }) => Some(missed),
+        _ => None,
+    }
+}
+
+#[test]
+fn chat_lines_past_their_share_give_way_to_one_gap_note_before_the_rest() {
+    let mut q = OutQueue::new(100, 100_000).with_chat_messages_max(3);
+    q.push("welcome".to_owned(), Delivery::Every, 0);
+    for i in 0..10 {
+        q.push(line(i, 20), Delivery::Chat, 0);
+        if i == 4 {
+            q.push("move".to_owned(), Delivery::Every, 0);
+        }
+    }
+    assert!(q.within_caps());
+    let frames: Vec<_> = q.take_all().into_iter().collect();
+    let texts: Vec<&str> = frames.iter().map(|f| f.text.as_str()).collect();
+    // Seven lines dropped, oldest first: the note took c000's place and counts them
+    // all; the frame kept stays; the three newest lines follow in order.
+    assert_eq!(gap(texts[1]), Some(7), "{texts:?}");
+    assert_eq!(frames[1].missed, 7);
+    assert_eq!(
+        frames[1].delivery,
+        Delivery::Every,
+        "the note itself never goes"
+    );
+    assert_eq!(texts[0], "welcome");
+    assert_eq!(texts[2], "move");
+    assert_eq!(&texts[3..], [line(7, 20), line(8, 20), line(9, 20)]);
+}
+
+#[test]
+fn a_chat_burst_to_a_slow_reader_never_overflows_its_queue() {
+    // The frame limit: without chat giving way, the 11th frame would overflow it.
+    let mut q = OutQueue::new(10, 100_000).with_chat_messages_max(100);
+    q.push("state".to_owned(), Delivery::Every, 0);
+    let mut pushed = 0;
+    for i in 0..400 {
+        let got = q.push(line(i, 800), Delivery::Chat, 0);
+        assert!(matches!(got, Pushed::Queued { .. }), "line {i}: {got:?}");
+        pushed += 1;
+        assert!(q.within_caps(), "line {i}");
+    }
+    q.push("move".to_owned(), Delivery::Every, 0);
+    assert!(!q.overflowed());
+    let frames: Vec<_> = q.take_all().into_iter().collect();
+    let lines = frames
+        .iter()
+        .filter(|f| f.delivery == Delivery::Chat)
+        .count();
+    let missed: u32 = frames.iter().filter_map(|f| gap(&f.text)).sum();
+    assert_eq!(
+        lines + missed as usize,
+        pushed,
+        "every line arrives or is counted"
+    );
+    assert_eq!(frames.len(), 10);
+    assert_eq!(frames.last().map(|f| f.text.as_str()), Some("move"));
+
+    // The byte limit: 4 lines of 800 bytes at most beside 1000 bytes kept.
+    let mut q = OutQueue::new(100, 4_300).with_chat_messages_max(100);
+    q.push("k".repeat(1000), Delivery::Every, 0);
+    for i in 0..50 {
+        q.push(line(i, 800), Delivery::Chat, 0);
+        assert!(q.within_caps(), "line {i}");
+    }
+    assert!(!q.overflowed());
+    let (frames, bytes) = q.len();
+    assert!(
+        bytes <= 4_300 && frames <= 6,
+        "{frames} frames, {bytes} bytes"
+    );
+}
+
+#[test]
+fn frames_kept_still_overflow_once_no_chat_line_is_left() {
+    let mut q = OutQueue::new(3, 100_000).with_chat_messages_max(10);
+    q.push(line(0, 10), Delivery::Chat, 0);
+    assert_eq!(
+        q.push("a".to_owned(), Delivery::Every, 0),
+        Pushed::Queued { frames: 2 }
+    );
+    assert_eq!(
+        q.push("b".to_owned(), Delivery::Every, 0),
+        Pushed::Queued { frames: 3 }
+    );
+    // The line becomes the note: still three frames, and no line left to drop.
+    assert_eq!(
+        q.push("c".to_owned(), Delivery::Every, 0),
+        Pushed::Overflowed { frames: 4 }
+    );
+    assert!(q.overflowed());
+    assert_eq!(q.len(), (0, 0));
+}
+
+#[test]
+fn a_note_already_taken_is_not_added_to_a_new_one_starts() {
+    let mut q = OutQueue::new(100, 100_000).with_chat_messages_max(1);
+    q.push(line(0, 10), Delivery::Chat, 0);
+    q.push(line(1, 10), Delivery::Chat, 0);
+    let first: Vec<_> = q.take_all().into_iter().map(|f| f.text).collect();
+    assert_eq!(gap(&first[0]), Some(1));
+    assert_eq!(first[1], line(1, 10));
+    q.push(line(2, 10), Delivery::Chat, 0);
+    q.push(line(3, 10), Delivery::Chat, 0);
+    q.push(line(4, 10), Delivery::Chat, 0);
+    let second: Vec<_> = q.take_all().into_iter().map(|f| f.text).collect();
+    assert_eq!(gap(&second[0]), Some(2));
+    assert_eq!(second[1..], [line(4, 10)]);
+    // One by one: popping a line frees its place in the chat share.
+    q.push(line(5, 10), Delivery::Chat, 0);
+    assert_eq!(q.pop_front().map(|f| f.text), Some(line(5, 10)));
+    q.push(line(6, 10), Delivery::Chat, 0);
+    assert_eq!(q.take_all().len(), 1, "no gap: the share was free again");
 }

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 use wizard_core::config::Config;
-use wizard_core::io::{BadFrame, ConnId, ConnKind, Input, Output};
+use wizard_core::io::{BadFrame, ConnId, ConnKind, Delivery, Input, Output};
 use wizard_core::overload::level::LoadSample;
 use wizard_core::rng::Seed;
 use wizard_core::{Server, Time};
@@ -209,20 +209,24 @@ fn matches(expected: &Value, actual: &Value, vars: &mut Vars, path: &str) -> Res
 /// An output as the transcript sees it: `{"conn","state","msg"}` for a frame (the
 /// text parsed as JSON) or `{"conn","close"}` for a close. Notes are dropped.
 ///
-/// Every frame is also checked here: it is flagged `replaceable` exactly when it
-/// is a `state` without events, since events must never be dropped by coalescing.
+/// Every frame is also checked here: its delivery is `Newest` exactly when it is a
+/// `state` without events, since events must never be dropped by coalescing, and
+/// `Chat` exactly when it is a `chat` line (shown as `"state": true` and `false`).
 fn output_value(output: &Output) -> Option<Value> {
     match output {
         Output::Send {
             conn,
             text,
-            replaceable,
+            delivery,
         } => {
             let msg = serde_json::from_str::<Value>(text).unwrap_or(Value::String(text.clone()));
             let snapshot =
                 msg["type"] == "state" && msg["events"].as_array().is_some_and(Vec::is_empty);
-            assert_eq!(*replaceable, snapshot, "replaceable flag of {text}");
-            Some(serde_json::json!({"conn": conn.0, "state": replaceable, "msg": msg}))
+            let newest = *delivery == Delivery::Newest;
+            assert_eq!(newest, snapshot, "delivery of {text}");
+            let chat = msg["type"] == "chat";
+            assert_eq!(*delivery == Delivery::Chat, chat, "delivery of {text}");
+            Some(serde_json::json!({"conn": conn.0, "state": newest, "msg": msg}))
         }
         // The transcripts open no in-process AI; shown apart from frames if one did.
         Output::AiRequest { conn, request, .. } => {

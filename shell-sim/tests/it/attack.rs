@@ -45,3 +45,32 @@ fn attackers_do_not_slow_running_games() {
         assert!(with.counters.get(key).copied().unwrap_or(0) > 0, "no {key}");
     }
 }
+
+/// Guessing lobby codes with `spectate` spends the address's `JOIN_FAIL_RATE` like
+/// `join_lobby` does: after `JOIN_FAIL_BURST` (10) unknown codes, and 10 a minute more,
+/// every guess is `rate_limited`, while the honest games go on.
+#[test]
+fn spectate_guessers_spend_the_join_fail_budget() {
+    use wizard_sim::scenario::{Attack, AttackKind};
+    let mut s = scenario("door_and_frames");
+    s.attacks = vec![Attack {
+        kind: AttackKind::SpectateGuess,
+        count: 2,
+        rate_per_s: 5.0,
+        from_s: 2.0,
+        to_s: 12.0,
+        ips: 1,
+        hold_ms: 0.0,
+    }];
+    let r = run(s, 1);
+    assert_clean(&r, &[]);
+    let cover = |k: &str| r.coverage.get(k).copied().unwrap_or(0);
+    println!(
+        "guesses: {} not_found, {} rate_limited",
+        cover("refused_not_found"),
+        cover("refused_rate_limited")
+    );
+    // About 100 guesses in 10 s from one address.
+    assert!(cover("refused_rate_limited") > 50, "{:?}", r.coverage);
+    assert!(cover("refused_not_found") <= 12, "{:?}", r.coverage);
+}

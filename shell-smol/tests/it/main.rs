@@ -9,6 +9,7 @@ mod ai_embedded;
 mod ai_service;
 mod attacks;
 mod bench;
+mod chat_attacks;
 mod cli;
 mod client;
 mod door;
