@@ -571,8 +571,11 @@ impl CoreTask {
                 None => std::future::pending().await,
             }
         };
+        // Only a store that makes commits durable later wakes a running loop (the
+        // PostgreSQL store); the SQLite store wakes only a paused one
+        // (`wait_for_store`), so a pass registers no listener for it.
         let store = async {
-            match self.store.as_ref().map(|s| s.wakes()) {
+            match self.store.as_ref().and_then(|s| s.wakes_while_running()) {
                 Some(wakes) => match wakes.recv().await {
                     Ok(()) => Wake::Store,
                     Err(_) => std::future::pending().await,

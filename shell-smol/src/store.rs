@@ -1319,6 +1319,16 @@ impl Backend {
         }
     }
 
+    /// What wakes the core task while it takes input: the PostgreSQL store's commits
+    /// (the SQLite store's are durable at once; it wakes only a paused core task).
+    pub fn wakes_while_running(&self) -> Option<&async_channel::Receiver<()>> {
+        match self {
+            Backend::Sqlite(_) => None,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(store) => Some(store.wakes()),
+        }
+    }
+
     /// Woken when a commit became durable, the store made room, or it failed.
     pub fn wakes(&self) -> &async_channel::Receiver<()> {
         match self {
