@@ -19,23 +19,22 @@ pub mod conn;
 pub mod core_task;
 pub mod deadline;
 pub mod embedded;
-mod handoff;
 pub mod head;
 pub mod http;
-pub mod journal;
 pub mod limits;
 pub mod log_limit;
 pub mod metrics;
 pub mod outbox;
-#[cfg(feature = "postgres")]
-pub mod pg_store;
 pub mod priority;
 pub mod probe;
 pub mod process;
 pub mod snapshot;
 pub mod store;
-pub mod store_file;
-pub mod store_metrics;
+
+// The store's files under their earlier paths, for one release.
+pub use store::journal;
+#[cfg(feature = "postgres")]
+pub use store::postgres as pg_store;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -234,7 +233,7 @@ async fn serve(
         .map_err(RunError::EmbeddedAi)?;
     let stats = Arc::new(ShellStats::default());
     if let Some(store::Backend::Sqlite(sqlite)) = &store {
-        let _ = stats.store.set(store_metrics::StoreSource {
+        let _ = stats.store.set(store::metrics::StoreSource {
             counters: Arc::clone(sqlite.counters()),
             path: sqlite.path().to_path_buf(),
             games_set_aside: server.set_aside().len() as u64,
@@ -348,7 +347,7 @@ fn open_postgres(
     shard: Option<wizard_core::shard::ShardId>,
 ) -> Result<(store::Backend, Vec<wizard_core::records::Record>), RunError> {
     let (store, records) =
-        pg_store::PgStore::open(url, shard).map_err(|e| RunError::Store(e.to_string()))?;
+        store::postgres::PgStore::open(url, shard).map_err(|e| RunError::Store(e.to_string()))?;
     Ok((store::Backend::Postgres(store), records))
 }
 

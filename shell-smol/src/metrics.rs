@@ -65,7 +65,7 @@ pub struct ShellStats {
     /// The core task's time per input and inputs per pass.
     pub core: CoreHistograms,
     /// The SQLite store's counts and file, once it is open.
-    pub store: std::sync::OnceLock<crate::store_metrics::StoreSource>,
+    pub store: std::sync::OnceLock<crate::store::metrics::StoreSource>,
 }
 
 /// A histogram family's constructor.
@@ -142,7 +142,7 @@ pub struct Metrics {
     families: Vec<(&'static str, Family<Labels, Counter>)>,
     gauges: Vec<(&'static str, Gauge)>,
     ratios: Vec<(&'static str, Gauge<f64, std::sync::atomic::AtomicU64>)>,
-    store: crate::store_metrics::StoreMetrics,
+    store: crate::store::metrics::StoreMetrics,
 }
 
 const COUNTERS: &[(&str, &str)] = &[
@@ -355,7 +355,7 @@ impl Metrics {
             "the running build: its version and the commit it was built from",
             Info::new(vec![("version", VERSION), ("commit", COMMIT)]),
         );
-        let store = crate::store_metrics::StoreMetrics::register(registry);
+        let store = crate::store::metrics::StoreMetrics::register(registry);
         let counters = COUNTERS
             .iter()
             .map(|(name, help)| {

@@ -33,8 +33,8 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use rustix::fs::{FlockOperation, flock};
 use tracing::{info, warn};
 
-use crate::journal;
-use crate::store::StoreError;
+use super::StoreError;
+use super::journal;
 
 /// The store's format, recorded in its identity row.
 pub const FORMAT_VERSION: i64 = 1;

@@ -4,7 +4,7 @@
 //!
 //! - **Commit before acknowledge.** The core task hands each pass's records to
 //!   [`Store::commit`] and sends that pass's frames only once they are written to the
-//!   journal ([`crate::journal`]): one frame copied into a shared mapping of the
+//!   journal ([`super::journal`]): one frame copied into a shared mapping of the
 //!   journal file, on the core task's own thread, with no syscall. A copied frame is in
 //!   the kernel's page cache, so a crash of the process loses nothing that any player
 //!   saw. Each commit returns a ticket; [`Store::durable_through`] says which tickets
@@ -40,7 +40,7 @@
 //!   writer's last sync, about one interval. A restore replays the journal only as far
 //!   as it runs on without a gap from what SQLite holds, and drops a cut or damaged
 //!   tail, so a game comes back as it stood at some moment, never with a hole.
-//! - **Restore.** [`Store::open_sqlite`] claims the file ([`crate::store_file`]: its
+//! - **Restore.** [`Store::open_sqlite`] claims the file ([`super::file`]: its
 //!   identity, the locks, where its journal is), folds whatever the journal holds
 //!   beyond SQLite's `folded_seq` (a crash between two folds), syncs, deletes the
 //!   journal and returns every record, oldest first.
@@ -57,40 +57,37 @@
 //!   them in one pass. So the file, and the restore time, follow the live games, not
 //!   the history, within a factor of two. Deleting as it went cost a B-tree page per
 //!   row through the lobby index, several times the rest of the store's work.
-//! - **One process at a time**, whatever path names the file ([`crate::store_file`]).
+//! - **One process at a time**, whatever path names the file ([`super::file`]).
 //! - The file, its log, the journal and the lock are created with mode 0600.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 use tracing::{debug, error, info, warn};
 use wizard_core::records::Record;
-use wizard_core::records::liveness::{Liveness, RowCount, RowKey, RowKind, Rows as _};
+use wizard_core::records::liveness::{Liveness, RowCount, RowKey};
 
-use crate::handoff::Handoff;
-use crate::journal;
-use crate::store_file::{self, Claim};
+use super::file::{self, Claim};
+use super::fold::{Writer, checkpoint, insert};
+use super::handoff::Handoff;
+use super::journal;
+use super::rows::decode_in_batches;
+use super::{COMPACT_ROWS_MIN, PENDING_BYTES_MAX, StoreError};
 
 /// The write-ahead log's file is cut back to this size when the log starts afresh.
-const LOG_BYTES_KEPT: u64 = 16 * 1024 * 1024;
-/// Dead rows below which the writer does not compact (a pass over the table is paid
-/// for by at least this many).
-pub const COMPACT_ROWS_MIN: u64 = 100_000;
+pub(super) const LOG_BYTES_KEPT: u64 = 16 * 1024 * 1024;
 /// The writer connection's page cache, at most (SQLite's default, 2 MiB, made a fold
 /// read index pages back from the kernel and spill dirty pages before its commit).
-const CACHE_KIB: u64 = 32 * 1024;
+pub(super) const CACHE_KIB: u64 = 32 * 1024;
 /// Journal bytes waiting for the writer at which it folds without waiting for its
 /// interval.
 pub const PENDING_FOLD_BYTES: usize = 8 * 1024 * 1024;
-/// Journal bytes not folded yet (waiting for the writer, or taken by a fold that
-/// failed) beyond which a commit waits for the writer.
-pub const PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// Bytes each journal generation file is allocated when the writer starts it, at
 /// least (four turns' worth of records when that is more, up to
 /// `GENERATION_RESERVED_BYTES_MAX`). At 1000 paced games a
@@ -104,30 +101,18 @@ pub const GENERATION_ROTATE_BYTES: u64 = GENERATION_RESERVED_BYTES / 2;
 /// Bytes a generation is allocated at most when the writer starts it, however much
 /// the last turn brought (a burst beyond it grows the file on the core task instead of
 /// reserving disk for it ahead).
-const GENERATION_RESERVED_BYTES_MAX: u64 = 4 * PENDING_FOLD_BYTES as u64;
+pub(super) const GENERATION_RESERVED_BYTES_MAX: u64 = 4 * PENDING_FOLD_BYTES as u64;
 /// The pending buffer's capacity kept from one turn to the next (the core task and the
 /// writer swap two of them, so that a steady state allocates nothing).
-const PENDING_KEPT_BYTES: usize = 4 * 1024 * 1024;
+pub(super) const PENDING_KEPT_BYTES: usize = 4 * 1024 * 1024;
 /// The first wait before a failed commit or fold is tried again; each failure in a row
 /// doubles it, up to [`RETRY_MAX`].
 pub const RETRY_FIRST: Duration = Duration::from_millis(50);
 pub const RETRY_MAX: Duration = Duration::from_secs(2);
 /// Folds a stopping writer tries before it leaves the rest to the journal.
-const STOP_FOLD_TRIES_MAX: u32 = 3;
+pub(super) const STOP_FOLD_TRIES_MAX: u32 = 3;
 
-/// A store that cannot be used (the operator's or the disk's fault).
-#[derive(Debug)]
-pub struct StoreError(pub String);
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for StoreError {}
-
-fn sql(what: &str, path: &Path) -> impl Fn(rusqlite::Error) -> StoreError {
+pub(super) fn sql(what: &str, path: &Path) -> impl Fn(rusqlite::Error) -> StoreError {
     let at = format!("{what} {}", path.display());
     move |e| StoreError(format!("{at}: {e}"))
 }
@@ -158,11 +143,11 @@ impl std::fmt::Debug for Faults {
     }
 }
 
-fn injected(faults: &Option<Faults>, point: FaultPoint) -> bool {
+pub(super) fn injected(faults: &Option<Faults>, point: FaultPoint) -> bool {
     faults.as_ref().is_some_and(|f| (f.0)(point))
 }
 
-fn injected_error(point: FaultPoint) -> std::io::Error {
+pub(super) fn injected_error(point: FaultPoint) -> std::io::Error {
     std::io::Error::other(format!("injected fault at {point:?}"))
 }
 
@@ -199,16 +184,16 @@ impl SqliteOptions {
 /// commit builds no string and no row per record, and nothing the core task allocated
 /// is freed on the writer's thread.
 #[derive(Debug, Default)]
-struct Pending {
+pub(super) struct Pending {
     /// Frames back to back, as appended to the journal ([`journal::push_frame`]).
-    frames: Vec<u8>,
+    pub(super) frames: Vec<u8>,
     /// Each row's key, in the frames' order.
-    keys: Vec<RowKey>,
+    pub(super) keys: Vec<RowKey>,
 }
 
 impl Pending {
     /// Empties it for the next turn, keeping its buffers unless a burst made them large.
-    fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.frames.clear();
         self.keys.clear();
         if self.frames.capacity() > PENDING_KEPT_BYTES {
@@ -217,7 +202,7 @@ impl Pending {
     }
 
     /// Appends `other`'s rows after its own.
-    fn extend(&mut self, other: &Pending) {
+    pub(super) fn extend(&mut self, other: &Pending) {
         self.frames.extend_from_slice(&other.frames);
         self.keys.extend_from_slice(&other.keys);
     }
@@ -225,19 +210,19 @@ impl Pending {
 
 /// What the core task fills and the writer takes ([`Handoff`]'s queue).
 #[derive(Debug)]
-struct Queue {
-    journal: journal::Writer,
+pub(super) struct Queue {
+    pub(super) journal: journal::Writer,
     /// Written to the journal, not yet taken by the writer.
-    pending: Pending,
+    pub(super) pending: Pending,
     /// Bytes the writer took but could not fold yet (its folds fail).
-    backlog_bytes: usize,
+    pub(super) backlog_bytes: usize,
     /// Since when, and why, the writer's folds fail (`None` while they succeed).
-    fold_failing: Option<(Instant, String)>,
+    pub(super) fold_failing: Option<(Instant, String)>,
     /// A commit waits for room: the writer wakes the core task after its next turn.
-    core_waiting: bool,
+    pub(super) core_waiting: bool,
 }
 
-type Shared = Handoff<Queue>;
+pub(super) type Shared = Handoff<Queue>;
 
 /// The store's state as operators see it ([`Store::health`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -251,7 +236,7 @@ pub struct StoreHealth {
 }
 
 /// Counts the store keeps for `/metrics`, shared with the writer thread
-/// ([`crate::store_metrics`]).
+/// ([`super::metrics`]).
 #[derive(Debug)]
 pub struct StoreCounters {
     /// Failures by kind: a commit the journal could not take, a fold (insert, sync or
@@ -282,7 +267,7 @@ impl Default for StoreCounters {
 }
 
 impl StoreCounters {
-    fn folded(&self, took: Duration) {
+    pub(super) fn folded(&self, took: Duration) {
         self.fold_seconds.observe(took.as_secs_f64());
     }
 }
@@ -312,7 +297,7 @@ pub struct Store {
     wakes: async_channel::Receiver<()>,
     faults: Option<Faults>,
     counters: Arc<StoreCounters>,
-    /// Held while the process runs: the locks on the file ([`store_file::claim`]).
+    /// Held while the process runs: the locks on the file ([`file::claim`]).
     _claim: Claim,
 }
 
@@ -351,7 +336,7 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .map_err(|e| StoreError(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let (claim, mut conn) = store_file::claim(path, options.init)?;
+        let (claim, mut conn) = file::claim(path, options.init)?;
         let path = claim.home.clone();
         let path = path.as_path();
         conn.busy_timeout(options.busy_timeout)
@@ -375,7 +360,7 @@ impl Store {
              DROP INDEX IF EXISTS records_session;"
         ))
         .map_err(sql("cannot set up", path))?;
-        store_file::create_tables(&conn).map_err(sql("cannot set up", path))?;
+        file::create_tables(&conn).map_err(sql("cannot set up", path))?;
         let (next_seq, generation) = recover(&mut conn, path)?;
         let records = load(&conn, path)?;
         let mut liveness = Liveness::<RowCount>::default();
@@ -735,38 +720,6 @@ fn recover(conn: &mut Connection, path: &Path) -> Result<(u64, u64), StoreError>
     Ok((next_seq, generation))
 }
 
-/// Rows a reader hands to a decoding thread at once.
-const LOAD_BATCH_ROWS: usize = 16 * 1024;
-
-/// Rows read for a decoding thread: their bodies in one buffer (one allocation a batch,
-/// not one a row).
-#[derive(Default)]
-pub(crate) struct Batch {
-    seqs: Vec<u64>,
-    ends: Vec<usize>,
-    text: String,
-}
-
-impl Batch {
-    pub(crate) fn push(&mut self, seq: u64, body: &str) {
-        self.text.push_str(body);
-        self.seqs.push(seq);
-        self.ends.push(self.text.len());
-    }
-
-    fn len(&self) -> usize {
-        self.seqs.len()
-    }
-
-    fn rows(&self) -> impl Iterator<Item = (u64, &str)> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        self.seqs
-            .iter()
-            .zip(starts.zip(&self.ends))
-            .map(|(seq, (start, end))| (*seq, self.text.get(start..*end).unwrap_or_default()))
-    }
-}
-
 /// Every record with its sequence number, oldest first. This thread reads the rows in
 /// order, in batches that the other cores decode while it reads the next (a restart's
 /// restore waits for it: 1.8 million records for 10 000 games). At most two batches
@@ -788,553 +741,4 @@ fn load(conn: &Connection, path: &Path) -> Result<Vec<(u64, Record)>, StoreError
         batch.push(seq, body);
         Ok(true)
     })
-}
-
-/// Reads rows with `read_row` (which pushes one row into the batch it is given and
-/// says whether there was one) on this thread, in batches that the other cores decode
-/// while it reads the next; returns every record with its sequence number, in the
-/// order read. `at` names the store in errors (a row that is not a record names its
-/// sequence number). At most two batches per decoding thread wait for one. Shared by
-/// the SQLite and the PostgreSQL store.
-pub(crate) fn decode_in_batches(
-    at: &str,
-    mut read_row: impl FnMut(&mut Batch) -> Result<bool, StoreError>,
-) -> Result<Vec<(u64, Record)>, StoreError> {
-    type Decoded = (usize, Result<Vec<(u64, Record)>, StoreError>);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get().min(8))
-        .max(2)
-        - 1;
-    let (batch_tx, batch_rx) = std::sync::mpsc::sync_channel::<(usize, Batch)>(threads * 2);
-    let batch_rx = Mutex::new(batch_rx);
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<Decoded>();
-    let decode = |batch: Batch| -> Result<Vec<(u64, Record)>, StoreError> {
-        batch
-            .rows()
-            .map(|(seq, body)| {
-                Record::decode(body)
-                    .map(|r| (seq, r))
-                    .map_err(|e| StoreError(format!("{at} record {seq}: {e}")))
-            })
-            .collect()
-    };
-    let read: Result<usize, StoreError> = std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let (batch_rx, done_tx) = (&batch_rx, done_tx.clone());
-            scope.spawn(move || {
-                loop {
-                    let next = batch_rx
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .recv();
-                    let Ok((index, batch)) = next else { break };
-                    if done_tx.send((index, decode(batch))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(done_tx);
-        let mut batches = 0;
-        let mut batch = Batch::default();
-        // Dropping the sender on every way out ends the decoding threads.
-        let batch_tx = batch_tx;
-        loop {
-            let more = read_row(&mut batch)?;
-            if batch.len() == LOAD_BATCH_ROWS || (!more && !batch.seqs.is_empty()) {
-                let full = std::mem::take(&mut batch);
-                batch_tx
-                    .send((batches, full))
-                    .map_err(|_| StoreError("a decoding thread stopped".into()))?;
-                batches += 1;
-            }
-            if !more {
-                return Ok(batches);
-            }
-        }
-    });
-    let batches = read?;
-    let mut decoded: Vec<Option<Vec<(u64, Record)>>> = (0..batches).map(|_| None).collect();
-    for (index, part) in done_rx.iter() {
-        if let Some(slot) = decoded.get_mut(index) {
-            *slot = Some(part?);
-        }
-    }
-    let mut records = Vec::with_capacity(batches * LOAD_BATCH_ROWS);
-    for part in decoded {
-        records.extend(part.ok_or_else(|| StoreError("a decoding thread panicked".into()))?);
-    }
-    Ok(records)
-}
-
-/// The key columns a record's row is stored with, beside its body: `(lobby, session,
-/// kind, game_no)`, the same in SQLite and PostgreSQL. Compaction reads them back
-/// with [`row_key_of`] instead of decoding bodies.
-pub(crate) fn key_columns(key: RowKey) -> (Option<i64>, Option<i64>, &'static str, Option<i64>) {
-    let id = Some(key.id as i64);
-    let (lobby, session) = match key.kind {
-        RowKind::Session | RowKind::SessionGone => (None, id),
-        RowKind::Lobby | RowKind::Move | RowKind::LobbyGone => (id, None),
-    };
-    let game_no = matches!(key.kind, RowKind::Lobby | RowKind::Move).then_some(key.game_no as i64);
-    (lobby, session, key.kind.name(), game_no)
-}
-
-/// A row's key from its stored columns ([`key_columns`]); `None` for a kind this build
-/// does not know (compaction keeps such a row).
-pub(crate) fn row_key_of(
-    kind: &str,
-    lobby: Option<i64>,
-    session: Option<i64>,
-    game_no: Option<i64>,
-) -> Option<RowKey> {
-    let kind = RowKind::from_name(kind)?;
-    let id = match kind {
-        RowKind::Session | RowKind::SessionGone => session,
-        _ => lobby,
-    };
-    Some(RowKey {
-        kind,
-        id: id.unwrap_or_default() as u64,
-        game_no: game_no.unwrap_or_default() as u64,
-    })
-}
-
-/// The writer thread's own state: the SQLite connection and what it knows of the rows.
-#[derive(Debug)]
-struct Writer {
-    conn: Connection,
-    path: PathBuf,
-    /// Live and dead rows in the table, counted as they are inserted.
-    liveness: Liveness<RowCount>,
-    compact_rows_min: u64,
-    /// The pending buffers the core task fills while this thread folds the others.
-    incoming: Pending,
-    /// The rows taken and not folded yet, oldest first: one turn's, or more while folds
-    /// fail.
-    backlog: Pending,
-    faults: Option<Faults>,
-    counters: Arc<StoreCounters>,
-    /// Wakes the core task after a turn a waiting commit asked for.
-    wake_core: async_channel::Sender<()>,
-}
-
-impl Writer {
-    /// Folds what the core task wrote every `interval` (or sooner when asked), syncs,
-    /// deletes the journal generations whose rows are all in SQLite, and compacts when
-    /// it pays; a failed fold keeps its rows and the generations and is tried again
-    /// with a backoff. Once more (a few times at most) when stopped.
-    fn run(&mut self, shared: &Shared, interval: Duration, first_generation: u64) {
-        // The oldest generation not yet deleted.
-        let mut oldest = first_generation;
-        let mut next = Instant::now() + interval;
-        let mut backoff = RETRY_FIRST;
-        let mut stop_tries = 0;
-        // Rows are inserted but not yet synced.
-        let mut unsynced = false;
-        loop {
-            let (folded_through, asked, stop) = self.take(shared, next);
-            shared.taken();
-            let started = Instant::now();
-            let result = self
-                .fold(folded_through, &mut unsynced)
-                .map(|folded| {
-                    if folded {
-                        self.counters.folded(started.elapsed());
-                    }
-                })
-                .map_err(|e| format!("cannot fold into {}: {e}", self.path.display()));
-            let result = result.and_then(|()| {
-                // Every row taken so far is committed and synced in SQLite, so every
-                // row of these generations is.
-                while oldest <= folded_through {
-                    self.delete_generation(oldest);
-                    oldest += 1;
-                }
-                self.compact_if_it_pays()
-                    .map_err(|e| format!("cannot compact {}: {e}", self.path.display()))
-            });
-            let backlog_bytes = self.backlog.frames.len();
-            self.counters
-                .unfolded_bytes
-                .store(backlog_bytes as u64, Ordering::Relaxed);
-            self.counters
-                .fold_failing
-                .store(result.is_err(), Ordering::Relaxed);
-            let wake_core = {
-                let mut front = shared.lock();
-                let queue = &mut front.queue;
-                queue.backlog_bytes = backlog_bytes;
-                match &result {
-                    Ok(()) => {
-                        if let Some((since, _)) = queue.fold_failing.take() {
-                            warn!(
-                                store = %self.path.display(),
-                                failing_ms = since.elapsed().as_millis() as u64,
-                                "Store folds resumed"
-                            );
-                        }
-                    }
-                    Err(e) => {
-                        if queue.fold_failing.is_none() {
-                            error!(
-                                store = %self.path.display(),
-                                error = %e,
-                                unfolded_bytes = backlog_bytes,
-                                "Store fold failed: its rows stay in the journal, retrying"
-                            );
-                            queue.fold_failing = Some((Instant::now(), e.clone()));
-                        } else {
-                            debug!(store = %self.path.display(), error = %e, "Store fold failed again");
-                        }
-                    }
-                }
-                std::mem::take(&mut queue.core_waiting)
-            };
-            match &result {
-                Ok(()) => {
-                    backoff = RETRY_FIRST;
-                    next = Instant::now() + interval;
-                    shared.turn_done(asked, Ok(()));
-                }
-                Err(e) => {
-                    self.counters.fold_failures.fetch_add(1, Ordering::Relaxed);
-                    next = Instant::now() + backoff.min(interval.max(RETRY_FIRST));
-                    backoff = (backoff * 2).min(RETRY_MAX);
-                    shared.turn_failed_for_now(asked, e.clone());
-                }
-            }
-            if wake_core {
-                let _ = self.wake_core.try_send(());
-            }
-            if stop {
-                stop_tries += 1;
-                if result.is_ok() || stop_tries >= STOP_FOLD_TRIES_MAX {
-                    if result.is_err() {
-                        warn!(
-                            store = %self.path.display(),
-                            unfolded_bytes = backlog_bytes,
-                            "Store writer stopping with rows not folded: they stay in the journal for the next start"
-                        );
-                    }
-                    break;
-                }
-                std::thread::sleep(backoff);
-            }
-        }
-    }
-
-    /// Inserts the backlog in one transaction (then it is empty, and `unsynced`
-    /// set), and syncs (then `unsynced` is clear). Returns whether it inserted
-    /// anything. On an error what was not inserted stays in the backlog, and what was
-    /// inserted but not synced is synced by a later turn: nothing is inserted twice.
-    fn fold(&mut self, folded_through: u64, unsynced: &mut bool) -> Result<bool, String> {
-        let inserted = !self.backlog.keys.is_empty();
-        if inserted {
-            if injected(&self.faults, FaultPoint::Insert) {
-                return Err(injected_error(FaultPoint::Insert).to_string());
-            }
-            let rows = journal::rows(&self.backlog.frames).zip(&self.backlog.keys);
-            let rows = rows.map(|((seq, body), key)| (seq, *key, body));
-            insert(&mut self.conn, rows, folded_through + 1).map_err(|e| e.to_string())?;
-            for ((seq, _), key) in journal::rows(&self.backlog.frames).zip(&self.backlog.keys) {
-                self.liveness.add(seq, *key);
-            }
-            self.backlog.clear();
-            *unsynced = true;
-        }
-        if !*unsynced {
-            // Nothing written since the last sync: an idle server touches the disk no
-            // more.
-            return Ok(false);
-        }
-        if injected(&self.faults, FaultPoint::Checkpoint) {
-            return Err(injected_error(FaultPoint::Checkpoint).to_string());
-        }
-        checkpoint(&self.conn).map_err(|e| e.to_string())?;
-        *unsynced = false;
-        Ok(inserted)
-    }
-
-    /// Deletes journal generation `number` (its rows are all in SQLite).
-    fn delete_generation(&self, number: u64) {
-        let file = journal::generation_path(&self.path, number);
-        let deleted = if injected(&self.faults, FaultPoint::DeleteGeneration) {
-            Err(injected_error(FaultPoint::DeleteGeneration))
-        } else {
-            std::fs::remove_file(&file)
-        };
-        // One left behind is skipped by the next start (it is below `journal_from`).
-        if let Err(e) = deleted
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            warn!(file = %file.display(), error = %e, "Cannot delete a folded journal generation");
-        }
-    }
-
-    /// Waits for the writer's turn (`next`, a flush, a full buffer or the stop), then
-    /// takes the pending rows (after the backlog, giving the core task the empty
-    /// buffers) and starts a new journal generation. Returns the last generation the
-    /// rows taken so far fill, the flushes they answer and whether to stop.
-    fn take(&mut self, shared: &Shared, next: Instant) -> (u64, u64, bool) {
-        let mut front = shared.wait_turn(next, |q| q.pending.frames.len() >= PENDING_FOLD_BYTES);
-        // Once half full, a new generation for what comes next, so that this one can
-        // go once folded (the last one goes with the stop). Until then the core task
-        // goes on filling the same one: a restart skips the rows it holds that were
-        // folded. The next one is allocated for four turns like this one at least, so
-        // that the core task rarely has to grow it, and made with the lock released:
-        // its creation and its page faults (`prefault`) cost the writer, never a
-        // commit's wait. Rows committed meanwhile go to the current one, and are taken
-        // with it below.
-        let mut successor = None;
-        if !front.stopping() && front.queue.journal.bytes() >= GENERATION_ROTATE_BYTES {
-            let number = front.queue.journal.number() + 1;
-            let turn_bytes = front.queue.pending.frames.len() as u64;
-            drop(front);
-            successor = Some(self.new_generation(number, turn_bytes));
-            front = shared.lock();
-        }
-        std::mem::swap(&mut front.queue.pending, &mut self.incoming);
-        let current = front.queue.journal.number();
-        let mut folded_through = current - 1;
-        if front.stopping() {
-            // Unmapped before it is deleted; nothing is committed after the stop.
-            front.queue.journal.close();
-            folded_through = current;
-            if let Some(Ok(mut unused)) = successor {
-                unused.close();
-                let file = journal::generation_path(&self.path, unused.number());
-                if let Err(e) = std::fs::remove_file(&file) {
-                    warn!(file = %file.display(), error = %e, "Cannot delete an unused journal generation");
-                }
-            }
-        } else {
-            match successor {
-                Some(Ok(writer)) => {
-                    front.queue.journal = writer;
-                    folded_through = current;
-                }
-                Some(Err(e)) => {
-                    // The core task goes on filling the current one (growing it); the
-                    // next turn tries again.
-                    self.counters
-                        .generation_failures
-                        .fetch_add(1, Ordering::Relaxed);
-                    warn!(store = %self.path.display(), error = %e, "Cannot start the next journal generation; the current one goes on");
-                }
-                None => {}
-            }
-        }
-        let answered = (folded_through, front.flushes_asked(), front.stopping());
-        drop(front);
-        if self.backlog.keys.is_empty() {
-            std::mem::swap(&mut self.backlog, &mut self.incoming);
-        } else {
-            self.backlog.extend(&self.incoming);
-        }
-        self.incoming.clear();
-        answered
-    }
-
-    /// Creates journal generation `number`, allocated for four turns of
-    /// `turn_bytes` (within `GENERATION_RESERVED_BYTES` and
-    /// `GENERATION_RESERVED_BYTES_MAX`), with the part the core task will fill before
-    /// the next rotation faulted in ahead ([`journal::Writer::prefault`]).
-    fn new_generation(&self, number: u64, turn_bytes: u64) -> Result<journal::Writer, String> {
-        let reserved_bytes =
-            (4 * turn_bytes).clamp(GENERATION_RESERVED_BYTES, GENERATION_RESERVED_BYTES_MAX);
-        let created = if injected(&self.faults, FaultPoint::NewGeneration) {
-            Err(injected_error(FaultPoint::NewGeneration))
-        } else {
-            journal::Writer::create(&self.path, number, reserved_bytes)
-        };
-        let writer = created.map_err(|e| {
-            format!(
-                "cannot create {}: {e}",
-                journal::generation_path(&self.path, number).display()
-            )
-        })?;
-        // Filled to half, then about a turn more before the writer's next turn
-        // rotates it.
-        if let Err(e) = writer.prefault(GENERATION_ROTATE_BYTES + 2 * turn_bytes) {
-            debug!(error = %e, "Journal generation not faulted in ahead");
-        }
-        Ok(writer)
-    }
-    /// Deletes the dead rows once they outnumber the live ones and `compact_rows_min`:
-    /// reads every row's kind and key (not its body) in order, finds the dead ones
-    /// with the same fold as a restore, and deletes them in one transaction. Each
-    /// compaction costs about a pass over the table, paid for by as many dead rows.
-    fn compact_if_it_pays(&mut self) -> rusqlite::Result<()> {
-        let dead = self.liveness.dead().count();
-        if dead <= self.liveness.live().max(self.compact_rows_min) {
-            return Ok(());
-        }
-        let started = Instant::now();
-        let mut found = Liveness::<Vec<u64>>::default();
-        {
-            let mut statement = self
-                .conn
-                .prepare("SELECT seq, kind, lobby, session, game_no FROM records ORDER BY seq")?;
-            let mut rows = statement.query([])?;
-            while let Some(row) = rows.next()? {
-                let kind: String = row.get(1)?;
-                // A row this build does not know is kept.
-                if let Some(key) = row_key_of(&kind, row.get(2)?, row.get(3)?, row.get(4)?) {
-                    found.add(row.get::<_, i64>(0)? as u64, key);
-                }
-            }
-        }
-        let mut doomed = found.take_dead();
-        doomed.sort_unstable();
-        let tx = self.conn.transaction()?;
-        {
-            let mut delete = tx.prepare_cached("DELETE FROM records WHERE seq = ?1")?;
-            for seq in &doomed {
-                delete.execute([*seq as i64])?;
-            }
-        }
-        tx.commit()?;
-        checkpoint(&self.conn)?;
-        self.liveness.take_dead();
-        info!(
-            store = %self.path.display(),
-            deleted = doomed.len(),
-            live = found.live(),
-            compact_ms = started.elapsed().as_millis() as u64,
-            "Store compacted"
-        );
-        Ok(())
-    }
-}
-
-/// Syncs: copies the write-ahead log into the database file, with its fsyncs. The
-/// writer is the only one writing, so the log starts afresh at the next fold.
-fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0))
-        .map(drop)
-}
-
-/// One transaction: every row (sequence number, key, body) appended in order (a fold
-/// writes only the table's last pages; dead rows go in [`Writer::compact_if_it_pays`]),
-/// and the journal position it reaches (`folded_seq`, and `journal_from`, the first
-/// generation not folded).
-fn insert<'a>(
-    conn: &mut Connection,
-    rows: impl IntoIterator<Item = (u64, RowKey, &'a [u8])>,
-    journal_from: u64,
-) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    let mut last_seq = None;
-    {
-        let mut statement = tx.prepare_cached(
-            "INSERT INTO records (seq, lobby, session, kind, game_no, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for (seq, key, body) in rows {
-            let (lobby, session, kind, game_no) = key_columns(key);
-            let body = std::str::from_utf8(body).map_err(rusqlite::Error::Utf8Error)?;
-            statement.execute(params![seq as i64, lobby, session, kind, game_no, body])?;
-            last_seq = Some(seq);
-        }
-    }
-    let mut set = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
-    if let Some(last) = last_seq {
-        set.execute(params!["folded_seq", last as i64])?;
-    }
-    set.execute(params!["journal_from", journal_from as i64])?;
-    drop(set);
-    tx.commit()
-}
-
-/// The store the core task commits to, whichever `STORE` names: each pass's records go
-/// in with [`Backend::commit`], and that pass's frames wait until the ticket it returns
-/// is durable ([`Backend::durable_through`]).
-#[derive(Debug)]
-pub enum Backend {
-    /// Durable once its journal frame is written: at once, unless the journal cannot
-    /// take it (then once [`Store::retry`] wrote it).
-    Sqlite(Store),
-    /// Durable once the writer's transaction holding it committed (group commit).
-    #[cfg(feature = "postgres")]
-    Postgres(crate::pg_store::PgStore),
-}
-
-impl Backend {
-    /// Commits `records` (not empty); returns the ticket that the pass's frames wait
-    /// for.
-    pub fn commit(&mut self, records: Vec<Record>) -> Result<u64, String> {
-        match self {
-            Backend::Sqlite(store) => store.commit(records),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => store.commit(records),
-        }
-    }
-
-    /// Every ticket up to this one is durable.
-    pub fn durable_through(&self) -> u64 {
-        match self {
-            Backend::Sqlite(store) => store.durable_through(),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => store.durable_through(),
-        }
-    }
-
-    /// Why the store stopped working for good, once it did (the process must stop
-    /// acknowledging and exit).
-    pub fn failed(&self) -> Option<String> {
-        match self {
-            Backend::Sqlite(_) => None,
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => store.failed(),
-        }
-    }
-
-    /// Why commits are not acknowledged now, while the store tries again by itself.
-    pub fn unavailable(&self) -> Option<String> {
-        match self {
-            Backend::Sqlite(store) => store.unavailable().map(str::to_owned),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => store.unavailable(),
-        }
-    }
-
-    /// When the store wants [`Backend::retry`] called, if it does.
-    pub fn retry_at(&self) -> Option<Instant> {
-        match self {
-            Backend::Sqlite(store) => store.retry_at(),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(_) => None,
-        }
-    }
-
-    /// Tries waiting commits again (`soon`: woken by the store, not by the clock).
-    pub fn retry(&mut self, now: Instant, soon: bool) {
-        match self {
-            Backend::Sqlite(store) => {
-                store.retry(now, soon);
-            }
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(_) => {}
-        }
-    }
-
-    /// What wakes the core task while it takes input: the PostgreSQL store's commits
-    /// (the SQLite store's are durable at once; it wakes only a paused core task).
-    pub fn wakes_while_running(&self) -> Option<&async_channel::Receiver<()>> {
-        match self {
-            Backend::Sqlite(_) => None,
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => Some(store.wakes()),
-        }
-    }
-
-    /// Woken when a commit became durable, the store made room, or it failed.
-    pub fn wakes(&self) -> &async_channel::Receiver<()> {
-        match self {
-            Backend::Sqlite(store) => store.wakes(),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => store.wakes(),
-        }
-    }
 }

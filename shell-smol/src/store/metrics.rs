@@ -13,8 +13,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::journal;
-use crate::store::StoreCounters;
+use super::StoreCounters;
+use super::journal;
 
 /// What the store's series are read from: its counts, its file, and what the restore
 /// set aside.

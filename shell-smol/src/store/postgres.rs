@@ -20,12 +20,12 @@
 //!   moves.)
 //! - **Rows.** Table `wizard_records`: `(shard, seq)` is the key, `shard` the
 //!   `SHARD_ID` (`""` when not sharded) and `seq` one sequence per shard; the other
-//!   columns and the body are those of the SQLite store ([`crate::store::key_columns`],
+//!   columns and the body are those of the SQLite store ([`super::rows::key_columns`],
 //!   the record's JSON). Restore reads this shard's rows in `seq` order, streamed, and
-//!   decodes them on the other cores while reading ([`crate::store::decode_in_batches`]).
+//!   decodes them on the other cores while reading ([`super::rows::decode_in_batches`]).
 //! - **Compaction** as in the SQLite store: the writer counts the rows a restore no
 //!   longer needs (`wizard_core::records::liveness`) and, once they outnumber the live
-//!   ones and [`crate::store::COMPACT_ROWS_MIN`], deletes them in one statement (frames
+//!   ones and [`super::COMPACT_ROWS_MIN`], deletes them in one statement (frames
 //!   wait meanwhile).
 //! - **Ownership.** The writer's connection holds the session-level advisory lock
 //!   [`lock_key`] of its shard for as long as the process serves; every commit goes
@@ -44,7 +44,7 @@
 //!   cannot commit, a process that lost the lock cannot acknowledge anything, whatever
 //!   it still believes.
 //! - **Bounded.** The records waiting for the writer are at most
-//!   [`crate::store::PENDING_BYTES_MAX`]; beyond it a commit waits for the writer. A
+//!   [`super::PENDING_BYTES_MAX`]; beyond it a commit waits for the writer. A
 //!   statement carries at most [`INSERT_ROWS_MAX`] rows (more go in one transaction).
 //! - **TLS** is not set up (`NoTls`): the store is meant for loopback or a private
 //!   network. Adding it means the `postgres-native-tls` or `postgres-openssl` crate's
@@ -64,10 +64,9 @@ use wizard_core::records::Record;
 use wizard_core::records::liveness::{Liveness, RowCount, RowKey, Rows as _};
 use wizard_core::shard::ShardId;
 
-use crate::handoff::Handoff;
-use crate::store::{
-    COMPACT_ROWS_MIN, PENDING_BYTES_MAX, StoreError, decode_in_batches, key_columns, row_key_of,
-};
+use super::handoff::Handoff;
+use super::rows::{decode_in_batches, key_columns, row_key_of};
+use super::{COMPACT_ROWS_MIN, PENDING_BYTES_MAX, StoreError};
 
 /// How often a standby tries to take its shard's lock.
 pub const LOCK_RETRY_INTERVAL: Duration = Duration::from_millis(200);
