@@ -6,10 +6,15 @@ use std::net::IpAddr;
 
 use crate::io::{ConnId, ConnKind, FallbackReason, Note, Output, RefuseReason};
 use crate::overload::limiter::{IpKey, TokenBucket};
-use crate::time::Time;
+use crate::time::{Time, US_PER_MS};
 use crate::wire::{CloseCode, ErrorCode, LobbyStatus};
 
 use super::{Conn, HELLO_GRACE_US, Server, TimerKey, rate_from};
+
+/// A dropped message is answered with `rate_limited` the first time and then once
+/// every this many drops (PROTOCOL.md section 2): the sender learns it is throttled
+/// without a reply per dropped message.
+const RATE_LIMITED_REPLY_EVERY: u32 = 10;
 
 impl Server {
     pub(super) fn on_opened(
@@ -100,7 +105,7 @@ impl Server {
                     Some(
                         self.reconnect_rate
                             .wait_us(&IpKey::new(ip), self.now)
-                            .div_ceil(1000)
+                            .div_ceil(US_PER_MS)
                             .max(1),
                     ),
                 ),
@@ -207,11 +212,11 @@ impl Server {
                 out,
             );
             self.close(conn, CloseCode::MessageFlood, out);
-        } else if drops == 1 || drops % 10 == 0 {
+        } else if drops == 1 || drops.is_multiple_of(RATE_LIMITED_REPLY_EVERY) {
             let wait_ms = self
                 .conns
                 .get(&conn)
-                .map_or(0, |c| c.bucket.wait_us(now).div_ceil(1000));
+                .map_or(0, |c| c.bucket.wait_us(now).div_ceil(US_PER_MS));
             self.send_error(
                 conn,
                 ErrorCode::RateLimited,
