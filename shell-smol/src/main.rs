@@ -1,15 +1,15 @@
 //! The `wizard-server` binary: settings from the environment, logging, OS-entropy seed,
-//! the store opened and restored ([`wizard_server::open_store`]; a standby waits there
-//! for its shard), the address bound, SIGTERM/SIGINT as graceful shutdown, then
-//! [`wizard_server::run_opened`], with the AI service embedded in process when
-//! `EMBEDDED_AI=1`.
+//! the address bound (not listening yet; an address in use ends the start at once), the
+//! store opened and restored ([`wizard_server::open_store`]; a standby waits there for
+//! its shard), SIGTERM/SIGINT as graceful shutdown, then [`wizard_server::run_opened`],
+//! with the AI service embedded in process when `EMBEDDED_AI=1`.
 
 use std::net::TcpListener;
 use std::process::ExitCode;
 
 use async_signal::{Signal, Signals};
 use futures_lite::StreamExt;
-use tracing::{error, info, warn};
+use tracing::{error, info};
 use wizard_core::config::{AiServiceConfig, Config};
 use wizard_core::rng::Seed;
 use wizard_server::embedded;
@@ -102,20 +102,21 @@ fn serve() -> ExitCode {
         error!(error = %e, "cannot start the embedded AI service");
         return ExitCode::from(EXIT_START);
     }
-    // The store before the address: a standby waits here for its shard's lock, and
-    // listens (answers `/health`) only once it owns the shard and restored its games.
+    // The address first, so that one in use is said before any store work; bound, not
+    // listening: a standby then waits for its shard's lock, and listens (answers
+    // `/health`) only once it owns the shard and restored its games.
+    let listener = match bind(config.shell.bind) {
+        Ok(listener) => listener,
+        Err(e) => {
+            error!(bind = %config.shell.bind, error = %e, "cannot bind the address BIND names");
+            return ExitCode::from(EXIT_START);
+        }
+    };
     let opened = match wizard_server::open_store(&config, seed) {
         Ok(opened) => opened,
         Err(e) => {
             error!(error = %e, "server failed");
             return ExitCode::from(EXIT_CONFIG);
-        }
-    };
-    let listener = match bind(config.shell.bind) {
-        Ok(listener) => listener,
-        Err(e) => {
-            error!(bind = %config.shell.bind, error = %e, "cannot listen");
-            return ExitCode::from(EXIT_START);
         }
     };
     let signals = match Signals::new([Signal::Term, Signal::Int]) {
@@ -163,42 +164,15 @@ fn os_seed() -> Result<Seed, getrandom::Error> {
     Ok(Seed(bytes))
 }
 
-/// How long a new server waits for its address while an old one on it still stops (a
-/// deploy that starts the new process before the old one is gone), and how often it
-/// tries again meanwhile.
-const BIND_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-const BIND_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// Binds `addr`, waiting up to [`BIND_WAIT`] while another process holds it. The
+/// Binds `addr`; an address another process holds fails at once (the server says so
+/// and exits: a supervisor that restarts it, or an operator, sees why at once). The
 /// socket does not listen yet: the server listens once its store is open
 /// (`wizard_server::run_with`), so that a process waiting for the store's lock (a
-/// standby, or a new process during a deploy) refuses connections instead of
-/// holding them unanswered in its accept queue, and a proxy in front sends players
-/// to the process that serves.
+/// standby, or a new process during a deploy) refuses connections instead of holding
+/// them unanswered in its accept queue, and a proxy in front sends players to the
+/// process that serves. `SO_REUSEADDR` is set, as std's `TcpListener::bind` sets it.
 fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
-    let until = std::time::Instant::now() + BIND_WAIT;
-    let mut said = false;
-    loop {
-        match bind_only(addr) {
-            Err(e)
-                if e.kind() == std::io::ErrorKind::AddrInUse
-                    && std::time::Instant::now() < until =>
-            {
-                if !said {
-                    warn!(bind = %addr, "Waiting for the address (another server still listens on it)");
-                    said = true;
-                }
-                std::thread::sleep(BIND_RETRY);
-            }
-            result => return result,
-        }
-    }
-}
-
-/// A TCP socket bound to `addr` (with `SO_REUSEADDR`, as std's `TcpListener::bind`
-/// sets it) that does not listen.
-fn bind_only(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
-    use rustix::net::{AddressFamily, SocketFlags, SocketType, bind, socket_with, sockopt};
+    use rustix::net::{AddressFamily, SocketFlags, SocketType, socket_with, sockopt};
     let family = if addr.is_ipv4() {
         AddressFamily::INET
     } else {
@@ -206,6 +180,6 @@ fn bind_only(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     };
     let fd = socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
     sockopt::set_socket_reuseaddr(&fd, true)?;
-    bind(&fd, &addr)?;
+    rustix::net::bind(&fd, &addr)?;
     Ok(TcpListener::from(fd))
 }
