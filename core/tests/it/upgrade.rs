@@ -312,6 +312,9 @@ fn malformed_handshakes_get_400() {
     assert_eq!(verdict(&open, &both), Err(400));
 }
 
+/// A case of a repeated header: its name, the two headers, the one reported.
+type Twice<'a> = (&'a str, [(&'a str, &'a str); 2], Singleton);
+
 /// RFC 6455 section 11.3 (and RFC 9110 for `Host`): a header that may appear once and
 /// comes twice is a bad handshake (400), on every websocket route and before every
 /// other check but the path's, even when both values are good or equal. Lists
@@ -322,7 +325,7 @@ fn a_header_that_may_appear_once_and_comes_twice_gets_400() {
     let secret = config(&[("AI_SHARED_SECRET", "s3cret")]);
     let key = "dGhlIHNhbXBsZSBub25jZQ==";
     #[rustfmt::skip]
-    let twice: &[(&str, [(&str, &str); 2], Singleton)] = &[
+    let twice: &[Twice] = &[
         ("key", [("Sec-WebSocket-Key", key), ("sec-websocket-key", "AAAAAAAAAAAAAAAAAAAAAA==")], Singleton::WebSocketKey),
         ("same key", [("Sec-WebSocket-Key", key), ("Sec-WebSocket-Key", key)], Singleton::WebSocketKey),
         ("version", [("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Version", "13")], Singleton::WebSocketVersion),
