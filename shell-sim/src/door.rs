@@ -63,9 +63,11 @@ impl Host {
         false
     }
 
-    /// A socket that will never send its head. Accepting it, arming its timer and
-    /// closing it cost about as much as closing a connection (`close_us`), a door task.
-    /// The kernel refuses it when the accept queue (`LISTEN_BACKLOG`) is full.
+    /// A socket that will never send its head (`slow`: it sends the start of one at
+    /// once, which the shell reads and tells the door, `Door::slow`, and never the
+    /// rest). Accepting it, arming its timer and closing it cost about as much as
+    /// closing a connection (`close_us`), a door task. The kernel refuses it when the
+    /// accept queue (`LISTEN_BACKLOG`) is full.
     pub(crate) fn accept_silent(
         &mut self,
         q: &mut EventQueue<Ev>,
@@ -73,6 +75,7 @@ impl Host {
         now: Time,
         conn: ConnId,
         ip: IpAddr,
+        slow: bool,
     ) {
         if !self.exec.backlog_room() {
             self.exec.backlog_refused += 1;
@@ -88,7 +91,13 @@ impl Host {
                 self.evict(q, net, now, admit.evicted);
                 self.silent.insert(conn, ());
                 self.check_door(now, ip);
-                let timeout = self.server.config().shell.first_byte_timeout_us;
+                let shell = &self.server.config().shell;
+                let timeout = if slow {
+                    self.door.slow(conn.0);
+                    shell.handshake_timeout_us
+                } else {
+                    shell.first_byte_timeout_us
+                };
                 q.push(now.plus_us(timeout), Ev::FirstByteTimeout { conn });
             }
             Err(_) => {
