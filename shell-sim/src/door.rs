@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use wizard_core::Time;
 use wizard_core::io::ConnId;
-use wizard_core::overload::door::Mode;
+use wizard_core::overload::door::{Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX};
 
 use crate::host::Host;
 use crate::net::{Ev, Net, Owner};
@@ -154,19 +154,24 @@ impl Host {
     }
 
     /// The door's bounds after admitting a socket from `ip`: all sockets within the
-    /// hard cap, the address within its share, the core's connections within the cap.
+    /// hard cap (and the probe lane), the address within its share (and its lane
+    /// share), the core's connections within the cap.
     fn check_door(&mut self, now: Time, ip: IpAddr) {
         let caps = self.door.caps();
         let share = self.door.sockets_per_ip_max();
         let (open, mine) = (self.door.open(), self.door.open_for(ip));
         self.sockets_open_max = self.sockets_open_max.max(open);
-        if open > caps.hard_cap {
+        let open_max = caps.hard_cap + PROBE_LANE_SOCKETS_MAX;
+        if open > open_max || self.door.open_in(Mode::Probe) > PROBE_LANE_SOCKETS_MAX {
             self.door_violations.push((
                 now,
-                format!("{open} sockets open, hard cap {}", caps.hard_cap),
+                format!(
+                    "{open} sockets open, hard cap {} and the lane",
+                    caps.hard_cap
+                ),
             ));
         }
-        if mine > share {
+        if mine > share || self.door.lane_for(ip) > PROBE_LANE_SOCKETS_PER_IP_MAX {
             self.door_violations
                 .push((now, format!("{mine} sockets open from {ip}, share {share}")));
         }

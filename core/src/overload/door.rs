@@ -159,7 +159,8 @@ type Rank = (bool, bool, bool, Time, u64);
 /// The lowest rank, to start a range at.
 const RANK_MIN: Rank = (false, false, false, Time(0), 0);
 
-/// The socket table; every map is bounded by the open sockets (at most `hard_cap`).
+/// The socket table; every map is bounded by the open sockets (at most `hard_cap` plus
+/// [`PROBE_LANE_SOCKETS_MAX`]).
 #[derive(Clone, Debug)]
 pub struct Door {
     caps: TcpCaps,
