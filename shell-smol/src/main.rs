@@ -1,5 +1,6 @@
 //! The `wizard-server` binary: settings from the environment, logging, OS-entropy seed,
-//! the address bound (not listening yet; an address in use ends the start at once), the
+//! the address bound (not listening yet; an address in use ends the start at once
+//! unless `BIND_WAIT` says to wait for it), the
 //! store opened and restored ([`wizard_server::open_store`]; a standby waits there for
 //! its shard), SIGTERM/SIGINT as graceful shutdown, then [`wizard_server::run_opened`],
 //! with the AI service embedded in process when `EMBEDDED_AI=1`.
@@ -9,7 +10,7 @@ use std::process::ExitCode;
 
 use async_signal::{Signal, Signals};
 use futures_lite::StreamExt;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 use wizard_core::config::{AiServiceConfig, Config};
 use wizard_core::rng::Seed;
 use wizard_server::embedded;
@@ -105,7 +106,8 @@ fn serve() -> ExitCode {
     // The address first, so that one in use is said before any store work; bound, not
     // listening: a standby then waits for its shard's lock, and listens (answers
     // `/health`) only once it owns the shard and restored its games.
-    let listener = match bind(config.shell.bind) {
+    let wait = std::time::Duration::from_micros(config.shell.bind_wait_us);
+    let listener = match bind(config.shell.bind, wait) {
         Ok(listener) => listener,
         Err(e) => {
             error!(bind = %config.shell.bind, error = %e, "cannot bind the address BIND names");
@@ -164,14 +166,40 @@ fn os_seed() -> Result<Seed, getrandom::Error> {
     Ok(Seed(bytes))
 }
 
-/// Binds `addr`; an address another process holds fails at once (the server says so
-/// and exits: a supervisor that restarts it, or an operator, sees why at once). The
-/// socket does not listen yet: the server listens once its store is open
-/// (`wizard_server::run_with`), so that a process waiting for the store's lock (a
-/// standby, or a new process during a deploy) refuses connections instead of holding
-/// them unanswered in its accept queue, and a proxy in front sends players to the
-/// process that serves. `SO_REUSEADDR` is set, as std's `TcpListener::bind` sets it.
-fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+/// How often a server waiting for its address (`BIND_WAIT`) tries again.
+const BIND_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Binds `addr`. An address another process holds fails at once (the server says so
+/// and exits: a supervisor that restarts it, or an operator, sees why at once), unless
+/// `wait` (`BIND_WAIT`) is set: a deploy that starts the new process on the same host
+/// before the old one is gone waits for it, saying so at once. The socket does not
+/// listen yet: the server listens once its store is open (`wizard_server::run_with`),
+/// so that a process waiting for the store's lock (a standby, or a new process during
+/// a deploy) refuses connections instead of holding them unanswered in its accept
+/// queue, and a proxy in front sends players to the process that serves.
+fn bind(addr: std::net::SocketAddr, wait: std::time::Duration) -> std::io::Result<TcpListener> {
+    let until = std::time::Instant::now() + wait;
+    let mut said = false;
+    loop {
+        match bind_socket(addr) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < until =>
+            {
+                if !said {
+                    warn!(bind = %addr, "Waiting for the address BIND names (another process holds it)");
+                    said = true;
+                }
+                std::thread::sleep(BIND_RETRY);
+            }
+            result => return result,
+        }
+    }
+}
+
+/// A TCP socket bound to `addr` that does not listen. `SO_REUSEADDR` is set, as std's
+/// `TcpListener::bind` sets it.
+fn bind_socket(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     use rustix::net::{AddressFamily, SocketFlags, SocketType, socket_with, sockopt};
     let family = if addr.is_ipv4() {
         AddressFamily::INET

@@ -194,6 +194,7 @@ fn empty_values_and_unknown_names_mean_default() {
 /// A valid value other than the default for every setting, all consistent with each other.
 const OTHER: &[(&str, &str)] = &[
     ("BIND", "[::1]:9000"),
+    ("BIND_WAIT", "2.5"),
     (
         "ALLOWED_ORIGINS",
         "https://a.example, https://b.example:8443/",
@@ -301,6 +302,7 @@ fn every_field_is_covered() {
         shell:
             ShellConfig {
                 bind,
+                bind_wait_us,
                 embedded_ai,
                 keepalive_interval_us,
                 keepalive_timeout_us,
@@ -367,6 +369,7 @@ fn every_field_is_covered() {
     } = server(OTHER).unwrap();
     assert_eq!((spectators_per_lobby_max, chat_rate_per_min), (0, 3));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
+    assert_eq!(bind_wait_us, 2_500_000);
     assert_eq!(
         allowed_origins,
         ["https://a.example", "https://b.example:8443"]
