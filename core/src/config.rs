@@ -69,6 +69,7 @@ const fn ai(name: &'static str, default: &'static str, meaning: &'static str) ->
 #[rustfmt::skip]
 pub const SETTINGS: &[Setting] = &[
     server("BIND", "0.0.0.0:8000", "address and port the server listens on"),
+    server("BIND_WAIT", "0", "seconds a starting server waits for BIND while another process holds it (0 = exit 1 at once)"),
     server("ALLOWED_ORIGINS", "", "comma-separated origins allowed to open /ws (empty = all)"),
     server("TRUSTED_PROXIES", "", "comma-separated IPs or CIDRs whose X-Forwarded-For is believed"),
     server("AI_SHARED_SECRET", "", "secret the AI service must present (empty = no auth, dev only)"),
@@ -401,6 +402,7 @@ impl Config {
                 "SOCKET_SEND_BUFFER_BYTES" => c.shell.socket_send_buffer_bytes = v.count(4096)?,
                 "SOCKET_RECV_BUFFER_BYTES" => c.shell.socket_recv_buffer_bytes = v.count(4096)?,
                 "LISTEN_BACKLOG" => c.shell.listen_backlog_max = v.count(1)?,
+                "BIND_WAIT" => c.shell.bind_wait_us = v.duration_us(0)?,
                 "EXECUTOR_THREADS" => c.shell.executor_threads = v.count(0)?,
                 "STORE" => {
                     c.shell.store =

@@ -402,6 +402,7 @@ impl Server {
             evictable_sessions: self.sessions.evictable_len() as u64,
             idle_lobbies: self.lobbies.idle_len() as u64,
             accepting_games: self.accepting_games(),
+            lobbies_full: !self.lobbies.has_room_for_new(),
             level: self.levels.level(),
             ai_connections: self.bridge.connections() as u64,
             ai_pending: self.bridge.pending() as u64,

@@ -276,6 +276,8 @@ pub struct Gauges {
     /// lobby may replace at `MAX_LOBBIES`.
     pub idle_lobbies: u64,
     pub accepting_games: bool,
+    /// `MAX_LOBBIES` lobbies exist and none of them is idle: a new lobby is refused.
+    pub lobbies_full: bool,
     pub level: crate::overload::LoadLevel,
     pub ai_connections: u64,
     pub ai_pending: u64,

@@ -18,6 +18,11 @@
 //!   `<id>`; another shard's id is refused with 421 (Misdirected Request: the proxy in
 //!   front sent it to the wrong server), anything else with 404, as is every `/ws/...`
 //!   on a server without `SHARD_ID`.
+//! - A handshake that repeats a header which may appear once (`Host`,
+//!   `Sec-WebSocket-Key`, `Sec-WebSocket-Version`, `Origin`, `Authorization`: RFC 6455
+//!   section 11.3, RFC 9110 and RFC 6454) is refused with 400: two keys or two origins
+//!   leave it open which one was checked. `Upgrade`, `Connection` and
+//!   `X-Forwarded-For` are lists, which HTTP lets a sender split over several lines.
 //! - The client address is the TCP peer, unless the peer is in `TRUSTED_PROXIES`: then
 //!   it is the right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
 
@@ -232,6 +237,35 @@ pub struct UpgradeRequest<'a> {
     /// The request line said `HTTP/1.0` (RFC 6455 section 4.1 asks for 1.1 or later);
     /// the shell sets it from its parser, [`UpgradeRequest::from_headers`] cannot know.
     pub http_1_0: bool,
+    /// The first header that may appear once but came more than once.
+    pub duplicate: Option<Singleton>,
+}
+
+/// A header a handshake may carry at most once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Singleton {
+    Host,
+    WebSocketKey,
+    WebSocketVersion,
+    Origin,
+    Authorization,
+}
+
+impl Singleton {
+    /// The header's name and the 400 for a request that repeats it.
+    fn reject(self) -> Reject {
+        let reason = match self {
+            Singleton::Host => "more than one Host header",
+            Singleton::WebSocketKey => "more than one Sec-WebSocket-Key header",
+            Singleton::WebSocketVersion => "more than one Sec-WebSocket-Version header",
+            Singleton::Origin => "more than one Origin header",
+            Singleton::Authorization => "more than one Authorization header",
+        };
+        Reject {
+            status: 400,
+            reason,
+        }
+    }
 }
 
 impl<'a> UpgradeRequest<'a> {
@@ -248,13 +282,21 @@ impl<'a> UpgradeRequest<'a> {
             ..UpgradeRequest::default()
         };
         let (mut upgrade, mut connection) = (false, false);
+        let (mut host, mut duplicate) = (None, None);
+        // Keeps the first of a header that may appear once, and notes a second.
+        let mut once = |slot: &mut Option<&'a str>, text: &'a str, which: Singleton| match slot {
+            Some(_) => duplicate = duplicate.or(Some(which)),
+            None => *slot = Some(text),
+        };
         for (name, value) in headers {
             let text = std::str::from_utf8(value).unwrap_or("").trim();
             let is = |known: &str| name.eq_ignore_ascii_case(known);
-            if is("origin") {
-                request.origin = Some(text);
+            if is("host") {
+                once(&mut host, text, Singleton::Host);
+            } else if is("origin") {
+                once(&mut request.origin, text, Singleton::Origin);
             } else if is("authorization") {
-                request.authorization = Some(text);
+                once(&mut request.authorization, text, Singleton::Authorization);
             } else if is("x-forwarded-for") {
                 request.x_forwarded_for.push(text);
             } else if is("forwarded") {
@@ -266,12 +308,17 @@ impl<'a> UpgradeRequest<'a> {
             } else if is("connection") {
                 connection |= has_token(text, "upgrade");
             } else if is("sec-websocket-key") {
-                request.websocket_key = Some(text);
+                once(&mut request.websocket_key, text, Singleton::WebSocketKey);
             } else if is("sec-websocket-version") {
-                request.websocket_version = Some(text);
+                once(
+                    &mut request.websocket_version,
+                    text,
+                    Singleton::WebSocketVersion,
+                );
             }
         }
         request.upgrade_websocket = upgrade && connection;
+        request.duplicate = duplicate;
         request
     }
 
@@ -348,9 +395,9 @@ const NO_PEER: Reject = Reject {
 /// kind and the client address for the per-IP limits, or the HTTP status to refuse with.
 ///
 /// Checks, in order: the path is a websocket route (404; 421 for another shard's
-/// `/ws/<id>`), the request is a websocket
-/// handshake over HTTP/1.1 with a key of 16 base64-encoded bytes (400) of version 13
-/// (426), then the route's security rule (403).
+/// `/ws/<id>`), no header that may appear once is repeated (400), the request is a
+/// websocket handshake over HTTP/1.1 with a key of 16 base64-encoded bytes (400) of
+/// version 13 (426), then the route's security rule (403).
 pub fn check_upgrade(
     config: &Config,
     request: &UpgradeRequest<'_>,
@@ -365,6 +412,9 @@ pub fn check_upgrade(
         Route::AiWs => ConnKind::Ai,
         _ => return Err(NOT_FOUND),
     };
+    if let Some(header) = request.duplicate {
+        return Err(header.reject());
+    }
     if !request.upgrade_websocket || request.websocket_key.is_none_or(str::is_empty) {
         return Err(NOT_WEBSOCKET);
     }

@@ -3,8 +3,9 @@
 //! fast as they like), connection storms (new connections from one or many
 //! addresses, held open, never saying hello), fragment flooders (a text message that
 //! never completes: empty continuation frames forever, reconnecting when cut off),
-//! silent sockets (TCP sockets that never send a request head) and code guessers
-//! (`spectate` with a new made-up lobby code each time).
+//! silent sockets (TCP sockets that never send a request head), slow heads (the start
+//! of a head, never the rest) and code guessers (`spectate` with a new made-up lobby
+//! code each time).
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -109,8 +110,9 @@ impl Attacker {
     fn open(&mut self, cx: &mut Ctx<'_>, now: Time, owner: Owner) {
         let ip = attack_ip(self.index, self.opened, self.spec.ips);
         self.opened += 1;
-        if self.spec.kind == AttackKind::Silent {
-            let conn = cx.net.open_silent(cx.q, now, owner, ip);
+        if let AttackKind::Silent | AttackKind::SlowHead = self.spec.kind {
+            let slow = self.spec.kind == AttackKind::SlowHead;
+            let conn = cx.net.open_silent(cx.q, now, owner, ip, slow);
             self.conns.insert(conn, (ip, now));
             return;
         }
@@ -145,7 +147,7 @@ impl Attacker {
         }
         match self.spec.kind {
             AttackKind::Storm => self.open(cx, now, Owner::Attacker(self.index)),
-            AttackKind::Silent => {
+            AttackKind::Silent | AttackKind::SlowHead => {
                 for _ in 0..self.spec.count.max(1) {
                     self.open(cx, now, Owner::Attacker(self.index));
                 }

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use wizard_core::Time;
 use wizard_core::io::ConnId;
-use wizard_core::overload::door::Mode;
+use wizard_core::overload::door::{Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX};
 
 use crate::host::Host;
 use crate::net::{Ev, Net, Owner};
@@ -63,9 +63,11 @@ impl Host {
         false
     }
 
-    /// A socket that will never send its head. Accepting it, arming its timer and
-    /// closing it cost about as much as closing a connection (`close_us`), a door task.
-    /// The kernel refuses it when the accept queue (`LISTEN_BACKLOG`) is full.
+    /// A socket that will never send its head (`slow`: it sends the start of one at
+    /// once, which the shell reads and tells the door, `Door::slow`, and never the
+    /// rest). Accepting it, arming its timer and closing it cost about as much as
+    /// closing a connection (`close_us`), a door task. The kernel refuses it when the
+    /// accept queue (`LISTEN_BACKLOG`) is full.
     pub(crate) fn accept_silent(
         &mut self,
         q: &mut EventQueue<Ev>,
@@ -73,6 +75,7 @@ impl Host {
         now: Time,
         conn: ConnId,
         ip: IpAddr,
+        slow: bool,
     ) {
         if !self.exec.backlog_room() {
             self.exec.backlog_refused += 1;
@@ -88,7 +91,13 @@ impl Host {
                 self.evict(q, net, now, admit.evicted);
                 self.silent.insert(conn, ());
                 self.check_door(now, ip);
-                let timeout = self.server.config().shell.first_byte_timeout_us;
+                let shell = &self.server.config().shell;
+                let timeout = if slow {
+                    self.door.slow(conn.0);
+                    shell.handshake_timeout_us
+                } else {
+                    shell.first_byte_timeout_us
+                };
                 q.push(now.plus_us(timeout), Ev::FirstByteTimeout { conn });
             }
             Err(_) => {
@@ -145,19 +154,24 @@ impl Host {
     }
 
     /// The door's bounds after admitting a socket from `ip`: all sockets within the
-    /// hard cap, the address within its share, the core's connections within the cap.
+    /// hard cap (and the probe lane), the address within its share (and its lane
+    /// share), the core's connections within the cap.
     fn check_door(&mut self, now: Time, ip: IpAddr) {
         let caps = self.door.caps();
         let share = self.door.sockets_per_ip_max();
         let (open, mine) = (self.door.open(), self.door.open_for(ip));
         self.sockets_open_max = self.sockets_open_max.max(open);
-        if open > caps.hard_cap {
+        let open_max = caps.hard_cap + PROBE_LANE_SOCKETS_MAX;
+        if open > open_max || self.door.open_in(Mode::Probe) > PROBE_LANE_SOCKETS_MAX {
             self.door_violations.push((
                 now,
-                format!("{open} sockets open, hard cap {}", caps.hard_cap),
+                format!(
+                    "{open} sockets open, hard cap {} and the lane",
+                    caps.hard_cap
+                ),
             ));
         }
-        if mine > share {
+        if mine > share || self.door.lane_for(ip) > PROBE_LANE_SOCKETS_PER_IP_MAX {
             self.door_violations
                 .push((now, format!("{mine} sockets open from {ip}, share {share}")));
         }

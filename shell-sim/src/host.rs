@@ -88,7 +88,8 @@ pub struct Host {
     pub overflows: u64,
     /// The shell's door (the core's `overload::door::Door`): every socket it holds.
     pub door: Door,
-    /// Sockets admitted that never sent their request head (silent attackers).
+    /// Sockets admitted that never sent their request head (silent and slow-head
+    /// attackers).
     pub(crate) silent: ConnMap<()>,
     /// The frame readers of connections that send raw frame bytes.
     pub(crate) readers: ConnMap<FrameReader>,
@@ -262,7 +263,9 @@ impl Host {
                 }
                 input
             }
-            Arrive::Silent { ip } => return self.accept_silent(q, net, now, conn, ip),
+            Arrive::Silent { ip, slow } => {
+                return self.accept_silent(q, net, now, conn, ip, slow);
+            }
             Arrive::Close if self.silent.remove(&conn).is_some() => {
                 self.door.close(conn.0);
                 return;

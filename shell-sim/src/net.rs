@@ -36,9 +36,11 @@ pub enum Arrive {
     /// Raw websocket frame bytes (masked client frames), read by the connection's
     /// `wizard_core::ws::FrameReader`: only the fragment flooders send these.
     Raw(Vec<u8>),
-    /// A TCP socket accepted by the shell that never sends its request head.
+    /// A TCP socket accepted by the shell that never sends its request head; `slow`:
+    /// it sends the start of one, and never the rest.
     Silent {
         ip: IpAddr,
+        slow: bool,
     },
     /// A binary frame (the protocol allows none).
     Binary,
@@ -85,7 +87,8 @@ pub enum Ev {
     Source { index: usize },
     /// A storm connection is let go.
     StormRelease { conn: ConnId },
-    /// A silent socket's `FIRST_BYTE_TIMEOUT` is over.
+    /// A silent socket's `FIRST_BYTE_TIMEOUT` is over (a slow head's
+    /// `HANDSHAKE_TIMEOUT`).
     FirstByteTimeout { conn: ConnId },
     /// A mute connection's `KEEPALIVE_TIMEOUT` may be over.
     KeepaliveCheck { conn: ConnId },
@@ -174,21 +177,22 @@ impl Net {
         conn
     }
 
-    /// Opens a TCP socket that will never send its request head: the shell accepts it
-    /// after one latency (the SYN).
+    /// Opens a TCP socket that will never send its request head (`slow`: only the start
+    /// of it): the shell accepts it after one latency (the SYN).
     pub fn open_silent(
         &mut self,
         q: &mut EventQueue<Ev>,
         now: Time,
         owner: Owner,
         ip: IpAddr,
+        slow: bool,
     ) -> ConnId {
         let (conn, lat) = self.register(owner, ip);
         q.push(
             now.plus_us(lat),
             Ev::ServerArrive {
                 conn,
-                what: Arrive::Silent { ip },
+                what: Arrive::Silent { ip, slow },
             },
         );
         conn

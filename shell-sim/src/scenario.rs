@@ -104,7 +104,8 @@ pub struct Arrivals {
 /// (`create_lobby` at `rate_per_s`), connection storms (`rate_per_s` new connections,
 /// each held `hold_ms`), fragment flooders (`count` connections, each sending one
 /// empty continuation frame at `rate_per_s`), silent sockets (`count` new sockets at
-/// `rate_per_s` that never send a request head).
+/// `rate_per_s` that never send a request head) and slow heads (the same, with the
+/// start of a head).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Attack {
@@ -133,6 +134,10 @@ pub enum AttackKind {
     /// Row 2 of issue 14: TCP sockets that never send a request head (the core's
     /// `overload::door::Door` and `FIRST_BYTE_TIMEOUT`).
     Silent,
+    /// Like `Silent`, but each socket sends the start of a head at once and never the
+    /// rest (a slowloris): the door cuts them first (`Door::slow`), else they hold their
+    /// slot until `HANDSHAKE_TIMEOUT`.
+    SlowHead,
     /// After `hello`, one text frame larger than `MAX_MESSAGE_BYTES` (the core's
     /// `ws::FrameReader` fails it: 1009); cut off, they come back.
     Oversized,

@@ -1,6 +1,8 @@
 //! Reading one HTTP request head under a size limit and two time limits, with the end
 //! of the head found by `httparse` itself (so bare line feeds end a head as CRLF does,
-//! and a malformed head is refused as soon as it is malformed, not at the timeout).
+//! and a malformed head is refused as soon as it is malformed, not at the timeout). A
+//! head may start with one blank line (RFC 9112 section 2.2); a second one is no
+//! request at all, refused at once (`httparse` would skip blank lines for ever).
 //!
 //! [`read_head`] is generic over the reader so that the fuzzer in the tests drives the
 //! same code with random byte streams; [`head_end`] is the pure step it repeats.
@@ -8,8 +10,8 @@
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
-use futures_lite::FutureExt;
 use futures_lite::io::{AsyncRead, AsyncReadExt};
+use futures_lite::{FutureExt, future};
 
 /// Largest request head accepted (request line and headers).
 pub const HEAD_BYTES_MAX: usize = 8 * 1024;
@@ -69,6 +71,13 @@ impl Head {
 /// Where the head in `buf` ends: `Ok(Some(len))` when complete, `Ok(None)` when more
 /// is needed, or why it can never be one.
 pub fn head_end(buf: &[u8]) -> Result<Option<usize>, HeadError> {
+    let after_one_blank = buf
+        .strip_prefix(b"\r\n")
+        .or_else(|| buf.strip_prefix(b"\n"))
+        .unwrap_or(buf);
+    if after_one_blank.starts_with(b"\n") || after_one_blank.starts_with(b"\r\n") {
+        return Err(HeadError::Malformed);
+    }
     let mut headers = [httparse::EMPTY_HEADER; HEADERS_MAX];
     match httparse::Request::new(&mut headers).parse(buf) {
         Ok(httparse::Status::Complete(len)) => Ok(Some(len)),
@@ -79,13 +88,14 @@ pub fn head_end(buf: &[u8]) -> Result<Option<usize>, HeadError> {
 }
 
 /// Reads until the end of a request head: the first byte within `first_byte`, the
-/// whole head within `whole`, at most [`HEAD_BYTES_MAX`] bytes in all; `spoke` runs
-/// once the first bytes arrived.
+/// whole head within `whole`, at most [`HEAD_BYTES_MAX`] bytes in all; `slow` runs
+/// once, the first time part of the head is in and the rest is not (an honest client
+/// sends its head whole: the shell tells the door, which cuts such a socket first).
 pub async fn read_head(
     mut reader: impl AsyncRead + Unpin,
     first_byte: Duration,
     whole: Duration,
-    spoke: impl FnOnce(),
+    slow: impl FnOnce(),
 ) -> Result<Head, HeadError> {
     let until = Instant::now() + whole;
     let mut buf = vec![0u8; HEAD_BYTES_MAX];
@@ -101,7 +111,7 @@ pub async fn read_head(
             Err(HeadError::FirstByteTimeout)
         })
         .await?;
-    spoke();
+    let mut slow = Some(slow);
     let rest = async {
         loop {
             let seen = buf.get(..filled).unwrap_or(&[]);
@@ -112,7 +122,18 @@ pub async fn read_head(
             let Some(free) = buf.get_mut(filled..).filter(|b| !b.is_empty()) else {
                 return Err(HeadError::TooLarge);
             };
-            match reader.read(free).await {
+            // Until the head is known to be slow, a read that would wait says so first.
+            let read = match slow.take() {
+                None => reader.read(free).await,
+                Some(slow) => match future::poll_once(reader.read(free)).await {
+                    Some(read) => read,
+                    None => {
+                        slow();
+                        reader.read(free).await
+                    }
+                },
+            };
+            match read {
                 Ok(0) | Err(_) => return Err(HeadError::Gone),
                 Ok(n) => filled += n,
             }
@@ -145,5 +166,21 @@ mod tests {
             "A: b\r\n".repeat(HEADERS_MAX + 1)
         );
         assert_eq!(head_end(many.as_bytes()), Err(HeadError::TooManyHeaders));
+    }
+
+    #[test]
+    fn one_blank_line_may_come_first_and_two_are_no_request() {
+        assert_eq!(head_end(b"\r\nGET / HTTP/1.1\r\n\r\n"), Ok(Some(20)));
+        assert_eq!(head_end(b"\nGET / HTTP/1.1\n\n"), Ok(Some(17)));
+        assert_eq!(head_end(b"\r\n"), Ok(None));
+        assert_eq!(head_end(b"\r\n\r"), Ok(None));
+        for blank in [
+            &b"\r\n\r\n"[..],
+            b"\n\n",
+            b"\r\n\n",
+            b"\n\r\nGET / HTTP/1.1\r\n\r\n",
+        ] {
+            assert_eq!(head_end(blank), Err(HeadError::Malformed), "{blank:?}");
+        }
     }
 }

@@ -39,6 +39,27 @@ use crate::snapshot::Published;
 
 pub use crate::head::HEAD_BYTES_MAX;
 
+/// Seconds a client refused by the door is told to wait (`Retry-After`): a second
+/// refills `SOCKET_RATE`, and a full server's waiting sockets turn over within it.
+const BUSY_RETRY_AFTER_S: u32 = 1;
+
+/// The whole answer to a socket the door refused at accept or cut to make room: short
+/// enough for one non-blocking send into an empty socket buffer.
+pub const BUSY_RESPONSE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+    Content-Type: text/plain\r\nContent-Length: 5\r\nCache-Control: no-store\r\n\
+    Connection: close\r\nRetry-After: 1\r\n\r\nbusy\n";
+
+/// Sends [`BUSY_RESPONSE`] on `tcp` without waiting: one non-blocking `send`, whatever
+/// fits (all of it, into a socket nobody wrote to); the caller closes the socket.
+pub fn busy_now(tcp: &TcpStream) {
+    use rustix::net::{SendFlags, send};
+    let _ = send(
+        tcp,
+        BUSY_RESPONSE,
+        SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+    );
+}
+
 /// What every connection task shares.
 #[derive(Debug)]
 pub struct Ctx {
@@ -66,19 +87,23 @@ struct Upgrade {
 }
 
 /// Serves one accepted connection, at the games' priority: the request head, the
-/// answer or the upgrade, and the websocket's life. The request is parsed in
-/// [`answer_request`], whose buffers (head, header array) are gone before a websocket's
-/// long life begins, so an idle connection does not carry them. `slot` is the socket's
+/// answer or the upgrade, and the websocket's life (the caller keeps a handle on `tcp`
+/// to answer `busy` should the door cut it before its head). The request is parsed in
+/// [`answer_request`], a future of its own on the heap whose state (head, header array,
+/// answer) is gone before a websocket's long life begins, so an idle connection does
+/// not carry it. `slot` is the socket's
 /// place in the door. Returns an ended websocket's socket, for the caller to linger on
 /// and close at the door's priority (see `priority`).
 pub async fn serve(
-    tcp: Async<TcpStream>,
+    tcp: Arc<Async<TcpStream>>,
     peer: SocketAddr,
     admission: Admission,
     slot: &TcpSlot,
     ctx: Arc<Ctx>,
 ) -> Option<Arc<Async<TcpStream>>> {
-    let upgrade = answer_request(&tcp, peer, admission, slot, &ctx).await?;
+    // Boxed: a future is as large as its largest state, and the request's (head reader,
+    // header array, answer) would otherwise stay in every websocket's task for its life.
+    let upgrade = Box::pin(answer_request(&tcp, peer, admission, slot, &ctx)).await?;
     websocket(tcp, upgrade, ctx).await
 }
 
@@ -94,6 +119,13 @@ impl Reply<'_> {
         let sent = if self.head_only { None } else { Some(body) };
         respond(self.tcp, self.ctx, status, content_type, body.len(), sent).await
     }
+
+    /// The door's refusal after the head was read: 503, `Retry-After`, `busy: <why>`.
+    async fn busy(&self, why: &str) {
+        ShellStats::bump(&self.ctx.stats.http_unavailable);
+        let body = format!("busy: {why}\n");
+        self.send(503, "text/plain", body.as_bytes()).await
+    }
 }
 
 /// Reads and answers a request; returns the upgrade when it is a websocket the policy
@@ -108,7 +140,7 @@ async fn answer_request(
     let config = &ctx.config;
     let first_byte = Duration::from_micros(config.shell.first_byte_timeout_us);
     let whole = Duration::from_micros(config.shell.handshake_timeout_us);
-    let head = match read_head(tcp, first_byte, whole, || slot.spoke()).await {
+    let head = match read_head(tcp, first_byte, whole, || slot.slow()).await {
         Ok(head) => head,
         Err(e) => {
             match e {
@@ -152,21 +184,15 @@ async fn answer_request(
     upgrade.http_1_0 = request.version == Some(0);
     let client = client_ip(config, peer.ip(), &upgrade.x_forwarded_for);
     if slot.head_read(client).is_err() {
-        ShellStats::bump(&ctx.stats.http_unavailable);
-        reply
-            .send(
-                503,
-                "text/plain",
-                b"too many connections from your address\n",
-            )
-            .await;
+        reply.busy("too many connections from your address").await;
         return None;
     }
-    if admission == Admission::Reserve && !target.is_probe() {
-        ShellStats::bump(&ctx.stats.http_unavailable);
-        reply
-            .send(503, "text/plain", b"server full, try again later\n")
-            .await;
+    if admission.probes_only() && !target.is_probe() {
+        let why = match admission {
+            Admission::Probe => "too many new connections from your address",
+            Admission::Full | Admission::Reserve => "server full",
+        };
+        reply.busy(why).await;
         return None;
     }
     match target {
@@ -238,7 +264,7 @@ fn accepted(
 /// Runs an upgraded websocket; returns its socket when it still needs its linger
 /// (`None`: it ended before the 101 went out).
 async fn websocket(
-    tcp: Async<TcpStream>,
+    tcp: Arc<Async<TcpStream>>,
     upgrade: Upgrade,
     ctx: Arc<Ctx>,
 ) -> Option<Arc<Async<TcpStream>>> {
@@ -268,7 +294,10 @@ async fn websocket(
     if ctx.inbox.send(opened).await.is_err() {
         return None;
     }
-    if !write_all(&tcp, &ctx, response.as_bytes()).await {
+    let sent = write_all(&tcp, &ctx, response.as_bytes()).await;
+    // A local lives as long as the future: not the 101's bytes.
+    drop(response);
+    if !sent {
         let _ = ctx
             .inbox
             .send(CoreMsg::Input(wizard_core::io::Input::Closed { conn }))
@@ -276,7 +305,6 @@ async fn websocket(
         return None;
     }
     let params = ConnParams::new(config, ctx.clock, conn, kind);
-    let tcp = Arc::new(tcp);
     // From now on the core task writes the frames it routes here itself when it can.
     outbox.attach(Arc::clone(&tcp));
     let stats = Arc::clone(&ctx.stats);
@@ -331,16 +359,25 @@ async fn respond(
     content_length: usize,
     body: Option<&[u8]>,
 ) {
+    let head = head_of(status, content_type, content_length);
+    write_response(tcp, ctx, head, body).await
+}
+
+/// A response's head, with its blank line: a 426 names the websocket version wanted, a
+/// 503 says when to retry.
+fn head_of(status: u16, content_type: &str, content_length: usize) -> String {
     let mut head = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: \
          {content_length}\r\nCache-Control: no-store\r\nConnection: close\r\n",
         reason_phrase(status),
     );
-    if status == 426 {
-        head.push_str("Sec-WebSocket-Version: 13\r\n");
+    match status {
+        426 => head.push_str("Sec-WebSocket-Version: 13\r\n"),
+        503 => head.push_str(&format!("Retry-After: {BUSY_RETRY_AFTER_S}\r\n")),
+        _ => {}
     }
     head.push_str("\r\n");
-    write_response(tcp, ctx, head, body).await
+    head
 }
 
 /// Writes a response's `head` (ending in its blank line) and `body`, then closes.
@@ -364,4 +401,50 @@ async fn write_all(tcp: &Async<TcpStream>, ctx: &Ctx, bytes: &[u8]) -> bool {
         false
     };
     write.or(timeout).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_served_connection_carries_no_request_state_for_its_life() {
+        // The task of every open socket is this future; an upgraded one keeps it for
+        // its whole life. The request's state (head reader, header array, answer) is
+        // boxed and gone once answered, so an idle websocket pays for its own state
+        // only: with the request's state inline the future was 4.3 KiB.
+        use std::time::Instant;
+        use wizard_core::Server;
+        use wizard_core::rng::Seed;
+        let config = Config::from_pairs(Vec::<(&str, &str)>::new()).unwrap();
+        let clock = Clock::new(Instant::now());
+        let stats = Arc::new(ShellStats::default());
+        let server = Server::new(config.clone(), Seed::from_u64(1), clock.now());
+        let gate = Arc::new(Gate::new(&config, clock));
+        let (inbox, _rx) = async_channel::bounded(1);
+        let ctx = Arc::new(Ctx {
+            config: Arc::new(config),
+            inbox,
+            stats: Arc::clone(&stats),
+            next_conn: AtomicU64::new(2),
+            published: Arc::new(Published::new(&server, &stats.core)),
+            gate: Arc::clone(&gate),
+            executors: Arc::new(Priorities::default()),
+            clock,
+        });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = listener.local_addr().unwrap();
+        let tcp = Arc::new(Async::new(TcpStream::connect(peer).unwrap()).unwrap());
+        let admitted = gate.admit(peer.ip()).unwrap();
+        let task = serve(tcp, peer, admitted.mode, &admitted.slot, ctx);
+        let size = std::mem::size_of_val(&task);
+        assert!(size <= 1600, "a connection's task grew to {size} bytes");
+    }
+
+    #[test]
+    fn the_busy_response_is_a_503_head_with_retry_after_and_its_body() {
+        let whole = head_of(503, "text/plain", 5) + "busy\n";
+        assert_eq!(std::str::from_utf8(BUSY_RESPONSE), Ok(whole.as_str()));
+        assert!(whole.contains(&format!("Retry-After: {BUSY_RETRY_AFTER_S}\r\n")));
+    }
 }

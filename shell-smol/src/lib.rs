@@ -431,12 +431,16 @@ fn admit(
             if refusal == DoorRefusal::Rate {
                 ShellStats::bump(&ctx.stats.tcp_rate_limited);
             }
+            http::busy_now(&stream);
             return false; // dropping `stream` closes it
         }
     };
     let evicted = admitted.evicted;
     if evicted {
         ShellStats::bump(&ctx.stats.tcp_evicted);
+    }
+    if admitted.mode == limits::Admission::Probe {
+        ShellStats::bump(&ctx.stats.tcp_probe_lane);
     }
     // A request already in the kernel's queue marks the socket as speaking before the
     // next accept can evict it (see `Door::spoke`): one non-blocking peek.
@@ -448,6 +452,8 @@ fn admit(
     let Ok(stream) = Async::new(stream) else {
         return evicted; // not registered: dropping the slot and the socket closes both
     };
+    let stream = Arc::new(stream);
+    let cut = Arc::clone(&stream);
     let ctx = Arc::clone(ctx);
     let limits::Admitted {
         mode, slot, abort, ..
@@ -469,10 +475,16 @@ fn admit(
     };
     // The request head and the answer at the games' priority, so that `/health` does
     // not wait behind a burst of closes. The door may evict this socket while it waits
-    // for its head: the abort drops the task, which closes the socket and frees its slot.
+    // for its head: the abort drops the serving future (and its slot), the socket is
+    // told `busy` without waiting, and closed.
     ex.games
         .spawn(async move {
-            let _ = futures_util::future::Abortable::new(serve, abort).await;
+            if futures_util::future::Abortable::new(serve, abort)
+                .await
+                .is_err()
+            {
+                http::busy_now(cut.get_ref());
+            }
         })
         .detach();
     evicted

@@ -3,7 +3,7 @@
 //!
 //! Every accepted socket asks [`Gate::admit`] before any HTTP work. The door decides
 //! (per-address share, eviction of the oldest socket still waiting for its request
-//! head, reserve slots for `/health`, `/metrics` and `/ready`: see
+//! head, reserve slots and the probe lane for `/health`, `/metrics` and `/ready`: see
 //! [`wizard_core::overload::door`]); this module only keeps an [`AbortHandle`] per
 //! socket, so that an evicted socket's task is dropped (and its socket closed) at once,
 //! and gives each socket a [`TcpSlot`] guard that tells the door when it closed.
@@ -141,6 +141,12 @@ impl TcpSlot {
     /// after every silent one.
     pub fn spoke(&self) {
         self.gate.lock().door.spoke(self.id);
+    }
+
+    /// A read of the request head ended short of its end: the door evicts this socket
+    /// before every other waiting one.
+    pub fn slow(&self) {
+        self.gate.lock().door.slow(self.id);
     }
 }
 

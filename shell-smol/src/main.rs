@@ -1,8 +1,9 @@
 //! The `wizard-server` binary: settings from the environment, logging, OS-entropy seed,
-//! the store opened and restored ([`wizard_server::open_store`]; a standby waits there
-//! for its shard), the address bound, SIGTERM/SIGINT as graceful shutdown, then
-//! [`wizard_server::run_opened`], with the AI service embedded in process when
-//! `EMBEDDED_AI=1`.
+//! the address bound (not listening yet; an address in use ends the start at once
+//! unless `BIND_WAIT` says to wait for it), the
+//! store opened and restored ([`wizard_server::open_store`]; a standby waits there for
+//! its shard), SIGTERM/SIGINT as graceful shutdown, then [`wizard_server::run_opened`],
+//! with the AI service embedded in process when `EMBEDDED_AI=1`.
 
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -102,20 +103,22 @@ fn serve() -> ExitCode {
         error!(error = %e, "cannot start the embedded AI service");
         return ExitCode::from(EXIT_START);
     }
-    // The store before the address: a standby waits here for its shard's lock, and
-    // listens (answers `/health`) only once it owns the shard and restored its games.
+    // The address first, so that one in use is said before any store work; bound, not
+    // listening: a standby then waits for its shard's lock, and listens (answers
+    // `/health`) only once it owns the shard and restored its games.
+    let wait = std::time::Duration::from_micros(config.shell.bind_wait_us);
+    let listener = match bind(config.shell.bind, wait) {
+        Ok(listener) => listener,
+        Err(e) => {
+            error!(bind = %config.shell.bind, error = %e, "cannot bind the address BIND names");
+            return ExitCode::from(EXIT_START);
+        }
+    };
     let opened = match wizard_server::open_store(&config, seed) {
         Ok(opened) => opened,
         Err(e) => {
             error!(error = %e, "server failed");
             return ExitCode::from(EXIT_CONFIG);
-        }
-    };
-    let listener = match bind(config.shell.bind) {
-        Ok(listener) => listener,
-        Err(e) => {
-            error!(bind = %config.shell.bind, error = %e, "cannot listen");
-            return ExitCode::from(EXIT_START);
         }
     };
     let signals = match Signals::new([Signal::Term, Signal::Int]) {
@@ -163,29 +166,28 @@ fn os_seed() -> Result<Seed, getrandom::Error> {
     Ok(Seed(bytes))
 }
 
-/// How long a new server waits for its address while an old one on it still stops (a
-/// deploy that starts the new process before the old one is gone), and how often it
-/// tries again meanwhile.
-const BIND_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often a server waiting for its address (`BIND_WAIT`) tries again.
 const BIND_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Binds `addr`, waiting up to [`BIND_WAIT`] while another process holds it. The
-/// socket does not listen yet: the server listens once its store is open
-/// (`wizard_server::run_with`), so that a process waiting for the store's lock (a
-/// standby, or a new process during a deploy) refuses connections instead of
-/// holding them unanswered in its accept queue, and a proxy in front sends players
-/// to the process that serves.
-fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
-    let until = std::time::Instant::now() + BIND_WAIT;
+/// Binds `addr`. An address another process holds fails at once (the server says so
+/// and exits: a supervisor that restarts it, or an operator, sees why at once), unless
+/// `wait` (`BIND_WAIT`) is set: a deploy that starts the new process on the same host
+/// before the old one is gone waits for it, saying so at once. The socket does not
+/// listen yet: the server listens once its store is open (`wizard_server::run_with`),
+/// so that a process waiting for the store's lock (a standby, or a new process during
+/// a deploy) refuses connections instead of holding them unanswered in its accept
+/// queue, and a proxy in front sends players to the process that serves.
+fn bind(addr: std::net::SocketAddr, wait: std::time::Duration) -> std::io::Result<TcpListener> {
+    let until = std::time::Instant::now() + wait;
     let mut said = false;
     loop {
-        match bind_only(addr) {
+        match bind_socket(addr) {
             Err(e)
                 if e.kind() == std::io::ErrorKind::AddrInUse
                     && std::time::Instant::now() < until =>
             {
                 if !said {
-                    warn!(bind = %addr, "Waiting for the address (another server still listens on it)");
+                    warn!(bind = %addr, "Waiting for the address BIND names (another process holds it)");
                     said = true;
                 }
                 std::thread::sleep(BIND_RETRY);
@@ -195,10 +197,10 @@ fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     }
 }
 
-/// A TCP socket bound to `addr` (with `SO_REUSEADDR`, as std's `TcpListener::bind`
-/// sets it) that does not listen.
-fn bind_only(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
-    use rustix::net::{AddressFamily, SocketFlags, SocketType, bind, socket_with, sockopt};
+/// A TCP socket bound to `addr` that does not listen. `SO_REUSEADDR` is set, as std's
+/// `TcpListener::bind` sets it.
+fn bind_socket(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType, socket_with, sockopt};
     let family = if addr.is_ipv4() {
         AddressFamily::INET
     } else {
@@ -206,6 +208,6 @@ fn bind_only(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     };
     let fd = socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
     sockopt::set_socket_reuseaddr(&fd, true)?;
-    bind(&fd, &addr)?;
+    rustix::net::bind(&fd, &addr)?;
     Ok(TcpListener::from(fd))
 }

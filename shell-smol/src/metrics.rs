@@ -56,6 +56,9 @@ pub struct ShellStats {
     pub bad_requests: AtomicU64,
     /// Sockets refused at the door for `SOCKET_RATE` (also counted in `tcp_refused`).
     pub tcp_rate_limited: AtomicU64,
+    /// Sockets admitted over `SOCKET_RATE` into the probe lane (`/health`, `/metrics`
+    /// and `/ready` only).
+    pub tcp_probe_lane: AtomicU64,
     /// Frames dropped by the per-frame budget (pings not answered, fragments of
     /// abandoned messages), added when their connection ends.
     pub frames_dropped: AtomicU64,
@@ -217,6 +220,10 @@ const COUNTERS: &[(&str, &str)] = &[
     (
         "tcp_rate_limited",
         "Sockets closed at once for exceeding SOCKET_RATE from their address",
+    ),
+    (
+        "tcp_probe_lane",
+        "Sockets over SOCKET_RATE admitted to the probe lane (health, ready, metrics only)",
     ),
     (
         "frames_dropped",
@@ -409,7 +416,7 @@ impl Metrics {
         store_unavailable: bool,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 31] = [
+        let absolute: [(&str, u64); 32] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -441,6 +448,7 @@ impl Metrics {
             ("store_commits", relaxed(&shell.store_commits)),
             ("frames_dropped", relaxed(&shell.frames_dropped)),
             ("tcp_rate_limited", relaxed(&shell.tcp_rate_limited)),
+            ("tcp_probe_lane", relaxed(&shell.tcp_probe_lane)),
         ];
         for (name, value) in absolute {
             if let Some((_, counter)) = self.counters.iter().find(|(n, _)| *n == name) {

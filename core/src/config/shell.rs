@@ -95,6 +95,9 @@ pub fn redact_password(url: &str) -> String {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ShellConfig {
     pub bind: SocketAddr,
+    /// How long a starting server waits for `bind` while another process holds it (0:
+    /// it says so and exits at once).
+    pub bind_wait_us: u64,
     pub embedded_ai: bool,
     pub keepalive_interval_us: u64,
     pub keepalive_timeout_us: u64,
@@ -131,6 +134,7 @@ impl Default for ShellConfig {
     fn default() -> ShellConfig {
         ShellConfig {
             bind: SocketAddr::from(([0, 0, 0, 0], 8000)),
+            bind_wait_us: 0,
             embedded_ai: true,
             keepalive_interval_us: 20 * US_PER_SEC,
             keepalive_timeout_us: 60 * US_PER_SEC,

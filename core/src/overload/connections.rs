@@ -16,8 +16,10 @@ pub const TCP_RESERVE_SLOTS: usize = 16;
 /// are served fully (`conns_max` players plus headroom for handshakes in flight, AI
 /// connections, the players the core refuses with 1013, who must reach it to be told
 /// `busy`, or holds until their `hello`, and players of running games it admits past
-/// `conns_max` when they come back); up to `hard_cap` only `/health`, `/metrics` and `/ready` answer and anything
-/// else gets HTTP 503; past it a socket is closed at once. The simulator applies the
+/// `conns_max` when they come back); up to `hard_cap` only `/health`, `/metrics` and
+/// `/ready` answer and anything else gets HTTP 503; past it a socket is closed at once
+/// (told `busy`). Sockets over `SOCKET_RATE` go to the door's probe lane instead, which
+/// is bounded apart ([`super::door::PROBE_LANE_SOCKETS_MAX`]). The simulator applies the
 /// same caps, so the core never sees more connections than `cap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpCaps {

@@ -15,12 +15,14 @@
 //! - Past the cap, up to `caps.hard_cap`, sockets are admitted in [`Mode::Reserve`]
 //!   (only `/health`, `/metrics`, `/ready`); a waiting reserve socket is evicted the same
 //!   way, so silent sockets can never hold the reserve against a health check.
-//! - Eviction takes silent sockets first: a socket whose first bytes arrived
-//!   ([`Door::spoke`]) goes only when no silent one is left (a storm from many
-//!   addresses reconnects as fast as it is cut, and would otherwise cut an honest
-//!   request that was already on its way before the shell could read it).
+//! - Eviction takes *slow* sockets first: a socket whose head came in part and stopped
+//!   short of its end ([`Door::slow`]; an honest client sends its head whole, a
+//!   slow-head storm a few bytes at a time), then silent sockets: a socket whose first
+//!   bytes arrived ([`Door::spoke`]) goes only when no silent or slow one is left (a
+//!   storm from many addresses reconnects as fast as it is cut, and would otherwise cut
+//!   an honest request that was already on its way before the shell could read it).
 //! - Among those, sockets from *marked* addresses go first: an address is marked for
-//!   [`SILENT_MARK_US`] when one of its sockets is evicted while silent; a socket
+//!   [`SILENT_MARK_US`] when one of its sockets is evicted while silent or slow; a socket
 //!   waiting when its address is marked, or admitted while it is, keeps the mark. A
 //!   storm that reconnects from the same addresses marks them at its first round of
 //!   evictions, and from then on churns only its own sockets: an honest client whose
@@ -31,10 +33,15 @@
 //!   closed right after) or it became a websocket, which only the core's connection
 //!   limits govern.
 //! - Every address may open `SOCKET_RATE` new sockets a second (a token bucket with
-//!   `SOCKET_BURST`); past it a new socket is refused before anything else, so a
+//!   `SOCKET_BURST`); past it a new socket goes to the *probe lane* ([`Mode::Probe`]:
+//!   only `/health`, `/metrics` and `/ready`, so that a monitor polling from one address
+//!   is answered however often it asks), which holds at most
+//!   [`PROBE_LANE_SOCKETS_MAX`] sockets, [`PROBE_LANE_SOCKETS_PER_IP_MAX`] of them per
+//!   address. An address at its lane share is refused before anything else, so a
 //!   connect flood from one address costs the server an accept and a close per socket
-//!   and evicts nobody (without the rate, each connect would evict the address's
-//!   previous one, and a flood would churn the server's whole socket path).
+//!   past those few and evicts nobody (without the rate, each connect would evict the
+//!   address's previous one, and a flood would churn the server's whole socket path).
+//!   A full lane evicts its oldest waiting socket, in the order above.
 //! - A socket from a `TRUSTED_PROXIES` address is not charged to any address at accept
 //!   time (the proxy carries many clients); once its head is read the shell passes the
 //!   forwarded client address ([`crate::upgrade::client_ip`]) and that address's share
@@ -56,6 +63,13 @@ use crate::time::Time;
 /// its new sockets are evicted before unmarked ones.
 pub const SILENT_MARK_US: u64 = 60_000_000;
 
+/// Sockets admitted over `SOCKET_RATE` into the probe lane ([`Mode::Probe`]), in all.
+pub const PROBE_LANE_SOCKETS_MAX: usize = 16;
+
+/// Probe-lane sockets one address may hold: a monitor's probes one after another (the
+/// last one's socket may not be closed yet when the next comes) and a few at once.
+pub const PROBE_LANE_SOCKETS_PER_IP_MAX: usize = 4;
+
 /// The marks table's size when [`Door::new`] is not told otherwise (`IP_TABLE_MAX`'s
 /// default).
 const SILENT_MARKS_MAX_DEFAULT: usize = 10_000;
@@ -67,6 +81,16 @@ pub enum Mode {
     Full,
     /// Only `/health`, `/metrics` and `/ready`; everything else gets HTTP 503.
     Reserve,
+    /// Admitted over `SOCKET_RATE` into the probe lane: only `/health`, `/metrics` and
+    /// `/ready`; everything else gets HTTP 503.
+    Probe,
+}
+
+impl Mode {
+    /// Whether a socket in this mode may only ask for `/health`, `/metrics` and `/ready`.
+    pub fn probes_only(self) -> bool {
+        self != Mode::Full
+    }
 }
 
 /// Why a socket was refused (closed at once by the shell, or HTTP 503 after its head).
@@ -76,7 +100,8 @@ pub enum DoorRefusal {
     PerIp,
     /// Every slot, reserve included, is held by a socket being served.
     Full,
-    /// The address opened more than `SOCKET_RATE` sockets a second.
+    /// The address opened more than `SOCKET_RATE` sockets a second and holds its share
+    /// of the probe lane (or the lane is full of sockets being served).
     Rate,
 }
 
@@ -114,6 +139,8 @@ struct Socket {
     waiting: bool,
     /// Bytes of its head arrived ([`Door::spoke`]): evicted only after every silent one.
     spoke: bool,
+    /// Its head came in part and stopped short ([`Door::slow`]): evicted first.
+    slow: bool,
     /// Its address was marked when it was admitted or while it waited: evicted before
     /// unmarked ones.
     marked: bool,
@@ -121,29 +148,35 @@ struct Socket {
 
 impl Socket {
     fn rank(&self, id: u64) -> Rank {
-        (self.spoke, !self.marked, self.since, id)
+        (!self.slow, self.spoke, !self.marked, self.since, id)
     }
 }
 
-/// A waiting socket's place in an eviction order: silent sockets first, of those the
-/// marked first, then the oldest.
-type Rank = (bool, bool, Time, u64);
+/// A waiting socket's place in an eviction order: slow sockets first, then silent
+/// ones, then those that spoke; within each, the marked first, then the oldest.
+type Rank = (bool, bool, bool, Time, u64);
 
-/// The socket table; every map is bounded by the open sockets (at most `hard_cap`).
+/// The lowest rank, to start a range at.
+const RANK_MIN: Rank = (false, false, false, Time(0), 0);
+
+/// The socket table; every map is bounded by the open sockets (at most `hard_cap` plus
+/// [`PROBE_LANE_SOCKETS_MAX`]).
 #[derive(Clone, Debug)]
 pub struct Door {
     caps: TcpCaps,
     sockets_per_ip_max: usize,
     trusted_proxies: Vec<IpCidr>,
     sockets: BTreeMap<u64, Socket>,
-    /// Open sockets per mode, `[Full, Reserve]`.
-    open: [usize; 2],
-    /// Waiting sockets per mode, silent ones first, then oldest first.
-    waiting: [BTreeSet<Rank>; 2],
-    /// Waiting sockets per charged address, in the same order.
+    /// Open sockets per mode, `[Full, Reserve, Probe]`.
+    open: [usize; 3],
+    /// Waiting sockets per mode, in eviction order ([`Rank`]).
+    waiting: [BTreeSet<Rank>; 3],
+    /// Waiting sockets per charged address, in the same order (the probe lane's not).
     waiting_by_key: BTreeSet<(IpKey, Rank)>,
-    /// Sockets charged per address; an address is removed at zero.
+    /// Sockets charged per address, the probe lane's not; an address is removed at zero.
     per_key: BTreeMap<IpKey, usize>,
+    /// Probe-lane sockets per address; an address is removed at zero.
+    lane_per_key: BTreeMap<IpKey, usize>,
     /// New sockets per address (`SOCKET_RATE`); `None`: unlimited. Bounded by its own
     /// `entries_max` (`IP_TABLE_MAX`).
     rate: Option<KeyedRateLimiter<IpKey>>,
@@ -156,6 +189,7 @@ fn slot(mode: Mode) -> usize {
     match mode {
         Mode::Full => 0,
         Mode::Reserve => 1,
+        Mode::Probe => 2,
     }
 }
 
@@ -166,10 +200,11 @@ impl Door {
             sockets_per_ip_max,
             trusted_proxies,
             sockets: BTreeMap::new(),
-            open: [0, 0],
-            waiting: [BTreeSet::new(), BTreeSet::new()],
+            open: [0, 0, 0],
+            waiting: [BTreeSet::new(), BTreeSet::new(), BTreeSet::new()],
             waiting_by_key: BTreeSet::new(),
             per_key: BTreeMap::new(),
+            lane_per_key: BTreeMap::new(),
             rate: None,
             marks: marks_table(SILENT_MARKS_MAX_DEFAULT),
         }
@@ -220,13 +255,13 @@ impl Door {
         if let (Some(key), Some(rate)) = (key, self.rate.as_mut())
             && !rate.try_take(&key, now)
         {
-            return Err(DoorRefusal::Rate);
+            return self.admit_probe(id, key, now);
         }
         if let Some(key) = key.filter(|k| self.open_for_key(*k) >= self.sockets_per_ip_max) {
             // The address's own oldest waiting socket makes room, in its mode.
-            let (_, (_, _, _, victim)) = *self
+            let (_, (_, _, _, _, victim)) = *self
                 .waiting_by_key
-                .range((key, (false, false, Time(0), 0))..)
+                .range((key, RANK_MIN)..)
                 .next()
                 .filter(|(k, _)| *k == key)
                 .ok_or(DoorRefusal::PerIp)?;
@@ -248,7 +283,7 @@ impl Door {
                     evicted: None,
                 });
             }
-            if let Some(&(_, _, _, victim)) = self.waiting[slot(mode)].first() {
+            if let Some(&(_, _, _, _, victim)) = self.waiting[slot(mode)].first() {
                 self.evict(victim, now);
                 self.insert(id, key, mode, now);
                 return Ok(Admit {
@@ -258,6 +293,29 @@ impl Door {
             }
         }
         Err(DoorRefusal::Full)
+    }
+
+    /// Admits socket `id` from `key`, which is over `SOCKET_RATE`, into the probe lane:
+    /// refused when the address holds its lane share; a full lane evicts its first
+    /// waiting socket, or refuses when every lane socket is being served.
+    fn admit_probe(&mut self, id: u64, key: IpKey, now: Time) -> Result<Admit, DoorRefusal> {
+        let held = self.lane_per_key.get(&key).copied().unwrap_or(0);
+        if held >= PROBE_LANE_SOCKETS_PER_IP_MAX {
+            return Err(DoorRefusal::Rate);
+        }
+        let mut evicted = None;
+        if self.open[slot(Mode::Probe)] >= PROBE_LANE_SOCKETS_MAX {
+            let &(_, _, _, _, victim) = self.waiting[slot(Mode::Probe)]
+                .first()
+                .ok_or(DoorRefusal::Rate)?;
+            self.evict(victim, now);
+            evicted = Some(victim);
+        }
+        self.insert(id, Some(key), Mode::Probe, now);
+        Ok(Admit {
+            mode: Mode::Probe,
+            evicted,
+        })
     }
 
     /// Socket `id` had its request head read: it can no longer be evicted. For a
@@ -292,21 +350,23 @@ impl Door {
         }
     }
 
-    /// Closes waiting socket `id` to make room; a silent one marks its address.
+    /// Closes waiting socket `id` to make room; a silent or slow one marks its address.
     fn evict(&mut self, id: u64, now: Time) {
         if let Some(Socket {
             key: Some(key),
-            spoke: false,
+            spoke,
+            slow,
             ..
         }) = self.sockets.get(&id).copied()
+            && (!spoke || slow)
             && self.marks.try_take(&key, now)
         {
             // A new mark: the address's waiting sockets carry it too.
             let marking: Vec<u64> = self
                 .waiting_by_key
-                .range((key, (false, false, Time(0), 0))..)
+                .range((key, RANK_MIN)..)
                 .take_while(|(k, _)| *k == key)
-                .map(|(_, (_, _, _, id))| *id)
+                .map(|(_, (_, _, _, _, id))| *id)
                 .collect();
             for id in marking {
                 if let Some(s) = self.sockets.get(&id).copied() {
@@ -328,12 +388,16 @@ impl Door {
         };
         self.open[slot(s.mode)] = self.open[slot(s.mode)].saturating_sub(1);
         self.unrank(id, &s);
-        if let Some(key) = s.key
-            && let Some(n) = self.per_key.get_mut(&key)
-        {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.per_key.remove(&key);
+        if let Some(key) = s.key {
+            let counts = match s.mode {
+                Mode::Probe => &mut self.lane_per_key,
+                Mode::Full | Mode::Reserve => &mut self.per_key,
+            };
+            if let Some(n) = counts.get_mut(&key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.remove(&key);
+                }
             }
         }
         true
@@ -357,6 +421,27 @@ impl Door {
         self.sockets.insert(id, spoke);
     }
 
+    /// Socket `id` sent part of its head and a read of it ended short of the end: it is
+    /// evicted before every other waiting socket, and its eviction marks its address
+    /// (an honest client sends its head whole; a slow-head storm holds its sockets with
+    /// a few bytes at a time). Unknown ids and sockets past their head are a no-op.
+    pub fn slow(&mut self, id: u64) {
+        let Some(s) = self.sockets.get(&id).copied() else {
+            return;
+        };
+        if !s.waiting || s.slow {
+            return;
+        }
+        self.unrank(id, &s);
+        let slow = Socket {
+            spoke: true,
+            slow: true,
+            ..s
+        };
+        self.rank(id, &slow);
+        self.sockets.insert(id, slow);
+    }
+
     /// Puts waiting socket `id` into the eviction orders.
     fn rank(&mut self, id: u64, s: &Socket) {
         if !s.waiting {
@@ -364,7 +449,7 @@ impl Door {
         }
         let rank = s.rank(id);
         self.waiting[slot(s.mode)].insert(rank);
-        if let Some(key) = s.key {
+        if let Some(key) = s.key.filter(|_| s.mode != Mode::Probe) {
             self.waiting_by_key.insert((key, rank));
         }
     }
@@ -376,7 +461,7 @@ impl Door {
         }
         let rank = s.rank(id);
         self.waiting[slot(s.mode)].remove(&rank);
-        if let Some(key) = s.key {
+        if let Some(key) = s.key.filter(|_| s.mode != Mode::Probe) {
             self.waiting_by_key.remove(&(key, rank));
         }
     }
@@ -387,7 +472,11 @@ impl Door {
 
     fn insert(&mut self, id: u64, key: Option<IpKey>, mode: Mode, now: Time) {
         if let Some(key) = key {
-            *self.per_key.entry(key).or_insert(0) += 1;
+            let counts = match mode {
+                Mode::Probe => &mut self.lane_per_key,
+                Mode::Full | Mode::Reserve => &mut self.per_key,
+            };
+            *counts.entry(key).or_insert(0) += 1;
         }
         self.open[slot(mode)] += 1;
         let socket = Socket {
@@ -396,6 +485,7 @@ impl Door {
             since: now,
             waiting: true,
             spoke: false,
+            slow: false,
             marked: key.is_some_and(|k| self.is_marked(k, now)),
         };
         self.rank(id, &socket);
@@ -428,12 +518,18 @@ impl Door {
 
     /// Sockets still waiting for their request head.
     pub fn waiting(&self) -> usize {
-        self.waiting[0].len() + self.waiting[1].len()
+        self.waiting.iter().map(BTreeSet::len).sum()
     }
 
-    /// Sockets charged to `ip`'s address.
+    /// Sockets charged to `ip`'s address (the probe lane's not).
     pub fn open_for(&self, ip: IpAddr) -> usize {
         self.open_for_key(IpKey::new(ip.to_canonical()))
+    }
+
+    /// Probe-lane sockets `ip`'s address holds.
+    pub fn lane_for(&self, ip: IpAddr) -> usize {
+        let key = IpKey::new(ip.to_canonical());
+        self.lane_per_key.get(&key).copied().unwrap_or(0)
     }
 
     /// The mode of open socket `id`.

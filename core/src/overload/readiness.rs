@@ -15,8 +15,11 @@ use crate::stats::Gauges;
 pub enum NotReady {
     /// The load level is overloaded.
     Overloaded,
-    /// `MAX_ACTIVE_GAMES` games are running (or another admission limit holds).
+    /// `MAX_ACTIVE_GAMES` games are running.
     MaxActiveGames,
+    /// `MAX_LOBBIES` lobbies exist and none of them is idle (which a new lobby would
+    /// replace): `create_lobby` is refused.
+    MaxLobbies,
     /// SIGTERM was received.
     ShuttingDown,
     /// The shell has not published the core's first figures yet.
@@ -31,6 +34,7 @@ impl NotReady {
         match self {
             NotReady::Overloaded => "overloaded",
             NotReady::MaxActiveGames => "max_active_games",
+            NotReady::MaxLobbies => "max_lobbies",
             NotReady::ShuttingDown => "shutting_down",
             NotReady::Starting => "starting",
             NotReady::Store => "store",
@@ -45,7 +49,8 @@ impl fmt::Display for NotReady {
 }
 
 /// Ready exactly when `accepting_games`; the reason is the first that holds of
-/// shutting down, overloaded, and (otherwise) the game limit.
+/// shutting down, overloaded, the lobby limit (`lobbies_full`), and (otherwise) the
+/// game limit.
 pub fn readiness(g: &Gauges) -> Result<(), NotReady> {
     if g.accepting_games {
         Ok(())
@@ -53,6 +58,8 @@ pub fn readiness(g: &Gauges) -> Result<(), NotReady> {
         Err(NotReady::ShuttingDown)
     } else if g.level == LoadLevel::Overloaded {
         Err(NotReady::Overloaded)
+    } else if g.lobbies_full {
+        Err(NotReady::MaxLobbies)
     } else {
         Err(NotReady::MaxActiveGames)
     }
@@ -85,6 +92,12 @@ mod tests {
         assert_eq!(encode_ready(readiness(&g)), r#"{"ready":true}"#);
         g.accepting_games = false;
         assert_eq!(readiness(&g), Err(NotReady::MaxActiveGames));
+        g.lobbies_full = true;
+        assert_eq!(readiness(&g), Err(NotReady::MaxLobbies));
+        assert_eq!(
+            encode_ready(readiness(&g)),
+            r#"{"ready":false,"reason":"max_lobbies"}"#
+        );
         g.level = LoadLevel::Overloaded;
         assert_eq!(readiness(&g), Err(NotReady::Overloaded));
         g.shutting_down = true;

@@ -208,6 +208,7 @@ fn empty_values_and_unknown_names_mean_default() {
 /// A valid value other than the default for every setting, all consistent with each other.
 const OTHER: &[(&str, &str)] = &[
     ("BIND", "[::1]:9000"),
+    ("BIND_WAIT", "2.5"),
     (
         "ALLOWED_ORIGINS",
         "https://a.example, https://b.example:8443/",
@@ -330,6 +331,7 @@ fn every_field_is_covered() {
         shell:
             ShellConfig {
                 bind,
+                bind_wait_us,
                 embedded_ai,
                 keepalive_interval_us,
                 keepalive_timeout_us,
@@ -425,6 +427,7 @@ fn every_field_is_covered() {
     assert_eq!(spectators_state_interval_us, 0);
     assert_eq!((removed_player_ttl_us, removed_players_max), (0, 0));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
+    assert_eq!(bind_wait_us, 2_500_000);
     assert_eq!(
         allowed_origins,
         ["https://a.example", "https://b.example:8443"]

@@ -1,6 +1,6 @@
-//! The door (socket admission before any HTTP work): scenario tables for the storms of
-//! issue 14 row 2, and random operation sequences against a reference model that scans
-//! a plain list.
+//! The door (socket admission before any HTTP work): scenario tables for storms of
+//! silent and slow sockets and for the probe lane, and random operation sequences
+//! against a reference model that scans a plain list.
 
 use std::net::IpAddr;
 
@@ -8,8 +8,11 @@ use proptest::prelude::*;
 use wizard_core::Time;
 use wizard_core::config::IpCidr;
 use wizard_core::overload::connections::TcpCaps;
-use wizard_core::overload::door::{Admit, Door, DoorRefusal, Mode, SILENT_MARK_US};
-use wizard_core::overload::limiter::IpKey;
+use wizard_core::overload::door::{
+    Admit, Door, DoorRefusal, Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX,
+    SILENT_MARK_US,
+};
+use wizard_core::overload::limiter::{IpKey, Rate};
 
 fn ip(text: &str) -> IpAddr {
     text.parse().unwrap()
@@ -174,6 +177,126 @@ fn a_storm_that_reconnects_from_its_addresses_churns_only_its_own_sockets() {
 }
 
 #[test]
+fn a_slow_head_storm_from_many_addresses_gives_way_to_honest_sockets() {
+    // Every slot is held by a socket that sent part of its head and stopped (a
+    // slowloris from one address each), and each one cut reconnects from its address at
+    // once and sends its first bytes. An honest socket, silent until its request comes,
+    // must outlive the storm however long its request takes, and so must one whose
+    // request came whole but was not read yet.
+    let storm = |n: u64| ip(&format!("10.0.{}.{}", n / 250, n % 250));
+    let mut door = Door::new(caps(40, 0), 2, Vec::new());
+    for id in 0..40u64 {
+        door.admit(id, storm(id), Time(id)).unwrap();
+        door.slow(id);
+    }
+    let honest = door.admit(1000, ip("192.0.2.7"), Time(50)).unwrap();
+    assert_eq!(honest.evicted, Some(0), "the oldest slow socket made room");
+    let spoke = door.admit(1001, ip("192.0.2.8"), Time(51)).unwrap();
+    door.spoke(1001);
+    assert_eq!(spoke.evicted, Some(1));
+    for round in 0..50u64 {
+        // Everyone the storm lost reconnects and sends the start of a head.
+        let id = 2000 + round;
+        let admit = door
+            .admit(id, storm(round % 40), Time(100 + round))
+            .unwrap();
+        let victim = admit.evicted.expect("the cap is full");
+        assert!(
+            !(1000..2000).contains(&victim),
+            "round {round}: {victim} cut"
+        );
+        door.slow(id);
+    }
+    assert!(door.is_waiting(1000) && door.is_waiting(1001));
+    // A slow socket's eviction marks its address (its next sockets go before unmarked
+    // ones while they are silent too); the honest ones are not marked.
+    assert!(door.marked(storm(0), Time(200)));
+    assert!(!door.marked(ip("192.0.2.7"), Time(200)));
+    assert!(!door.marked(ip("192.0.2.8"), Time(200)));
+    // Slow goes before silent: with the storm gone, an honest silent socket is cut
+    // only when no slow one is left.
+    let mut door = Door::new(caps(2, 0), 2, Vec::new());
+    door.admit(0, ip("192.0.2.1"), Time(0)).unwrap();
+    door.admit(1, ip("198.51.100.1"), Time(1)).unwrap();
+    door.slow(1);
+    assert_eq!(
+        door.admit(2, ip("198.51.100.2"), Time(2)).unwrap().evicted,
+        Some(1)
+    );
+    assert_eq!(
+        door.admit(3, ip("198.51.100.3"), Time(3)).unwrap().evicted,
+        Some(0)
+    );
+}
+
+#[test]
+fn sockets_over_the_socket_rate_get_the_probe_lane() {
+    // One new socket a second per address, a burst of one.
+    let mut door =
+        Door::new(caps(100, 4), 20, Vec::new()).with_socket_rate(Rate::new(1, 1_000_000), 1, 100);
+    let monitor = ip("192.0.2.9");
+    let first = door.admit(0, monitor, Time(0)).unwrap();
+    assert_eq!(first.mode, Mode::Full);
+    // Over the rate: probe-lane sockets, up to the address's lane share.
+    for id in 1..=PROBE_LANE_SOCKETS_PER_IP_MAX as u64 {
+        let admit = door.admit(id, monitor, Time(id)).unwrap();
+        assert_eq!((admit.mode, admit.evicted), (Mode::Probe, None));
+    }
+    assert_eq!(door.lane_for(monitor), PROBE_LANE_SOCKETS_PER_IP_MAX);
+    assert_eq!(
+        door.open_for(monitor),
+        1,
+        "the lane is not charged to the share"
+    );
+    // At its share the address is refused, evicting nobody, even its own silent ones.
+    assert_eq!(door.admit(10, monitor, Time(10)), Err(DoorRefusal::Rate));
+    assert_eq!(door.open(), 1 + PROBE_LANE_SOCKETS_PER_IP_MAX);
+    // Probes answered and closed give their places back; a monitor asking back to back,
+    // each socket closed only after the next one came, is let in every time.
+    for id in 1..=PROBE_LANE_SOCKETS_PER_IP_MAX as u64 {
+        door.head_read(id, monitor).unwrap();
+        assert!(door.close(id));
+    }
+    let mut previous = None;
+    for id in 11..200u64 {
+        let admit = door.admit(id, monitor, Time(20 + id)).unwrap();
+        assert_eq!(admit.mode, Mode::Probe, "probe {id}");
+        door.head_read(id, monitor).unwrap();
+        if let Some(before) = previous.replace(id) {
+            assert!(door.close(before));
+        }
+    }
+    // Other addresses over their rate fill the lane; a full lane evicts its first
+    // waiting socket, and refuses when each of its sockets is being served.
+    let mut door =
+        Door::new(caps(100, 4), 20, Vec::new()).with_socket_rate(Rate::new(1, 1_000_000), 1, 100);
+    let addr = |n: usize| ip(&format!("198.51.100.{n}"));
+    let mut id = 0u64;
+    for n in 0..PROBE_LANE_SOCKETS_MAX {
+        door.admit(id, addr(n), Time(0)).unwrap();
+        let admit = door.admit(id + 1, addr(n), Time(0)).unwrap();
+        assert_eq!((admit.mode, admit.evicted), (Mode::Probe, None));
+        id += 2;
+    }
+    assert_eq!(door.open_in(Mode::Probe), PROBE_LANE_SOCKETS_MAX);
+    door.admit(id, monitor, Time(1)).unwrap();
+    let admit = door.admit(id + 1, monitor, Time(1)).unwrap();
+    assert_eq!((admit.mode, admit.evicted), (Mode::Probe, Some(1)));
+    for lane in (3..2 * PROBE_LANE_SOCKETS_MAX as u64).step_by(2) {
+        door.head_read(lane, ip("198.51.100.1")).unwrap();
+    }
+    door.head_read(id + 1, monitor).unwrap();
+    assert_eq!(
+        door.admit(id + 2, addr(99), Time(2)).unwrap().mode,
+        Mode::Full
+    );
+    assert_eq!(
+        door.admit(id + 3, addr(99), Time(2)),
+        Err(DoorRefusal::Rate)
+    );
+}
+
+#[test]
 fn served_sockets_fill_the_cap_then_the_reserve_then_refuse() {
     let mut door = Door::new(caps(3, 2), 10, Vec::new());
     for id in 0..3u64 {
@@ -260,6 +383,7 @@ struct RefSocket {
     since: Time,
     waiting: bool,
     spoke: bool,
+    slow: bool,
     marked: bool,
 }
 
@@ -281,10 +405,10 @@ impl RefDoor {
             .any(|(k, at)| *k == key && now < at.plus_us(SILENT_MARK_US))
     }
 
-    /// Closes a socket to make room; a silent one marks its address.
+    /// Closes a socket to make room; a silent or slow one marks its address.
     fn evict(&mut self, id: u64, now: Time) {
         let s = self.sockets.iter().find(|s| s.id == id).unwrap().clone();
-        if let (Some(k), false) = (s.key, s.spoke)
+        if let (Some(k), true) = (s.key, !s.spoke || s.slow)
             && !self.marked(k, now)
         {
             self.marks.retain(|(m, _)| *m != k);
@@ -303,7 +427,7 @@ impl RefDoor {
     fn oldest_waiting(&self, pick: impl Fn(&RefSocket) -> bool) -> Option<u64> {
         let waiting = self.sockets.iter().filter(|s| s.waiting && pick(s));
         waiting
-            .min_by_key(|s| (s.spoke, !s.marked, s.since, s.id))
+            .min_by_key(|s| (!s.slow, s.spoke, !s.marked, s.since, s.id))
             .map(|s| s.id)
     }
 
@@ -330,6 +454,7 @@ impl RefDoor {
                 since: now,
                 waiting: true,
                 spoke: false,
+                slow: false,
                 marked,
             });
         };
@@ -387,6 +512,13 @@ impl RefDoor {
         }
     }
 
+    fn slow(&mut self, id: u64) {
+        if let Some(s) = self.sockets.iter_mut().find(|s| s.id == id && s.waiting) {
+            s.spoke = true;
+            s.slow = true;
+        }
+    }
+
     fn close(&mut self, id: u64) -> bool {
         let before = self.sockets.len();
         self.sockets.retain(|s| s.id != id);
@@ -399,6 +531,7 @@ enum Op {
     Admit { peer: u8 },
     HeadRead { pick: usize, client: u8 },
     Spoke { pick: usize },
+    Slow { pick: usize },
     Close { pick: usize },
     Wait { us: u64 },
 }
@@ -408,6 +541,7 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (0u8..6).prop_map(|peer| Op::Admit { peer }),
         2 => (any::<usize>(), 0u8..6).prop_map(|(pick, client)| Op::HeadRead { pick, client }),
         2 => any::<usize>().prop_map(|pick| Op::Spoke { pick }),
+        1 => any::<usize>().prop_map(|pick| Op::Slow { pick }),
         2 => any::<usize>().prop_map(|pick| Op::Close { pick }),
         1 => (0u64..3).prop_map(|us| Op::Wait { us }),
         // Past a mark's end, or just before it.
@@ -455,6 +589,13 @@ proptest! {
                     model.spoke(id);
                     prop_assert_eq!(door.is_waiting(id), waiting);
                 }
+                Op::Slow { pick } if !model.sockets.is_empty() => {
+                    let id = model.sockets[pick % model.sockets.len()].id;
+                    let waiting = door.is_waiting(id);
+                    door.slow(id);
+                    model.slow(id);
+                    prop_assert_eq!(door.is_waiting(id), waiting);
+                }
                 Op::Close { pick } => {
                     let id = if model.sockets.is_empty() { next_id } else {
                         model.sockets[pick % model.sockets.len()].id
@@ -462,7 +603,7 @@ proptest! {
                     prop_assert_eq!(door.close(id), model.close(id));
                 }
                 Op::Wait { us } => now = now.plus_us(us),
-                Op::HeadRead { .. } | Op::Spoke { .. } => {}
+                Op::HeadRead { .. } | Op::Spoke { .. } | Op::Slow { .. } => {}
             }
             // The bounds hold after every step.
             prop_assert_eq!(door.open(), model.sockets.len());

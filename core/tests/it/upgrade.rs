@@ -5,8 +5,8 @@ use std::net::IpAddr;
 use wizard_core::config::Config;
 use wizard_core::io::ConnKind;
 use wizard_core::upgrade::{
-    Methods, PathPattern, ROUTES, Reject, Route, UpgradeRequest, check_upgrade, client_ip,
-    is_websocket_key, route,
+    Methods, PathPattern, ROUTES, Reject, Route, Singleton, UpgradeRequest, check_upgrade,
+    client_ip, is_websocket_key, route,
 };
 
 fn ip(text: &str) -> IpAddr {
@@ -109,7 +109,8 @@ fn the_route_table() {
     }
 }
 
-/// A valid websocket handshake to `path` from `peer` with extra headers.
+/// A valid websocket handshake to `path` from `peer` with extra headers (which take the
+/// place of the handshake's own of the same name).
 fn handshake<'a>(path: &'a str, peer: &str, extra: &[(&'a str, &'a str)]) -> UpgradeRequest<'a> {
     let mut headers: Vec<(&str, &[u8])> = vec![
         ("Host", b"localhost".as_slice()),
@@ -118,6 +119,7 @@ fn handshake<'a>(path: &'a str, peer: &str, extra: &[(&'a str, &'a str)]) -> Upg
         ("Sec-WebSocket-Key", b"dGhlIHNhbXBsZSBub25jZQ==".as_slice()),
         ("Sec-WebSocket-Version", b"13".as_slice()),
     ];
+    headers.retain(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
     headers.extend(extra.iter().map(|(n, v)| (*n, v.as_bytes())));
     UpgradeRequest::from_headers(path, ip(peer), headers)
 }
@@ -331,7 +333,6 @@ fn malformed_handshakes_get_400() {
     for (name, key) in keys {
         assert!(!is_websocket_key(key), "{name}");
         let request = handshake("/ws", "192.0.2.7", &[("Sec-WebSocket-Key", key)]);
-        // `from_headers` keeps the last value of a repeated header.
         assert_eq!(request.websocket_key, Some(*key), "{name}");
         assert_eq!(verdict(&open, &request), Err(400), "{name}");
         let request = handshake("/internal/ai", "192.0.2.7", &[("Sec-WebSocket-Key", key)]);
@@ -355,6 +356,55 @@ fn malformed_handshakes_get_400() {
         &[("Sec-WebSocket-Key", "x"), ("Sec-WebSocket-Version", "8")],
     );
     assert_eq!(verdict(&open, &both), Err(400));
+}
+
+/// A case of a repeated header: its name, the two headers, the one reported.
+type Twice<'a> = (&'a str, [(&'a str, &'a str); 2], Singleton);
+
+/// RFC 6455 section 11.3 (and RFC 9110 for `Host`): a header that may appear once and
+/// comes twice is a bad handshake (400), on every websocket route and before every
+/// other check but the path's, even when both values are good or equal. Lists
+/// (`Upgrade`, `Connection`, `X-Forwarded-For`) may be split over several lines.
+#[test]
+fn a_header_that_may_appear_once_and_comes_twice_gets_400() {
+    let open = config(&[("ALLOWED_ORIGINS", "https://a.example")]);
+    let secret = config(&[("AI_SHARED_SECRET", "s3cret")]);
+    let key = "dGhlIHNhbXBsZSBub25jZQ==";
+    #[rustfmt::skip]
+    let twice: &[Twice] = &[
+        ("key", [("Sec-WebSocket-Key", key), ("sec-websocket-key", "AAAAAAAAAAAAAAAAAAAAAA==")], Singleton::WebSocketKey),
+        ("same key", [("Sec-WebSocket-Key", key), ("Sec-WebSocket-Key", key)], Singleton::WebSocketKey),
+        ("version", [("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Version", "13")], Singleton::WebSocketVersion),
+        ("origin", [("Origin", "https://evil.example"), ("Origin", "https://a.example")], Singleton::Origin),
+        ("host", [("Host", "localhost"), ("HOST", "elsewhere")], Singleton::Host),
+        ("authorization", [("Authorization", "Bearer s3cret"), ("Authorization", "Bearer s3cret")], Singleton::Authorization),
+    ];
+    for (name, headers, which) in twice {
+        let request = handshake("/ws", "192.0.2.7", headers);
+        assert_eq!(request.duplicate, Some(*which), "{name}");
+        let refused = check_upgrade(&open, &request).unwrap_err();
+        assert_eq!(refused.status, 400, "{name}");
+        assert!(
+            refused.reason.starts_with("more than one "),
+            "{name}: {refused}"
+        );
+        let request = handshake("/internal/ai", "192.0.2.7", headers);
+        assert_eq!(verdict(&secret, &request), Err(400), "ai {name}");
+        // The path is checked first.
+        let request = handshake("/nowhere", "192.0.2.7", headers);
+        assert_eq!(verdict(&open, &request), Err(404), "{name}");
+    }
+    // Once each is a good handshake; lists over several lines are one list.
+    #[rustfmt::skip]
+    let lists: &[(&str, &str)] = &[
+        ("Origin", "https://a.example"),
+        ("Upgrade", "websocket"), ("Upgrade", "websocket"),
+        ("Connection", "keep-alive"), ("Connection", "Upgrade"),
+        ("X-Forwarded-For", "192.0.2.1"), ("X-Forwarded-For", "192.0.2.2"),
+    ];
+    let request = handshake("/ws", "192.0.2.7", lists);
+    assert_eq!(request.duplicate, None);
+    assert!(verdict(&open, &request).is_ok());
 }
 
 proptest::proptest! {

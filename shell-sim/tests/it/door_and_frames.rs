@@ -81,3 +81,28 @@ fn the_flooders_frames_read_as_the_core_reads_them() {
             .all(|r| matches!(r, Read::Fragment | Read::Dropped))
     );
 }
+
+/// The same storms of sockets with the start of a head and never the rest (slowloris,
+/// from one address, from 400 and from 10): the door cuts them before anyone else
+/// (`Door::slow`), so they never lock an honest player out, and the door's bounds hold.
+#[test]
+fn slow_head_storms_never_lock_players_out() {
+    use wizard_sim::scenario::AttackKind;
+    let mut s = scenario("door_and_frames");
+    s.attacks.retain(|a| a.kind == AttackKind::Silent);
+    for attack in &mut s.attacks {
+        attack.kind = AttackKind::SlowHead;
+    }
+    let caps = Door::for_config(&s.config().unwrap()).caps();
+    let r = run(s, 1);
+    println!("{}", r.render());
+    assert_clean(&r, &[]);
+    let count = |k: &str| r.counters.get(k).copied().unwrap_or(0);
+    assert!(
+        count("sockets_open_max") >= caps.cap as u64,
+        "the storm never filled the door"
+    );
+    assert!(count("sockets_evicted") > 100, "few evictions");
+    assert_eq!(count("honest_sockets_refused"), 0);
+    assert!(count("moves_human") > 300, "too few moves");
+}

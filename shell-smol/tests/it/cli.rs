@@ -104,3 +104,46 @@ fn a_bad_shard_id_stops_start_up() {
         assert!(err.contains("SHARD_ID"), "{value}: {err}");
     }
 }
+
+/// An address another process holds stops start-up at once with exit 1 and a line
+/// naming `BIND` (the server used to wait 30 s for it first); the bound is far below
+/// that wait.
+#[test]
+fn an_address_in_use_stops_start_up_at_once() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = holder.local_addr().unwrap();
+    let started = std::time::Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
+        .env_clear()
+        .env("BIND", addr.to_string())
+        .env("STORE", "memory")
+        .env("EMBEDDED_AI", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wizard-server runs");
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait_with_output());
+    });
+    let Ok(out) = done_rx.recv_timeout(std::time::Duration::from_secs(10)) else {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        panic!("the server did not stop within 10 s on an address in use");
+    };
+    let out = out.expect("its output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("BIND"))
+        .unwrap_or_else(|| panic!("no line names BIND: {text}"));
+    assert!(line.contains(&addr.to_string()), "{line}");
+    println!("stopped after {:?}: {line}", started.elapsed());
+    drop(holder);
+}

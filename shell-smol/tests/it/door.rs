@@ -1,17 +1,21 @@
-//! The door against the real server (issue 14 rows 2, 7 and the HTTP half of 11):
-//! storms of silent sockets from one and from many addresses, the first-byte timeout,
-//! malformed upgrades and heads, `/ready`, `HEAD`, and a client that never reads.
+//! The door against the real server: storms of silent sockets from one and from many
+//! addresses, a slow-head storm, a monitor polling past `SOCKET_RATE`, the first-byte
+//! timeout, malformed upgrades and heads, `/ready`, `HEAD`, and a client that never
+//! reads.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use async_io::Async;
+use async_io::{Async, Timer};
+use async_tungstenite::tungstenite::client::IntoClientRequest;
+use futures_lite::FutureExt;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use wizard_core::wire::ClientMessage;
 
 use crate::client::{
-    Player, TestServer, View, bounded, http, local, metric, my_move, parse_response, tcp_from,
-    ws_from,
+    Player, TestServer, View, bounded, http, local, metric, metric_in, my_move, parse_response,
+    tcp_from, ws_from,
 };
 
 /// Fast games with a small socket cap: `MAX_CONNECTIONS` 20 makes 36 full slots and 16
@@ -103,8 +107,10 @@ fn silent_sockets_from_one_address_lock_nobody_out() {
         assert_eq!(ann.id, id);
         assert!(view.game.is_some(), "the game view is restored");
         // The storm only churned its own share of sockets (MAX_SOCKETS_PER_IP's
-        // default), and past SOCKET_BURST its sockets were closed at once.
+        // default) and held its share of the probe lane; past SOCKET_BURST and the lane
+        // its sockets were closed at once.
         let share = wizard_core::config::default_sockets_per_ip(10) as f64;
+        let lane = wizard_core::overload::door::PROBE_LANE_SOCKETS_PER_IP_MAX as f64;
         let evicted = metric(addr, "wizard_tcp_evicted_total").await;
         let rate_limited = metric(addr, "wizard_tcp_rate_limited_total").await;
         // SOCKET_BURST (40) at once, then SOCKET_RATE (20) a second while the storm
@@ -114,7 +120,11 @@ fn silent_sockets_from_one_address_lock_nobody_out() {
             rate_limited >= 300.0 - 40.0 - refilled,
             "{rate_limited} refused for SOCKET_RATE"
         );
-        assert!(evicted + rate_limited >= 300.0 - share, "{evicted} evicted");
+        assert!(
+            evicted + rate_limited >= 300.0 - share - lane,
+            "{evicted} evicted"
+        );
+        assert!(metric(addr, "wizard_tcp_probe_lane_total").await >= lane);
         drop(storm);
     });
 }
@@ -171,6 +181,176 @@ fn a_silent_socket_is_closed_at_the_first_byte_timeout() {
     });
 }
 
+/// The status, the `Retry-After` header and the body of a raw response.
+fn busy_parts(response: &str) -> (u16, Option<&str>, &str) {
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((response, ""));
+    let retry = head.lines().find_map(|l| l.strip_prefix("Retry-After: "));
+    (parse_response(response).0, retry, body)
+}
+
+#[test]
+fn a_monitor_asking_back_to_back_past_socket_rate_is_always_answered() {
+    // One new socket a second per address: every probe after the first is over it.
+    let server = TestServer::start(&[("SOCKET_RATE", "1"), ("SOCKET_BURST", "1")]);
+    let addr = server.addr;
+    bounded(60, async {
+        for k in 0..300 {
+            let path = ["/health", "/ready", "/metrics"][k % 3];
+            let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+            let response = raw_from(addr, local(2), request.as_bytes()).await;
+            assert_eq!(
+                parse_response(&response).0,
+                200,
+                "{path}, probe {k}: {response}"
+            );
+        }
+        // Over its rate, anything but a probe is told to come back later.
+        let good = "dGhlIHNhbXBsZSBub25jZQ==";
+        let response = raw_from(
+            addr,
+            local(2),
+            upgrade("HTTP/1.1", Some(good), "13").as_bytes(),
+        )
+        .await;
+        let (status, retry, body) = busy_parts(&response);
+        assert_eq!((status, retry), (503, Some("1")), "{response}");
+        assert!(body.starts_with("busy"), "{response}");
+        // An address holding its share of the probe lane with silent sockets is refused
+        // at once, and told so.
+        let held: Vec<_> = (0..wizard_core::overload::door::PROBE_LANE_SOCKETS_PER_IP_MAX)
+            .map(|_| tcp_from(addr, local(2)))
+            .collect();
+        let response = raw_from(addr, local(2), b"GET /health HTTP/1.1\r\n\r\n").await;
+        let (status, retry, body) = busy_parts(&response);
+        assert_eq!(
+            (status, retry, body),
+            (503, Some("1"), "busy\n"),
+            "{response}"
+        );
+        drop(held);
+        assert!(metric(addr, "wizard_tcp_probe_lane_total").await >= 299.0);
+        assert!(metric(addr, "wizard_tcp_rate_limited_total").await >= 1.0);
+    });
+}
+
+/// What the slow-head storm's sockets heard when the server closed them.
+#[derive(Default)]
+struct Heard {
+    busy: AtomicU64,
+    other: AtomicU64,
+}
+
+/// One attacker address of a slow-head storm: a socket that sends the start of a head
+/// and nothing more, again as soon as the server closes it. Never ends.
+async fn slow_head_socket(addr: SocketAddr, from: IpAddr, heard: &Heard) {
+    loop {
+        let mut tcp = tcp_from(addr, from);
+        let _ = tcp.write_all(b"GET /ws HTTP/1.1\r\nHost: x\r\n").await;
+        let mut answer = Vec::new();
+        let _ = tcp.read_to_end(&mut answer).await;
+        let answer = String::from_utf8_lossy(&answer);
+        let (status, retry, body) = busy_parts(&answer);
+        let told = status == 503 && retry == Some("1") && body.starts_with("busy");
+        let count = if told { &heard.busy } else { &heard.other };
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A player from `from` whose request comes `rtt` after its connection (a client far
+/// away: its socket is silent at the server meanwhile), said hello and welcomed.
+async fn distant_player(addr: SocketAddr, from: IpAddr, rtt: Duration) -> Player {
+    let tcp = tcp_from(addr, from);
+    Timer::after(rtt).await;
+    let request = format!("ws://{addr}/ws").into_client_request().unwrap();
+    let (ws, _) = async_tungstenite::client_async(request, tcp)
+        .await
+        .expect("the upgrade went through");
+    Player::hello_on(ws, None).await.0
+}
+
+#[test]
+fn a_slow_head_storm_from_many_addresses_lets_new_players_in_and_tells_the_cut_busy() {
+    // 52 slots (SMALL), 80 attacker addresses with one slow head each, reconnecting as
+    // soon as they are cut: every slot is always taken by a slow head or about to be.
+    let server = TestServer::start(SMALL);
+    let addr = server.addr;
+    let heard = Heard::default();
+    bounded(60, async {
+        let storm = futures_util::future::join_all(
+            (0..80u8).map(|k| slow_head_socket(addr, IpAddr::from([127, 0, 2, 1 + k]), &heard)),
+        );
+        let honest = async {
+            // The storm holds every slot before the first player comes. A poll cut in
+            // its first round (every socket new and silent: the oldest goes) is told
+            // busy and asks again.
+            loop {
+                let r = raw_from(addr, local(1), b"GET /metrics HTTP/1.1\r\n\r\n").await;
+                match busy_parts(&r) {
+                    (200, _, body) if metric_in(body, "wizard_tcp_evicted_total") >= 40.0 => break,
+                    (200, _, _) => {}
+                    (_, retry, body) => assert!(retry == Some("1") && body == "busy\n", "{r}"),
+                }
+            }
+            for k in 0..5u8 {
+                let player = distant_player(addr, local(20 + k), Duration::from_millis(50)).await;
+                assert!(!player.token.is_empty(), "player {k} welcomed");
+            }
+        };
+        honest
+            .or(async {
+                storm.await;
+            })
+            .await;
+    });
+    let (busy, other) = (
+        heard.busy.load(Ordering::Relaxed),
+        heard.other.load(Ordering::Relaxed),
+    );
+    assert!(busy >= 40, "only {busy} cut sockets were told busy");
+    assert_eq!(
+        other, 0,
+        "{other} sockets closed without busy ({busy} with)"
+    );
+}
+
+#[test]
+fn a_head_of_blank_lines_is_answered_400_at_once() {
+    let server = TestServer::start(&[("HANDSHAKE_TIMEOUT", "30"), ("FIRST_BYTE_TIMEOUT", "30")]);
+    let addr = server.addr;
+    // Bounded far below HANDSHAKE_TIMEOUT: an answer that waited for it fails the test.
+    bounded(10, async {
+        for blank in [&b"\r\n\r\n"[..], b"\n\n", b"\r\n\r\n\r\n\r\n"] {
+            let response = raw_from(addr, local(1), blank).await;
+            assert_eq!(parse_response(&response).0, 400, "{blank:?}: {response}");
+        }
+        // One blank line before the request line is allowed (RFC 9112 section 2.2).
+        let one = raw_from(addr, local(1), b"\r\nGET /health HTTP/1.1\r\n\r\n").await;
+        assert_eq!(parse_response(&one).0, 200, "{one}");
+    });
+}
+
+#[test]
+fn ready_names_max_lobbies_when_every_lobby_is_held() {
+    let server = TestServer::start(&[("MAX_LOBBIES", "1")]);
+    let addr = server.addr;
+    bounded(20, async {
+        let (status, _) = http(addr, "GET", "/ready", &[]).await;
+        assert_eq!(status, 200);
+        // A lobby with its host connected is not idle: nobody may create another.
+        let (mut ann, _) = Player::hello(addr, None).await;
+        ann.create_lobby("Ann").await;
+        loop {
+            let (status, body) = http(addr, "GET", "/ready", &[]).await;
+            if status == 503 {
+                assert_eq!(body, r#"{"ready":false,"reason":"max_lobbies"}"#);
+                break;
+            }
+            assert_eq!((status, body.as_str()), (200, r#"{"ready":true}"#));
+        }
+        drop(ann);
+    });
+}
+
 fn upgrade(version: &str, key: Option<&str>, ws_version: &str) -> String {
     let key = key.map_or(String::new(), |k| format!("Sec-WebSocket-Key: {k}\r\n"));
     format!(
@@ -195,6 +375,34 @@ fn malformed_upgrades_get_400_and_no_upgrade() {
             ("no key", upgrade("HTTP/1.1", None, "13"), 400),
             ("http/1.0", upgrade("HTTP/1.0", Some(good), "13"), 400),
             ("version 8", upgrade("HTTP/1.1", Some(good), "8"), 426),
+            (
+                "two keys",
+                upgrade("HTTP/1.1", Some(good), "13").replace(
+                    "Sec-WebSocket-Version",
+                    "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==\r\nSec-WebSocket-Version",
+                ),
+                400,
+            ),
+            (
+                "the same key twice",
+                upgrade("HTTP/1.1", Some(good), "13").replace(
+                    "Sec-WebSocket-Version",
+                    &format!("Sec-WebSocket-Key: {good}\r\nSec-WebSocket-Version"),
+                ),
+                400,
+            ),
+            (
+                "two versions",
+                upgrade("HTTP/1.1", Some(good), "13")
+                    .replace("\r\n\r\n", "\r\nSec-WebSocket-Version: 13\r\n\r\n"),
+                400,
+            ),
+            (
+                "two hosts",
+                upgrade("HTTP/1.1", Some(good), "13")
+                    .replace("\r\n\r\n", "\r\nHost: elsewhere\r\n\r\n"),
+                400,
+            ),
             ("good", upgrade("HTTP/1.1", Some(good), "13"), 101),
         ];
         for (name, request, want) in cases {

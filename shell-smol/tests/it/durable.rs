@@ -162,11 +162,7 @@ impl Process {
         p
     }
 
-    /// Starts the binary without waiting for it to listen.
-    fn spawn(store: &str, port: u16, log: &std::path::Path) -> Process {
-        Process::spawn_env(store, port, log, &[])
-    }
-
+    /// Starts the binary with `env` without waiting for it to listen.
     pub(super) fn spawn_env(
         store: &str,
         port: u16,
@@ -529,9 +525,9 @@ fn the_write_ahead_log_stays_bounded_under_steady_writes() {
 }
 
 /// A deploy that starts the new binary before the old one is gone: the old one gets
-/// SIGTERM and the new one starts at once, on the same address and store. The new one
-/// waits for the address and the store's lock, then serves the old one's lobby to its
-/// player, who comes back with the token.
+/// SIGTERM and the new one starts at once, on the same address and store, with
+/// `BIND_WAIT`. The new one waits for the address and the store's lock, then serves the
+/// old one's lobby to its player, who comes back with the token.
 #[test]
 fn a_new_binary_started_while_the_old_one_stops_takes_over_its_address_and_games() {
     let dir = TempDir::new();
@@ -550,7 +546,7 @@ fn a_new_binary_started_while_the_old_one_stops_takes_over_its_address_and_games
     });
     let token = ann.token.clone();
     old.term();
-    let mut new = Process::spawn(&store, port, &log);
+    let mut new = Process::spawn_env(&store, port, &log, &[("BIND_WAIT", "30")]);
     let status = old.child.wait().unwrap();
     assert!(status.success(), "the old server: {status}");
     let mut exited = || new.child.try_wait().ok().flatten().is_some();
