@@ -22,7 +22,7 @@ use async_tungstenite::tungstenite::Message;
 use async_tungstenite::tungstenite::client::IntoClientRequest;
 use async_tungstenite::tungstenite::http::HeaderValue;
 use futures_lite::{FutureExt, StreamExt};
-use rand::Rng;
+use rand::{Rng, RngExt};
 use rand_chacha::ChaCha12Rng;
 use tracing::{info, warn};
 use wizard_core::config::AiServiceConfig;

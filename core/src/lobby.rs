@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
 use crate::game::types::{PLAYERS_MAX, PLAYERS_MIN};

@@ -4,7 +4,7 @@
 //! Production seeds from OS entropy in the shell and never logs the seed (it would make
 //! session tokens predictable); the simulator and tests pass a fixed one.
 
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
 /// The root seed of a server.

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
 use wizard_core::Time;

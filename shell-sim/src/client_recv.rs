@@ -3,7 +3,7 @@
 //! the requests and moves in flight, retries with the group's policy, and the
 //! connection's end.
 
-use rand::Rng;
+use rand::RngExt;
 use wizard_core::Time;
 use wizard_core::game::Event;
 use wizard_core::io::ConnId;

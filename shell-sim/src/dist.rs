@@ -1,7 +1,7 @@
 //! Random distributions of durations, as scenario files write them, and the seeded
 //! generator every random choice of a run descends from.
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 use serde::{Deserialize, Serialize};
 

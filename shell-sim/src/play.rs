@@ -2,7 +2,7 @@
 //! shipped heuristic, sometimes a random legal move), and tell whether a later view
 //! shows a move it made (the checkers' "no accepted move lost").
 
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
 use wizard_core::game::{Action, Event, Observation, Phase, bot, selfplay};
 

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::admission::JobAgent;
 use wizard_core::io::ConnId;

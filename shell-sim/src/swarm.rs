@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use rand::Rng;
+use rand::RngExt;
 
 use crate::dist::{Dist, fork};
 use crate::scenario::{

@@ -4,7 +4,7 @@
 //! budget.
 
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::agent::{Budget, decision_rng};
 use wizard_ai::search::{

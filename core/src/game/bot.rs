@@ -10,7 +10,7 @@
 //!
 //! Ties are broken with the caller's RNG, so it is deterministic given that RNG.
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 use super::bot_table::CALIBRATED;
 use super::card::{Card, Suit};

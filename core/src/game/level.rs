@@ -15,7 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
 
 use super::bot::{self, Params};

@@ -5,7 +5,7 @@
 //! and changes nothing: every check runs before the first mutation.
 
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
 use super::card::{Card, DECK_SIZE, Suit};

@@ -1,7 +1,7 @@
 //! Playing whole games with programmatic players: used by benchmarks, calibration,
 //! strength measurements and the AI's evaluation harness.
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 use super::observation::Observation;
 use super::rules::Game;

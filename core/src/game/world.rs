@@ -315,7 +315,7 @@ fn merge_bids(obs: &Observation, hidden: &Hidden) -> Result<Vec<Option<u8>>, Wor
 
 #[cfg(test)]
 mod tests {
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha12Rng;
 
     use super::*;

@@ -19,7 +19,7 @@
 //! still news about the service's health, and a failure reported while `Open` is
 //! ignored, so late answers never extend the cooldown.
 
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
 
 use crate::time::Time;

@@ -5,7 +5,7 @@
 //! random share so that clients refused together do not come back together: a crowd of
 //! retriers that all waited the same fixed time would arrive as one burst again.
 
-use rand::RngCore;
+use rand::Rng;
 
 /// The shortest wait: below it a retry finds the same capacity with near certainty
 /// (games last minutes, the load level is re-measured once per sample interval).
@@ -15,7 +15,7 @@ pub const BUSY_RETRY_JITTER_PCT: u64 = 50;
 
 /// `retry_after_ms` for a `busy`: `wait_us` (at least [`BUSY_RETRY_MIN_US`]) plus a
 /// random 0 to [`BUSY_RETRY_JITTER_PCT`] % of it, in whole milliseconds.
-pub fn busy_retry_after_ms(wait_us: u64, rng: &mut impl RngCore) -> u64 {
+pub fn busy_retry_after_ms(wait_us: u64, rng: &mut impl Rng) -> u64 {
     let wait_ms = wait_us.max(BUSY_RETRY_MIN_US).div_ceil(1000);
     let spread_ms = wait_ms.saturating_mul(BUSY_RETRY_JITTER_PCT) / 100;
     wait_ms.saturating_add(rng.next_u64() % spread_ms.saturating_add(1))

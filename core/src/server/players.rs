@@ -448,7 +448,7 @@ impl Server {
             );
             return Ok(());
         }
-        let seed = rand::RngCore::next_u64(&mut self.game_seeds);
+        let seed = rand::Rng::next_u64(&mut self.game_seeds);
         let mut events = Vec::new();
         self.lobbies.start(lobby, &host, seed, &mut events)?;
         self.counters.games_started += 1;

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 use wizard_core::game::{
     Action, BidRestriction, Card, Event, Game, Options, Phase, Suit, rounds_for,

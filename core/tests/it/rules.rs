@@ -1,6 +1,6 @@
 //! The test vectors of RULES.md, driven through the public rules API.
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 use wizard_core::game::trick::{self, Lead};
 use wizard_core::game::{

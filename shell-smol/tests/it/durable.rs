@@ -294,7 +294,7 @@ pub(super) fn a_game_survives_kill_9s(
     env: &[(&str, &str)],
     kills: usize,
 ) {
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     let store = store.to_string();
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
@@ -401,7 +401,7 @@ fn player_connections(addr: std::net::SocketAddr) -> Option<u64> {
 #[test]
 fn load_generator_bots_come_back_after_ten_kill_9s_and_a_sigterm() {
     use super::bench::bench_lib::{self, Pacing, Settings};
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     const BOTS: u64 = 12;
     let dir = TempDir::new();
     std::fs::create_dir_all(&dir.0).unwrap();
