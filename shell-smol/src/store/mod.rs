@@ -17,6 +17,8 @@ pub(crate) mod handoff;
 pub mod journal;
 pub mod metrics;
 #[cfg(feature = "postgres")]
+mod pg_copy;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod rows;
 pub mod sqlite;
