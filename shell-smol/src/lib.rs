@@ -24,6 +24,7 @@ pub mod http;
 pub mod limits;
 pub mod log_limit;
 pub mod metrics;
+pub mod note_log;
 pub mod outbox;
 pub mod priority;
 pub mod probe;
@@ -407,7 +408,7 @@ const ACCEPT_BATCH_MAX: usize = 64;
 /// Logs a failed `accept` (rate limited) and pauses (e.g. out of file descriptors).
 async fn accept_failed(logs: &mut LogLimiter, clock: Clock, e: &std::io::Error) {
     let now_us = clock.now().0;
-    logs.summaries(now_us, core_task::log_suppressed);
+    logs.summaries(now_us, note_log::log_suppressed);
     if logs.allow(LineKind::AcceptFailed, now_us) {
         warn!(error = %e, "accept failed");
     }
