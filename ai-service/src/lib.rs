@@ -15,6 +15,8 @@
 pub mod admission;
 pub mod agent;
 pub mod evaluate;
+#[cfg(feature = "service")]
 pub mod logging;
 pub mod search;
+#[cfg(feature = "service")]
 pub mod service;
