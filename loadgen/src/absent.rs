@@ -11,7 +11,9 @@ use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use super::hostile::pause;
 use super::net::{Ws, source_ip};
-use super::*;
+use crate::Ctx;
+use crate::attack::{Attack, Window, tally};
+use crate::game::{open, send};
 
 /// What came back on an attack connection (one at a time, never stored: its size
 /// does not matter).

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use super::net::{Ws, source_ip};
-use super::*;
+use crate::game::{open, send};
+use crate::{Ctx, Refusals};
 
 /// An attack mode, run beside the games (or alone with `--games 0`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

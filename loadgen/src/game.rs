@@ -14,7 +14,7 @@ use wizard_core::wire::{
 
 use super::net::{Ws, connect, source_ip};
 use super::seen::Seen;
-use super::*;
+use crate::{Ctx, Exec};
 
 /// Where a player stands in its script.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

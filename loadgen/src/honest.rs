@@ -11,7 +11,8 @@ use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::absent::{Answer, answer};
 use super::net::source_ip;
-use super::*;
+use crate::game::{open, send};
+use crate::{Ctx, Exec, net, raw};
 
 /// A probe that got no answer in this time failed.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);

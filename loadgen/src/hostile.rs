@@ -10,7 +10,8 @@ use async_io::Timer;
 use futures_lite::future::yield_now;
 
 use super::raw::{self, Ending, Reader, Tcp};
-use super::*;
+use crate::Ctx;
+use crate::attack::Window;
 
 const MASK: [u8; 4] = [0x12, 0x34, 0x56, 0x78];
 

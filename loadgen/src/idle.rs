@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use wizard_core::wire::{ClientMessage, ServerMessage, decode_server};
 
 use super::net::source_ip;
-use super::*;
+use crate::game::{open, send};
+use crate::{Ctx, procfs};
 
 /// Opens `idle` connections that say hello and then idle; the server's RSS growth per
 /// connection.

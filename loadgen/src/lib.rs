@@ -56,6 +56,11 @@ pub use history::{compare, table};
 pub use phases::{attack_table, attack_worker, phase_table};
 pub use violations::violation_cases;
 
+use attack::attack_task;
+use game::game;
+use idle::idle_run;
+pub use idle::{summary, table_row};
+
 /// How bot humans pace their moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pacing {
@@ -729,10 +734,6 @@ fn finish(
     });
     Ok(Report { line, stats })
 }
-
-use attack::*;
-use game::*;
-pub use idle::*;
 
 /// The think time of seat `index`'s move number `n`: `think`, or with a jitter a value
 /// drawn uniformly from `think` plus or minus `jitter` (at least 0), the same for the

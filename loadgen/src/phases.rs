@@ -14,7 +14,10 @@ use async_io::Timer;
 use futures_lite::FutureExt;
 use serde_json::{Value, json};
 
-use super::*;
+use crate::attack::{Attack, AttackStats, Window, attack_task};
+use crate::{
+    Ctx, Exec, Refusals, Report, Settings, Stats, finish, history, honest, net, percentiles, procfs,
+};
 
 /// Acceptance of issue 14: attack move p99 within this factor of the baseline's...
 const P99_RATIO_MAX: f64 = 2.0;

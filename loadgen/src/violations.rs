@@ -11,7 +11,9 @@ use wizard_core::wire::{ClientMessage, ServerMessage, decode_server};
 use super::absent::{Answer, answer};
 use super::net::source_ip;
 use super::raw::{self, Reader, frame, text};
-use super::*;
+use crate::Ctx;
+use crate::attack::Window;
+use crate::game::{open, send};
 
 const MASK: Option<[u8; 4]> = Some([0x0f, 0xf0, 0x55, 0xaa]);
 
