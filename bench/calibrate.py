@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Sets the real server's overload timeline (bench/cpu_quota_test.sh) beside the
-simulator's for the same workload (issue 15's calibration points) and checks the
+simulator's for the same workload (the calibration points) and checks the
 acceptance: every level change within 1 s, and moves a second while saturated within
 20 %. Usage: calibrate.py REAL_TIMELINE SIM_OUTPUT LOAD_SECS
 Prints a markdown table and one verdict line; exit status 0 either way (figures)."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's calibration points: the real server under a real CPU quota
+# The calibration points: the real server under a real CPU quota
 # (bench/cpu_quota_test.sh) and the simulator's scenario of the same workload
 # (fixtures/scenarios/calib_*.json), side by side (bench/calibrate.py): 15 % of a core
 # with 30 games and 30 % with 60 games, each game 1 human at full speed and 3 AI seats,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real CPU quota test (issue 4): the release server runs in a cgroup limited to 15 % of
+# Real CPU quota test: the release server runs in a cgroup limited to 15 % of
 # one CPU while `wizard-bench overload` (outside the cgroup) plays 30 games at full
 # speed. The client polls /health every second, prints the timeline and checks: the
 # server reports `overloaded` within 5 s, refuses `create_lobby` with `busy`, keeps

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's figures for durable games, release builds on loopback (figures only:
+# The figures for durable games, release builds on loopback (figures only:
 # nothing is asserted; the tests assert the behaviour).
 #
 #   bench/durable.sh cost      # CPU per move and move latency, STORE=sqlite against

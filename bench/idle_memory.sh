@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory per idle websocket (issue 4): a release server, CONNS (2000) player websockets
+# Memory per idle websocket: a release server, CONNS (2000) player websockets
 # from 127.0.1.x addresses that each said hello and then idle; prints the server's VmRSS
 # growth per connection. Figures only: nothing is asserted. The per-address bursts of
 # new sockets and player connections (SOCKET_BURST, RECONNECT_BURST) are raised like

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17's measure table in one run (figures only: nothing is asserted). Each row runs
+# The measure table against the bare room in one run (figures only: nothing is asserted). Each row runs
 # two servers interleaved (A, B, A, B, ...), each run a fresh process, the server pinned
 # to SERVER_CPU (0) and `wizard-bench` to BENCH_CPU (1); the load average is printed
 # before every run and with the table.
@@ -431,7 +431,7 @@ def ai_share(side, lines=search):
     return "; ".join(out) or "-"
 
 rows.append(("default config: AI moves (server's whole life)", ai_share("A"), ai_share("B"), ""))
-print(f"\nissue 17 measures, {label}, run {run_id}; load average at the end {load}")
+print(f"\nthe measure table, {label}, run {run_id}; load average at the end {load}")
 print(f"A = {a}\nB = {b}\n")
 print("| figure | A | B | A / B (means) |")
 print("|---|---|---|---|")

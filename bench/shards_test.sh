@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 20's test on loopback: HAProxy with deploy/haproxy.cfg in front of 3 shards (A, B,
+# The shards' test on loopback: HAProxy with deploy/haproxy.cfg in front of 3 shards (A, B,
 # C), each two real wizard-server processes on one store (the one holding the store's
 # lock serves, the other waits as its standby), and wizard-bench's bots: hosts create
 # lobbies at /ws, guests join at /ws/<code's shard>, every bot comes back after its

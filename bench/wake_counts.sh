@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System calls and wake-ups per move at full speed, 4 humans per game (issue 17). For
+# System calls and wake-ups per move at full speed, 4 humans per game (full speed). For
 # each server binary (LABEL=PATH), RUNS times, interleaved: the server plays the "Full
 # speed" command of docs/BENCHMARKS.md (`taskset -c $SERVER_CPUS`) against wizard-bench
 # (`taskset -c $BENCH_CPUS`, GAMES games). After the ramp and warm-up come three

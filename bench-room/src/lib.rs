@@ -1,5 +1,5 @@
 //! `wizard-bench-room`: a bare smol + async-tungstenite room with no game logic, the
-//! baseline that issue 17 measures `wizard-server` against (`bench/perf17.sh`).
+//! baseline `wizard-server` is measured against (`bench/perf17.sh`).
 //!
 //! It speaks just enough of the player protocol for `wizard-bench --humans 4 --seats 4`
 //! to drive it with the same workload as the real server: `hello`, `create_lobby`,

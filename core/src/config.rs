@@ -112,7 +112,7 @@ pub const SETTINGS: &[Setting] = &[
     server("OUTBOUND_QUEUE_CHAT_MESSAGES", "64", "chat lines queued for one connection; beyond, and before the queue would overflow, the oldest are dropped and counted in a chat_gap note"),
     server("IP_TABLE_MAX", "10000", "entries in each per-address rate table (lobby creation, reconnects, failed joins and spectates, spectates, chat, chat history replays, new sockets); past it the bucket soonest full is forgotten"),
     server("MAX_SESSIONS", "5000", "sessions kept in the session registry"),
-    // The door (issue 14).
+    // The door.
     server("MAX_SOCKETS_PER_IP", "", "TCP sockets one client address may hold, upgraded or not (empty = 2 x MAX_CONNECTIONS_PER_IP, at least MAX_CONNECTIONS_PER_IP + 16)"),
     server("FIRST_BYTE_TIMEOUT", "2", "seconds a new connection has to send its first byte (at most HANDSHAKE_TIMEOUT)"),
     server("SOCKET_SEND_BUFFER_BYTES", "65536", "kernel send buffer asked for each accepted socket (SO_SNDBUF)"),

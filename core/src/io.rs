@@ -57,7 +57,7 @@ pub enum BadFrame {
     /// A message larger than `MAX_MESSAGE_BYTES`, or in more than
     /// [`crate::ws::MESSAGE_FRAGMENTS_MAX`] frames.
     TooLarge,
-    // Issue 14, the frame layer (`crate::ws`):
+    // The frame layer (`crate::ws`):
     /// An RFC 6455 violation: unmasked, reserved bits, unknown opcode, a fragmented or
     /// oversized control frame, a continuation out of place, an invalid close code
     /// (closed with 1002).

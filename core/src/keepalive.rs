@@ -5,7 +5,7 @@
 //! - A peer is pinged once it has been silent for `KEEPALIVE_INTERVAL` (nothing heard:
 //!   no whole message, ping or pong), and again each `KEEPALIVE_INTERVAL` it stays
 //!   silent after a ping. A player who sends moves, or answers the ping, is not pinged:
-//!   before issue 17 every connection was pinged every interval, and at 1000 paced
+//!   when every connection was pinged every interval, and at 1000 paced
 //!   games of 4 players those 200 pings a second (each a wake-up, a `sendto`, then the
 //!   pong's wake-up and `recvfrom`) took about a third of the server's CPU.
 //! - A peer silent for `KEEPALIVE_TIMEOUT` is closed.

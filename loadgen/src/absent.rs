@@ -1,4 +1,4 @@
-//! The attacks of absent players (issue 14, rows 3, 4, 5, 9 and 10): sessions, lobbies
+//! The attacks of absent players (attack rows 3, 4, 5, 9 and 10): sessions, lobbies
 //! and games left behind, lobby codes guessed, and `busy` retried without waiting.
 
 use std::net::IpAddr;

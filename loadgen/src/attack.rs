@@ -1,5 +1,5 @@
 //! Attack modes, bounded in count and time, against loopback only: the catalogue of
-//! issue 14 (one `Attack` per row) and the classic storm, flood and lobby spam. The
+//! the attack table (one `Attack` per row) and the classic storm, flood and lobby spam. The
 //! raw-socket attacks live in `hostile.rs`, those of absent players in `absent.rs`,
 //! protocol violations and look-alike names in `violations.rs`.
 
@@ -23,7 +23,7 @@ pub enum Attack {
     /// Open connections as fast as possible, say hello, close.
     Storm,
     /// Connections that send messages as fast as they can and reconnect at once after
-    /// each close (row 8 of issue 14: every 1008 is followed by a new connection).
+    /// each close (row 8 of the attack table: every 1008 is followed by a new connection).
     Flood,
     /// Connections that create lobbies as fast as they can.
     LobbySpam,
@@ -54,7 +54,7 @@ pub enum Attack {
     Names,
 }
 
-/// Every attack, in the order of the issue's table (the classic three first).
+/// Every attack, in the order of the attack table (the classic three first).
 pub const ATTACKS: [Attack; 15] = [
     Attack::Storm,
     Attack::Flood,
@@ -120,7 +120,7 @@ pub struct AttackStats {
     pub busy_without_retry_after: u64,
     /// Per-case outcomes (violations, names): case name to what the server did.
     pub cases: BTreeMap<String, String>,
-    /// Cases whose outcome is not the issue's target.
+    /// Cases whose outcome is not the target.
     pub mismatches: BTreeMap<String, String>,
     /// Longest time in ms a connection was held open before the server ended it.
     pub held_ms_max: u64,

@@ -1,4 +1,4 @@
-//! The raw-socket attacks of issue 14: a message that never completes (row 1), silent
+//! The raw-socket attacks of the attack table: a message that never completes (row 1), silent
 //! sockets (row 2), a ping flood that never reads (row 6) and a client that never reads
 //! (row 7). Each connection starts over at once when the server ends it; all stop at
 //! the window's end or the attack count.
@@ -119,7 +119,7 @@ pub(super) async fn fragment_flood(ctx: &Ctx, from: IpAddr, w: Window) {
 /// Row 2: TCP connections that send nothing, each held until the server ends it.
 pub(super) async fn silent(ctx: &Ctx, from: IpAddr, w: Window) {
     // With --attack-rate, each connection opens at most that many sockets a second
-    // (the issue's storm: sockets held, opened again when cut); without, as fast as
+    // (the storm of the attack table: sockets held, opened again when cut); without, as fast as
     // the server accepts them (a connect flood).
     let every = (ctx.settings.attack_rate > 0.0)
         .then(|| Duration::from_secs_f64(1.0 / ctx.settings.attack_rate));

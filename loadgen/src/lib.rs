@@ -10,12 +10,12 @@
 //!
 //! Modes: steady games (`--games`), open-loop new-game arrivals (`--arrival-rate`:
 //! each arrival creates a lobby, starts one game, plays it and leaves), attacks
-//! (`--attack MODE`, one per row of issue 14, bounded in count and time, loopback only),
+//! (`--attack MODE`, one per row of the attack table, bounded in count and time, loopback only),
 //! phased attack runs (`--phases N`: baseline and attack phases interleaved, with a
 //! `/health` prober, newcomers, returning players and a stall monitor beside the games)
 //! and idle connections (`--idle N`: server RSS per idle websocket). Each run appends
 //! one JSON line to a history file; [`compare`] shows the latest run against earlier
-//! ones, [`attack_table`] the phased runs as the issue's table.
+//! ones, [`attack_table`] the phased runs as the attack table.
 //!
 //! Everything a run measures runs on one thread (a local executor), so the generator can
 //! be pinned to one core with `taskset`; a phased run's attacks run in worker processes

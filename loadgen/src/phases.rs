@@ -19,7 +19,7 @@ use crate::{
     Ctx, Exec, Refusals, Report, Settings, Stats, finish, history, honest, net, percentiles, procfs,
 };
 
-/// Acceptance of issue 14: attack move p99 within this factor of the baseline's...
+/// The attack table's acceptance: attack move p99 within this factor of the baseline's...
 const P99_RATIO_MAX: f64 = 2.0;
 /// ...and under this, in ms; `/health` p99 at most this, in ms.
 const MOVE_P99_MS_MAX: f64 = 50.0;

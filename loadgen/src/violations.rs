@@ -1,4 +1,4 @@
-//! Row 11 of issue 14, protocol violations: malformed frames, malformed upgrades and
+//! Row 11 of the attack table, protocol violations: malformed frames, malformed upgrades and
 //! messages before `hello`, each on a fresh connection, with what the server answered
 //! against the RFC 6455 / PROTOCOL.md target. Row 12, look-alike names: which of them
 //! a lobby accepts next to `Host`.

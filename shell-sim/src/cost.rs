@@ -23,7 +23,7 @@
 //! in the server's process, so each decision's CPU comes out of the server's quota:
 //! 450 us for a decision of the primary agent (`search`) and 100 us for one degraded to
 //! the heuristic, link and wake-ups included. These two and `fallback_move_us` (10 us:
-//! the core's fallback player deciding a move) are fitted at issue 15's calibration
+//! the core's fallback player deciding a move) are fitted at the calibration
 //! points (`bench/calibrate.sh`, docs/SIMULATION.md): with them all four points agree
 //! with the real server within 1 s per level change and 10 % on moves a second while
 //! saturated.

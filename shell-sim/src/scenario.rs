@@ -128,10 +128,10 @@ pub enum AttackKind {
     /// Every kind of wrong message: not JSON, unknown types, bad fields, lobby
     /// operations out of place, moves out of turn, binary frames.
     Junk,
-    /// Row 1 of issue 14: after `hello`, a text frame without FIN, then empty
+    /// Attack row 1: after `hello`, a text frame without FIN, then empty
     /// continuation frames forever (read by the core's `ws::FrameReader`).
     Fragments,
-    /// Row 2 of issue 14: TCP sockets that never send a request head (the core's
+    /// Attack row 2: TCP sockets that never send a request head (the core's
     /// `overload::door::Door` and `FIRST_BYTE_TIMEOUT`).
     Silent,
     /// Like `Silent`, but each socket sends the start of a head at once and never the

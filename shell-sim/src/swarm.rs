@@ -33,7 +33,7 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "degraded_queue",
     "degraded_slow",
     "outbox_overflow",
-    // Issue 14 rows 1 and 2: the core's frame reader and door, as the shell uses them.
+    // Attack rows 1 and 2: the core's frame reader and door, as the shell uses them.
     "frame_flood_closed",
     "socket_evicted",
     "socket_first_byte_timeout",
@@ -337,7 +337,7 @@ fn shell_events(seed: u64, s: &mut Scenario) {
     }
 }
 
-/// Spectators (issue 19), from a stream of their own so that every draw above stays as
+/// Spectators, from a stream of their own so that every draw above stays as
 /// it was: half of the table groups have some of their tables watched. Not under the
 /// tight caps: sized for the players, `MAX_CONNECTIONS` and `MAX_SESSIONS` left no room
 /// for the spectators and the liveness prober (seeds 46, 135, 195), an overload the
@@ -371,7 +371,7 @@ fn table_options(seed: u64, s: &mut Scenario) {
     }
 }
 
-/// Issue 14's rows 1 and 2, drawn from a stream of their own so that every draw above
+/// Attack rows 1 and 2, drawn from a stream of their own so that every draw above
 /// stays as it was: fragment flooders (cut by the frame budget with 1008, or at
 /// `MESSAGE_FRAGMENTS_MAX` with 1009 when a full-pace run raised `MESSAGE_RATE`), and
 /// silent sockets from one address (churning its share), a few or many (filling the

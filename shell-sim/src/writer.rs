@@ -2,7 +2,7 @@
 //! connections' outboxes, writers sending what the peer's window allows, closes after
 //! the queued frames, and a reader too slow for its outbox being dropped.
 //!
-//! As in shell-smol since issue 17, a pass's frames go to the socket at the end of the
+//! As in shell-smol, a pass's frames go to the socket at the end of the
 //! pass that routed them, as far as the window allows (there the core task writes them
 //! itself, with one write per connection); only what does not fit waits for the window
 //! to open (there the connection's writer finishes it).

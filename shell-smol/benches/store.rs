@@ -12,7 +12,7 @@
 //! part, the rest being the writer's.
 //!
 //! The store runs in a temporary folder, as in the server. Times are the process's CPU
-//! time (its threads' user and system time), not wall time: the target is CPU
+//! time (its threads' user and system time), not wall time: the target is CPU
 //! per move, and the disk's waits would drown it in noise.
 
 #![allow(clippy::expect_used)] // a benchmark may stop on a broken setup

@@ -297,7 +297,7 @@ impl From<&ConnParams> for Timing {
 ///
 /// `drained`: the last read filled less than its buffer, so the socket was empty then;
 /// the reader waits for the reactor's readiness before it reads, instead of a read that
-/// would fail with EAGAIN (one `recvfrom` per frame received, issue 17). Bytes that
+/// would fail with EAGAIN (one `recvfrom` per frame received). Bytes that
 /// arrived meanwhile are not missed: async-io re-arms the socket's one-shot epoll
 /// registration when the wait starts, and epoll reports a socket that is readable then.
 async fn read_some(
@@ -645,9 +645,9 @@ mod tests {
 
     #[test]
     fn an_idle_connection_task_stays_small() {
-        // Every byte of this future is paid per open connection (issue 4: <= 8 KiB per
+        // Every byte of this future is paid per open connection (the bound: <= 8 KiB per
         // idle websocket in all). It was 1792 bytes before the writer's and the reader's
-        // transient states were boxed; 1200 with the core's frame reader (issue 14).
+        // transient states were boxed; 1200 with the core's frame reader.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let tcp = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let tcp = Arc::new(Async::new(tcp).unwrap());

@@ -13,7 +13,7 @@
 //! itself busy while it writes outside the lock. So frames reach the socket in the
 //! order they were queued, and a partial write is finished before anything else goes.
 //! A frame routed to a connection whose queue was empty therefore costs one `sendto` on
-//! the core task's thread and no wake-up of the writer (issue 17); the writer is woken
+//! the core task's thread and no wake-up of the writer; the writer is woken
 //! only when bytes remain (a full socket buffer), for a close, an overflow or a pong.
 //!
 //! The connection's reader uses it too, for the frames it answers itself: the pong to

@@ -21,7 +21,7 @@
 //!
 //! A pass polls the main future, then ticks the tasks until none is ready; if a task
 //! woke the main future meanwhile (a reader that gave the core task a frame), the pass
-//! polls it again at once, at most [`MAIN_POLLS_PER_PASS`] times. Before (issue 17),
+//! polls it again at once, at most [`MAIN_POLLS_PER_PASS`] times. Before the main future was polled again within a pass,
 //! such a wake-up went to `block_on`'s waker, which then made a reactor poll with a
 //! zero timeout before polling again: five system calls for nothing (`timerfd_settime`,
 //! `epoll_ctl`, `epoll_pwait`, `read`, `epoll_ctl`), on most wake-ups of a paced server.
@@ -220,7 +220,7 @@ mod tests {
         }
     }
 
-    /// Issue 17: the main future, woken by a game task during a pass (a reader giving
+    /// The main future, woken by a game task during a pass (a reader giving
     /// the core task a frame), is polled again in that pass, without waking the driver
     /// (whose wake-up cost a reactor poll of five system calls); a wake-up from outside
     /// a pass still reaches the driver.

@@ -85,7 +85,7 @@ pub enum CloseCode {
     ConnectionLimit,
     /// 4000: the same session was opened elsewhere.
     SessionReplaced,
-    // Issue 14, the frame layer:
+    // The frame layer:
     /// 1002: the client broke RFC 6455 (see [`crate::io::BadFrame::Protocol`]).
     ProtocolError,
     /// 1007: a text message or close reason that is not UTF-8.

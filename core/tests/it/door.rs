@@ -126,7 +126,7 @@ fn a_socket_whose_request_is_on_its_way_outlives_a_storm_of_silent_ones() {
 
 #[test]
 fn a_storm_that_reconnects_from_its_addresses_churns_only_its_own_sockets() {
-    // Issue 14 row 2 from many addresses: 60 addresses hold 60 silent sockets at a cap
+    // Attack row 2 from many addresses: 60 addresses hold 60 silent sockets at a cap
     // of 40 and reconnect each as soon as it is cut. A slow honest client (its request
     // not come yet) must outlive any number of reconnects once the storm's addresses
     // are marked; from fresh addresses every time, it goes after one round, as before.

@@ -32,7 +32,7 @@ enum Op {
     AiClose,
     Sample { lag_ms: u16, cpu: u8, throttled: u8 },
     Advance { ms: u16 },
-    // Issue 19, appended so the earlier weights keep their meaning:
+    // Spectators and chat, appended so the earlier weights keep their meaning:
     Spectate { conn: u8, code: u8 },
     Chat { conn: u8, long: bool },
 }

@@ -443,7 +443,7 @@ fn a_ping_flood_is_answered_within_the_burst_then_closed() {
 
 #[test]
 fn empty_continuations_forever_are_closed_as_a_flood() {
-    // Issue 14, row 1: a text frame without FIN, then empty continuations.
+    // Attack row 1: a text frame without FIN, then empty continuations.
     let config = config(&[("MESSAGE_BURST", "30"), ("MAX_RATE_VIOLATIONS", "50")]);
     let mut reader = FrameReader::new(&config, Time::ZERO);
     let mut bytes = frame(false, TEXT, b"{");

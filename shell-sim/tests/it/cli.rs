@@ -43,7 +43,7 @@ fn help_and_version_print_and_exit_0() {
 #[test]
 fn unknown_flags_and_bad_values_exit_2_without_running() {
     let refused: &[&[&str]] = &[
-        // The typo of issue 18: it used to run with a random seed.
+        // A typo that once ran with a random seed.
         &["run", "seed_overload", "--sed", "3"],
         &["run", "seed_overload", "--seed"],
         &["run", "seed_overload", "--seed", "three"],

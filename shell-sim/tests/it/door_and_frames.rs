@@ -1,4 +1,4 @@
-//! Issue 14 rows 1 and 2 in the simulator: fragment flooders read by the core's
+//! Attack rows 1 and 2 in the simulator: fragment flooders read by the core's
 //! `ws::FrameReader` and silent sockets held by the core's `overload::door::Door`,
 //! beside honest games whose players keep coming back through the storm.
 

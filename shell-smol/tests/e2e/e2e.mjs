@@ -434,14 +434,14 @@ async function main() {
     await context.close();
   });
 
-  // Issue 19: rules page, layout while bidding, turn alerts. On the durable server,
+  // The rules page, layout while bidding, turn alerts. On the durable server,
   // which has no limit on active games (the restart below comes after).
   await tableScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
-  // Issue 19: spectators and table chat, also on the durable server.
+  // Spectators and table chat, also on the durable server.
   await watchScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
-  // Issue 19: AI levels.
+  // AI levels.
   await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE });
-  // Issue 20: wrong_shard followed by the client behind HAProxy. HAProxy forwards the
+  // Shards: wrong_shard followed by the client behind HAProxy. HAProxy forwards the
   // websocket routes only: the pages' files come from the web folder.
   if (SHARD_URL) {
     const webDir = WEB_DIR ?? join(import.meta.dirname, '..', '..', 'web');

@@ -1,4 +1,4 @@
-// End-to-end scenario of issue 19's AI levels (run by e2e.mjs; PROTOCOL.md 6.5): the
+// End-to-end scenario of the AI levels (run by e2e.mjs; PROTOCOL.md 6.5): the
 // host picks Easy and Strong for two AI seats, the lobby shows each seat's level (and
 // the server's lobby view names it), then the game starts and the AI seats play.
 

@@ -1,4 +1,4 @@
-// End-to-end scenario of issue 20 for the web client on a sharded deployment (run by
+// End-to-end scenario for the web client on a sharded deployment (run by
 // e2e.mjs when run.sh started HAProxy with deploy/haproxy.cfg in front of two shards,
 // A and B): a player welcomed on one shard opens an invite link for a lobby on the other
 // and, after the one Join click any invite needs, lands in that lobby: the client

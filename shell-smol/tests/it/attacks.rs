@@ -1,4 +1,4 @@
-//! The adversarial suite of issue 14: every row of its table attacks the real server
+//! The adversarial suite: every row of the attack table attacks the real server
 //! over real sockets on 127.0.0.0/8 while honest games play beside it (2 games of 3
 //! humans, a returning player per game, newcomers, a `/health` prober). A test fails
 //! when an honest or returning player is refused or cut, a game goes 3 s without a

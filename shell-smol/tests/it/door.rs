@@ -645,7 +645,7 @@ async fn server_frame(tcp: &mut Async<TcpStream>) -> (u8, Vec<u8>) {
 fn a_slow_reader_gets_every_frame_whole_after_partial_writes() {
     // The socket's buffers are small and the reader reads nothing until it asked for
     // everything, so the core task's direct writes stop part-way through a frame and
-    // the connection's writer has to finish them (issue 17). The queue's bounds are
+    // the connection's writer has to finish them. The queue's bounds are
     // high: this reader is slow, not too slow.
     let server = TestServer::start(&[
         ("SOCKET_SEND_BUFFER_BYTES", "4096"),

@@ -1,4 +1,4 @@
-//! The frame layer against the real server over raw TCP (issue 14, rows 1, 6 and 11):
+//! The frame layer against the real server over raw TCP (attack rows 1, 6 and 11):
 //! every protocol violation gets a close frame with its RFC 6455 code, the peer's close
 //! is answered, empty continuations and ping floods are cut by the frame budget, and an
 //! honest player beside the attackers still plays.
@@ -186,7 +186,7 @@ fn the_peers_close_is_answered_with_its_code() {
     });
 }
 
-/// Issue 14, row 1: a text frame without FIN, then empty continuations.
+/// Attack row 1: a text frame without FIN, then empty continuations.
 fn empty_continuations(count: usize) -> Vec<u8> {
     let mut bytes = frame(false, TEXT, b"{");
     for _ in 0..count {
@@ -224,7 +224,7 @@ fn empty_continuations_are_closed_as_a_flood_within_the_budget() {
 
 #[test]
 fn a_ping_flood_from_a_client_that_never_reads_is_cut_at_the_budget() {
-    // Issue 14, row 6. Each client writes all its pings before reading anything.
+    // Attack row 6. Each client writes all its pings before reading anything.
     let server = TestServer::start(&[]);
     bounded(30, async {
         let pings: Vec<u8> = (0..5000).flat_map(|_| frame(true, PING, b"0123")).collect();

@@ -82,7 +82,7 @@ fn a_silent_client_is_closed_after_the_keepalive_timeout() {
     });
 }
 
-/// Issue 17: a peer heard within `KEEPALIVE_INTERVAL` is not pinged (before, every
+/// A peer heard within `KEEPALIVE_INTERVAL` is not pinged (before, every
 /// connection was pinged every interval, a wake-up and a pong each); once it falls
 /// silent it is pinged, and answering keeps it open.
 #[test]
