@@ -353,32 +353,66 @@ pub(super) fn a_game_survives_kill_9s(
                 moves += 1; // a restart may have taken a move the players did not see
                 continue;
             }
-            let Some((i, action)) = seen
-                .iter()
-                .enumerate()
-                .find_map(|(i, o)| o.legal_actions.first().map(|a| (i, *a)))
-            else {
-                panic!("nobody may move at move {moves}: {:?}", seen[0]);
-            };
-            players[i].send(ClientMessage::Action { action }).await;
-            // Every player's view moves on (a move may come with more than one state).
-            for (j, pl) in players.iter_mut().enumerate() {
-                let before = progress(&seen[j]);
-                let v = pl
-                    .state_where(|v| {
-                        v.game
-                            .as_ref()
-                            .is_some_and(|g| progress(&g.observation) > before)
-                    })
-                    .await;
-                seen[j] = v.game.expect("a game").observation;
-            }
+            assert!(
+                play_one(&mut players, &mut seen).await,
+                "nobody may move at move {moves}: {:?}",
+                seen[0]
+            );
             moves += 1;
         }
         assert_eq!(restarts, kills + 1, "every crash and a SIGTERM");
         let rounds = usize::from(seen[0].rounds);
         assert_eq!(seen[0].round_scores.len(), rounds, "every round scored");
     });
+}
+
+/// Three humans at one table, the game started; each one's view, and the lobby's code.
+pub(super) async fn table(addr: std::net::SocketAddr) -> (Vec<Player>, Vec<Observation>, String) {
+    let (mut ann, _) = Player::hello(addr, None).await;
+    let (mut bob, _) = Player::hello(addr, None).await;
+    let (mut cat, _) = Player::hello(addr, None).await;
+    let code = ann.create_lobby("Ann").await;
+    bob.join_lobby(&code, "Bob").await;
+    cat.join_lobby(&code, "Cat").await;
+    ann.send(ClientMessage::StartGame).await;
+    let mut players = vec![ann, bob, cat];
+    let mut seen = Vec::new();
+    for p in players.iter_mut() {
+        let v = p.state_where(|v| v.game.is_some()).await;
+        seen.push(v.game.expect("a game").observation);
+    }
+    (players, seen, code)
+}
+
+/// One move by whoever may move, and every player's view after it. False once the
+/// game is over.
+pub(super) async fn play_one(players: &mut [Player], seen: &mut [Observation]) -> bool {
+    let Some((i, action)) = seen
+        .iter()
+        .enumerate()
+        .find_map(|(i, o)| o.legal_actions.first().map(|a| (i, *a)))
+    else {
+        return false;
+    };
+    players[i].send(ClientMessage::Action { action }).await;
+    for (j, pl) in players.iter_mut().enumerate() {
+        let before = progress(&seen[j]);
+        let v = pl
+            .state_where(|v| {
+                v.game
+                    .as_ref()
+                    .is_some_and(|g| progress(&g.observation) > before)
+            })
+            .await;
+        seen[j] = v.game.expect("a game").observation;
+    }
+    true
+}
+
+pub(super) async fn play(players: &mut [Player], seen: &mut [Observation], moves: usize) {
+    for _ in 0..moves {
+        assert!(play_one(players, seen).await, "the game ended early");
+    }
 }
 
 /// The number of open player connections `/metrics` reports (`wizard_player_connections`).

@@ -19,7 +19,9 @@ use wizard_core::wire::{ClientMessage, ServerMessage, decode_server};
 use wizard_server::pg_store::{PgStore, lock_key};
 
 use super::client::{Player, bounded};
-use super::durable::{Process, TempDir, a_game_survives_kill_9s, extends, progress};
+use super::durable::{
+    Process, TempDir, a_game_survives_kill_9s, extends, play_one, progress, table,
+};
 
 /// A PostgreSQL server of its own for one test: `initdb` into a temporary folder,
 /// `postgres` on a free loopback port (as the `postgres` user when the test runs as
@@ -363,44 +365,20 @@ fn wait_for_line(log: &Path, line: &str) {
 
 /// Ann, Bob and Cat in a game on `addr`, with the views they saw.
 async fn three_players_in_a_game(addr: std::net::SocketAddr) -> ([Player; 3], Vec<Observation>) {
-    let (mut ann, _) = Player::hello(addr, None).await;
-    let (mut bob, _) = Player::hello(addr, None).await;
-    let (mut cat, _) = Player::hello(addr, None).await;
-    let code = ann.create_lobby("Ann").await;
+    let (players, seen, code) = table(addr).await;
     assert!(code.starts_with('K'), "a code of shard K: {code}");
-    bob.join_lobby(&code, "Bob").await;
-    cat.join_lobby(&code, "Cat").await;
-    ann.send(ClientMessage::StartGame).await;
-    let mut players = [ann, bob, cat];
-    let mut seen = Vec::new();
-    for p in players.iter_mut() {
-        let v = p.state_where(|v| v.game.is_some()).await;
-        seen.push(v.game.unwrap().observation);
-    }
+    let players: [Player; 3] = players
+        .try_into()
+        .unwrap_or_else(|_| panic!("three players"));
     (players, seen)
 }
 
 /// Plays `moves` moves (whoever may move), every player's view followed.
+/// Up to `moves` moves, fewer if the game ends.
 async fn play(players: &mut [Player; 3], seen: &mut [Observation], moves: usize) {
     for _ in 0..moves {
-        let Some((i, action)) = seen
-            .iter()
-            .enumerate()
-            .find_map(|(i, o)| o.legal_actions.first().map(|a| (i, *a)))
-        else {
+        if !play_one(players, seen).await {
             return;
-        };
-        players[i].send(ClientMessage::Action { action }).await;
-        for (j, p) in players.iter_mut().enumerate() {
-            let before = progress(&seen[j]);
-            let v = p
-                .state_where(|v| {
-                    v.game
-                        .as_ref()
-                        .is_some_and(|g| progress(&g.observation) > before)
-                })
-                .await;
-            seen[j] = v.game.unwrap().observation;
         }
     }
 }

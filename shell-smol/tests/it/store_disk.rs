@@ -11,57 +11,8 @@ use wizard_core::game::Observation;
 use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::client::{Player, bounded, metric_in};
-use super::durable::{Process, TempDir, extends, progress};
+use super::durable::{Process, TempDir, extends, play, progress, table};
 use super::proxy::{free_port, get};
-
-/// Three humans at one table, the game started; each one's view.
-async fn table(addr: SocketAddr) -> (Vec<Player>, Vec<Observation>) {
-    let (mut ann, _) = Player::hello(addr, None).await;
-    let (mut bob, _) = Player::hello(addr, None).await;
-    let (mut cat, _) = Player::hello(addr, None).await;
-    let code = ann.create_lobby("Ann").await;
-    bob.join_lobby(&code, "Bob").await;
-    cat.join_lobby(&code, "Cat").await;
-    ann.send(ClientMessage::StartGame).await;
-    let mut players = vec![ann, bob, cat];
-    let mut seen = Vec::new();
-    for p in players.iter_mut() {
-        let v = p.state_where(|v| v.game.is_some()).await;
-        seen.push(v.game.expect("a game").observation);
-    }
-    (players, seen)
-}
-
-/// One move by whoever may move, and every player's view after it. False once the
-/// game is over.
-async fn play_one(players: &mut [Player], seen: &mut [Observation]) -> bool {
-    let Some((i, action)) = seen
-        .iter()
-        .enumerate()
-        .find_map(|(i, o)| o.legal_actions.first().map(|a| (i, *a)))
-    else {
-        return false;
-    };
-    players[i].send(ClientMessage::Action { action }).await;
-    for (j, pl) in players.iter_mut().enumerate() {
-        let before = progress(&seen[j]);
-        let v = pl
-            .state_where(|v| {
-                v.game
-                    .as_ref()
-                    .is_some_and(|g| progress(&g.observation) > before)
-            })
-            .await;
-        seen[j] = v.game.expect("a game").observation;
-    }
-    true
-}
-
-async fn play(players: &mut [Player], seen: &mut [Observation], moves: usize) {
-    for _ in 0..moves {
-        assert!(play_one(players, seen).await, "the game ended early");
-    }
-}
 
 /// Every player back with its token on `addr`: each sees its game where it saw it
 /// last, nothing lost.
@@ -115,7 +66,7 @@ fn a_lock_held_by_another_process_loses_no_move() {
     let server = Process::start_env(&store, port, &log, &env);
     let addr = server.addr;
     let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = table(addr).await;
+        let (mut players, mut seen, _) = table(addr).await;
         play(&mut players, &mut seen, 10).await;
         (players, seen)
     });
@@ -374,7 +325,7 @@ fn a_second_server_through_another_path_stands_by(
     let env = [("STORE_SYNC_INTERVAL", "3600")];
     let first = Process::start_env(&sqlite(&path), free_port(), &log, &env);
     let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = table(first.addr).await;
+        let (mut players, mut seen, _) = table(first.addr).await;
         play(&mut players, &mut seen, 15).await;
         (players, seen)
     });
