@@ -5,7 +5,7 @@ use crate::io::{ConnId, Delivery, Note, Output, RefuseReason};
 use crate::lobby::{LobbyError, clean_name};
 use crate::overload::limiter::IpKey;
 use crate::session::{LobbyId, SessionId};
-use crate::shard::{elsewhere, owner_of, token_owner};
+use crate::shard::{elsewhere, token_owner};
 use crate::stats::RequestRefusal;
 use crate::time::Time;
 use crate::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
@@ -319,19 +319,8 @@ impl Server {
     ) -> Result<(), LobbyError> {
         let name = clean_name(name)?;
         let ip = self.conn_ip(conn);
-        if self.out_of_guesses(now, conn, ip, out) {
+        let Some(lobby) = self.lobby_by_code(now, conn, ip, code, out)? else {
             return Ok(());
-        }
-        let Some(lobby) = self.lobbies.find_code(code) else {
-            // Another shard's code: not a failed guess, that shard knows the answer. A
-            // code this shard holds is served above whatever its first character (a
-            // lobby from before the server had a SHARD_ID).
-            if let Some(owner) = elsewhere(self.config.shard, owner_of(code)) {
-                self.send_wrong_shard(conn, owner, out);
-                return Ok(());
-            }
-            self.guess_failed(now, ip);
-            return Err(LobbyError::NotFound("No lobby with that code."));
         };
         let player_id = self.player_id(session);
         // Check before leaving the current lobby, so a refused join loses nothing.

@@ -111,6 +111,34 @@ impl Server {
         }
     }
 
+    /// The lobby a `join_lobby` or `spectate` names by `code`, asked from `ip`:
+    /// `Ok(None)` when the answer is sent already (the address is out of guesses, or
+    /// the code is another shard's: that shard has the table, and it is no failed
+    /// guess; a code this shard holds is served whatever its first character, a lobby
+    /// from before the server had a `SHARD_ID`), `not_found` (a failed guess) when no
+    /// lobby has it.
+    pub(super) fn lobby_by_code(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        ip: Option<IpKey>,
+        code: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<Option<LobbyId>, LobbyError> {
+        if self.out_of_guesses(now, conn, ip, out) {
+            return Ok(None);
+        }
+        if let Some(lobby) = self.lobbies.find_code(code) {
+            return Ok(Some(lobby));
+        }
+        if let Some(owner) = elsewhere(self.config.shard, owner_of(code)) {
+            self.send_wrong_shard(conn, owner, out);
+            return Ok(None);
+        }
+        self.guess_failed(now, ip);
+        Err(LobbyError::NotFound("No lobby with that code."))
+    }
+
     /// Whether the host of `lobby` removed `session`'s player, or a player at `ip`,
     /// less than `REMOVED_PLAYER_TTL` ago.
     pub(super) fn kept_out(
@@ -179,18 +207,8 @@ impl Server {
     ) -> Result<(), LobbyError> {
         let name = clean_name(name)?;
         let ip = self.conn_ip(conn);
-        if self.out_of_guesses(now, conn, ip, out) {
+        let Some(lobby) = self.lobby_by_code(now, conn, ip, code, out)? else {
             return Ok(());
-        }
-        let Some(lobby) = self.lobbies.find_code(code) else {
-            // Another shard's code, as for `join_lobby`: that shard has the table, and
-            // it is no failed guess.
-            if let Some(owner) = elsewhere(self.config.shard, owner_of(code)) {
-                self.send_wrong_shard(conn, owner, out);
-                return Ok(());
-            }
-            self.guess_failed(now, ip);
-            return Err(LobbyError::NotFound("No lobby with that code."));
         };
         if let Some(ip) = ip
             && !self.spectate_rate.try_take(&ip, now)
