@@ -92,3 +92,46 @@ pub fn rate(before: &[Rating], scores: &[i64]) -> Vec<Rating> {
         })
         .collect()
 }
+
+/// A rating figure in a message or a record: an `f64` equal to another only with the
+/// same bits, so that the types that carry one can be compared whole (`Eq`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Figure(pub f64);
+
+impl PartialEq for Figure {
+    fn eq(&self, other: &Figure) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Figure {}
+
+/// The fixed rating of an AI level, which its seats take part in every update with
+/// and which no game changes. Measured by self-play with this model
+/// (`wizard-ai rate-levels`, docs/AI.md): the mean over 5 runs of 1000 games of one
+/// seat per level, each run's final `(mu, sigma)`.
+pub fn ai_rating(level: crate::game::AiLevel) -> Rating {
+    use crate::game::AiLevel;
+    match level {
+        AiLevel::Easy => AI_EASY,
+        AiLevel::Normal => AI_NORMAL,
+        AiLevel::Strong => AI_STRONG,
+    }
+}
+
+/// The `easy` level's fixed rating.
+pub const AI_EASY: Rating = Rating {
+    mu: 16.22,
+    sigma: 0.87,
+};
+/// The `normal` level's fixed rating.
+pub const AI_NORMAL: Rating = Rating {
+    mu: 20.55,
+    sigma: 0.83,
+};
+/// The `strong` level's fixed rating.
+pub const AI_STRONG: Rating = Rating {
+    mu: 35.42,
+    sigma: 1.14,
+};
