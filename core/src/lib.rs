@@ -73,6 +73,7 @@ pub mod lobby;
 pub mod names;
 pub mod outqueue;
 pub mod overload;
+pub mod profiles;
 pub mod rating;
 pub mod records;
 pub mod removed;

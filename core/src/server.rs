@@ -14,6 +14,7 @@ mod conns;
 mod durable;
 mod games;
 mod players;
+mod profiles;
 mod status;
 mod views;
 mod watch;
@@ -35,6 +36,7 @@ use crate::overload::breaker::{BreakerConfig, BreakerState};
 use crate::overload::connections::ConnectionLimiter;
 use crate::overload::level::{LoadLevels, LoadSample, LoadThresholds};
 use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
+use crate::profiles::ProfileRegistry;
 use crate::records::{LobbyRecord, Record};
 use crate::removed::Removed;
 use crate::rng::{self, Purpose, Seed};
@@ -131,6 +133,12 @@ pub struct Server {
     bridge: AiBridge,
     levels: LoadLevels,
     lobby_rate: KeyedRateLimiter<IpKey>,
+    /// Profiles (PROTOCOL.md 7.1), at most `PROFILES_MAX`.
+    profiles: ProfileRegistry,
+    /// New profiles per address (`PROFILE_CREATE_RATE`).
+    profile_rate: KeyedRateLimiter<IpKey>,
+    /// Public game ids.
+    game_ids: ChaCha12Rng,
     /// New player connections per address (`RECONNECT_RATE`).
     reconnect_rate: KeyedRateLimiter<IpKey>,
     /// `join_lobby` and `spectate` with an unknown code per address (`JOIN_FAIL_RATE`).
@@ -210,6 +218,11 @@ impl Server {
             u64::from(config.lobby_create_rate_per_min.ceil().max(1.0) as u32),
             config.ip_table_entries_max,
         );
+        let profile_rate = KeyedRateLimiter::new(
+            rate_from(config.profile_create_rate_per_hour, 3_600_000_000),
+            u64::from(config.profile_create_rate_per_hour.ceil().max(1.0) as u32),
+            config.ip_table_entries_max,
+        );
         let reconnect_rate = KeyedRateLimiter::new(
             rate_from(config.reconnect_rate_per_min, 60_000_000),
             u64::from(config.reconnect_burst.max(1)),
@@ -251,6 +264,13 @@ impl Server {
                 config.shard,
             ),
             game_seeds: rng::fork(&seed, Purpose::GameSeeds),
+            profiles: ProfileRegistry::new(
+                config.profiles_max,
+                rng::fork(&seed, Purpose::ProfileKeys),
+                rng::fork(&seed, Purpose::ProfileIds),
+            ),
+            profile_rate,
+            game_ids: rng::fork(&seed, Purpose::GameIds),
             retry_rng: rng::fork(&seed, Purpose::Retry),
             breaker_was: bridge.breaker_state(),
             bridge,

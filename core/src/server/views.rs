@@ -5,6 +5,7 @@
 use crate::game::{Event, Game, ObservationJson, Seat};
 use crate::io::{Delivery, Output};
 use crate::lobby::{Lobby, Occupant};
+use crate::rating::Figure;
 use crate::session::{LobbyId, SessionId};
 use crate::time::Time;
 use crate::wire::{LobbyView, PlayerView};
@@ -21,6 +22,7 @@ const SPECTATOR_SEAT: Seat = Seat::MAX;
 /// One seat's game as the `game` part of `state`: the lobby's game, its pre-encoded
 /// public parts and the seat (`None` for a spectator).
 struct SeatGame<'a> {
+    id: &'a str,
     game: &'a Game,
     public: &'a ObservationJson,
     seat: Option<Seat>,
@@ -44,7 +46,12 @@ fn state_text(
     buf.push_str(r#","game":"#);
     match game {
         Some(g) => {
-            buf.push_str(r#"{"you":"#);
+            buf.push_str(r#"{"id":"#);
+            // A game id is hex: nothing in it needs escaping.
+            buf.push('"');
+            buf.push_str(g.id);
+            buf.push('"');
+            buf.push_str(r#","you":"#);
             match g.seat {
                 Some(seat) => buf.push_str(itoa::Buffer::new().format(seat)),
                 None => buf.push_str("null"),
@@ -81,17 +88,25 @@ impl Server {
             players: lobby
                 .seats()
                 .iter()
-                .map(|s| PlayerView {
-                    id: s.player_id.clone(),
-                    name: s.name.clone(),
-                    is_ai: s.is_ai(),
-                    connected: match s.occupant {
-                        Occupant::Ai(_) => true,
-                        Occupant::Human(id) => {
-                            self.sessions.get(id).is_some_and(|x| x.conn.is_some())
-                        }
-                    },
-                    level: s.level(),
+                .map(|s| {
+                    let profile = s.profile.as_deref().and_then(|p| self.profiles.get(p));
+                    PlayerView {
+                        id: s.player_id.clone(),
+                        name: s.name.clone(),
+                        is_ai: s.is_ai(),
+                        connected: match s.occupant {
+                            Occupant::Ai(_) => true,
+                            Occupant::Human(id) => {
+                                self.sessions.get(id).is_some_and(|x| x.conn.is_some())
+                            }
+                        },
+                        level: s.level(),
+                        profile_id: profile.map(|p| p.id.clone()),
+                        rating: profile.map(|p| Figure(p.rating.shown())),
+                        mu: profile.map(|p| Figure(p.rating.mu)),
+                        sigma: profile.map(|p| Figure(p.rating.sigma)),
+                        rating_change: profile.and(s.rating_change).map(Figure),
+                    }
                 })
                 .collect(),
             min_players: crate::game::types::PLAYERS_MIN,
@@ -116,6 +131,13 @@ impl Server {
                     && p.name == s.name
                     && p.is_ai == s.is_ai()
                     && p.level == s.level()
+                    && {
+                        let profile = s.profile.as_deref().and_then(|x| self.profiles.get(x));
+                        p.profile_id.as_deref() == profile.map(|x| x.id.as_str())
+                            && p.mu == profile.map(|x| Figure(x.rating.mu))
+                            && p.sigma == profile.map(|x| Figure(x.rating.sigma))
+                            && p.rating_change == profile.and(s.rating_change).map(Figure)
+                    }
                     && p.connected
                         == match s.occupant {
                             Occupant::Ai(_) => true,
@@ -233,10 +255,13 @@ impl Server {
         seat: Option<Seat>,
         events_json: &str,
     ) -> String {
-        let game = lobby
-            .game()
-            .zip(public)
-            .map(|(game, public)| SeatGame { game, public, seat });
+        let id = lobby.shown_game_id().unwrap_or_default();
+        let game = lobby.game().zip(public).map(|(game, public)| SeatGame {
+            id: &id,
+            game,
+            public,
+            seat,
+        });
         let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
         state_text(lobby_json, game, deadline, events_json)
     }

@@ -19,6 +19,7 @@ mod limits;
 mod names;
 mod outqueue;
 mod probe;
+mod profiles;
 mod rating;
 mod reply_wait;
 mod retry;

@@ -50,6 +50,20 @@ fn winner_gains_loser_loses_and_ties_are_symmetric() {
 #[test]
 fn shown_rating_is_the_rounded_ordinal() {
     assert_eq!(Rating::NEW.shown(), 0.0);
-    assert_eq!(Rating { mu: 30.0, sigma: 2.0 / 3.0 }.shown(), 28.0);
-    assert_eq!(Rating { mu: 27.123_456, sigma: 1.0 }.shown(), 24.12);
+    assert_eq!(
+        Rating {
+            mu: 30.0,
+            sigma: 2.0 / 3.0
+        }
+        .shown(),
+        28.0
+    );
+    assert_eq!(
+        Rating {
+            mu: 27.123_456,
+            sigma: 1.0
+        }
+        .shown(),
+        24.12
+    );
 }

@@ -1,0 +1,282 @@
+//! Profiles and ratings as players meet them (PROTOCOL.md 7.1 and 7.3): `create_profile`
+//! (at most `PROFILE_CREATE_RATE` per address per hour), the `profile_key` of `hello`
+//! (a failed one counts against `JOIN_FAIL_RATE`, the budget of unknown lobby codes,
+//! and once that is empty no key from the address is even looked at), `delete_profile`,
+//! the profile a seat rates, and the rating update when a rated game ends.
+//!
+//! A game is rated when at least one seat holds a profile. Every seat takes part in the
+//! update: a profile with its rating, an AI seat with its level's fixed rating
+//! ([`rating::ai_rating`]), a guest with a new player's rating; only the profiles'
+//! ratings are kept. A profile whose player left plays on as an AI seat and is rated
+//! by that seat's final score. The update's records follow the game's last move in the
+//! same batch, so a store commits both or neither, and a restore, which replays moves
+//! without running this, never rates a game twice.
+
+use crate::io::{ConnId, Delivery, Output};
+use crate::lobby::{LobbyError, clean_name};
+use crate::profiles::{CreateError, Profile};
+use crate::rating::{self, Figure, Rating};
+use crate::records::Record;
+use crate::session::{LobbyId, SessionId};
+use crate::stats::RequestRefusal;
+use crate::time::Time;
+use crate::wire::{self, ErrorCode, LobbyStatus, ProfileView, ServerMessage};
+
+use super::Server;
+
+impl Server {
+    /// The rating of the profile `session` is signed in with, if any (for matching
+    /// players by skill).
+    pub fn profile_rating(&self, session: SessionId) -> Option<Rating> {
+        let id = self.sessions.get(session)?.profile.as_ref()?;
+        Some(self.profiles.get(id)?.rating)
+    }
+
+    /// The profile registry (for `/profiles/<id>` and `/leaderboard`).
+    pub fn profiles(&self) -> &crate::profiles::ProfileRegistry {
+        &self.profiles
+    }
+
+    /// The `profile` part of `welcome`.
+    pub(super) fn profile_view(profile: &Profile) -> ProfileView {
+        ProfileView {
+            id: profile.id.clone(),
+            name: profile.name.clone(),
+            rating: Figure(profile.rating.shown()),
+            mu: Figure(profile.rating.mu),
+            sigma: Figure(profile.rating.sigma),
+            games: profile.games,
+        }
+    }
+
+    /// Signs `session` in with `key` from `conn`'s address: the profile, or `None` (no
+    /// key, an unknown one, or the address out of guesses; never an error).
+    pub(super) fn sign_in(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        session: SessionId,
+        key: Option<&str>,
+    ) -> Option<ProfileView> {
+        let key = key?;
+        let ip = self.conn_ip(conn);
+        if ip.is_some_and(|ip| self.join_fail_rate.available(&ip, now) == 0) {
+            self.counters
+                .requests_refused
+                .bump(RequestRefusal::JoinFailRate);
+            return None;
+        }
+        let Some(profile) = self.profiles.find_by_key(key) else {
+            self.guess_failed(now, ip);
+            return None;
+        };
+        let view = Server::profile_view(profile);
+        let id = profile.id.clone();
+        if let Some(s) = self.sessions.get_mut(session) {
+            s.profile = Some(id);
+        }
+        Some(view)
+    }
+
+    pub(super) fn create_profile(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        session: SessionId,
+        name: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
+        let name = clean_name(name)?;
+        if self.profiles.name_taken(&name, None) {
+            return Err(LobbyError::NotAllowed("That profile name is taken."));
+        }
+        let Some(ip) = self.conn_ip(conn) else {
+            return Ok(());
+        };
+        if !self.profile_rate.try_take(&ip, now) {
+            let wait_ms = self.profile_rate.wait_us(&ip, now).div_ceil(1000);
+            self.counters
+                .requests_refused
+                .bump(RequestRefusal::ProfileRate);
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Too many new profiles from your address, try again later.",
+                Some(wait_ms),
+                out,
+            );
+            return Ok(());
+        }
+        let (profile, key) = match self.profiles.create(&name) {
+            Ok(created) => created,
+            Err(CreateError::NameTaken) => {
+                return Err(LobbyError::NotAllowed("That profile name is taken."));
+            }
+            Err(CreateError::Full) => {
+                self.counters
+                    .requests_refused
+                    .bump(RequestRefusal::MaxProfiles);
+                self.send_error(
+                    conn,
+                    ErrorCode::Busy,
+                    "The server has too many profiles right now.",
+                    None,
+                    out,
+                );
+                return Ok(());
+            }
+        };
+        self.persist_profile(&profile.id);
+        if let Some(s) = self.sessions.get_mut(session) {
+            s.profile = Some(profile.id.clone());
+        }
+        let view = Server::profile_view(&profile);
+        let text = wire::encode(&ServerMessage::Profile {
+            id: view.id,
+            key,
+            name: view.name,
+            rating: view.rating,
+            mu: view.mu,
+            sigma: view.sigma,
+            games: view.games,
+        });
+        out.push(Output::Send {
+            conn,
+            text,
+            delivery: Delivery::Every,
+        });
+        self.seat_signed_in(now, session, out);
+        Ok(())
+    }
+
+    pub(super) fn delete_profile(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        session: SessionId,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
+        let Some(id) = self
+            .sessions
+            .get_mut(session)
+            .and_then(|s| s.profile.take())
+        else {
+            return Err(LobbyError::NotAllowed(
+                "You are not signed in to a profile.",
+            ));
+        };
+        if self.profiles.delete(&id) && self.records.is_some() {
+            self.persist(Record::ProfileGone {
+                profile: id.clone(),
+            });
+        }
+        // Other sessions signed in with it are guests from now on.
+        for other in self.sessions.ids().collect::<Vec<_>>() {
+            if let Some(s) = self.sessions.get_mut(other)
+                && s.profile.as_deref() == Some(id.as_str())
+            {
+                s.profile = None;
+            }
+        }
+        let text = wire::encode(&ServerMessage::ProfileDeleted { id });
+        out.push(Output::Send {
+            conn,
+            text,
+            delivery: Delivery::Every,
+        });
+        self.seat_signed_in(now, session, out);
+        Ok(())
+    }
+
+    /// Whether `session` may take a seat in `lobby`: not when its profile already rates
+    /// another seat there (one profile, one seat per table).
+    pub(super) fn profile_may_sit(&self, session: SessionId, lobby: LobbyId) -> bool {
+        let Some(s) = self.sessions.get(session) else {
+            return true;
+        };
+        let Some(profile) = s.profile.as_deref() else {
+            return true;
+        };
+        self.lobbies.get(lobby).is_none_or(|l| {
+            l.seats().iter().all(|seat| {
+                seat.player_id == s.player_id || seat.profile.as_deref() != Some(profile)
+            })
+        })
+    }
+
+    /// The session's seat in a waiting lobby rates the profile it is signed in with now
+    /// (or none), unless another seat there rates that profile.
+    pub(super) fn seat_signed_in(&mut self, now: Time, session: SessionId, out: &mut Vec<Output>) {
+        let Some(s) = self.sessions.get(session) else {
+            return;
+        };
+        let Some(lobby_id) = s.lobby else {
+            return;
+        };
+        let (player_id, profile) = (s.player_id.clone(), s.profile.clone());
+        let Some(lobby) = self.lobbies.get(lobby_id) else {
+            return;
+        };
+        if lobby.status() != LobbyStatus::Waiting {
+            return;
+        }
+        let Some(seat) = lobby.seat_of(&player_id) else {
+            return;
+        };
+        let profile = profile.filter(|_| self.profile_may_sit(session, lobby_id));
+        self.lobbies.set_seat_profile(lobby_id, seat, profile);
+        self.broadcast(now, lobby_id, &[], out);
+    }
+
+    /// Rates the lobby's finished game if a seat holds a profile: each profile's new
+    /// rating is recorded and each profile seat shows its change.
+    pub(super) fn rate_game(&mut self, lobby_id: LobbyId) {
+        let Some(lobby) = self.lobbies.get(lobby_id) else {
+            return;
+        };
+        let Some(game) = lobby.game() else {
+            return;
+        };
+        let seats: Vec<Option<String>> = lobby
+            .seats()
+            .iter()
+            .map(|s| s.profile.clone().filter(|p| self.profiles.get(p).is_some()))
+            .collect();
+        if seats.iter().all(Option::is_none) {
+            return;
+        }
+        let before: Vec<Rating> = lobby
+            .seats()
+            .iter()
+            .zip(&seats)
+            .map(|(seat, profile)| match (profile, seat.level()) {
+                (Some(p), _) => self.profiles.get(p).map_or(Rating::NEW, |p| p.rating),
+                (None, Some(level)) => rating::ai_rating(level),
+                (None, None) => Rating::NEW,
+            })
+            .collect();
+        let scores: Vec<i64> = game.scores().iter().map(|&s| i64::from(s)).collect();
+        let after = rating::rate(&before, &scores);
+        let mut changes = vec![None; seats.len()];
+        for (i, profile) in seats.iter().enumerate() {
+            let (Some(p), Some(old), Some(new)) = (profile, before.get(i), after.get(i)) else {
+                continue;
+            };
+            self.profiles.rated(p, *new);
+            changes[i] = Some(((new.shown() - old.shown()) * 100.0).round() / 100.0);
+            self.persist_profile(p);
+        }
+        self.counters.games_rated += 1;
+        self.lobbies.set_rating_changes(lobby_id, &changes);
+    }
+
+    /// Records a profile as it now is.
+    fn persist_profile(&mut self, id: &str) {
+        if self.records.is_none() {
+            return;
+        }
+        if let Some(record) = self.profiles.record(id) {
+            self.persist(Record::Profile(record));
+        }
+    }
+}
