@@ -139,6 +139,9 @@ pub struct Server {
     profile_rate: KeyedRateLimiter<IpKey>,
     /// Public game ids.
     game_ids: ChaCha12Rng,
+    /// Profiles changed since a shell last asked, while one watches
+    /// ([`Server::watch_profiles`]).
+    profile_changes: Option<std::collections::BTreeSet<String>>,
     /// New player connections per address (`RECONNECT_RATE`).
     reconnect_rate: KeyedRateLimiter<IpKey>,
     /// `join_lobby` and `spectate` with an unknown code per address (`JOIN_FAIL_RATE`).
@@ -271,6 +274,7 @@ impl Server {
             ),
             profile_rate,
             game_ids: rng::fork(&seed, Purpose::GameIds),
+            profile_changes: None,
             retry_rng: rng::fork(&seed, Purpose::Retry),
             breaker_was: bridge.breaker_state(),
             bridge,

@@ -127,6 +127,7 @@ impl Server {
             }
         };
         self.persist_profile(&profile.id);
+        self.profile_changed(&profile.id);
         if let Some(s) = self.sessions.get_mut(session) {
             s.profile = Some(profile.id.clone());
         }
@@ -165,6 +166,7 @@ impl Server {
                 "You are not signed in to a profile.",
             ));
         };
+        self.profile_changed(&id);
         if self.profiles.delete(&id) && self.records.is_some() {
             self.persist(Record::ProfileGone {
                 profile: id.clone(),
@@ -265,6 +267,7 @@ impl Server {
             self.profiles.rated(p, *new);
             changes[i] = Some(((new.shown() - old.shown()) * 100.0).round() / 100.0);
             self.persist_profile(p);
+            self.profile_changed(p);
         }
         self.counters.games_rated += 1;
         self.lobbies.set_rating_changes(lobby_id, &changes);
@@ -278,5 +281,97 @@ impl Server {
         if let Some(record) = self.profiles.record(id) {
             self.persist(Record::Profile(record));
         }
+    }
+}
+
+/// Profiles on a leaderboard need this many rated games.
+pub const LEADERBOARD_GAMES_MIN: u32 = 5;
+/// Profiles a leaderboard lists at most.
+pub const LEADERBOARD_PROFILES_MAX: usize = 100;
+
+impl Server {
+    /// From now on, remember which profiles change (created, rated, deleted) until
+    /// [`Server::take_profile_changes`]; every existing profile counts as changed once.
+    /// A shell that publishes `/profiles/<id>` calls it once.
+    pub fn watch_profiles(&mut self) {
+        self.profile_changes = Some(self.profiles.iter().map(|p| p.id.clone()).collect());
+    }
+
+    /// The ids of the profiles changed since the last call (at most `PROFILES_MAX` plus
+    /// those deleted meanwhile).
+    pub fn take_profile_changes(&mut self) -> Vec<String> {
+        self.profile_changes
+            .as_mut()
+            .map(|c| std::mem::take(c).into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    pub(super) fn profile_changed(&mut self, id: &str) {
+        if let Some(c) = &mut self.profile_changes {
+            c.insert(id.to_owned());
+        }
+    }
+
+    /// The `/profiles/<id>` body: `{id, name, rating, mu, sigma, games, recent_games}`
+    /// (`recent_games` is empty: finished games are not kept yet).
+    pub fn profile_json(&self, id: &str) -> Option<String> {
+        let p = self.profiles.get(id)?;
+        Some(
+            serde_json::json!({
+                "id": p.id,
+                "name": p.name,
+                "rating": p.rating.shown(),
+                "mu": p.rating.mu,
+                "sigma": p.rating.sigma,
+                "games": p.games,
+                "recent_games": [],
+            })
+            .to_string(),
+        )
+    }
+
+    /// The `/leaderboard` body: the best [`LEADERBOARD_PROFILES_MAX`] profiles by shown
+    /// rating with at least [`LEADERBOARD_GAMES_MIN`] rated games (ties by id), and the
+    /// AI levels' fixed ratings.
+    pub fn leaderboard_json(&self) -> String {
+        let mut ranked: Vec<&Profile> = self
+            .profiles
+            .iter()
+            .filter(|p| p.games >= LEADERBOARD_GAMES_MIN)
+            .collect();
+        let order = |a: &&Profile, b: &&Profile| {
+            b.rating
+                .shown()
+                .total_cmp(&a.rating.shown())
+                .then_with(|| a.id.cmp(&b.id))
+        };
+        if ranked.len() > LEADERBOARD_PROFILES_MAX {
+            ranked.select_nth_unstable_by(LEADERBOARD_PROFILES_MAX, order);
+            ranked.truncate(LEADERBOARD_PROFILES_MAX);
+        }
+        ranked.sort_by(order);
+        let profiles: Vec<serde_json::Value> = ranked
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "id": p.id,
+                    "name": p.name,
+                    "rating": p.rating.shown(),
+                    "mu": p.rating.mu,
+                    "sigma": p.rating.sigma,
+                    "games": p.games,
+                })
+            })
+            .collect();
+        let ai = |r: Rating| serde_json::json!({"mu": r.mu, "sigma": r.sigma});
+        serde_json::json!({
+            "profiles": profiles,
+            "ai": {
+                "easy": ai(rating::AI_EASY),
+                "normal": ai(rating::AI_NORMAL),
+                "strong": ai(rating::AI_STRONG),
+            },
+        })
+        .to_string()
     }
 }

@@ -392,3 +392,44 @@ fn profiles_are_bounded() {
         )
     );
 }
+
+#[test]
+fn the_leaderboard_lists_profiles_with_five_rated_games_best_first() {
+    let mut d = Driver::new(config(FAST), 13);
+    let p = create(&mut d, ConnId(1), "10.0.0.1", "Ann");
+    let id = p["id"].as_str().unwrap().to_owned();
+    create(&mut d, ConnId(2), "10.0.0.2", "Bob");
+    let board: Value = serde_json::from_str(&d.server.leaderboard_json()).unwrap();
+    assert_eq!(board["profiles"], json!([]));
+    assert_eq!(board["ai"]["easy"]["mu"], json!(rating::AI_EASY.mu));
+    d.send_json(ConnId(1), json!({"type": "create_lobby", "name": "Ann"}));
+    d.send_json(ConnId(1), json!({"type": "add_ai", "level": "easy"}));
+    d.send_json(ConnId(1), json!({"type": "add_ai", "level": "easy"}));
+    for game in 0..5 {
+        // The player's message budget (MESSAGE_BURST) refills between games.
+        d.advance_ms(2000);
+        let board: Value = serde_json::from_str(&d.server.leaderboard_json()).unwrap();
+        assert_eq!(board["profiles"], json!([]), "after {game} games");
+        d.send_json(ConnId(1), json!({"type": "start_game"}));
+        assert!(
+            d.last_errors(ConnId(1)).is_empty(),
+            "{:?}",
+            d.last_errors(ConnId(1))
+        );
+        play_to_end(&mut d, ConnId(1), &[ConnId(1)]);
+        d.send_json(ConnId(1), json!({"type": "return_to_lobby"}));
+        assert!(
+            d.last_errors(ConnId(1)).is_empty(),
+            "{:?}",
+            d.last_errors(ConnId(1))
+        );
+    }
+    let board: Value = serde_json::from_str(&d.server.leaderboard_json()).unwrap();
+    let listed = board["profiles"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "Bob played no game");
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert_eq!(listed[0]["games"], 5);
+    let page: Value = serde_json::from_str(&d.server.profile_json(&id).unwrap()).unwrap();
+    assert_eq!(page["rating"], listed[0]["rating"]);
+    assert!(d.server.profile_json("000000000000").is_none());
+}

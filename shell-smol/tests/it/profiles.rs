@@ -182,3 +182,71 @@ fn guessed_keys_sign_nobody_in_and_use_up_the_address_s_guesses() {
         assert_eq!(profile.map(|p| p.1), Some(0));
     });
 }
+
+/// `GET path` from the local address `from`: status and body (status 0 when the socket
+/// was closed without an answer).
+async fn get_from(addr: std::net::SocketAddr, from: std::net::IpAddr, path: &str) -> (u16, String) {
+    use futures_lite::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut tcp = super::client::tcp_from(addr, from);
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    if tcp.write_all(request.as_bytes()).await.is_err() {
+        return (0, String::new());
+    }
+    let mut response = String::new();
+    let _ = tcp.read_to_string(&mut response).await;
+    super::client::parse_response(&response)
+}
+
+#[test]
+fn profile_pages_and_the_leaderboard_are_public_and_scraping_is_bounded() {
+    let server = super::client::TestServer::start(&[("SOCKET_RATE", "20")]);
+    bounded(60, async {
+        let mut ws = ws_from(server.addr, local(8)).await;
+        hello_with_key(&mut ws, None).await;
+        let key = create_profile(&mut ws, "Ann").await.unwrap();
+        let mut again = ws_from(server.addr, local(8)).await;
+        let (id, _, _) = hello_with_key(&mut again, Some(&key)).await.unwrap();
+        let (status, body) = get_from(server.addr, local(9), &format!("/profiles/{id}")).await;
+        assert_eq!(status, 200, "{body}");
+        let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(page["name"], "Ann");
+        assert_eq!(page["rating"], serde_json::json!(0.0));
+        assert_eq!(page["games"], 0);
+        assert!(!body.contains(&key), "the key is never on a page");
+        let (status, body) = get_from(server.addr, local(9), "/leaderboard").await;
+        assert_eq!(status, 200);
+        let board: serde_json::Value = serde_json::from_str(&body).unwrap();
+        // Fewer than 5 rated games: not listed yet; the AI levels always are.
+        assert_eq!(board["profiles"], serde_json::json!([]));
+        assert_eq!(board["ai"]["strong"]["mu"], serde_json::json!(35.42));
+        // A deleted profile's page is gone.
+        send(&mut again, &ClientMessage::DeleteProfile).await;
+        loop {
+            if let ServerMessage::ProfileDeleted { .. } = next_message(&mut again).await {
+                break;
+            }
+        }
+        let path = format!("/profiles/{id}");
+        let gone = async {
+            loop {
+                if get_from(server.addr, local(11), &path).await.0 == 404 {
+                    return;
+                }
+            }
+        };
+        gone.await;
+        // A scraper asking for ids from one address: never a page, and past SOCKET_RATE
+        // its sockets are refused while another address is answered.
+        let mut statuses = std::collections::BTreeMap::new();
+        for i in 0..200u32 {
+            let (status, _) =
+                get_from(server.addr, local(10), &format!("/profiles/{i:012x}")).await;
+            *statuses.entry(status).or_insert(0) += 1;
+        }
+        assert!(!statuses.contains_key(&200), "{statuses:?}");
+        let answered = statuses.get(&404).copied().unwrap_or(0);
+        assert!(answered < 200, "some refused: {statuses:?}");
+        let (status, _) = get_from(server.addr, local(12), "/leaderboard").await;
+        assert_eq!(status, 200);
+    });
+}
