@@ -60,14 +60,20 @@ fn a_rated_game_s_rating_survives_kill_9_and_is_counted_once() {
     let dir = TempDir::new();
     std::fs::create_dir_all(&dir.0).unwrap();
     let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    // The writer never folds on its own: what a crash leaves is in the journal only.
+    rating_survives_kill_9(&dir, &store, &[("STORE_SYNC_INTERVAL", "3600")]);
+}
+
+/// A profile plays a whole rated game against two AI seats on `store` (the real binary
+/// with `env`), then the server is killed (`kill -9`) right after the final `state`,
+/// twice restarted and killed again: each time the profile signs in with the rating
+/// and the one game that `state` showed. `dir` holds the log.
+pub(super) fn rating_survives_kill_9(dir: &TempDir, store: &str, env: &[(&str, &str)]) {
+    let store = store.to_owned();
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
-    // The writer never folds on its own: what a crash leaves is in the journal only.
-    let env = [
-        ("STORE_SYNC_INTERVAL", "3600"),
-        ("AI_MOVE_DELAY", "0"),
-        ("TRICK_PAUSE", "0"),
-    ];
+    let mut env = env.to_vec();
+    env.extend([("AI_MOVE_DELAY", "0"), ("TRICK_PAUSE", "0")]);
     let server = Process::start_env(&store, port, &log, &env);
     let addr = server.addr;
     let (key, id, mu) = bounded(120, async {
