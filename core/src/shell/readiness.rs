@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use super::LoadLevel;
+use crate::overload::LoadLevel;
 use crate::stats::Gauges;
 
 /// Why the server does not accept new games.

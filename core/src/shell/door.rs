@@ -54,9 +54,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 
-use super::connections::TcpCaps;
-use super::limiter::{IpKey, KeyedRateLimiter, Rate};
 use crate::config::IpCidr;
+use crate::overload::connections::TcpCaps;
+use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate};
 use crate::time::Time;
 
 /// How long an address stays marked after one of its sockets was evicted while silent:
