@@ -18,10 +18,10 @@ use wizard_core::session::LobbyId;
 use wizard_core::wire::{self, AiErrorCode, AiReply};
 use wizard_core::{Server, Time};
 
-use crate::conn_map::ConnMap;
-use crate::games::Games;
-use crate::host::{Handled, Observer};
-use crate::report::Report;
+use crate::checks::games::Games;
+use crate::host::core_task::{Handled, Observer};
+use crate::model::conn_map::ConnMap;
+use crate::runs::report::Report;
 
 /// Memory of the checkers.
 #[derive(Debug, Default)]

@@ -9,8 +9,8 @@ use std::path::Path;
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-use crate::cost::CostModel;
-use crate::dist::{Dist, fork};
+use crate::model::cost::CostModel;
+use crate::model::dist::{Dist, fork};
 
 /// How fast a client moves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

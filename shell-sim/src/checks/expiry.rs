@@ -15,7 +15,7 @@ use wizard_core::Time;
 use wizard_core::io::{ConnId, Input};
 use wizard_core::wire::{LobbyStatus, LobbyView};
 
-use crate::conn_map::ConnMap;
+use crate::model::conn_map::ConnMap;
 
 /// What the checker remembers of one walker.
 #[derive(Clone, Copy, Debug, Default)]

@@ -15,9 +15,9 @@ use wizard_core::Time;
 use wizard_core::io::{ConnId, Input};
 use wizard_core::keepalive::{Due, Keepalive};
 
-use crate::host::Host;
-use crate::net::{Arrive, Ev, Net};
-use crate::queue::EventQueue;
+use crate::host::core_task::Host;
+use crate::model::net::{Arrive, Ev, Net};
+use crate::model::queue::EventQueue;
 
 impl Host {
     /// Before a socket's arrival is read: a process that has exited refuses new sockets

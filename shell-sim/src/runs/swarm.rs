@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use rand::RngExt;
 
-use crate::dist::{Dist, fork};
-use crate::scenario::{
+use crate::model::dist::{Dist, fork};
+use crate::runs::scenario::{
     AiFault, AiFaultKind, AiSpec, Arrivals, Attack, AttackKind, Pace, Retry, Scenario, Tables,
 };
 
@@ -192,7 +192,7 @@ pub fn scenario(seed: u64) -> Scenario {
         }
     }
     if r.random_bool(0.2) {
-        s.stalls.push(crate::scenario::Stall {
+        s.stalls.push(crate::runs::scenario::Stall {
             at_s: r.random_range(1.0..end),
             ms: r.random_range(100.0..1500.0),
         });
@@ -521,7 +521,7 @@ impl SwarmResult {
         self.runs += 1;
         self.wall_ms += report.wall_ms;
         self.trace_hash =
-            crate::report::fnv(self.trace_hash ^ o.seed, &report.trace_hash.to_le_bytes());
+            crate::runs::report::fnv(self.trace_hash ^ o.seed, &report.trace_hash.to_le_bytes());
         for k in report.coverage {
             *self.coverage.entry(k).or_insert(0) += 1;
         }

@@ -5,12 +5,12 @@
 use wizard_core::Time;
 use wizard_core::io::ConnId;
 
-use crate::client::Role;
-use crate::dist::{Dist, secs_to_us};
-use crate::net::{Ev, Owner};
-use crate::outbox::Frame;
-use crate::sim::{Sim, client_ip, read_us};
-use crate::world::Ctx;
+use crate::actors::client::Role;
+use crate::actors::ctx::Ctx;
+use crate::host::outbox::Frame;
+use crate::model::dist::{Dist, secs_to_us};
+use crate::model::net::{Ev, Owner};
+use crate::runs::driver::{Sim, client_ip, read_us};
 
 impl Sim {
     pub(crate) fn deliver(&mut self, now: Time, conn: ConnId, frames: Vec<Frame>) {

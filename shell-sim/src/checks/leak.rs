@@ -11,7 +11,7 @@
 
 use wizard_core::game::{Card, Event, Phase, Seat};
 
-use crate::seat_view::{Own, Public, is_card_code};
+use crate::checks::seat_view::{Own, Public, is_card_code};
 
 /// No seat claimed the card yet.
 const NOBODY: u8 = u8::MAX;

@@ -14,23 +14,23 @@ use wizard_core::session::LobbyId;
 use wizard_core::stats::Counters;
 use wizard_core::{Server, Time};
 
-use crate::ai::AiService;
-use crate::attack::Attacker;
-use crate::check::{Checker, Observers};
-use crate::client::{Client, Role};
-use crate::cpu::Cpu;
-use crate::dist::{Dist, fork, ms_to_us, secs_to_us};
-use crate::host::Host;
-use crate::net::{Ev, Net, Owner};
-use crate::queue::EventQueue;
-use crate::report::{FNV_OFFSET, Report};
-use crate::scenario::{Arrivals, Scenario, ScenarioError};
-use crate::world::{Ctx, TableInfo};
+use crate::actors::ai::AiService;
+use crate::actors::attack::Attacker;
+use crate::actors::client::{Client, Role};
+use crate::actors::ctx::{Ctx, TableInfo};
+use crate::checks::checker::{Checker, Observers};
+use crate::host::core_task::Host;
+use crate::model::cpu::Cpu;
+use crate::model::dist::{Dist, fork, ms_to_us, secs_to_us};
+use crate::model::net::{Ev, Net, Owner};
+use crate::model::queue::EventQueue;
+use crate::runs::report::{FNV_OFFSET, Report};
+use crate::runs::scenario::{Arrivals, Scenario, ScenarioError};
 
 /// A slow reader's socket: frames waiting to be read.
 #[derive(Debug, Default)]
 pub struct SlowSock {
-    pub frames: VecDeque<crate::outbox::Frame>,
+    pub frames: VecDeque<crate::host::outbox::Frame>,
     pub reading: bool,
 }
 
@@ -91,7 +91,7 @@ impl Sim {
     /// Builds the world of `scenario` (already resolved) for `seed`.
     pub fn new(scenario: Scenario, seed: u64) -> Result<Sim, ScenarioError> {
         let config = scenario.config()?;
-        let progress = crate::progress::bound(&scenario, &config);
+        let progress = crate::checks::progress::bound(&scenario, &config);
         let mut server = Server::new(config.clone(), Seed::from_u64(seed), Time::ZERO);
         // A durable store only when the scenario names one: the simulator's default is
         // memory (the server's is SQLite).
@@ -150,9 +150,9 @@ impl Sim {
             seed,
             scenario,
         };
-        sim.check.games = crate::games::Games::new(progress);
+        sim.check.games = crate::checks::games::Games::new(progress);
         sim.check.games.expiry =
-            crate::expiry::Expiry::new(config.session_ttl_us, progress.map(|p| p.slack_us));
+            crate::checks::expiry::Expiry::new(config.session_ttl_us, progress.map(|p| p.slack_us));
         sim.populate();
         Ok(sim)
     }
@@ -316,7 +316,7 @@ impl Sim {
                         c.accepted = c.sent.map(|m| (m, now));
                     }
                 }
-                if self.host.inbox_len() > crate::host::INBOX_CAPACITY {
+                if self.host.inbox_len() > crate::host::core_task::INBOX_CAPACITY {
                     self.report.violation(now, "inbox over its capacity".into());
                 }
             }

@@ -15,12 +15,12 @@ use wizard_core::io::{ConnId, Input, Note, Output};
 use wizard_core::session::LobbyId;
 use wizard_core::wire::{self, LobbyStatus, LobbyView, ServerMessage, peek};
 
-use crate::conn_map::ConnMap;
-use crate::expiry::Expiry;
-use crate::game_log::{GameLog, Seen, View};
-use crate::oracle::Oracle;
-use crate::progress::ProgressBound;
-use crate::report::Report;
+use crate::checks::expiry::Expiry;
+use crate::checks::game_log::{GameLog, Seen, View};
+use crate::checks::oracle::Oracle;
+use crate::checks::progress::ProgressBound;
+use crate::model::conn_map::ConnMap;
+use crate::runs::report::Report;
 
 /// How often waits are swept for the progress bound.
 const SWEEP_US: u64 = 1_000_000;
@@ -80,7 +80,7 @@ fn code_key(code: &str) -> u64 {
         b.iter()
             .fold(b.len() as u64, |k, c| (k << 8) | u64::from(*c))
     } else {
-        crate::report::fnv(crate::report::FNV_OFFSET, b) | 1 << 63
+        crate::runs::report::fnv(crate::runs::report::FNV_OFFSET, b) | 1 << 63
     }
 }
 

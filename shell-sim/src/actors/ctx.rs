@@ -1,9 +1,9 @@
 //! What the world's actors share while they act: the event queue, the network, the
 //! report, and the lobby codes hosts pass to their friends out of band.
 
-use crate::net::{Ev, Net};
-use crate::queue::EventQueue;
-use crate::report::Report;
+use crate::model::net::{Ev, Net};
+use crate::model::queue::EventQueue;
+use crate::runs::report::Report;
 
 /// A table's shared facts.
 #[derive(Clone, Debug, Default)]

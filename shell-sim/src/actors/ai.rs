@@ -22,10 +22,10 @@ use wizard_core::game::{Action, Observation};
 use wizard_core::io::{ConnId, ConnKind};
 use wizard_core::wire::{self, AiErrorCode, AiReply, AiRequest};
 
-use crate::dist::{Dist, secs_to_us};
-use crate::net::{Arrive, Ev, Owner};
-use crate::scenario::{AiFaultKind, AiSpec};
-use crate::world::Ctx;
+use crate::actors::ctx::Ctx;
+use crate::model::dist::{Dist, secs_to_us};
+use crate::model::net::{Arrive, Ev, Owner};
+use crate::runs::scenario::{AiFaultKind, AiSpec};
 
 /// A request the service holds.
 #[derive(Debug)]

@@ -9,7 +9,7 @@
 
 use wizard_core::game::{Card, Event, Phase, Placing, Seat, Suit};
 
-use crate::seat_view::{Own, Public};
+use crate::checks::seat_view::{Own, Public};
 
 /// The seat that takes a trick of `cards` (in play order) when `trump` is trump: the
 /// first Wizard; else the highest trump; else the highest card of the suit led (the

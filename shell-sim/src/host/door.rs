@@ -12,9 +12,9 @@ use wizard_core::Time;
 use wizard_core::io::ConnId;
 use wizard_core::overload::door::{Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX};
 
-use crate::host::Host;
-use crate::net::{Ev, Net, Owner};
-use crate::queue::EventQueue;
+use crate::host::core_task::Host;
+use crate::model::net::{Ev, Net, Owner};
+use crate::model::queue::EventQueue;
 
 impl Host {
     /// The door for an honest socket (a websocket upgrade): whether the upgrade may

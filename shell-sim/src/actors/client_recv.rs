@@ -11,12 +11,12 @@ use wizard_core::wire::{
     self, CloseCode, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage, peek,
 };
 
-use crate::client::{Client, Role, Stream};
-use crate::net::{Arrive, Ev};
-use crate::outbox::Frame;
-use crate::play;
-use crate::scenario::{Pace, Retry};
-use crate::world::Ctx;
+use crate::actors::client::{Client, Role, Stream};
+use crate::actors::ctx::Ctx;
+use crate::actors::play;
+use crate::host::outbox::Frame;
+use crate::model::net::{Arrive, Ev};
+use crate::runs::scenario::{Pace, Retry};
 
 impl Client {
     /// Frames arrived on `conn`.

@@ -6,7 +6,7 @@
 //! expensive burst of arrivals can no longer push the loop and the probe behind all of
 //! its work.
 //!
-//! - **The core task**: one pass of the loop (`host.rs`). It is polled first whenever
+//! - **The core task**: one pass of the loop (`core_task.rs`). It is polled first whenever
 //!   the thread yields to its driver, after [`TICKS_PER_YIELD`] ticks or when no task
 //!   is ready; after each pass the ready tasks get their ticks.
 //! - **Games** (a FIFO): the load probe's wake-up, and a frame reader's work on frames
@@ -28,7 +28,7 @@ use wizard_core::Time;
 use wizard_core::executor::{Class, READ_FRAMES_PER_YIELD, TICKS_PER_YIELD, Turns};
 use wizard_core::io::ConnId;
 
-use crate::conn_map::ConnMap;
+use crate::model::conn_map::ConnMap;
 
 /// A task of the games class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

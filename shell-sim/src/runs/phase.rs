@@ -11,21 +11,25 @@ use wizard_core::session::LobbyId;
 use wizard_core::stats::{Counts, Tally};
 use wizard_core::wire::{CloseCode, ErrorCode, LobbyStatus};
 
-use crate::client::Role;
-use crate::dist::{Dist, secs_to_us};
-use crate::net::Ev;
-use crate::report::{Report, Second};
-use crate::scenario::{Pace, Retry};
-use crate::sim::Sim;
-use crate::world::Ctx;
+use crate::actors::client::Role;
+use crate::actors::ctx::Ctx;
+use crate::model::dist::{Dist, secs_to_us};
+use crate::model::net::Ev;
+use crate::runs::driver::Sim;
+use crate::runs::report::{Report, Second};
+use crate::runs::scenario::{Pace, Retry};
 
 /// Whether an abuser's connection started `lobby`'s game.
-fn started_by_abuser(check: &crate::check::Checker, net: &crate::net::Net, lobby: LobbyId) -> bool {
+fn started_by_abuser(
+    check: &crate::checks::checker::Checker,
+    net: &crate::model::net::Net,
+    lobby: LobbyId,
+) -> bool {
     check
         .started_by
         .get(&lobby)
         .and_then(|c| net.owner.get(c))
-        .is_some_and(|o| matches!(o, crate::net::Owner::Attacker(_)))
+        .is_some_and(|o| matches!(o, crate::model::net::Owner::Attacker(_)))
 }
 
 fn delta(now: u64, before: u64) -> u64 {
@@ -137,7 +141,7 @@ impl Sim {
             c.slow_read_bytes_per_s = None;
         }
         // Frames a slow reader still held are read at once now.
-        let held: Vec<(ConnId, Vec<crate::outbox::Frame>)> = self
+        let held: Vec<(ConnId, Vec<crate::host::outbox::Frame>)> = self
             .slow
             .iter_mut()
             .map(|(conn, s)| (*conn, s.frames.drain(..).collect()))
@@ -152,9 +156,9 @@ impl Sim {
         self.heal_snapshot
             .retain(|lobby, _| self.check.running.contains_key(lobby));
         let id = self.clients.len();
-        let rng = crate::dist::fork(self.seed, 999);
+        let rng = crate::model::dist::fork(self.seed, 999);
         let ip = std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 250, 0, 1));
-        let mut prober = crate::client::Client::new(id, Role::Prober, ip, rng, now);
+        let mut prober = crate::actors::client::Client::new(id, Role::Prober, ip, rng, now);
         prober.retry = Retry::Backoff;
         self.clients.push(prober);
         self.q.push(

@@ -12,11 +12,11 @@ use wizard_core::game::Observation;
 use wizard_core::io::{ConnId, ConnKind};
 use wizard_core::wire::{self, ClientMessage, LobbyStatus};
 
-use crate::dist::Dist;
-use crate::net::{Arrive, Ev, Owner};
-use crate::play::{self, SentMove};
-use crate::scenario::{Pace, Retry};
-use crate::world::Ctx;
+use crate::actors::ctx::Ctx;
+use crate::actors::play::{self, SentMove};
+use crate::model::dist::Dist;
+use crate::model::net::{Arrive, Ev, Owner};
+use crate::runs::scenario::{Pace, Retry};
 
 /// How long a player waits for any sign of its move before making it again.
 pub const RECLICK_US: u64 = 3_000_000;

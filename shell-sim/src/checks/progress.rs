@@ -8,7 +8,7 @@ use wizard_core::config::Config;
 use wizard_core::game::types::PLAYERS_MAX;
 use wizard_core::timers::WAKE_GRID_US;
 
-use crate::scenario::Scenario;
+use crate::runs::scenario::Scenario;
 
 /// The two parts of the bound: the game's own wait for a seat the server plays, and
 /// the time the server thread may need to get to the move once it is due.

@@ -8,11 +8,11 @@ use wizard_core::Time;
 use wizard_core::game::{Event, Phase, Seat};
 use wizard_core::wire::{GameView, LobbyStatus, LobbyView};
 
-use crate::leak::{self, Owners};
-use crate::oracle::Oracle;
-use crate::progress::ProgressBound;
-use crate::report::{FNV_OFFSET, fnv};
-use crate::seat_view::{self, Own, Public as PublicPart};
+use crate::checks::leak::{self, Owners};
+use crate::checks::oracle::Oracle;
+use crate::checks::progress::ProgressBound;
+use crate::checks::seat_view::{self, Own, Public as PublicPart};
+use crate::runs::report::{FNV_OFFSET, fnv};
 
 /// One game's log and what the checkers derive from it.
 #[derive(Debug)]

@@ -7,7 +7,7 @@ use wizard_core::Time;
 use wizard_core::overload::level::LoadSample;
 use wizard_core::overload::probe::{self, CpuReading};
 
-use crate::cpu::CpuStat;
+use crate::model::cpu::CpuStat;
 
 fn reading(stat: CpuStat) -> CpuReading {
     CpuReading {

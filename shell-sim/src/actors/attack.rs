@@ -13,10 +13,10 @@ use wizard_core::Time;
 use wizard_core::io::{ConnId, ConnKind};
 use wizard_core::wire::{self, ClientMessage};
 
-use crate::conn_map::ConnMap;
-use crate::net::{Arrive, Ev, Owner};
-use crate::scenario::{Attack, AttackKind};
-use crate::world::Ctx;
+use crate::actors::ctx::Ctx;
+use crate::model::conn_map::ConnMap;
+use crate::model::net::{Arrive, Ev, Owner};
+use crate::runs::scenario::{Attack, AttackKind};
 
 /// One attack group and its open connections.
 #[derive(Debug)]
@@ -133,14 +133,14 @@ impl Attacker {
         }
         self.conns.insert(conn, (ip, ready.plus_us(1)));
         if self.spec.kind == AttackKind::Storm {
-            let hold = crate::dist::ms_to_us(self.spec.hold_ms.max(1.0));
+            let hold = crate::model::dist::ms_to_us(self.spec.hold_ms.max(1.0));
             cx.q.push(now.plus_us(hold), Ev::StormRelease { conn });
         }
     }
 
     /// The group's next step; reschedules itself until `to_s` or [`Attacker::stop`].
     pub fn tick(&mut self, cx: &mut Ctx<'_>, now: Time) {
-        let to = Time(crate::dist::secs_to_us(self.spec.to_s));
+        let to = Time(crate::model::dist::secs_to_us(self.spec.to_s));
         if self.stopped || now >= to {
             self.stop(cx, now);
             return;
@@ -228,11 +228,11 @@ impl Attacker {
             }
             let n = self.frames.get(&conn).copied().unwrap_or(0);
             self.frames.insert(conn, n + 1);
-            let mask = crate::frames::mask_for(conn, n);
+            let mask = crate::host::frames::mask_for(conn, n);
             let bytes = if n == 0 {
-                crate::frames::open_message(mask)
+                crate::host::frames::open_message(mask)
             } else {
-                crate::frames::empty_continuation(mask)
+                crate::host::frames::empty_continuation(mask)
             };
             cx.net.to_server(cx.q, now, conn, Arrive::Raw(bytes));
         }
@@ -246,9 +246,9 @@ impl Attacker {
                 continue;
             }
             self.frames.insert(conn, 1);
-            let mask = crate::frames::mask_for(conn, 0);
+            let mask = crate::host::frames::mask_for(conn, 0);
             let payload = vec![b' '; self.message_bytes_max + 1];
-            let bytes = crate::frames::client_frame(true, 1, &payload, mask);
+            let bytes = crate::host::frames::client_frame(true, 1, &payload, mask);
             cx.net.to_server(cx.q, now, conn, Arrive::Raw(bytes));
         }
     }

@@ -9,10 +9,10 @@ use wizard_core::Time;
 use wizard_core::io::{ConnId, ConnKind};
 use wizard_core::wire::CloseCode;
 
-use crate::conn_map::ConnMap;
-use crate::dist::Dist;
-use crate::outbox::Frame;
-use crate::queue::EventQueue;
+use crate::host::outbox::Frame;
+use crate::model::conn_map::ConnMap;
+use crate::model::dist::Dist;
+use crate::model::queue::EventQueue;
 
 /// Who holds the client end of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

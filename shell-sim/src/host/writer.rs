@@ -12,11 +12,11 @@ use wizard_core::io::{ConnId, Delivery, Input, Note, Output, Router};
 use wizard_core::reply_wait::ReplyWait;
 use wizard_core::wire::CloseCode;
 
-use crate::conn_map::ConnMap;
-use crate::host::Host;
-use crate::net::{Arrive, Ev, Net};
-use crate::outbox::Outbox;
-use crate::queue::EventQueue;
+use crate::host::core_task::Host;
+use crate::host::outbox::Outbox;
+use crate::model::conn_map::ConnMap;
+use crate::model::net::{Arrive, Ev, Net};
+use crate::model::queue::EventQueue;
 
 /// Routed outputs into the outboxes, at `at` (when the batch's CPU time is spent).
 struct Outboxes<'a> {

@@ -16,14 +16,14 @@ use wizard_core::wire::ClientMessage;
 use wizard_core::ws::FrameReader;
 use wizard_core::{Server, Time, timers};
 
-use crate::conn_map::ConnMap;
-use crate::cost::{CostModel, Sent, WorkKind};
-use crate::cpu::Cpu;
-use crate::executor::{Executor, Turn};
-use crate::net::{Arrive, Ev, Net};
-use crate::outbox::Outbox;
-use crate::probe::Probe;
-use crate::queue::EventQueue;
+use crate::host::executor::{Executor, Turn};
+use crate::host::outbox::Outbox;
+use crate::host::probe::Probe;
+use crate::model::conn_map::ConnMap;
+use crate::model::cost::{CostModel, Sent, WorkKind};
+use crate::model::cpu::Cpu;
+use crate::model::net::{Arrive, Ev, Net};
+use crate::model::queue::EventQueue;
 
 pub use wizard_core::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
 

@@ -9,9 +9,9 @@ use wizard_core::Time;
 use wizard_core::io::{ConnId, Input};
 use wizard_core::ws::{FrameReader, Read, opcode};
 
-use crate::host::Host;
-use crate::net::Ev;
-use crate::queue::EventQueue;
+use crate::host::core_task::Host;
+use crate::model::net::Ev;
+use crate::model::queue::EventQueue;
 
 /// A masked client frame: `fin`, `op`, `payload`, masked with `mask` (the core's
 /// client encoder).
