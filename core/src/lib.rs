@@ -61,33 +61,17 @@
 //!   [`time`], [`rng`], [`timers`], [`stats`].
 //! - [`ws`]: the websocket frame layer (decoder, encoder, per-frame budget).
 
-pub mod ai_bridge;
-pub mod audience;
-pub mod batch;
-pub mod config;
-pub mod executor;
-pub mod game;
-pub mod io;
-pub mod keepalive;
-pub mod lobby;
-pub mod names;
-pub mod outqueue;
-pub mod overload;
-pub mod records;
-pub mod removed;
-pub mod reply_wait;
-pub mod rng;
-mod serde_str;
-pub mod server;
-pub mod session;
-pub mod shard;
-pub mod stats;
-pub mod time;
-pub mod timers;
-pub mod turns;
-pub mod upgrade;
-pub mod wire;
-pub mod ws;
+pub mod machine;
+pub mod shell;
+pub mod vocabulary;
+
+// The old flat paths, for one commit, so that nothing else changes with the move.
+pub use machine::{
+    ai_bridge, audience, lobby, overload, records, removed, server, session, timers, turns,
+};
+pub use shell::{batch, executor, keepalive, outqueue, reply_wait, upgrade, ws};
+pub(crate) use vocabulary::serde_str;
+pub use vocabulary::{config, game, io, names, rng, shard, stats, time, wire};
 
 pub use server::Server;
 

@@ -12,9 +12,9 @@ use wizard_core::rng::Seed;
 use wizard_core::wire::{self, ClientMessage, GameView, LobbyStatus, LobbyView, ServerMessage};
 use wizard_core::{Server, Time};
 use wizard_sim::Report;
-use wizard_sim::game_log::Seen;
-use wizard_sim::games::Games;
-use wizard_sim::progress::ProgressBound;
+use wizard_sim::checks::game_log::Seen;
+use wizard_sim::checks::games::Games;
+use wizard_sim::checks::progress::ProgressBound;
 
 /// One step of a recorded game: an input the core handled, or one of its outputs.
 #[derive(Clone, Debug)]

@@ -64,7 +64,7 @@ fn every_route_of_the_server_is_covered() {
         let pattern = spec.pattern.to_string();
         assert!(
             expectation(&pattern).is_some(),
-            "the server serves {pattern} (core/src/upgrade.rs ROUTES), but the proxy test \
+            "the server serves {pattern} (core/src/shell/upgrade.rs ROUTES), but the proxy test \
              does not say what it answers through deploy/Caddyfile: pass it in the \
              Caddyfile (or refuse it there) and add it to THROUGH_PROXY in {}",
             file!()
