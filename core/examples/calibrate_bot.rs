@@ -16,10 +16,10 @@ use std::fmt::Write as _;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::bot::{
+use wizard_core::vocabulary::game::bot::{
     self, BidTable, CARD_CLASSES, HAND_BUCKETS, PLAYER_COUNTS, Params, card_class, hand_bucket,
 };
-use wizard_core::game::{Card, Event, Game, Options, Phase, Suit};
+use wizard_core::vocabulary::game::{Card, Event, Game, Options, Phase, Suit};
 
 /// Pseudo-observations of the previous table added to each cell.
 const PRIOR_WEIGHT: f64 = 30.0;

@@ -27,7 +27,8 @@
 //! A shell's loop, in outline:
 //!
 //! ```
-//! use wizard_core::{Server, Time, config::Config, io::{Input, Output}, rng::Seed};
+//! use wizard_core::vocabulary::{config::Config, io::{Input, Output}, rng::Seed};
+//! use wizard_core::{Server, Time};
 //!
 //! let mut server = Server::new(Config::default(), Seed::from_u64(7), Time::ZERO);
 //! let mut out = Vec::new();
@@ -65,16 +66,8 @@ pub mod machine;
 pub mod shell;
 pub mod vocabulary;
 
-// The old flat paths, for one commit, so that nothing else changes with the move.
-pub use machine::{
-    ai_bridge, audience, lobby, overload, records, removed, server, session, timers, turns,
-};
-pub use shell::{batch, executor, keepalive, outqueue, reply_wait, upgrade, ws};
-pub(crate) use vocabulary::serde_str;
-pub use vocabulary::{config, game, io, names, rng, shard, stats, time, wire};
-
-pub use server::Server;
+pub use machine::server::Server;
 
 /// This build's version (the workspace's), as `/health` and `--version` show it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub use time::Time;
+pub use vocabulary::time::Time;

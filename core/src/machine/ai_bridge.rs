@@ -12,12 +12,12 @@ use std::ops::Bound;
 
 use rand_chacha::ChaCha12Rng;
 
-use crate::game::{Action, Seat};
-use crate::io::{ConnId, DecidedBy, FallbackReason};
-use crate::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
-use crate::session::LobbyId;
-use crate::time::Time;
-use crate::wire::{AiErrorCode, AiReply};
+use crate::machine::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
+use crate::machine::session::LobbyId;
+use crate::vocabulary::game::{Action, Seat};
+use crate::vocabulary::io::{ConnId, DecidedBy, FallbackReason};
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::{AiErrorCode, AiReply};
 
 /// Most AI service connections at once (a deployment runs one or a few services).
 pub const AI_CONNECTIONS_MAX: usize = 16;
@@ -33,7 +33,7 @@ pub struct Pending {
     pub game_no: u64,
     pub seat: Seat,
     pub deadline: Time,
-    /// When it was asked, for the round trip ([`crate::io::Note::AiAnswered`]).
+    /// When it was asked, for the round trip ([`crate::vocabulary::io::Note::AiAnswered`]).
     pub sent: Time,
     pub probe: bool,
 }

@@ -12,10 +12,10 @@
 
 use std::collections::VecDeque;
 
-use crate::session::SessionId;
+use crate::machine::session::SessionId;
 
 /// Longest chat line, in characters (not bytes) after cleaning
-/// ([`crate::names::clean_text`]).
+/// ([`crate::vocabulary::names::clean_text`]).
 pub const CHAT_CHARS_MAX: usize = 200;
 /// Lines of chat a lobby keeps and sends to whoever joins or spectates.
 pub const CHAT_HISTORY_LINES_MAX: usize = 50;
@@ -36,7 +36,7 @@ pub struct Audience {
     history: VecDeque<String>,
     /// `CHAT_LOBBY_RATE`: the spectators' chat lines of this lobby, made at its first
     /// spectator's line.
-    pub spectator_chat: Option<crate::overload::limiter::TokenBucket>,
+    pub spectator_chat: Option<crate::vocabulary::limiter::TokenBucket>,
 }
 
 impl Audience {

@@ -15,22 +15,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
-use crate::game::types::{PLAYERS_MAX, PLAYERS_MIN};
-use crate::game::{Action, ActionError, AiLevel, Event, Game, Options, Phase, Seat};
-use crate::overload::limiter::IpKey;
-use crate::rng;
-use crate::server::LobbyViewCache;
-use crate::session::{LobbyId, SessionId};
-use crate::shard::ShardId;
-use crate::time::Time;
-use crate::turns::{AI_MOVE_SPREAD_US_MAX, Decider, TurnBook};
-use crate::wire::{ErrorCode, LobbyStatus};
+use crate::machine::server::LobbyViewCache;
+use crate::machine::session::{LobbyId, SessionId};
+use crate::machine::turns::{AI_MOVE_SPREAD_US_MAX, Decider, TurnBook};
+use crate::vocabulary::game::types::{PLAYERS_MAX, PLAYERS_MIN};
+use crate::vocabulary::game::{Action, ActionError, AiLevel, Event, Game, Options, Phase, Seat};
+use crate::vocabulary::limiter::IpKey;
+use crate::vocabulary::rng;
+use crate::vocabulary::shard::ShardId;
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::{ErrorCode, LobbyStatus};
 
 /// Characters of lobby codes (no 0/O/1/I).
 pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 /// Length of a lobby code.
 pub const CODE_CHARS: usize = 6;
-pub use crate::names::NAME_CHARS_MAX;
+pub use crate::vocabulary::names::NAME_CHARS_MAX;
 /// Names of AI seats, in the order they are used.
 pub const AI_NAMES: [&str; 12] = [
     "Merlin",
@@ -307,10 +307,10 @@ impl Lobby {
     }
 
     /// `wanted`, or `wanted (2)`, `wanted (3)`... when a seat's name or one of
-    /// `watching` (the lobby's spectators) looks the same ([`crate::names::unique`]).
+    /// `watching` (the lobby's spectators) looks the same ([`crate::vocabulary::names::unique`]).
     fn unique_name(&self, watching: &[String], wanted: &str) -> String {
         let seats = self.seats.iter().map(|s| s.name.as_str());
-        crate::names::unique(seats.chain(watching.iter().map(String::as_str)), wanted)
+        crate::vocabulary::names::unique(seats.chain(watching.iter().map(String::as_str)), wanted)
     }
 }
 
@@ -347,9 +347,9 @@ impl LobbyError {
     }
 }
 
-/// Cleans and checks a player name ([`crate::names::clean`]).
+/// Cleans and checks a player name ([`crate::vocabulary::names::clean`]).
 pub fn clean_name(raw: &str) -> Result<String, LobbyError> {
-    crate::names::clean(raw).map_err(|e| LobbyError::Invalid(e.name_message()))
+    crate::vocabulary::names::clean(raw).map_err(|e| LobbyError::Invalid(e.name_message()))
 }
 
 /// What one address is charged for.
@@ -414,7 +414,7 @@ impl LobbyManager {
     /// a move the rules refuse) is the store's fault.
     pub fn restore(
         &mut self,
-        record: &crate::records::LobbyRecord,
+        record: &crate::machine::records::LobbyRecord,
         moves: &[(Seat, Action)],
     ) -> Result<(), String> {
         let id = record.lobby;

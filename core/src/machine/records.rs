@@ -23,10 +23,10 @@ use serde::{Deserialize, Serialize};
 mod compact_move;
 pub mod liveness;
 
-use crate::game::{Action, AiLevel, Options, Seat};
-use crate::io::MoveSource;
-use crate::session::{LobbyId, SessionId};
-use crate::wire::LobbyStatus;
+use crate::machine::session::{LobbyId, SessionId};
+use crate::vocabulary::game::{Action, AiLevel, Options, Seat};
+use crate::vocabulary::io::MoveSource;
+use crate::vocabulary::wire::LobbyStatus;
 
 /// How [`Record::encode`]'s text of a record other than a move begins.
 const CURRENT_PREFIX: &str = "{\"v\":2,";
@@ -182,7 +182,7 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
     use rand::SeedableRng;
     use sha2::Digest as _;
 
-    use crate::game::{Game, bot};
+    use crate::vocabulary::game::{Game, bot};
     let mut records = Vec::new();
     let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
     for g in 0..games {

@@ -8,8 +8,8 @@
 
 use std::collections::VecDeque;
 
-use crate::overload::limiter::IpKey;
-use crate::time::Time;
+use crate::vocabulary::limiter::IpKey;
+use crate::vocabulary::time::Time;
 
 /// One player a lobby's host removed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -23,27 +23,29 @@ use std::net::IpAddr;
 
 use rand_chacha::ChaCha12Rng;
 
-use crate::ai_bridge::AiBridge;
-use crate::audience::Audience;
-use crate::config::Config;
-use crate::io::{
+use crate::machine::ai_bridge::AiBridge;
+use crate::machine::audience::Audience;
+use crate::machine::lobby::LobbyManager;
+use crate::machine::overload::LoadLevel;
+use crate::machine::overload::breaker::{BreakerConfig, BreakerState};
+use crate::machine::overload::connections::ConnectionLimiter;
+use crate::machine::overload::level::{LoadLevels, LoadSample, LoadThresholds};
+use crate::machine::records::{LobbyRecord, Record};
+use crate::machine::removed::Removed;
+use crate::machine::session::{LobbyId, SessionId, SessionRegistry};
+use crate::machine::timers::Timers;
+use crate::vocabulary::config::Config;
+use crate::vocabulary::io::{
     BadFrame, ConnId, ConnKind, Delivery, Input, Note, Output, RefuseReason, WakeReason,
 };
-use crate::lobby::LobbyManager;
-use crate::overload::LoadLevel;
-use crate::overload::breaker::{BreakerConfig, BreakerState};
-use crate::overload::connections::ConnectionLimiter;
-use crate::overload::level::{LoadLevels, LoadSample, LoadThresholds};
-use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
-use crate::records::{LobbyRecord, Record};
-use crate::removed::Removed;
-use crate::rng::{self, Purpose, Seed};
-use crate::session::{LobbyId, SessionId, SessionRegistry};
-use crate::shard::ShardId;
-use crate::stats::{Counters, Gauges};
-use crate::time::Time;
-use crate::timers::Timers;
-use crate::wire::{self, AiHealth, CloseCode, DecodeError, ErrorCode, Health, ServerMessage};
+use crate::vocabulary::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
+use crate::vocabulary::rng::{self, Purpose, Seed};
+use crate::vocabulary::shard::ShardId;
+use crate::vocabulary::stats::{Counters, Gauges};
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::{
+    self, AiHealth, CloseCode, DecodeError, ErrorCode, Health, ServerMessage,
+};
 
 /// How often idle per-IP buckets are swept.
 const SWEEP_INTERVAL_US: u64 = 30_000_000;
@@ -448,7 +450,7 @@ impl Server {
     /// The `retry_after_ms` of a `busy` now: for a refusal of new games while
     /// overloaded (`load_bound`), the least time the load level needs to recover
     /// (`LOAD_RECOVER_SAMPLES` calmer samples); otherwise the floor of
-    /// [`crate::overload::retry::BUSY_RETRY_MIN_US`]; spread at random.
+    /// [`crate::machine::overload::retry::BUSY_RETRY_MIN_US`]; spread at random.
     pub(crate) fn busy_retry_after_ms(&mut self, load_bound: bool) -> u64 {
         let wait_us = if load_bound && self.levels.level() == LoadLevel::Overloaded {
             u64::from(self.config.load_recover_samples)
@@ -456,7 +458,7 @@ impl Server {
         } else {
             0
         };
-        crate::overload::retry::busy_retry_after_ms(wait_us, &mut self.retry_rng)
+        crate::machine::overload::retry::busy_retry_after_ms(wait_us, &mut self.retry_rng)
     }
 
     fn send_error(

@@ -21,11 +21,11 @@ use rand_chacha::ChaCha12Rng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::io::ConnId;
-use crate::overload::limiter::TokenBucket;
-use crate::rng::{self, TOKEN_BYTES, TOKEN_CHARS, TokenBytes};
-use crate::shard::{SHARDED_TOKEN_CHARS, ShardId};
-use crate::time::Time;
+use crate::vocabulary::io::ConnId;
+use crate::vocabulary::limiter::TokenBucket;
+use crate::vocabulary::rng::{self, TOKEN_BYTES, TOKEN_CHARS, TokenBytes};
+use crate::vocabulary::shard::{SHARDED_TOKEN_CHARS, ShardId};
+use crate::vocabulary::time::Time;
 
 /// A session, numbered by the registry; never reused. Stored and printed as its bare
 /// number.

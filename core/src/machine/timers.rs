@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::time::Time;
+use crate::vocabulary::time::Time;
 
 /// The grid, in microseconds since the server's start, on which the shells wake for
 /// the core's deadlines: deadlines that fall close together (the delayed moves of many

@@ -8,15 +8,15 @@
 
 use std::collections::BTreeMap;
 
-use crate::game::{Action, Seat};
-use crate::time::Time;
-use crate::timers::WAKE_GRID_US;
+use crate::machine::timers::WAKE_GRID_US;
+use crate::vocabulary::game::{Action, Seat};
+use crate::vocabulary::time::Time;
 
 /// A delayed AI move waits a further 0 to this many microseconds, drawn for each turn
 /// from the game's seed (two steps of the wake grid).
 ///
 /// Without it, games stay in step: the shells wake for deadlines on the grid
-/// ([`crate::timers::wake_at`]), so the AI moves of games that fall due in the same step
+/// ([`crate::machine::timers::wake_at`]), so the AI moves of games that fall due in the same step
 /// are applied together, the next turns of those games start together, and with the
 /// same delays they fall due together again; every step in which the groups meet merges
 /// them further. After a minute of 1000 paced games a tenth of the steps carried 9 or
@@ -33,7 +33,7 @@ pub enum Decider {
     /// The AI service's answer.
     Ai,
     /// The fallback player (with the reason, for logs and metrics).
-    Fallback(crate::io::FallbackReason),
+    Fallback(crate::vocabulary::io::FallbackReason),
 }
 
 /// Where one awaited seat's turn stands.

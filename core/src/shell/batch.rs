@@ -2,7 +2,7 @@
 //!
 //! After a wake-up a shell's core loop handles every input already queued, up to
 //! [`BATCH_INPUTS_MAX`], all at one `now`; then, if a deadline is due, one
-//! [`crate::io::Input::Timeout`]; only then does it route the outputs, so a burst of
+//! [`crate::vocabulary::io::Input::Timeout`]; only then does it route the outputs, so a burst of
 //! moves costs one wake-up and each connection's writer is woken once per batch. The
 //! queue in front of the loop holds at most [`INBOX_CAPACITY`] inputs; a reader whose
 //! input finds it full waits (backpressure on the readers, not unbounded memory).

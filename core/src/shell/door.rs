@@ -44,7 +44,7 @@
 //!   A full lane evicts its oldest waiting socket, in the order above.
 //! - A socket from a `TRUSTED_PROXIES` address is not charged to any address at accept
 //!   time (the proxy carries many clients); once its head is read the shell passes the
-//!   forwarded client address ([`crate::upgrade::client_ip`]) and that address's share
+//!   forwarded client address ([`crate::shell::upgrade::client_ip`]) and that address's share
 //!   is checked and charged instead.
 //!
 //! Time only orders sockets by age (ties broken by socket id); the door has no clock and
@@ -54,10 +54,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 
-use crate::config::IpCidr;
-use crate::overload::connections::TcpCaps;
-use crate::overload::limiter::{IpKey, KeyedRateLimiter, Rate};
-use crate::time::Time;
+use crate::machine::overload::connections::TcpCaps;
+use crate::vocabulary::config::IpCidr;
+use crate::vocabulary::limiter::{IpKey, KeyedRateLimiter, Rate};
+use crate::vocabulary::time::Time;
 
 /// How long an address stays marked after one of its sockets was evicted while silent:
 /// its new sockets are evicted before unmarked ones.
@@ -226,14 +226,14 @@ impl Door {
     /// The door for `config`: [`TcpCaps::for_conns_max`], `MAX_SOCKETS_PER_IP`,
     /// `TRUSTED_PROXIES`, `SOCKET_RATE` and `SOCKET_BURST` (in an `IP_TABLE_MAX` table),
     /// and the marks in another `IP_TABLE_MAX` table.
-    pub fn for_config(config: &crate::config::Config) -> Door {
+    pub fn for_config(config: &crate::vocabulary::config::Config) -> Door {
         Door::new(
             TcpCaps::for_conns_max(config.conns_max),
             config.sockets_per_ip_max,
             config.trusted_proxies.clone(),
         )
         .with_socket_rate(
-            crate::server::rate_from(config.socket_rate_per_sec, 1_000_000),
+            crate::machine::server::rate_from(config.socket_rate_per_sec, 1_000_000),
             u64::from(config.socket_burst.max(1)),
             config.ip_table_entries_max,
         )

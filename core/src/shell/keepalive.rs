@@ -17,8 +17,8 @@
 //!   peer is heard (moving a timer costs a reactor notification): a look that finds the
 //!   peer heard meanwhile finds nothing due and sets the next.
 
-use crate::config::ShellConfig;
-use crate::time::Time;
+use crate::vocabulary::config::ShellConfig;
+use crate::vocabulary::time::Time;
 
 /// The most a keepalive look is put off to share a wake-up with other connections':
 /// at most 4 wake-ups a second for every connection's looks, and the pings of many

@@ -1,6 +1,6 @@
 //! A connection's outbound queue, time-free: the one rule both shells queue frames by.
 //!
-//! Each frame comes with its [`Delivery`] ([`crate::io::Output::Send`]):
+//! Each frame comes with its [`Delivery`] ([`crate::vocabulary::io::Output::Send`]):
 //! - `Newest`, a full `state` without events, replaces the `Newest` one queued before
 //!   it, since only the newest view matters;
 //! - `Chat`, a table chat line, gives way: beyond `chat_messages_max` queued chat
@@ -23,8 +23,8 @@
 
 use std::collections::VecDeque;
 
-pub use crate::io::Delivery;
-use crate::wire::{self, CloseCode, ServerMessage};
+pub use crate::vocabulary::io::Delivery;
+use crate::vocabulary::wire::{self, CloseCode, ServerMessage};
 
 /// A queued frame, with whatever the shell keeps beside it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,8 +7,8 @@
 
 use std::fmt;
 
-use crate::overload::LoadLevel;
-use crate::stats::Gauges;
+use crate::machine::overload::LoadLevel;
+use crate::vocabulary::stats::Gauges;
 
 /// Why the server does not accept new games.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

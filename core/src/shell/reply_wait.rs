@@ -4,7 +4,7 @@
 //! An AI seat's request goes out when its turn starts, but its move is applied no
 //! earlier than `AI_MOVE_DELAY` later (or the end of a trick's `TRICK_PAUSE`, and never
 //! after the request's deadline): that instant is the request's `needed_at`
-//! ([`crate::io::Output::AiRequest`]). An answer that comes sooner, as nearly all do,
+//! ([`crate::vocabulary::io::Output::AiRequest`]). An answer that comes sooner, as nearly all do,
 //! waits in the link's queue and is read at the core's next pass, which comes by
 //! `needed_at` at the latest, because the shell looks at the link then
 //! ([`ReplyWait::next_look`]). Only while some answer is needed already (no delay, or
@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::time::Time;
+use crate::vocabulary::time::Time;
 
 /// Requests remembered at most (the bridge's `AI_MAX_INFLIGHT` bounds them first).
 pub const REPLY_WAITS_MAX: usize = 1 << 16;

@@ -28,10 +28,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::config::Config;
-use crate::io::ConnKind;
-use crate::rng::constant_time_eq;
-use crate::shard::ShardId;
+use crate::vocabulary::config::Config;
+use crate::vocabulary::io::ConnKind;
+use crate::vocabulary::rng::constant_time_eq;
+use crate::vocabulary::shard::ShardId;
 
 /// Where a request goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub enum Route<'a> {
 
 impl Route<'_> {
     /// Whether this route may be served from a reserve slot (see
-    /// [`crate::overload::door`]): the probes an orchestrator needs.
+    /// [`crate::shell::door`]): the probes an orchestrator needs.
     pub fn is_probe(&self) -> bool {
         matches!(self, Route::Health | Route::Metrics | Route::Ready)
     }

@@ -4,7 +4,7 @@
 //! - [`decode`]: an incremental decoder of client frames. It is fed byte slices as they
 //!   arrive, checks everything RFC 6455 asks of a server (masking, reserved bits,
 //!   opcodes, control frames, fragmentation, lengths, UTF-8, close codes) and reports a
-//!   violation as the [`BadFrame`](crate::io::BadFrame) whose close code the core sends.
+//!   violation as the [`BadFrame`](crate::vocabulary::io::BadFrame) whose close code the core sends.
 //!   Its memory is a fixed header and control buffer plus the message being assembled
 //!   (at most `MAX_MESSAGE_BYTES`).
 //! - [`encode`]: server frames (unmasked): text, ping, pong, close.
@@ -12,7 +12,7 @@
 //!   message (pings, pongs, fragments after a message's first), and [`FrameReader`],
 //!   the decoder and the budget together: the one rule both shells use.
 //!
-//! What it deliberately is not: an HTTP upgrade handler (see [`crate::upgrade`]) or a
+//! What it deliberately is not: an HTTP upgrade handler (see [`crate::shell::upgrade`]) or a
 //! client-side codec (clients use tungstenite).
 
 pub mod budget;

@@ -18,9 +18,9 @@ mod shell;
 
 use std::fmt;
 
-use crate::overload::LoadLevel;
-use crate::shard::ShardId;
-use crate::time::US_PER_SEC;
+use crate::machine::overload::LoadLevel;
+use crate::vocabulary::shard::ShardId;
+use crate::vocabulary::time::US_PER_SEC;
 
 use raw::Raw;
 

@@ -4,11 +4,13 @@
 
 use std::net::IpAddr;
 
-use crate::overload::LoadLevel;
-use crate::overload::level::LoadSample;
-use crate::session::LobbyId;
-use crate::time::Time;
-use crate::wire::{AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode};
+use crate::machine::overload::LoadLevel;
+use crate::machine::overload::level::LoadSample;
+use crate::machine::session::LobbyId;
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::{
+    AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode,
+};
 
 /// A connection, numbered by the shell; never reused within one server's life.
 /// Printed as its bare number.
@@ -55,9 +57,9 @@ pub enum BadFrame {
     /// A binary frame (the protocol is JSON text only).
     Binary,
     /// A message larger than `MAX_MESSAGE_BYTES`, or in more than
-    /// [`crate::ws::MESSAGE_FRAGMENTS_MAX`] frames.
+    /// [`crate::shell::ws::MESSAGE_FRAGMENTS_MAX`] frames.
     TooLarge,
-    // The frame layer (`crate::ws`):
+    // The frame layer (`crate::shell::ws`):
     /// An RFC 6455 violation: unmasked, reserved bits, unknown opcode, a fragmented or
     /// oversized control frame, a continuation out of place, an invalid close code
     /// (closed with 1002).
@@ -72,13 +74,13 @@ pub enum BadFrame {
 #[derive(Clone, Debug)]
 pub enum Input {
     /// A websocket was upgraded. `ip` is the client address after the trusted-proxy
-    /// rule (see [`crate::upgrade`]).
+    /// rule (see [`crate::shell::upgrade`]).
     Opened {
         conn: ConnId,
         kind: ConnKind,
         ip: IpAddr,
     },
-    /// A player's text frame, decoded by the shell with [`crate::wire::decode_client`].
+    /// A player's text frame, decoded by the shell with [`crate::vocabulary::wire::decode_client`].
     Message {
         conn: ConnId,
         message: ClientMessage,
@@ -87,10 +89,10 @@ pub enum Input {
     Undecodable { conn: ConnId, error: DecodeError },
     /// A frame the protocol does not allow.
     BadFrame { conn: ConnId, frame: BadFrame },
-    /// A text frame from the AI service, decoded with [`crate::wire::decode_ai_reply`];
-    /// `request_id` is what [`crate::wire::peek_request_id`] found when decoding failed.
+    /// A text frame from the AI service, decoded with [`crate::vocabulary::wire::decode_ai_reply`];
+    /// `request_id` is what [`crate::vocabulary::wire::peek_request_id`] found when decoding failed.
     /// `arrived` is when the answer came, if before the pass that reads it (an
-    /// in-process answer read when needed, [`crate::reply_wait`]): the round trip ends
+    /// in-process answer read when needed, [`crate::shell::reply_wait`]): the round trip ends
     /// there.
     AiMessage {
         conn: ConnId,
@@ -146,15 +148,15 @@ impl Input {
     /// core can still answer the request it belonged to.
     pub fn from_text(conn: ConnId, kind: ConnKind, text: &str) -> Input {
         match kind {
-            ConnKind::Player => match crate::wire::decode_client(text) {
+            ConnKind::Player => match crate::vocabulary::wire::decode_client(text) {
                 Ok(message) => Input::Message { conn, message },
                 Err(error) => Input::Undecodable { conn, error },
             },
             ConnKind::Ai | ConnKind::AiInProcess => {
-                let reply = crate::wire::decode_ai_reply(text);
+                let reply = crate::vocabulary::wire::decode_ai_reply(text);
                 let request_id = match reply {
                     Ok(_) => None,
-                    Err(_) => crate::wire::peek_request_id(text),
+                    Err(_) => crate::vocabulary::wire::peek_request_id(text),
                 };
                 Input::AiMessage {
                     conn,
@@ -167,7 +169,7 @@ impl Input {
     }
 }
 
-/// How a slow reader's outbound queue may treat a frame ([`crate::outqueue`]).
+/// How a slow reader's outbound queue may treat a frame ([`crate::shell::outqueue`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Delivery {
     /// Delivered once, in order: everything but the two kinds below.
@@ -197,7 +199,7 @@ pub enum Output {
     /// (Boxed: an observation is large, and every other output would pay for it.)
     /// `needed_at` is the earliest instant the core can use the answer (the move's
     /// `AI_MOVE_DELAY` or `TRICK_PAUSE`, at most the request's deadline): an answer that
-    /// comes sooner need not wake the core ([`crate::reply_wait`]).
+    /// comes sooner need not wake the core ([`crate::shell::reply_wait`]).
     AiRequest {
         conn: ConnId,
         request: Box<AiRequest>,
@@ -220,7 +222,7 @@ pub trait Router {
         let _ = needed_at;
         self.send(
             conn,
-            crate::wire::encode_ai_request(&request),
+            crate::vocabulary::wire::encode_ai_request(&request),
             Delivery::Every,
         );
     }
@@ -310,7 +312,7 @@ impl FallbackReason {
 /// Why the core refused a connection or cut it off: the one vocabulary of the
 /// connection limiter, the session registry, the AI bridge and the reconnect rate. (A
 /// socket the shell refuses before any websocket work is a
-/// [`crate::overload::door::DoorRefusal`].)
+/// [`crate::shell::door::DoorRefusal`].)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RefuseReason {
     /// `MAX_CONNECTIONS` open.

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::time::{Time, US_PER_SEC};
+use crate::vocabulary::time::{Time, US_PER_SEC};
 
 /// A refill rate: `tokens` new tokens every `period_us` microseconds.
 ///

@@ -12,8 +12,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::lobby::CODE_ALPHABET;
-use crate::rng::TOKEN_CHARS;
+use crate::machine::lobby::CODE_ALPHABET;
+use crate::vocabulary::rng::TOKEN_CHARS;
 
 /// A shard's id: one character of [`CODE_ALPHABET`], stored upper case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

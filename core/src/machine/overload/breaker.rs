@@ -22,7 +22,7 @@
 use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
 
-use crate::time::Time;
+use crate::vocabulary::time::Time;
 
 /// Settings of the breaker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 //! a double close or an unknown id changes nothing, and a slot can neither leak nor go
 //! negative. It has no clock: connections are counted, not timed.
 
-use super::limiter::IpKey;
-use crate::io::{ConnId, RefuseReason};
+use crate::vocabulary::io::{ConnId, RefuseReason};
+use crate::vocabulary::limiter::IpKey;
 use std::collections::BTreeMap;
 
 /// Slots kept for `/health`, `/metrics` and `/ready` above the socket cap (see `door.rs`).
@@ -19,7 +19,7 @@ pub const TCP_RESERVE_SLOTS: usize = 16;
 /// `conns_max` when they come back); up to `hard_cap` only `/health`, `/metrics` and
 /// `/ready` answer and anything else gets HTTP 503; past it a socket is closed at once
 /// (told `busy`). Sockets over `SOCKET_RATE` go to the door's probe lane instead, which
-/// is bounded apart ([`super::door::PROBE_LANE_SOCKETS_MAX`]). The simulator applies the
+/// is bounded apart ([`crate::shell::door::PROBE_LANE_SOCKETS_MAX`]). The simulator applies the
 /// same caps, so the core never sees more connections than `cap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpCaps {

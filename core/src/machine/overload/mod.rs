@@ -8,11 +8,6 @@ pub mod connections;
 pub mod level;
 pub mod retry;
 
-// The old paths, for one commit: the limiter is vocabulary, the door and the probe's
-// parsers are the shell's.
-pub use crate::shell::{cgroup, door, probe, readiness};
-pub use crate::vocabulary::limiter;
-
 use std::fmt;
 use std::str::FromStr;
 

@@ -10,9 +10,9 @@
 //! are `h` (human), `a` (AI) and `f` (fallback); `autoplayed` is `0` or `1`.
 
 use super::{Record, RecordError};
-use crate::game::{Action, Seat};
-use crate::io::MoveSource;
-use crate::session::LobbyId;
+use crate::machine::session::LobbyId;
+use crate::vocabulary::game::{Action, Seat};
+use crate::vocabulary::io::MoveSource;
 
 /// How a compact move's text begins: the version, then the kind.
 pub(super) const PREFIX: &str = "[2,\"m\",";

@@ -13,10 +13,10 @@
 //! - a running game whose humans are all disconnected: dormant after
 //!   `ABANDONED_GAME_TTL` (no moves, no `MAX_ACTIVE_GAMES` slot) until one comes back.
 
-use crate::io::{ConnId, Note, Output};
-use crate::session::{Evict, LobbyId, SessionId};
-use crate::time::Time;
-use crate::wire::LobbyStatus;
+use crate::machine::session::{Evict, LobbyId, SessionId};
+use crate::vocabulary::io::{ConnId, Note, Output};
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::LobbyStatus;
 
 use super::{Server, TimerKey};
 

@@ -4,10 +4,10 @@
 
 use std::net::IpAddr;
 
-use crate::io::{ConnId, ConnKind, FallbackReason, Note, Output, RefuseReason};
-use crate::overload::limiter::{IpKey, TokenBucket};
-use crate::time::{Time, US_PER_MS};
-use crate::wire::{CloseCode, ErrorCode, LobbyStatus};
+use crate::vocabulary::io::{ConnId, ConnKind, FallbackReason, Note, Output, RefuseReason};
+use crate::vocabulary::limiter::{IpKey, TokenBucket};
+use crate::vocabulary::time::{Time, US_PER_MS};
+use crate::vocabulary::wire::{CloseCode, ErrorCode, LobbyStatus};
 
 use super::{Conn, HELLO_GRACE_US, Server, TimerKey, rate_from};
 
@@ -228,7 +228,7 @@ impl Server {
         false
     }
 
-    /// The shell's frame budget ([`crate::ws::FrameBudget`]) found the connection
+    /// The shell's frame budget ([`crate::shell::ws::FrameBudget`]) found the connection
     /// flooding with frames the core never sees: the same note and `rate_limited`
     /// as a message flood; the caller closes with 1008.
     pub(super) fn frame_flood(&mut self, conn: ConnId, out: &mut Vec<Output>) {

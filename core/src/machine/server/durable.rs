@@ -9,15 +9,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::config::Config;
-use crate::game::{Action, Seat};
-use crate::io::MoveSource;
-use crate::lobby::Occupant;
-use crate::records::{LobbyRecord, Record, SeatRecord};
-use crate::rng::Seed;
-use crate::session::{LobbyId, SessionId, digest_from_hex};
-use crate::time::Time;
-use crate::wire::LobbyStatus;
+use crate::machine::lobby::Occupant;
+use crate::machine::records::{LobbyRecord, Record, SeatRecord};
+use crate::machine::session::{LobbyId, SessionId, digest_from_hex};
+use crate::vocabulary::config::Config;
+use crate::vocabulary::game::{Action, Seat};
+use crate::vocabulary::io::MoveSource;
+use crate::vocabulary::rng::Seed;
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::LobbyStatus;
 
 use super::{Server, TimerKey};
 

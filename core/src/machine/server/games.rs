@@ -4,15 +4,17 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 
-use crate::ai_bridge::{Answer, Ask, Outcome, Pending};
-use crate::game::level::{self, AiLevel};
-use crate::game::{Action, Event, Observation, Phase, Seat};
-use crate::io::{ConnId, ConnKind, DecidedBy, Delivery, FallbackReason, MoveSource, Note, Output};
-use crate::lobby::LobbyError;
-use crate::session::{LobbyId, SessionId};
-use crate::time::Time;
-use crate::turns::{Decider, TurnState, TurnTiming};
-use crate::wire::{self, AiReply, AiRequest, LobbyStatus};
+use crate::machine::ai_bridge::{Answer, Ask, Outcome, Pending};
+use crate::machine::lobby::LobbyError;
+use crate::machine::session::{LobbyId, SessionId};
+use crate::machine::turns::{Decider, TurnState, TurnTiming};
+use crate::vocabulary::game::level::{self, AiLevel};
+use crate::vocabulary::game::{Action, Event, Observation, Phase, Seat};
+use crate::vocabulary::io::{
+    ConnId, ConnKind, DecidedBy, Delivery, FallbackReason, MoveSource, Note, Output,
+};
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::{self, AiReply, AiRequest, LobbyStatus};
 
 use super::{Server, TimerKey};
 
@@ -393,6 +395,6 @@ fn decision_stream(obs: &Observation, seat: Seat) -> u64 {
 }
 
 /// The level of `seat` when it is an AI seat.
-fn seat_level(lobby: &crate::lobby::Lobby, seat: Seat) -> Option<AiLevel> {
+fn seat_level(lobby: &crate::machine::lobby::Lobby, seat: Seat) -> Option<AiLevel> {
     lobby.seats().get(usize::from(seat)).and_then(|s| s.level())
 }

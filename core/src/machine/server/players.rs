@@ -1,14 +1,14 @@
 //! Player messages: `hello` and sessions, lobby membership and host actions, and the
 //! admission rules for new games.
 
-use crate::io::{ConnId, Delivery, Note, Output, RefuseReason};
-use crate::lobby::{LobbyError, clean_name};
-use crate::overload::limiter::IpKey;
-use crate::session::{LobbyId, SessionId};
-use crate::shard::{elsewhere, token_owner};
-use crate::stats::RequestRefusal;
-use crate::time::Time;
-use crate::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
+use crate::machine::lobby::{LobbyError, clean_name};
+use crate::machine::session::{LobbyId, SessionId};
+use crate::vocabulary::io::{ConnId, Delivery, Note, Output, RefuseReason};
+use crate::vocabulary::limiter::IpKey;
+use crate::vocabulary::shard::{elsewhere, token_owner};
+use crate::vocabulary::stats::RequestRefusal;
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
 
 use super::{Server, TimerKey};
 
@@ -164,7 +164,7 @@ impl Server {
             self.sessions.set_evictable(session, None);
         }
         if let Some(s) = self.sessions.get(session) {
-            let welcome = crate::wire::encode(&ServerMessage::Welcome {
+            let welcome = crate::vocabulary::wire::encode(&ServerMessage::Welcome {
                 player_id: s.player_id.clone(),
                 token,
                 name: s.name.clone(),
@@ -334,10 +334,10 @@ impl Server {
                     "The host removed you from this lobby.",
                 ));
             }
-            if target.status() != crate::wire::LobbyStatus::Waiting {
+            if target.status() != crate::vocabulary::wire::LobbyStatus::Waiting {
                 return Err(LobbyError::NotAllowed("That game has already started."));
             }
-            if target.seats().len() >= usize::from(crate::game::types::PLAYERS_MAX) {
+            if target.seats().len() >= usize::from(crate::vocabulary::game::types::PLAYERS_MAX) {
                 return Err(LobbyError::NotAllowed("That lobby is full."));
             }
         }

@@ -2,11 +2,11 @@
 //! after every input, and what is published after it (`server_status`, AI availability,
 //! the breaker's state).
 
-use crate::io::{ConnId, ConnKind, Delivery, Note, Output};
-use crate::overload::breaker::BreakerState;
-use crate::overload::level::LoadSample;
-use crate::time::Time;
-use crate::wire::{self, CloseCode, ServerMessage};
+use crate::machine::overload::breaker::BreakerState;
+use crate::machine::overload::level::LoadSample;
+use crate::vocabulary::io::{ConnId, ConnKind, Delivery, Note, Output};
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::{self, CloseCode, ServerMessage};
 
 use super::{SWEEP_INTERVAL_US, Server, Status, TimerKey};
 

@@ -2,12 +2,12 @@
 //! view. The lobby part and the events are encoded once per change; only the game part
 //! is encoded per seat, and once for all the lobby's spectators.
 
-use crate::game::{Event, Game, ObservationJson, Seat};
-use crate::io::{Delivery, Output};
-use crate::lobby::{Lobby, Occupant};
-use crate::session::{LobbyId, SessionId};
-use crate::time::Time;
-use crate::wire::{LobbyView, PlayerView};
+use crate::machine::lobby::{Lobby, Occupant};
+use crate::machine::session::{LobbyId, SessionId};
+use crate::vocabulary::game::{Event, Game, ObservationJson, Seat};
+use crate::vocabulary::io::{Delivery, Output};
+use crate::vocabulary::time::Time;
+use crate::vocabulary::wire::{LobbyView, PlayerView};
 
 use super::Server;
 
@@ -94,8 +94,8 @@ impl Server {
                     level: s.level(),
                 })
                 .collect(),
-            min_players: crate::game::types::PLAYERS_MIN,
-            max_players: crate::game::types::PLAYERS_MAX,
+            min_players: crate::vocabulary::game::types::PLAYERS_MIN,
+            max_players: crate::vocabulary::game::types::PLAYERS_MAX,
             ai_available: self.bridge.available(),
             spectators: self.spectator_names(lobby.id()),
         }

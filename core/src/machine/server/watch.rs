@@ -15,16 +15,16 @@
 //! line, `CHAT_LOBBY_RATE` per lobby (seats are at most six, each under `CHAT_RATE`), and
 //! a history replay against `CHAT_REPLAY_RATE` per address and `CHAT_HISTORY_BYTES`.
 
-use crate::audience::{Audience, CHAT_CHARS_MAX};
-use crate::io::{ConnId, Delivery, Output};
-use crate::lobby::{LobbyError, clean_name};
-use crate::overload::limiter::{IpKey, Rate, TokenBucket};
-use crate::removed::RemovedPlayer;
-use crate::session::{LobbyId, SessionId};
-use crate::shard::{elsewhere, owner_of};
-use crate::stats::RequestRefusal;
-use crate::time::{Time, US_PER_MS};
-use crate::wire::{self, ClientMessage, ErrorCode, ServerMessage};
+use crate::machine::audience::{Audience, CHAT_CHARS_MAX};
+use crate::machine::lobby::{LobbyError, clean_name};
+use crate::machine::removed::RemovedPlayer;
+use crate::machine::session::{LobbyId, SessionId};
+use crate::vocabulary::io::{ConnId, Delivery, Output};
+use crate::vocabulary::limiter::{IpKey, Rate, TokenBucket};
+use crate::vocabulary::shard::{elsewhere, owner_of};
+use crate::vocabulary::stats::RequestRefusal;
+use crate::vocabulary::time::{Time, US_PER_MS};
+use crate::vocabulary::wire::{self, ClientMessage, ErrorCode, ServerMessage};
 
 use super::{Server, TimerKey, rate_from};
 
@@ -251,7 +251,7 @@ impl Server {
             .get(&lobby)
             .into_iter()
             .flat_map(Audience::names);
-        let name = crate::names::unique(seats.chain(watching), &name);
+        let name = crate::vocabulary::names::unique(seats.chain(watching), &name);
         let max = self.config.spectators_per_lobby_max;
         if !self
             .audiences
@@ -388,7 +388,7 @@ impl Server {
         text: &str,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
-        let text = crate::names::clean_text(text, CHAT_CHARS_MAX)
+        let text = crate::vocabulary::names::clean_text(text, CHAT_CHARS_MAX)
             .map_err(|e| LobbyError::Invalid(e.chat_message()))?;
         let (lobby, from, name) = self.chat_sender(session)?;
         if !self.take_chat_budgets(now, conn, session, lobby, out) {

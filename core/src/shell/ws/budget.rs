@@ -10,11 +10,11 @@
 //! closed with 1008.
 
 use super::decode::{Control, Decoder, Event, Limits};
-use crate::config::Config;
-use crate::io::BadFrame;
-use crate::overload::limiter::TokenBucket;
-use crate::server::rate_from;
-use crate::time::Time;
+use crate::machine::server::rate_from;
+use crate::vocabulary::config::Config;
+use crate::vocabulary::io::BadFrame;
+use crate::vocabulary::limiter::TokenBucket;
+use crate::vocabulary::time::Time;
 
 /// What [`FrameBudget::charge`] decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,8 +14,8 @@
 use std::fmt;
 
 use super::{CONTROL_PAYLOAD_MAX, MESSAGE_FRAGMENTS_MAX, close_code_is_valid, opcode};
-use crate::config::Config;
-use crate::io::BadFrame;
+use crate::vocabulary::config::Config;
+use crate::vocabulary::io::BadFrame;
 
 /// The limits of one connection's decoder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use crate::time::US_PER_SEC;
+use crate::vocabulary::time::US_PER_SEC;
 
 use super::{Component, ConfigError, IpCidr, SETTINGS};
 

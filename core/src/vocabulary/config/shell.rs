@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::str::FromStr;
 
-use crate::time::US_PER_SEC;
+use crate::vocabulary::time::US_PER_SEC;
 
 use super::{ConfigError, format_secs, order_error};
 

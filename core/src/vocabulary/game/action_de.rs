@@ -19,7 +19,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::card::{Card, Suit};
 use super::types::Action;
-use crate::serde_str::deserialize_with;
+use crate::vocabulary::serde_str::deserialize_with;
 
 /// The `kind` of an action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -267,7 +267,7 @@ impl Serialize for Card {
 
 impl<'de> Deserialize<'de> for Card {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        crate::serde_str::deserialize_with(deserializer, "a string", str::parse)
+        crate::vocabulary::serde_str::deserialize_with(deserializer, "a string", str::parse)
     }
 }
 
@@ -279,6 +279,6 @@ impl Serialize for Suit {
 
 impl<'de> Deserialize<'de> for Suit {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        crate::serde_str::deserialize_with(deserializer, "a string", str::parse)
+        crate::vocabulary::serde_str::deserialize_with(deserializer, "a string", str::parse)
     }
 }

@@ -319,8 +319,8 @@ mod tests {
     use rand_chacha::ChaCha12Rng;
 
     use super::*;
-    use crate::game::bot;
-    use crate::game::types::{BidRestriction, Event, Options};
+    use crate::vocabulary::game::bot;
+    use crate::vocabulary::game::types::{BidRestriction, Event, Options};
 
     /// The truth as a guess: real hands, undealt deck and the bids the view hides.
     fn truth(game: &Game, viewer: Seat) -> Hidden {

@@ -156,7 +156,7 @@ struct KeyIsType(bool);
 
 impl<'de> Deserialize<'de> for KeyIsType {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        crate::serde_str::deserialize_with(deserializer, "an object key", |key| {
+        crate::vocabulary::serde_str::deserialize_with(deserializer, "an object key", |key| {
             Ok::<_, Infallible>(KeyIsType(key == "type"))
         })
     }

@@ -86,7 +86,7 @@ pub enum CloseCode {
     /// 4000: the same session was opened elsewhere.
     SessionReplaced,
     // The frame layer:
-    /// 1002: the client broke RFC 6455 (see [`crate::io::BadFrame::Protocol`]).
+    /// 1002: the client broke RFC 6455 (see [`crate::vocabulary::io::BadFrame::Protocol`]).
     ProtocolError,
     /// 1007: a text message or close reason that is not UTF-8.
     InvalidPayload,
