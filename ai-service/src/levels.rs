@@ -3,7 +3,7 @@
 //! Each game seats one AI of each level (`easy`, `normal`, `strong`) at a 3-seat table,
 //! their seat order cycling through the 6 orders so no level keeps the first lead. The
 //! levels' ratings are the model's variables: they start at `(mu0, sigma0)` and after
-//! every game are updated by `wizard_core::rating::rate` from the final scores, exactly
+//! every game are updated by `wizard_core::machine::rating::rate` from the final scores, exactly
 //! as a player's rating would be. After N games each level's `(mu, sigma)` is the
 //! posterior the model gives; `sigma` is its standard deviation, so `mu +- 1.96 sigma`
 //! is a 95 % interval. The strong level is the search agent with the service's worlds
@@ -11,8 +11,8 @@
 //! for its seed.
 
 use serde::Serialize;
-use wizard_core::game::{AiLevel, Game, Options, SetupError};
-use wizard_core::rating::{self, Rating};
+use wizard_core::machine::rating::{self, Rating};
+use wizard_core::vocabulary::game::{AiLevel, Game, Options, SetupError};
 
 use crate::agent::{Agent, AgentSpec, Budget, decision_rng};
 

@@ -4,10 +4,10 @@
 //! table, and a restore that neither loses nor repeats a rating.
 
 use serde_json::{Value, json};
-use wizard_core::io::{ConnId, Input, Output};
-use wizard_core::rating::{self, Rating};
-use wizard_core::records::Record;
-use wizard_core::rng::Seed;
+use wizard_core::machine::rating::{self, Rating};
+use wizard_core::machine::records::Record;
+use wizard_core::vocabulary::io::{ConnId, Input, Output};
+use wizard_core::vocabulary::rng::Seed;
 use wizard_core::{Server, Time};
 
 use super::driver::{Driver, config};
@@ -136,9 +136,10 @@ fn the_key_is_only_in_its_creators_answer() {
     assert_eq!(frames_with_key.len(), 1, "{frames_with_key:?}");
     assert_eq!(frames_with_key[0].0, 1);
     // Nor in a debug print of the message that carries it.
-    let hello =
-        wizard_core::wire::decode_client(&json!({"type": "hello", "profile_key": key}).to_string())
-            .unwrap();
+    let hello = wizard_core::vocabulary::wire::decode_client(
+        &json!({"type": "hello", "profile_key": key}).to_string(),
+    )
+    .unwrap();
     assert!(!format!("{hello:?}").contains(&key));
 }
 

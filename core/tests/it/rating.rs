@@ -2,7 +2,7 @@
 //! (`fixtures/ratings/reference.py`, checked there against openskill's BradleyTerryFull).
 
 use serde::Deserialize;
-use wizard_core::rating::{self, Rating};
+use wizard_core::machine::rating::{self, Rating};
 
 #[derive(Deserialize)]
 struct Vector {

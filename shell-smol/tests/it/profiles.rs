@@ -2,8 +2,8 @@
 //! `kill -9` once and only once (the update is committed with the game's last move),
 //! profile creation floods and look-alike names from one address, and guessed keys.
 
-use wizard_core::profiles::ProfileKey;
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
+use wizard_core::machine::profiles::ProfileKey;
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::client::{Client, View, bounded, local, my_move, next_message, send, ws_from};
 use super::durable::{Process, TempDir};
@@ -89,7 +89,7 @@ pub(super) fn rating_survives_kill_9(dir: &TempDir, store: &str, env: &[(&str, &
             let finished = view
                 .lobby
                 .as_ref()
-                .is_some_and(|l| l.status == wizard_core::wire::LobbyStatus::Finished);
+                .is_some_and(|l| l.status == wizard_core::vocabulary::wire::LobbyStatus::Finished);
             if finished {
                 let me = &view.lobby.unwrap().players[0];
                 let id = me.profile_id.clone().expect("a profile seat");
