@@ -73,6 +73,10 @@ pub mod lobby;
 pub mod names;
 pub mod outqueue;
 pub mod overload;
+#[cfg(feature = "planted-bugs")]
+pub mod planted;
+#[cfg(all(feature = "planted-bugs", not(debug_assertions)))]
+compile_error!("the planted-bugs feature is for test builds only, never a release build");
 pub mod records;
 pub mod removed;
 pub mod reply_wait;

@@ -125,7 +125,34 @@ fn refuse(message: &str) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
+/// The bug `WIZARD_SIM_PLANT` names, planted in the core for every run of the process
+/// (`planted-bugs.sh`). Only a build with the test-only feature `planted-bugs` has
+/// them; elsewhere the variable is refused rather than ignored.
+fn plant_from_env() -> Result<(), String> {
+    let Ok(name) = std::env::var("WIZARD_SIM_PLANT") else {
+        return Ok(());
+    };
+    #[cfg(feature = "planted-bugs")]
+    {
+        use wizard_core::planted::{Bug, plant};
+        let bug = Bug::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
+            format!("WIZARD_SIM_PLANT={name}: no such bug (one of {names:?})")
+        })?;
+        plant(Some(bug));
+        let _ = writeln!(std::io::stderr(), "wizard-sim: planted bug {name}");
+        Ok(())
+    }
+    #[cfg(not(feature = "planted-bugs"))]
+    Err(format!(
+        "WIZARD_SIM_PLANT={name}: this build has no planted bugs (build with --features planted-bugs)"
+    ))
+}
+
 fn main() -> ExitCode {
+    if let Err(e) = plant_from_env() {
+        return refuse(&e);
+    }
     match parse_cli(std::env::args_os().skip(1)) {
         Ok(Cli::Help) => {
             print!("{USAGE}");

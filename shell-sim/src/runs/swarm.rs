@@ -40,6 +40,18 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     // The view checkers' rules for hidden bids and turn timers at work.
     "views_hidden_bids",
     "views_spectators",
+    // Each rule of the view checkers put to work: a list compared across seats, a
+    // connection joining a running game, hands shown, tricks, rounds and games
+    // recomputed by the oracle; and the outbound queue replacing a `state` without
+    // events for a slow reader (the client's stream check then holds that no `state`
+    // with events was lost).
+    "event_list_shared",
+    "view_joined_midgame",
+    "views_hands",
+    "oracle_trick_judged",
+    "oracle_round_scored",
+    "oracle_game_ranked",
+    "outbox_state_replaced",
     "autoplayed",
     "progress_turn_timer",
     // The shell's own work on the quota, and its own endings of a connection and of
@@ -418,6 +430,8 @@ pub struct SwarmResult {
     pub runs: u64,
     pub failures: Vec<Failure>,
     pub coverage: BTreeMap<String, u64>,
+    /// The first seed that reached each fact: a run to replay to see it at work.
+    pub first_seed: BTreeMap<String, u64>,
     /// The runs' own wall time, summed.
     pub wall_ms: f64,
     /// The batch's wall time (less than `wall_ms` when threads share the seeds).
@@ -486,9 +500,10 @@ impl SwarmResult {
             self.wall_ms,
             self.trace_hash
         );
-        s.push_str("coverage (runs reaching each fact):\n");
+        s.push_str("coverage (runs reaching each fact, the first seed that did):\n");
         for (k, v) in &self.coverage {
-            s.push_str(&format!("  {k}: {v}\n"));
+            let first = self.first_seed.get(k).copied().unwrap_or(0);
+            s.push_str(&format!("  {k}: {v} (seed {first})\n"));
         }
         s.push_str(&format!(
             "missing required coverage: {:?}\n",
@@ -523,6 +538,7 @@ impl SwarmResult {
         self.trace_hash =
             crate::runs::report::fnv(self.trace_hash ^ o.seed, &report.trace_hash.to_le_bytes());
         for k in report.coverage {
+            self.first_seed.entry(k.clone()).or_insert(o.seed);
             *self.coverage.entry(k).or_insert(0) += 1;
         }
         if !report.violations.is_empty() {

@@ -9,6 +9,7 @@ mod attack;
 mod checkers;
 mod cli;
 mod common;
+mod coverage;
 mod determinism;
 mod door_and_frames;
 mod executor;
