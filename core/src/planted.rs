@@ -22,16 +22,19 @@ pub enum Bug {
     HiddenBidLeak = 5,
     /// A `state` with events is marked replaceable (`Delivery::Newest`).
     EventsReplaceable = 6,
+    /// A chat line skips the first connection of its lobby.
+    ChatLost = 7,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 6] = [
+    pub const ALL: [Bug; 7] = [
         Bug::WrongScore,
         Bug::LostEvent,
         Bug::MissedBroadcast,
         Bug::HandLeak,
         Bug::HiddenBidLeak,
         Bug::EventsReplaceable,
+        Bug::ChatLost,
     ];
 
     /// The name a harness selects it by.
@@ -43,6 +46,7 @@ impl Bug {
             Bug::HandLeak => "hand_leak",
             Bug::HiddenBidLeak => "hidden_bid_leak",
             Bug::EventsReplaceable => "events_replaceable",
+            Bug::ChatLost => "chat_lost",
         }
     }
 
@@ -99,5 +103,13 @@ pub(crate) fn missed_broadcast(events: &[crate::game::Event]) -> bool {
 pub(crate) fn lost_event(events: &mut Vec<crate::game::Event>, tricks_won: &[u8]) {
     if planted(Bug::LostEvent) && tricks_won.iter().map(|&t| u32::from(t)).sum::<u32>() == 3 {
         events.pop();
+    }
+}
+
+/// [`Bug::ChatLost`]: the first of a chat line's frames (pushed from `first` on) is
+/// dropped.
+pub(crate) fn chat_lost(out: &mut Vec<crate::io::Output>, first: usize) {
+    if planted(Bug::ChatLost) && first < out.len() {
+        out.remove(first);
     }
 }

@@ -58,12 +58,9 @@ impl Client {
                     retry_after_ms,
                     ..
                 }) => self.on_error(cx, now, code, retry_after_ms),
-                Ok(
-                    ServerMessage::State { .. }
-                    | ServerMessage::Chat { .. }
-                    | ServerMessage::ChatGap { .. },
-                )
-                | Err(_) => {}
+                // Chat lines gave way in this slow reader's queue: the note counts them.
+                Ok(ServerMessage::ChatGap { .. }) => cx.report.cover("chat_gap"),
+                Ok(ServerMessage::State { .. } | ServerMessage::Chat { .. }) | Err(_) => {}
             }
         }
         if let Some(text) = self.latest_state.take() {

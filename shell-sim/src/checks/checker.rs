@@ -470,6 +470,7 @@ impl Observer for Observers<'_> {
         for o in out {
             k.games.output(r, h.now, o);
         }
+        k.games.chat(r, h.now, input, out);
         k.games.sweep(r, h.now, false);
         let c = server.config();
         if k.thresholds.is_none() {

@@ -76,6 +76,12 @@ pub struct Seen {
     pub tricks_judged: u64,
     pub rounds_scored: u64,
     pub games_ranked: u64,
+    /// Chat lines checked across a lobby's connections, and those that reached three
+    /// or more (seats and spectators).
+    pub chat_lines: u64,
+    pub chat_spread: u64,
+    /// Views of a lobby listing two spectators or more.
+    pub many_spectators: u64,
 }
 
 /// One `state` frame of a game, as one connection received it.

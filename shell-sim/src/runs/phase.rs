@@ -185,6 +185,8 @@ impl Sim {
         r.counters.insert("event_lists_checked".into(), seen.lists);
         r.counters.insert("oracle_resyncs".into(), seen.resyncs);
         r.counters
+            .insert("chat_lines_checked".into(), seen.chat_lines);
+        r.counters
             .insert("progress_wait_ms_max".into(), seen.wait_us / 1000);
         r.counters
             .insert("progress_bound_ms".into(), seen.wait_bound_us / 1000);
@@ -200,6 +202,9 @@ impl Sim {
             (seen.tricks_judged, "oracle_trick_judged"),
             (seen.rounds_scored, "oracle_round_scored"),
             (seen.games_ranked, "oracle_game_ranked"),
+            (seen.chat_lines, "chat_checked"),
+            (seen.chat_spread, "chat_spread"),
+            (seen.many_spectators, "spectators_many"),
         ];
         for (n, fact) in facts {
             if n > 0 {

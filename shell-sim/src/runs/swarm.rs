@@ -52,6 +52,12 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "oracle_round_scored",
     "oracle_game_ranked",
     "outbox_state_replaced",
+    // Chat lines checked across a lobby's seats and spectators (three or more), lines
+    // giving way in a slow reader's queue, and lobbies with several spectators.
+    "chat_checked",
+    "chat_spread",
+    "chat_gap",
+    "spectators_many",
     "autoplayed",
     "progress_turn_timer",
     // The shell's own work on the quota, and its own endings of a connection and of
@@ -248,7 +254,43 @@ pub fn scenario(seed: u64) -> Scenario {
     shell_events(seed, &mut s);
     walk_aways(seed, &mut s);
     spectators(seed, &mut s);
+    chat(seed, &mut s);
     s
+}
+
+/// Crowds and chat, from a stream of their own so that every draw above stays as it
+/// was: half of the watched table groups get 2 to 4 spectators a table, and half of
+/// them chat, a line every 1 to 4 s each (`CHAT_RATE` allows a burst of 20, then one
+/// every 3 s: beyond, a line is refused `rate_limited`), which
+/// every seat and spectator of the lobby receives; in a slow reader's queue the lines
+/// give way (`chat_gap`), past a small `OUTBOUND_QUEUE_CHAT_MESSAGES` behind a small
+/// socket window half the time.
+fn chat(seed: u64, s: &mut Scenario) {
+    let mut r = fork(seed, 0xC4A7);
+    let mut slow_chat = false;
+    for t in &mut s.tables {
+        if t.spectators == 0 {
+            continue;
+        }
+        if r.random_bool(0.5) {
+            t.spectators_each = r.random_range(2..5);
+        }
+        if r.random_bool(0.5) {
+            t.chat_every_s = r.random_range(1.0..4.0);
+            slow_chat |= t.slow_readers > 0;
+        }
+    }
+    if slow_chat && r.random_bool(0.5) {
+        let lines = r.random_range(2..5u32);
+        s.env
+            .insert("OUTBOUND_QUEUE_CHAT_MESSAGES".into(), lines.to_string());
+        // A reader slow enough, behind a window small enough, for its queue to hold
+        // frames within a short run.
+        s.window_bytes = s.window_bytes.min(4 * 1024);
+        for t in &mut s.tables {
+            t.slow_read_bytes_per_s = t.slow_read_bytes_per_s.min(100.0);
+        }
+    }
 }
 
 /// Players who walk away (close and never return), from a stream of their own so that

@@ -50,3 +50,12 @@ reaches! {
     hidden_bids: "views_hidden_bids" at 12;
     spectators: "views_spectators" at 1;
 }
+
+reaches! {
+    // Chat lines checked across a lobby's connections, reaching three or more, giving
+    // way in a slow reader's queue; lobbies with several spectators.
+    chat_checked: "chat_checked" at 2;
+    chat_spread: "chat_spread" at 2;
+    chat_gap: "chat_gap" at 2;
+    many_spectators: "spectators_many" at 1;
+}
