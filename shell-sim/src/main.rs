@@ -19,6 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const USAGE: &str =
     "usage: wizard-sim run <scenario name, file, or swarm:N> [--seed N] [--json] [--print-scenario]
        wizard-sim swarm [--seeds N] [--from S] [--jobs J]
+       wizard-sim calibration-doc [--write]
        wizard-sim --help | --version
 ";
 
@@ -38,6 +39,11 @@ enum Cli {
         seeds: u64,
         from: u64,
         jobs: u64,
+    },
+    /// Prints docs/SIMULATION.md's calibration part from the figures file, or with
+    /// `write` rewrites it in place.
+    CalibrationDoc {
+        write: bool,
     },
     Help,
     Version,
@@ -87,6 +93,17 @@ fn parse_cli(args: impl IntoIterator<Item = OsString>) -> Result<Cli, lexopt::Er
                 }
             }
             Ok(Cli::Swarm { seeds, from, jobs })
+        }
+        "calibration-doc" => {
+            let mut write = false;
+            while let Some(arg) = parser.next()? {
+                match arg {
+                    Long("write") => write = true,
+                    Short('h') | Long("help") => return Ok(Cli::Help),
+                    other => return Err(other.unexpected()),
+                }
+            }
+            Ok(Cli::CalibrationDoc { write })
         }
         "help" => only(parser, Cli::Help),
         other => Err(format!("unknown subcommand {other:?}").into()),
@@ -181,8 +198,34 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+        Ok(Cli::CalibrationDoc { write }) => calibration_doc(write),
         Err(e) => refuse(&e.to_string()),
     }
+}
+
+/// docs/SIMULATION.md's calibration part, printed or written in place.
+fn calibration_doc(write: bool) -> ExitCode {
+    let c = wizard_sim::model::calibration::calibration();
+    if !write {
+        print!("{}", c.markdown());
+        return ExitCode::SUCCESS;
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/SIMULATION.md");
+    let doc = match std::fs::read_to_string(&path) {
+        Ok(d) => d,
+        Err(e) => return refuse(&format!("{}: {e}", path.display())),
+    };
+    let Some(new) = c.rewrite_doc(&doc) else {
+        return refuse(&format!(
+            "{}: the calibration markers are missing",
+            path.display()
+        ));
+    };
+    if let Err(e) = std::fs::write(&path, new) {
+        return refuse(&format!("{}: {e}", path.display()));
+    }
+    println!("rewrote the calibration part of {}", path.display());
+    ExitCode::SUCCESS
 }
 
 fn run(name: &str, seed: u64, json: bool, print_scenario: bool) -> ExitCode {

@@ -6,6 +6,7 @@
 
 mod ai_faults;
 mod attack;
+mod calibration;
 mod checkers;
 mod cli;
 mod common;
