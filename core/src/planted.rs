@@ -81,7 +81,10 @@ pub(crate) fn wrong_score(mut deltas: Vec<i32>, bids: &[u8], tricks: &[u8]) -> V
 }
 
 /// [`Bug::HandLeak`]: seat 0's hand with the next seat's first card added.
-pub(crate) fn hand_leak(game: &crate::game::Game, seat: u8) -> Option<Vec<crate::game::Card>> {
+pub(crate) fn hand_leak(
+    game: &crate::vocabulary::game::Game,
+    seat: u8,
+) -> Option<Vec<crate::vocabulary::game::Card>> {
     if !planted(Bug::HandLeak) || seat != 0 {
         return None;
     }
@@ -91,16 +94,16 @@ pub(crate) fn hand_leak(game: &crate::game::Game, seat: u8) -> Option<Vec<crate:
 }
 
 /// [`Bug::MissedBroadcast`]: the broadcast carries a completed trick.
-pub(crate) fn missed_broadcast(events: &[crate::game::Event]) -> bool {
+pub(crate) fn missed_broadcast(events: &[crate::vocabulary::game::Event]) -> bool {
     planted(Bug::MissedBroadcast)
         && events
             .iter()
-            .any(|e| matches!(e, crate::game::Event::TrickCompleted { .. }))
+            .any(|e| matches!(e, crate::vocabulary::game::Event::TrickCompleted { .. }))
 }
 
 /// [`Bug::LostEvent`]: the round's third trick loses its `trick_completed` event (the
 /// last event pushed).
-pub(crate) fn lost_event(events: &mut Vec<crate::game::Event>, tricks_won: &[u8]) {
+pub(crate) fn lost_event(events: &mut Vec<crate::vocabulary::game::Event>, tricks_won: &[u8]) {
     if planted(Bug::LostEvent) && tricks_won.iter().map(|&t| u32::from(t)).sum::<u32>() == 3 {
         events.pop();
     }
@@ -108,7 +111,7 @@ pub(crate) fn lost_event(events: &mut Vec<crate::game::Event>, tricks_won: &[u8]
 
 /// [`Bug::ChatLost`]: the first of a chat line's frames (pushed from `first` on) is
 /// dropped.
-pub(crate) fn chat_lost(out: &mut Vec<crate::io::Output>, first: usize) {
+pub(crate) fn chat_lost(out: &mut Vec<crate::vocabulary::io::Output>, first: usize) {
     if planted(Bug::ChatLost) && first < out.len() {
         out.remove(first);
     }

@@ -17,10 +17,10 @@ use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
 use wizard_core::Time;
-use wizard_core::game::level::{self, AiLevel};
-use wizard_core::game::{Action, Observation};
-use wizard_core::io::{ConnId, ConnKind};
-use wizard_core::wire::{self, AiErrorCode, AiReply, AiRequest};
+use wizard_core::vocabulary::game::level::{self, AiLevel};
+use wizard_core::vocabulary::game::{Action, Observation};
+use wizard_core::vocabulary::io::{ConnId, ConnKind};
+use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply, AiRequest};
 
 use crate::actors::ctx::Ctx;
 use crate::model::dist::{Dist, secs_to_us};

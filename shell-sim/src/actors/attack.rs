@@ -10,8 +10,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, ConnKind};
-use wizard_core::wire::{self, ClientMessage};
+use wizard_core::vocabulary::io::{ConnId, ConnKind};
+use wizard_core::vocabulary::wire::{self, ClientMessage};
 
 use crate::actors::ctx::Ctx;
 use crate::model::conn_map::ConnMap;

@@ -8,9 +8,9 @@ use std::net::IpAddr;
 
 use rand_chacha::ChaCha12Rng;
 use wizard_core::Time;
-use wizard_core::game::Observation;
-use wizard_core::io::{ConnId, ConnKind};
-use wizard_core::wire::{self, ClientMessage, LobbyStatus};
+use wizard_core::vocabulary::game::Observation;
+use wizard_core::vocabulary::io::{ConnId, ConnKind};
+use wizard_core::vocabulary::wire::{self, ClientMessage, LobbyStatus};
 
 use crate::actors::ctx::Ctx;
 use crate::actors::play::{self, SentMove};

@@ -5,9 +5,9 @@
 
 use rand::RngExt;
 use wizard_core::Time;
-use wizard_core::game::Event;
-use wizard_core::io::ConnId;
-use wizard_core::wire::{
+use wizard_core::vocabulary::game::Event;
+use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::wire::{
     self, CloseCode, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage, peek,
 };
 

@@ -4,7 +4,7 @@
 
 use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::{Action, Event, Observation, Phase, bot, selfplay};
+use wizard_core::vocabulary::game::{Action, Event, Observation, Phase, bot, selfplay};
 
 /// A move the player sent, as it saw the game then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub fn progress(obs: &Observation) -> (u8, usize, usize) {
 
 #[cfg(test)]
 mod tests {
-    use wizard_core::game::{Card, Suit};
+    use wizard_core::vocabulary::game::{Card, Suit};
 
     use super::*;
 

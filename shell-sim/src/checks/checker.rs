@@ -6,16 +6,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use wizard_core::ai_bridge::AI_CONNECTIONS_MAX;
-use wizard_core::config::Config;
-use wizard_core::io::{BadFrame, ConnId, ConnKind, Input, MoveSource, Note, Output};
-use wizard_core::overload::connections::TcpCaps;
-use wizard_core::overload::door::Door;
-use wizard_core::overload::level::{
+use wizard_core::machine::ai_bridge::AI_CONNECTIONS_MAX;
+use wizard_core::machine::overload::connections::TcpCaps;
+use wizard_core::machine::overload::level::{
     LevelState, LoadSample, LoadThresholds, SampleClass, classify, next_level,
 };
-use wizard_core::session::LobbyId;
-use wizard_core::wire::{self, AiErrorCode, AiReply};
+use wizard_core::machine::session::LobbyId;
+use wizard_core::shell::door::Door;
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::{BadFrame, ConnId, ConnKind, Input, MoveSource, Note, Output};
+use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply};
 use wizard_core::{Server, Time};
 
 use crate::checks::games::Games;
@@ -326,7 +326,8 @@ impl Checker {
                     wire::peek_request_id(text).map(|id| (*conn, id))
                 }
                 Output::AiRequest { conn, request, .. } => {
-                    let wizard_core::wire::AiRequest::Decide { request_id, .. } = **request;
+                    let wizard_core::vocabulary::wire::AiRequest::Decide { request_id, .. } =
+                        **request;
                     Some((*conn, request_id))
                 }
                 _ => None,
@@ -455,7 +456,7 @@ impl Observer for Observers<'_> {
                 // The simulator opens no in-process AI; hashed as its frame would be.
                 Output::AiRequest { conn, request, .. } => {
                     r.hash(&conn.0.to_le_bytes());
-                    r.hash(wizard_core::wire::encode_ai_request(request).as_bytes());
+                    r.hash(wizard_core::vocabulary::wire::encode_ai_request(request).as_bytes());
                 }
                 Output::Close { conn, code } => {
                     r.hash(&conn.0.to_le_bytes());

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, Input};
-use wizard_core::wire::{LobbyStatus, LobbyView};
+use wizard_core::vocabulary::io::{ConnId, Input};
+use wizard_core::vocabulary::wire::{LobbyStatus, LobbyView};
 
 use crate::model::conn_map::ConnMap;
 

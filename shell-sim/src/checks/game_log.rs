@@ -5,8 +5,8 @@
 //! it to the log and every other seat must receive the same list next.
 
 use wizard_core::Time;
-use wizard_core::game::{Event, Phase, Seat};
-use wizard_core::wire::{GameView, LobbyStatus, LobbyView};
+use wizard_core::vocabulary::game::{Event, Phase, Seat};
+use wizard_core::vocabulary::wire::{GameView, LobbyStatus, LobbyView};
 
 use crate::checks::leak::{self, Owners};
 use crate::checks::oracle::Oracle;

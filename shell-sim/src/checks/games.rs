@@ -11,9 +11,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, Input, Note, Output};
-use wizard_core::session::LobbyId;
-use wizard_core::wire::{self, ClientMessage, LobbyStatus, LobbyView, ServerMessage, peek};
+use wizard_core::machine::session::LobbyId;
+use wizard_core::vocabulary::io::{ConnId, Input, Note, Output};
+use wizard_core::vocabulary::wire::{
+    self, ClientMessage, LobbyStatus, LobbyView, ServerMessage, peek,
+};
 
 use crate::checks::expiry::Expiry;
 use crate::checks::game_log::{GameLog, Seen, View};

@@ -9,7 +9,7 @@
 //! that seat's for the round ([`Owners`]); the same card claimed by two seats in one
 //! round means one of them was shown the other's card.
 
-use wizard_core::game::{Card, Event, Phase, Seat};
+use wizard_core::vocabulary::game::{Card, Event, Phase, Seat};
 
 use crate::checks::seat_view::{Own, Public, is_card_code};
 

@@ -7,7 +7,7 @@
 //! view (after a stretch nobody saw: then the view's totals, bids and tricks are taken
 //! as given and everything after them is recomputed).
 
-use wizard_core::game::{Card, Event, Phase, Placing, Seat, Suit};
+use wizard_core::vocabulary::game::{Card, Event, Phase, Placing, Seat, Suit};
 
 use crate::checks::seat_view::{Own, Public};
 
@@ -274,7 +274,7 @@ impl Oracle {
     fn trick_completed(
         &mut self,
         winner: Seat,
-        cards: &[wizard_core::game::PlayedCard],
+        cards: &[wizard_core::vocabulary::game::PlayedCard],
         bad: &mut Vec<String>,
     ) {
         let cards: Vec<(Seat, Card)> = cards.iter().map(|p| (p.player, p.card)).collect();

@@ -7,7 +7,7 @@
 //! split saves time and changes no verdict.
 
 use serde::Deserialize;
-use wizard_core::game::{
+use wizard_core::vocabulary::game::{
     Action, Card, CompletedTrick, Observation, Options, Phase, Placing, PlayedCard, Seat, Suit,
 };
 

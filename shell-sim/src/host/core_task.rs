@@ -9,12 +9,13 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
-use wizard_core::io::{ConnId, ConnKind, Delivery, Input, MoveSource, Output};
-use wizard_core::overload::door::Door;
-use wizard_core::reply_wait::ReplyWait;
-use wizard_core::wire::ClientMessage;
-use wizard_core::ws::FrameReader;
-use wizard_core::{Server, Time, timers};
+use wizard_core::machine::timers;
+use wizard_core::shell::door::Door;
+use wizard_core::shell::reply_wait::ReplyWait;
+use wizard_core::shell::ws::FrameReader;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Delivery, Input, MoveSource, Output};
+use wizard_core::vocabulary::wire::ClientMessage;
+use wizard_core::{Server, Time};
 
 use crate::host::executor::{Executor, Turn};
 use crate::host::outbox::Outbox;
@@ -25,7 +26,7 @@ use crate::model::cpu::Cpu;
 use crate::model::net::{Arrive, Ev, Net};
 use crate::model::queue::EventQueue;
 
-pub use wizard_core::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
+pub use wizard_core::shell::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
 
 /// What one handled input was, for the checkers and the report.
 #[derive(Clone, Copy, Debug)]
@@ -278,7 +279,7 @@ impl Host {
             Arrive::Close => Input::Closed { conn },
             Arrive::Binary => Input::BadFrame {
                 conn,
-                frame: wizard_core::io::BadFrame::Binary,
+                frame: wizard_core::vocabulary::io::BadFrame::Binary,
             },
             Arrive::Text(text) => match self.decode_text(conn, &text) {
                 Some(input) => input,

@@ -1,5 +1,5 @@
 //! The simulated shell's door: every socket goes through the core's pure
-//! `wizard_core::overload::door::Door`, as in shell-smol/src/limits.rs. An honest
+//! `wizard_core::shell::door::Door`, as in shell-smol/src/limits.rs. An honest
 //! socket is admitted and has its request head read at once (the real server reads it
 //! within milliseconds); a silent socket is only admitted, and holds its slot until
 //! `FIRST_BYTE_TIMEOUT` or until the door evicts it for a newer socket. A refused
@@ -9,8 +9,8 @@
 use std::net::IpAddr;
 
 use wizard_core::Time;
-use wizard_core::io::ConnId;
-use wizard_core::overload::door::{Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX};
+use wizard_core::shell::door::{Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX};
+use wizard_core::vocabulary::io::ConnId;
 
 use crate::host::core_task::Host;
 use crate::model::net::{Ev, Net, Owner};

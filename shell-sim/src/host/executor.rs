@@ -1,7 +1,7 @@
 //! The server thread's executor, as shell-smol's `priority.rs` runs it on one thread
 //! (the thread count is the quota's whole cores, at least one): the core task, and
 //! tasks of two classes that take turns by the core's rule
-//! (`wizard_core::executor::Turns`). Each turn runs one task for one tick on the
+//! (`wizard_core::shell::executor::Turns`). Each turn runs one task for one tick on the
 //! quota'd CPU; nothing is preempted within a tick, but every tick is bounded, so an
 //! expensive burst of arrivals can no longer push the loop and the probe behind all of
 //! its work.
@@ -25,8 +25,8 @@
 use std::collections::VecDeque;
 
 use wizard_core::Time;
-use wizard_core::executor::{Class, READ_FRAMES_PER_YIELD, TICKS_PER_YIELD, Turns};
-use wizard_core::io::ConnId;
+use wizard_core::shell::executor::{Class, READ_FRAMES_PER_YIELD, TICKS_PER_YIELD, Turns};
+use wizard_core::vocabulary::io::ConnId;
 
 use crate::model::conn_map::ConnMap;
 
@@ -176,7 +176,7 @@ impl Executor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wizard_core::executor::GAMES_TICKS_MAX;
+    use wizard_core::shell::executor::GAMES_TICKS_MAX;
 
     #[test]
     fn the_probe_runs_between_door_tasks_and_the_core_after_a_yield() {

@@ -1,13 +1,13 @@
 //! Raw websocket frames: the client frames a fragment flooder builds (masked, as
 //! RFC 6455 requires of a client, with the core's `ws::encode::client_frame`), and the
-//! simulated reader task that reads them with the core's `wizard_core::ws::FrameReader`
+//! simulated reader task that reads them with the core's `wizard_core::shell::ws::FrameReader`
 //! (the decoder and the per-frame budget shell-smol/src/conn.rs uses). Only
 //! connections that send raw bytes get a reader, so honest clients keep sending whole
 //! text messages (`Arrive::Text`) and the simulator's speed does not change.
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, Input};
-use wizard_core::ws::{FrameReader, Read, opcode};
+use wizard_core::shell::ws::{FrameReader, Read, opcode};
+use wizard_core::vocabulary::io::{ConnId, Input};
 
 use crate::host::core_task::Host;
 use crate::model::net::Ev;
@@ -18,7 +18,7 @@ use crate::model::queue::EventQueue;
 pub fn client_frame(fin: bool, op: u8, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
     let mut out = Vec::new();
     let first = if fin { 0x80 } else { 0 } | (op & 0x0f);
-    wizard_core::ws::encode::client_frame(&mut out, first, Some(mask), payload);
+    wizard_core::shell::ws::encode::client_frame(&mut out, first, Some(mask), payload);
     out
 }
 
@@ -85,7 +85,7 @@ impl Host {
             let input = match read {
                 Read::Text(text) => self.decode_text(conn, &text),
                 Read::Fail(frame) => {
-                    if frame == wizard_core::io::BadFrame::Flood {
+                    if frame == wizard_core::vocabulary::io::BadFrame::Flood {
                         self.frame_floods += 1;
                     }
                     Some(Input::BadFrame { conn, frame })

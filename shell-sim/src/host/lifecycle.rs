@@ -6,14 +6,14 @@
 //!
 //! Honest peers answer pings (browsers do it without the page), so only connections
 //! marked mute in the network are watched for the keepalive, by the core's rule
-//! (`wizard_core::keepalive`: pings after `KEEPALIVE_INTERVAL` of silence, the close
+//! (`wizard_core::shell::keepalive`: pings after `KEEPALIVE_INTERVAL` of silence, the close
 //! after `KEEPALIVE_TIMEOUT`, looks on a shared grid); the pings themselves are part of
 //! the idle floor (`cost.rs`). Dropped connections get no close frame: their
 //! peers see the end of the stream.
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, Input};
-use wizard_core::keepalive::{Due, Keepalive};
+use wizard_core::shell::keepalive::{Due, Keepalive};
+use wizard_core::vocabulary::io::{ConnId, Input};
 
 use crate::host::core_task::Host;
 use crate::model::net::{Arrive, Ev, Net};
@@ -49,7 +49,7 @@ impl Host {
     }
 
     /// A new connection: a mute one is watched by the keepalive rule
-    /// (`wizard_core::keepalive`), looked at when the real writer would look.
+    /// (`wizard_core::shell::keepalive`), looked at when the real writer would look.
     pub(crate) fn watch_keepalive(
         &mut self,
         q: &mut EventQueue<Ev>,

@@ -8,8 +8,8 @@
 //! receive window (`window_bytes`) has room; a slow reader drains it at its own rate.
 
 use wizard_core::Time;
-use wizard_core::outqueue::{Delivery, OutQueue, Pushed};
-use wizard_core::wire::CloseCode;
+use wizard_core::shell::outqueue::{Delivery, OutQueue, Pushed};
+use wizard_core::vocabulary::wire::CloseCode;
 
 /// A frame on its way to the peer, with its place in the connection's stream, so the
 /// peer can check that frames arrive in order, once, and that none the core marked

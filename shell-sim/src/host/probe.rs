@@ -1,11 +1,11 @@
 //! The load probe as the production shell runs it: the arithmetic is the core's
-//! [`wizard_core::overload::probe::Probe`], the very code shell-smol's probe uses; here
+//! [`wizard_core::shell::probe::Probe`], the very code shell-smol's probe uses; here
 //! the sleeping and waking are events of the simulator, and the CPU reading comes from
 //! the simulated CPU instead of the kernel.
 
 use wizard_core::Time;
-use wizard_core::overload::level::LoadSample;
-use wizard_core::overload::probe::{self, CpuReading};
+use wizard_core::machine::overload::level::LoadSample;
+use wizard_core::shell::probe::{self, CpuReading};
 
 use crate::model::cpu::CpuStat;
 

@@ -8,9 +8,9 @@
 //! to open (there the connection's writer finishes it).
 
 use wizard_core::Time;
-use wizard_core::io::{ConnId, Delivery, Input, Note, Output, Router};
-use wizard_core::reply_wait::ReplyWait;
-use wizard_core::wire::CloseCode;
+use wizard_core::shell::reply_wait::ReplyWait;
+use wizard_core::vocabulary::io::{ConnId, Delivery, Input, Note, Output, Router};
+use wizard_core::vocabulary::wire::CloseCode;
 
 use crate::host::core_task::Host;
 use crate::host::outbox::{Outbox, Queued, carries_events};
@@ -65,7 +65,7 @@ impl Router for Outboxes<'_> {
     fn ai_request(
         &mut self,
         conn: ConnId,
-        request: Box<wizard_core::wire::AiRequest>,
+        request: Box<wizard_core::vocabulary::wire::AiRequest>,
         needed_at: Time,
     ) {
         if self.in_process == Some(conn) {
@@ -74,7 +74,7 @@ impl Router for Outboxes<'_> {
         } else {
             self.send(
                 conn,
-                wizard_core::wire::encode_ai_request(&request),
+                wizard_core::vocabulary::wire::encode_ai_request(&request),
                 Delivery::Every,
             );
         }

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use wizard_core::io::ConnId;
+use wizard_core::vocabulary::io::ConnId;
 
 #[derive(Clone, Debug)]
 pub struct ConnMap<T> {

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use rand_chacha::ChaCha12Rng;
 use wizard_core::Time;
-use wizard_core::io::{ConnId, ConnKind};
-use wizard_core::wire::CloseCode;
+use wizard_core::vocabulary::io::{ConnId, ConnKind};
+use wizard_core::vocabulary::wire::CloseCode;
 
 use crate::host::outbox::Frame;
 use crate::model::conn_map::ConnMap;
@@ -34,7 +34,7 @@ pub enum Arrive {
     },
     Text(String),
     /// Raw websocket frame bytes (masked client frames), read by the connection's
-    /// `wizard_core::ws::FrameReader`: only the fragment flooders send these.
+    /// `wizard_core::shell::ws::FrameReader`: only the fragment flooders send these.
     Raw(Vec<u8>),
     /// A TCP socket accepted by the shell that never sends its request head; `slow`:
     /// it sends the start of one, and never the rest.
@@ -49,7 +49,7 @@ pub enum Arrive {
     /// The embedded AI service's link opens (`EMBEDDED_AI=1`): no socket, no door.
     OpenInProcess,
     /// A reply of the embedded AI service, as a value (no frame, no JSON).
-    AiReply(Box<wizard_core::wire::AiReply>),
+    AiReply(Box<wizard_core::vocabulary::wire::AiReply>),
 }
 
 /// Everything that happens in the simulation.
@@ -72,7 +72,7 @@ pub enum Ev {
     /// A decide request handed to the embedded AI service as a value (`EMBEDDED_AI=1`).
     AiInProcess {
         conn: ConnId,
-        request: Box<wizard_core::wire::AiRequest>,
+        request: Box<wizard_core::vocabulary::wire::AiRequest>,
     },
     /// A slow reader finished reading `bytes` of one frame.
     SlowRead { conn: ConnId, bytes: usize },

@@ -8,10 +8,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::admission::JobAgent;
-use wizard_core::io::ConnId;
-use wizard_core::rng::Seed;
-use wizard_core::session::LobbyId;
-use wizard_core::stats::Counters;
+use wizard_core::machine::session::LobbyId;
+use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::stats::Counters;
 use wizard_core::{Server, Time};
 
 use crate::actors::ai::AiService;

@@ -4,12 +4,12 @@
 //! lobby), and the final checks.
 
 use wizard_core::Time;
-use wizard_core::io::ConnId;
-use wizard_core::overload::LoadLevel;
-use wizard_core::overload::level::SampleClass;
-use wizard_core::session::LobbyId;
-use wizard_core::stats::{Counts, Tally};
-use wizard_core::wire::{CloseCode, ErrorCode, LobbyStatus};
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::machine::overload::level::SampleClass;
+use wizard_core::machine::session::LobbyId;
+use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::stats::{Counts, Tally};
+use wizard_core::vocabulary::wire::{CloseCode, ErrorCode, LobbyStatus};
 
 use crate::actors::client::Role;
 use crate::actors::ctx::Ctx;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use wizard_core::Time;
-use wizard_core::wire::ErrorCode;
+use wizard_core::vocabulary::wire::ErrorCode;
 
 /// One second of the timeline.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -360,8 +360,8 @@ impl Scenario {
     }
 
     /// The server configuration: defaults overridden by `env`.
-    pub fn config(&self) -> Result<wizard_core::config::Config, ScenarioError> {
-        wizard_core::config::Config::from_pairs(
+    pub fn config(&self) -> Result<wizard_core::vocabulary::config::Config, ScenarioError> {
+        wizard_core::vocabulary::config::Config::from_pairs(
             self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         )
         .map_err(|e| ScenarioError(format!("env: {e}")))
