@@ -106,6 +106,8 @@ pub struct Client {
     pub in_game: bool,
     pub born: Time,
     pub rng: ChaCha12Rng,
+    /// Chat lines said.
+    pub(crate) chat_lines: u64,
 }
 
 impl Client {
@@ -153,6 +155,7 @@ impl Client {
             in_game: false,
             born: now,
             rng,
+            chat_lines: 0,
         }
     }
 
@@ -164,6 +167,17 @@ impl Client {
                 generation: 0,
             },
         );
+    }
+
+    /// A line of table chat, when connected and in a lobby (a spectator's: it has no
+    /// request or move in flight for an `error` to be taken for).
+    pub fn chat(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        if self.conn.is_none() || !self.welcomed || self.lobby.is_none() {
+            return;
+        }
+        self.chat_lines += 1;
+        let text = format!("line {} from s{}", self.chat_lines, self.id);
+        self.send(cx, now, &ClientMessage::Chat { text });
     }
 
     pub(crate) fn send(&mut self, cx: &mut Ctx<'_>, now: Time, m: &ClientMessage) {

@@ -58,10 +58,11 @@ impl Client {
                     retry_after_ms,
                     ..
                 }) => self.on_error(cx, now, code, retry_after_ms),
+                // Chat lines gave way in this slow reader's queue: the note counts them.
+                Ok(ServerMessage::ChatGap { .. }) => cx.report.cover("chat_gap"),
                 Ok(
                     ServerMessage::State { .. }
                     | ServerMessage::Chat { .. }
-                    | ServerMessage::ChatGap { .. }
                     | ServerMessage::Profile { .. }
                     | ServerMessage::ProfileDeleted { .. },
                 )

@@ -202,7 +202,10 @@ impl Checker {
         // The answer to the message comes first; what the deadlines due in the same
         // `handle` call did comes after, starting with the first AI or fallback move or
         // the first expired session (their broadcasts are no second answer to this
-        // message).
+        // message). A view after the message's `error` is no answer either: a refused
+        // message's handling ends there, and a deadline's broadcast may follow without
+        // a note (the spectators' list shown at `SPECTATORS_STATE_INTERVAL`: swarm seed
+        // 621); a second `error` still counts.
         let answer = out.iter().take_while(|o| {
             !matches!(
                 o,
@@ -221,7 +224,7 @@ impl Checker {
                     if text.starts_with("{\"type\":\"error\"") {
                         errors += 1;
                         busy |= text.contains("\"code\":\"busy\"");
-                    } else if text.starts_with("{\"type\":\"state\"") {
+                    } else if text.starts_with("{\"type\":\"state\"") && errors == 0 {
                         states += 1;
                     }
                 }
@@ -471,6 +474,7 @@ impl Observer for Observers<'_> {
         for o in out {
             k.games.output(r, h.now, o);
         }
+        k.games.chat(r, h.now, input, out);
         k.games.sweep(r, h.now, false);
         let c = server.config();
         if k.thresholds.is_none() {

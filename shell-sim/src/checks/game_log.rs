@@ -65,6 +65,23 @@ pub struct Seen {
     pub wait_bound_us: u64,
     /// Views sent to spectators (`you` null), judged by `leak::spectator_rules`.
     pub spectator_views: u64,
+    /// What the rules below had to judge, so that a swarm that never puts one to work
+    /// says so (coverage): a list a second seat received and compared; a connection
+    /// new to a running game placed at the log's end by its snapshot; a seat's view
+    /// showing a hand (the hand's rules, the cards' owners); tricks, rounds and games
+    /// the oracle recomputed from the events (winners, points, the ranking).
+    pub lists_shared: u64,
+    pub joined_midgame: u64,
+    pub hand_views: u64,
+    pub tricks_judged: u64,
+    pub rounds_scored: u64,
+    pub games_ranked: u64,
+    /// Chat lines checked across a lobby's connections, and those that reached three
+    /// or more (seats and spectators).
+    pub chat_lines: u64,
+    pub chat_spread: u64,
+    /// Views of a lobby listing two spectators or more.
+    pub many_spectators: u64,
 }
 
 /// One `state` frame of a game, as one connection received it.
@@ -109,6 +126,7 @@ impl GameLog {
         }
         // A snapshot after a stretch nobody saw: the oracle starts again from it.
         let resync = fresh && self.unseen;
+        seen.joined_midgame += u64::from(fresh && !self.lists.is_empty());
         seen.views += 1;
         seen.resyncs += u64::from(resync);
         let mut at = at.unwrap_or(self.lists.len());
@@ -120,10 +138,13 @@ impl GameLog {
                     self.lists.push(hash);
                     seen.lists += 1;
                     moved = true;
-                    seen.autoplayed += self.list(f.events, resync, bad);
+                    self.list(f.events, resync, seen, bad);
                     at = self.lists.len();
                 }
-                Some(h) if *h == hash => at += 1,
+                Some(h) if *h == hash => {
+                    seen.lists_shared += 1;
+                    at += 1;
+                }
                 Some(_) => match self.lists[at..].iter().position(|h| *h == hash) {
                     Some(k) => {
                         bad.push(format!("missed lists of events {at} to {}", at + k - 1));
@@ -162,6 +183,7 @@ impl GameLog {
             let hidden = p.obs.options.hidden_bids && p.obs.phase == Phase::Bidding;
             seen.hidden_bid_views += u64::from(hidden);
         }
+        seen.hand_views += u64::from(!own.hand.is_empty());
         self.view(f, you, &own, resync, at == self.lists.len(), bad);
         self.unseen = false;
         if let (Some(b), Some(p)) = (bound, &self.public) {
@@ -241,13 +263,12 @@ impl GameLog {
     }
 
     /// A list no seat received before: its events go to the oracle and the owners.
-    /// Returns the number of `autoplayed` events.
-    fn list(&mut self, text: &str, resync: bool, bad: &mut Vec<String>) -> u64 {
+    fn list(&mut self, text: &str, resync: bool, seen: &mut Seen, bad: &mut Vec<String>) {
         let events: Vec<Event> = match serde_json::from_str(text) {
             Ok(e) => e,
             Err(e) => {
                 bad.push(format!("undecodable events: {e}"));
-                return 0;
+                return;
             }
         };
         if leak::card_strings(text) != leak::cards_in_events(&events) {
@@ -262,12 +283,19 @@ impl GameLog {
         if let (false, Some(o)) = (resync || self.unseen, &mut self.oracle) {
             for e in &events {
                 o.event(e, bad);
+                let judged = match e {
+                    Event::TrickCompleted { .. } => &mut seen.tricks_judged,
+                    Event::RoundFinished { .. } => &mut seen.rounds_scored,
+                    Event::GameFinished { .. } => &mut seen.games_ranked,
+                    _ => continue,
+                };
+                *judged += 1;
             }
         }
         let autoplayed = events
             .iter()
             .filter(|e| matches!(e, Event::Autoplayed { .. }));
-        autoplayed.count() as u64
+        seen.autoplayed += autoplayed.count() as u64;
     }
 
     /// Seat `you`'s view (its own fields `own`, the public part judged already): what

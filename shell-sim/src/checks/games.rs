@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use wizard_core::Time;
 use wizard_core::machine::session::LobbyId;
 use wizard_core::vocabulary::io::{ConnId, Input, Note, Output};
-use wizard_core::vocabulary::wire::{self, LobbyStatus, LobbyView, ServerMessage, peek};
+use wizard_core::vocabulary::wire::{
+    self, ClientMessage, LobbyStatus, LobbyView, ServerMessage, peek,
+};
 
 use crate::checks::expiry::Expiry;
 use crate::checks::game_log::{GameLog, Seen, View};
@@ -127,6 +129,70 @@ impl Games {
         for what in self.bad.drain(..) {
             r.violation(now, what);
         }
+    }
+
+    /// A `chat` message the core handled: its line goes to every connection that
+    /// follows the sender's lobby (seats and spectators), byte for byte the same, and
+    /// to no connection of another lobby or of none (a leak), or to nobody (refused).
+    /// Checked per `handle` call, where the core broadcasts it.
+    pub fn chat(&mut self, r: &mut Report, now: Time, input: &Input, out: &[Output]) {
+        let Input::Message {
+            conn: sender,
+            message: ClientMessage::Chat { .. },
+        } = input
+        else {
+            return;
+        };
+        let lines: Vec<(ConnId, &str)> = out
+            .iter()
+            .filter_map(|o| match o {
+                Output::Send { conn, text, .. } if peek::frame_type(text) == "chat" => {
+                    Some((*conn, text.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(&(_, line)) = lines.first() else {
+            return;
+        };
+        let table = self.viewers.get(sender).and_then(|v| v.table);
+        let members = table
+            .and_then(|c| self.tables.get(&c))
+            .map(|t| t.viewers.clone())
+            .unwrap_or_default();
+        let code = table
+            .and_then(|c| self.tables.get(&c))
+            .map_or("-", |t| t.lobby.code.as_str());
+        for &(conn, text) in &lines {
+            if text != line {
+                r.violation(
+                    now,
+                    format!("conn {conn}: chat line {text} differs from {line}"),
+                );
+            }
+            let other = self.viewers.get(&conn).and_then(|v| v.table);
+            if !members.contains(&conn) && other.is_some() {
+                r.violation(
+                    now,
+                    format!("conn {conn}: a chat line of lobby {code} in another lobby's frames"),
+                );
+            }
+        }
+        let mut followers = 0;
+        for conn in &members {
+            if self.viewers.get(conn).is_some_and(|v| v.closing) {
+                continue;
+            }
+            followers += 1;
+            if !lines.iter().any(|(c, _)| c == conn) {
+                r.violation(
+                    now,
+                    format!("lobby {code} conn {conn}: lost a chat line the lobby received"),
+                );
+            }
+        }
+        self.seen.chat_lines += 1;
+        self.seen.chat_spread += u64::from(followers >= 3);
     }
 
     /// Reports every game that waited on the server longer than its bound (at most
@@ -272,6 +338,7 @@ impl Games {
             return;
         };
         t.viewers.insert(conn);
+        self.seen.many_spectators += u64::from(t.lobby.spectators.len() >= 2);
         if t.game.is_none() || parts.game == "null" {
             return;
         }

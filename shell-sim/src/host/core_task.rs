@@ -87,6 +87,8 @@ pub struct Host {
     pub inputs_handled: u64,
     /// Connections dropped because their outbox overflowed (slow readers).
     pub overflows: u64,
+    /// Queued `state`s without events replaced by a newer one (slow readers).
+    pub states_replaced: u64,
     /// The shell's door (the core's `overload::door::Door`): every socket it holds.
     pub door: Door,
     /// Sockets admitted that never sent their request head (silent and slow-head
@@ -108,7 +110,7 @@ pub struct Host {
     pub honest_refused: u64,
     /// Frame floods the readers reported (`Read::Fail(BadFrame::Flood)`).
     pub frame_floods: u64,
-    /// Broken door promises, for the report (see `door.rs`).
+    /// Broken door and routing promises, for the report (see `door.rs`, `writer.rs`).
     pub door_violations: Vec<(Time, String)>,
     /// When a mute connection was last heard from, and last pinged (`lifecycle.rs`).
     pub(crate) last_heard: ConnMap<(Time, Option<Time>)>,
@@ -165,6 +167,7 @@ impl Host {
             window_bytes,
             inputs_handled: 0,
             overflows: 0,
+            states_replaced: 0,
             door,
             silent: ConnMap::default(),
             readers: ConnMap::default(),

@@ -8,7 +8,7 @@
 //! receive window (`window_bytes`) has room; a slow reader drains it at its own rate.
 
 use wizard_core::Time;
-use wizard_core::shell::outqueue::{Delivery, OutQueue};
+use wizard_core::shell::outqueue::{Delivery, OutQueue, Pushed};
 use wizard_core::vocabulary::wire::CloseCode;
 
 /// A frame on its way to the peer, with its place in the connection's stream, so the
@@ -21,9 +21,28 @@ pub struct Frame {
     pub seq: u64,
     /// `seq` of the last `Every` frame before this one (0: none).
     pub kept_before: u64,
-    /// The queue may lose it: the core marked it `Newest` (a `state` without events)
-    /// or `Chat` (a chat line, or the `chat_gap` note that took a dropped line's place).
+    /// The queue may lose it: the core marked it `Chat` (a chat line, or the
+    /// `chat_gap` note that took a dropped line's place), or `Newest` and it is a
+    /// `state` without events. Judged from the text, not from the mark alone, so a
+    /// `state` with events the core wrongly marked `Newest` counts as kept, and its loss
+    /// in the queue is a lost frame to the client's stream check.
     pub lossy: bool,
+}
+
+/// What queueing one frame did, for the checkers and the coverage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queued {
+    /// Queued (or refused after a close or an overflow).
+    Plain,
+    /// Queued in place of an older `Newest` frame, which the queue dropped.
+    Replaced,
+}
+
+/// Whether a frame carries events: a `"events":` key followed by anything but `[]`.
+/// A `state` with events must never be replaced (its events are not repeated).
+pub fn carries_events(text: &str) -> bool {
+    text.rfind("\"events\":")
+        .is_some_and(|at| !text[at + 9..].starts_with("[]"))
 }
 
 /// A frame's place in its connection's stream, kept beside it in the queue.
@@ -76,12 +95,16 @@ impl Outbox {
     }
 
     /// Queues a frame by the core's rule ([`OutQueue::push`]), numbered in the stream.
-    pub fn push(&mut self, text: String, delivery: Delivery) {
+    pub fn push(&mut self, text: String, delivery: Delivery) -> Queued {
         if !self.queue.accepting() {
-            return;
+            return Queued::Plain;
         }
         self.routed_seq += 1;
-        let lossy = delivery != Delivery::Every;
+        let lossy = match delivery {
+            Delivery::Every => false,
+            Delivery::Chat => true,
+            Delivery::Newest => !carries_events(&text),
+        };
         let place = Place {
             seq: self.routed_seq,
             kept_before: self.kept_seq,
@@ -90,7 +113,10 @@ impl Outbox {
         if !lossy {
             self.kept_seq = self.routed_seq;
         }
-        self.queue.push(text, delivery, place);
+        match self.queue.push(text, delivery, place) {
+            Pushed::Replaced { .. } => Queued::Replaced,
+            _ => Queued::Plain,
+        }
     }
 
     /// Asks for a close after the queued frames.
@@ -219,5 +245,26 @@ mod tests {
                 (6, 1, false)
             ]
         );
+    }
+
+    /// A `state` with events wrongly marked `Newest` is replaced by the queue, and the
+    /// stream shows the loss: its place is judged from its text, so the next frame
+    /// still names it as the last kept one and the client sees it missing.
+    #[test]
+    fn a_replaced_state_with_events_shows_as_a_lost_frame() {
+        let with_events = r#"{"type":"state","lobby":{},"game":null,"events":[{"type":"x"}]}"#;
+        let without = r#"{"type":"state","lobby":{},"game":null,"events":[]}"#;
+        assert!(carries_events(with_events));
+        assert!(!carries_events(without));
+        let mut o = Outbox::new((10, 10_000, 4), 10_000);
+        assert_eq!(o.push(with_events.into(), Delivery::Newest), Queued::Plain);
+        assert_eq!(o.push(without.into(), Delivery::Newest), Queued::Replaced);
+        let taken = o.take_writable();
+        let places: Vec<(u64, u64, bool)> = taken
+            .iter()
+            .map(|f| (f.seq, f.kept_before, f.lossy))
+            .collect();
+        // Frame 1 (with events) is gone, and frame 2 says it came after it.
+        assert_eq!(places, [(2, 1, true)]);
     }
 }

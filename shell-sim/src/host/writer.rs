@@ -13,7 +13,7 @@ use wizard_core::vocabulary::io::{ConnId, Delivery, Input, Note, Output, Router}
 use wizard_core::vocabulary::wire::CloseCode;
 
 use crate::host::core_task::Host;
-use crate::host::outbox::Outbox;
+use crate::host::outbox::{Outbox, Queued, carries_events};
 use crate::model::conn_map::ConnMap;
 use crate::model::net::{Arrive, Ev, Net};
 use crate::model::queue::EventQueue;
@@ -30,6 +30,9 @@ struct Outboxes<'a> {
     /// The connections whose writers have something new.
     touched: Vec<ConnId>,
     at: Time,
+    /// `Newest` frames replaced in a queue, and frames with events marked `Newest`.
+    replaced: u64,
+    misdelivered: Vec<(Time, String)>,
 }
 
 impl Outboxes<'_> {
@@ -43,8 +46,19 @@ impl Outboxes<'_> {
 
 impl Router for Outboxes<'_> {
     fn send(&mut self, conn: ConnId, text: String, delivery: Delivery) {
-        if let Some(o) = self.get(conn) {
-            o.push(text, delivery);
+        if delivery == Delivery::Newest && carries_events(&text) {
+            self.misdelivered.push((
+                self.at,
+                format!(
+                    "conn {conn}: a frame with events marked replaceable (`Newest`): a slow \
+                     reader's queue may drop its events"
+                ),
+            ));
+        }
+        if let Some(o) = self.get(conn)
+            && o.push(text, delivery) == Queued::Replaced
+        {
+            self.replaced += 1;
         }
     }
 
@@ -102,10 +116,14 @@ impl Host {
             replies: &mut self.replies,
             touched: Vec::new(),
             at,
+            replaced: 0,
+            misdelivered: Vec::new(),
         };
         for output in routed {
             output.route(&mut into);
         }
+        self.states_replaced += into.replaced;
+        self.door_violations.append(&mut into.misdelivered);
         for ev in into.in_process_out {
             q.push(at, ev);
         }

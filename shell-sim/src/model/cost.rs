@@ -7,26 +7,21 @@
 //! same run); a message dropped by the flood limiter 34 ns; a `hello` 0.48 us with its
 //! outputs; an observation built (0.33 us) and encoded (1.0 us) for the AI service.
 //! (The core has since got to 3.2 us per move; the model keeps the figures it was
-//! calibrated with.) Shell figures (frame parsing and framing, syscalls, wake-ups,
-//! upgrades) are calibrated against the real server: at full speed with four humans per
-//! game it spent 46 us of CPU per move in all in the calibration run, 53 to 62 us in
-//! later ones (docs/BENCHMARKS.md), so a frame read and each of the four frames written
-//! cost about 8 us, at the cheap end. The model under-counts wake-ups at low
+//! calibrated with.) The figures fitted against the real server (a frame read and
+//! written, the fallback player's move, the embedded AI's decisions, the idle floor)
+//! are read from the calibration file (`model/calibration.rs`,
+//! `fixtures/sim-calibration.json`), which `bench/calibrate.sh` rewrites; the file's
+//! commit says when they were measured. The model under-counts wake-ups at low
 //! load (the real server's CPU per move is 60 us at 1000 paced games, mostly per
 //! wake-up), which matters little for overload, where the loop is busy and batches.
 //! `speed_factor` scales everything: 2.0 models a machine twice as slow.
 //!
-//! Two costs are not per input. The idle floor: the real server idles at 14.0 to
-//! 15.0 ms of CPU a second (measured with `EMBEDDED_AI` 0 and 1: about 130 epoll
-//! wake-ups and 65 eventfd writes a second across its threads), charged to the quota in
-//! every CFS period (`cpu.rs`). And the embedded AI (`EMBEDDED_AI=1`): its workers run
-//! in the server's process, so each decision's CPU comes out of the server's quota:
-//! 450 us for a decision of the primary agent (`search`) and 100 us for one degraded to
-//! the heuristic, link and wake-ups included. These two and `fallback_move_us` (10 us:
-//! the core's fallback player deciding a move) are fitted at the calibration
-//! points (`bench/calibrate.sh`, docs/SIMULATION.md): with them all four points agree
-//! with the real server within 1 s per level change and 10 % on moves a second while
-//! saturated.
+//! Two costs are not per input. The idle floor, the idle server's CPU a second
+//! (wake-ups of every thread), charged to the quota in every CFS period (`cpu.rs`).
+//! And the embedded AI (`EMBEDDED_AI=1`): its workers run in the server's process, so
+//! each decision's CPU comes out of the server's quota, one figure for a decision of
+//! the primary agent (`search`) and one for a decision degraded to the heuristic, link
+//! and wake-ups included. Both are calibration figures.
 //!
 //! A durable store (a scenario whose `STORE` is not `memory`) adds, per record (a move
 //! makes 1.002 of them), 0.05 us on the core thread and 1.7 us of the writer thread's
@@ -90,14 +85,16 @@ pub struct CostModel {
 }
 
 impl Default for CostModel {
+    /// The criterion figures above, and the fitted ones from the calibration file.
     fn default() -> Self {
+        let fitted = crate::model::calibration::calibration().figures;
         CostModel {
             speed_factor: 1.0,
             wake_us: 4.0,
             open_us: 40.0,
             close_us: 8.0,
-            read_us: 8.0,
-            write_us: 8.0,
+            read_us: fitted.read_us,
+            write_us: fitted.write_us,
             dropped_us: 0.04,
             hello_us: 0.3,
             action_us: 1.8,
@@ -106,10 +103,10 @@ impl Default for CostModel {
             state_us: 0.75,
             ai_request_us: 1.5,
             small_us: 0.2,
-            idle_floor_us_per_s: 14_500.0,
-            ai_embedded_us: 450.0,
-            ai_embedded_heuristic_us: 100.0,
-            fallback_move_us: 10.0,
+            idle_floor_us_per_s: fitted.idle_floor_us_per_s,
+            ai_embedded_us: fitted.ai_embedded_us,
+            ai_embedded_heuristic_us: fitted.ai_embedded_heuristic_us,
+            fallback_move_us: fitted.fallback_move_us,
             store_record_us: 0.05,
             store_fold_us: 1.7,
         }

@@ -2,6 +2,7 @@
 //! distributions, the cost of each piece of work, the CPU quota, the network and the
 //! per-connection table.
 
+pub mod calibration;
 pub mod conn_map;
 pub mod cost;
 pub mod cpu;

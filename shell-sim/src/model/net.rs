@@ -115,6 +115,8 @@ pub enum Ev {
     Reconnect { client: usize },
     /// A player closes its connection and never comes back.
     WalkAway { client: usize },
+    /// A spectator says its next line of table chat.
+    Chat { client: usize },
     /// The end of the run.
     End,
 }

@@ -51,6 +51,8 @@ pub struct Sim {
     pub report: Report,
     pub slow: BTreeMap<ConnId, SlowSock>,
     pub reconnect_every_us: BTreeMap<usize, u64>,
+    /// Spectators that chat, and how often.
+    pub chat_every_us: BTreeMap<usize, u64>,
     pub prev_counters: Counters,
     pub healed: bool,
     pub heal_snapshot: BTreeMap<LobbyId, u64>,
@@ -138,6 +140,7 @@ impl Sim {
             report,
             slow: BTreeMap::new(),
             reconnect_every_us: BTreeMap::new(),
+            chat_every_us: BTreeMap::new(),
             prev_counters: Counters::default(),
             healed: false,
             heal_snapshot: BTreeMap::new(),
@@ -220,13 +223,22 @@ impl Sim {
                         self.tables[table].members.push(id);
                     }
                 }
-                if t < spec.spectators {
+                let each = spec.spectators_each.max(1);
+                let watchers = if t < spec.spectators { each } else { 0 };
+                for k in 0..watchers {
                     // No draw, and an address of its own outside the players' ranges,
                     // so that it takes nothing of their per-address caps; every other
                     // client stays as it was (spectators come only where asked).
-                    let ip = spectator_ip(g, t);
+                    let ip = spectator_ip(g, t * each + k);
                     let id = self.new_client(Role::Spectator { table }, ip, at);
                     self.clients[id].pace = spec.pace;
+                    if spec.chat_every_s > 0.0 {
+                        // Spread over the period by the spectator's place, no draw.
+                        let every = secs_to_us(spec.chat_every_s);
+                        let first = every * u64::from(k + 1) / u64::from(each);
+                        self.chat_every_us.insert(id, every);
+                        self.q.push(at.plus_us(first), Ev::Chat { client: id });
+                    }
                 }
             }
         }
@@ -419,6 +431,15 @@ impl Sim {
                     // Between connections: it walks away once it is back.
                     _ if !c.gone => cx.q.push(now.plus_us(1_000_000), Ev::WalkAway { client }),
                     _ => {}
+                }
+            }
+            Ev::Chat { client } => {
+                let every = self.chat_every_us.get(&client).copied();
+                if let (Some(c), Some(every)) = (self.clients.get_mut(client), every)
+                    && !c.gone
+                {
+                    c.chat(&mut cx, now);
+                    cx.q.push(now.plus_us(every), Ev::Chat { client });
                 }
             }
             Ev::Tick => self.tick(now),

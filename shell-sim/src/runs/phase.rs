@@ -185,6 +185,8 @@ impl Sim {
         r.counters.insert("event_lists_checked".into(), seen.lists);
         r.counters.insert("oracle_resyncs".into(), seen.resyncs);
         r.counters
+            .insert("chat_lines_checked".into(), seen.chat_lines);
+        r.counters
             .insert("progress_wait_ms_max".into(), seen.wait_us / 1000);
         r.counters
             .insert("progress_bound_ms".into(), seen.wait_bound_us / 1000);
@@ -194,6 +196,15 @@ impl Sim {
             (seen.timed_waits, "progress_turn_timer"),
             (seen.resyncs, "oracle_resync"),
             (seen.spectator_views, "views_spectators"),
+            (seen.lists_shared, "event_list_shared"),
+            (seen.joined_midgame, "view_joined_midgame"),
+            (seen.hand_views, "views_hands"),
+            (seen.tricks_judged, "oracle_trick_judged"),
+            (seen.rounds_scored, "oracle_round_scored"),
+            (seen.games_ranked, "oracle_game_ranked"),
+            (seen.chat_lines, "chat_checked"),
+            (seen.chat_spread, "chat_spread"),
+            (seen.many_spectators, "spectators_many"),
         ];
         for (n, fact) in facts {
             if n > 0 {
@@ -224,6 +235,8 @@ impl Sim {
             .insert("inbox_len_max".into(), self.host.inbox_len_max as u64);
         r.counters
             .insert("outbox_overflows".into(), self.host.overflows);
+        r.counters
+            .insert("outbox_states_replaced".into(), self.host.states_replaced);
         r.counters
             .insert("cpu_usage_us".into(), self.host.cpu.stat_at(now).usage_us);
         r.counters
@@ -269,6 +282,9 @@ impl Sim {
             r.counters
                 .insert("ai_embedded_decisions".into(), self.ai_embedded_decisions);
             r.cover("ai_embedded");
+        }
+        if self.host.states_replaced > 0 {
+            r.cover("outbox_state_replaced");
         }
         if self.host.overflows > 0 {
             r.cover("outbox_overflow");

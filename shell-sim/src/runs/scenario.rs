@@ -75,10 +75,14 @@ pub struct Tables {
     /// (0: none; else 10 to 300 s).
     pub hidden_bids: bool,
     pub turn_seconds: u16,
-    /// Tables watched by one spectator each (PROTOCOL.md 6.4): a client that sends
-    /// `spectate` with the table's code and never acts, so that the view checkers
-    /// judge spectators' frames too.
+    /// Tables watched by spectators (PROTOCOL.md 6.4): clients that send `spectate`
+    /// with the table's code and never play, so that the view checkers judge
+    /// spectators' frames too; `spectators_each` of them per table (0 counts as 1).
     pub spectators: u32,
+    pub spectators_each: u32,
+    /// Each spectator says a line of table chat this often (0: never), which every
+    /// seat and spectator of the lobby receives (`chat` checkers).
+    pub chat_every_s: f64,
 }
 
 /// Open-loop arrivals of new games: each arrival is a new client that connects, says

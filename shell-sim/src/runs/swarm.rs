@@ -40,6 +40,24 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     // The view checkers' rules for hidden bids and turn timers at work.
     "views_hidden_bids",
     "views_spectators",
+    // Each rule of the view checkers put to work: a list compared across seats, a
+    // connection joining a running game, hands shown, tricks, rounds and games
+    // recomputed by the oracle; and the outbound queue replacing a `state` without
+    // events for a slow reader (the client's stream check then holds that no `state`
+    // with events was lost).
+    "event_list_shared",
+    "view_joined_midgame",
+    "views_hands",
+    "oracle_trick_judged",
+    "oracle_round_scored",
+    "oracle_game_ranked",
+    "outbox_state_replaced",
+    // Chat lines checked across a lobby's seats and spectators (three or more), lines
+    // giving way in a slow reader's queue, and lobbies with several spectators.
+    "chat_checked",
+    "chat_spread",
+    "chat_gap",
+    "spectators_many",
     "autoplayed",
     "progress_turn_timer",
     // The shell's own work on the quota, and its own endings of a connection and of
@@ -236,7 +254,43 @@ pub fn scenario(seed: u64) -> Scenario {
     shell_events(seed, &mut s);
     walk_aways(seed, &mut s);
     spectators(seed, &mut s);
+    chat(seed, &mut s);
     s
+}
+
+/// Crowds and chat, from a stream of their own so that every draw above stays as it
+/// was: half of the watched table groups get 2 to 4 spectators a table, and half of
+/// them chat, a line every 1 to 4 s each (`CHAT_RATE` allows a burst of 20, then one
+/// every 3 s: beyond, a line is refused `rate_limited`), which
+/// every seat and spectator of the lobby receives; in a slow reader's queue the lines
+/// give way (`chat_gap`), past a small `OUTBOUND_QUEUE_CHAT_MESSAGES` behind a small
+/// socket window half the time.
+fn chat(seed: u64, s: &mut Scenario) {
+    let mut r = fork(seed, 0xC4A7);
+    let mut slow_chat = false;
+    for t in &mut s.tables {
+        if t.spectators == 0 {
+            continue;
+        }
+        if r.random_bool(0.5) {
+            t.spectators_each = r.random_range(2..5);
+        }
+        if r.random_bool(0.5) {
+            t.chat_every_s = r.random_range(1.0..4.0);
+            slow_chat |= t.slow_readers > 0;
+        }
+    }
+    if slow_chat && r.random_bool(0.5) {
+        let lines = r.random_range(2..5u32);
+        s.env
+            .insert("OUTBOUND_QUEUE_CHAT_MESSAGES".into(), lines.to_string());
+        // A reader slow enough, behind a window small enough, for its queue to hold
+        // frames within a short run.
+        s.window_bytes = s.window_bytes.min(4 * 1024);
+        for t in &mut s.tables {
+            t.slow_read_bytes_per_s = t.slow_read_bytes_per_s.min(100.0);
+        }
+    }
 }
 
 /// Players who walk away (close and never return), from a stream of their own so that
@@ -418,6 +472,8 @@ pub struct SwarmResult {
     pub runs: u64,
     pub failures: Vec<Failure>,
     pub coverage: BTreeMap<String, u64>,
+    /// The first seed that reached each fact: a run to replay to see it at work.
+    pub first_seed: BTreeMap<String, u64>,
     /// The runs' own wall time, summed.
     pub wall_ms: f64,
     /// The batch's wall time (less than `wall_ms` when threads share the seeds).
@@ -486,9 +542,10 @@ impl SwarmResult {
             self.wall_ms,
             self.trace_hash
         );
-        s.push_str("coverage (runs reaching each fact):\n");
+        s.push_str("coverage (runs reaching each fact, the first seed that did):\n");
         for (k, v) in &self.coverage {
-            s.push_str(&format!("  {k}: {v}\n"));
+            let first = self.first_seed.get(k).copied().unwrap_or(0);
+            s.push_str(&format!("  {k}: {v} (seed {first})\n"));
         }
         s.push_str(&format!(
             "missing required coverage: {:?}\n",
@@ -523,6 +580,7 @@ impl SwarmResult {
         self.trace_hash =
             crate::runs::report::fnv(self.trace_hash ^ o.seed, &report.trace_hash.to_le_bytes());
         for k in report.coverage {
+            self.first_seed.entry(k.clone()).or_insert(o.seed);
             *self.coverage.entry(k).or_insert(0) += 1;
         }
         if !report.violations.is_empty() {

@@ -28,6 +28,16 @@ fn an_ai_broadcast_in_the_same_call_is_no_second_answer() {
     }
 }
 
+/// Seed 621 (crowds of spectators): a `start_game` refused `busy` shared its `handle`
+/// call with the spectators' list shown at `SPECTATORS_STATE_INTERVAL`, a broadcast
+/// with no note; the one-outcome checker counted it as a view answering the refused
+/// message. A view after the message's `error` is the deadline's, not an answer.
+#[test]
+fn a_deadline_broadcast_after_a_refusal_is_no_answer() {
+    let result = wizard_sim::runs::swarm::run(621, 1);
+    assert!(result.failures.is_empty(), "{}", result.render());
+}
+
 /// The same seeds on three threads give the serial batch's result: failures, coverage
 /// and the trace hash folded in seed order.
 #[test]

@@ -209,6 +209,10 @@ impl Server {
             let Some(conn) = self.sessions.get(session).and_then(|s| s.conn) else {
                 continue;
             };
+            #[cfg(feature = "planted-bugs")]
+            if seat == 1 && crate::planted::missed_broadcast(events) {
+                continue;
+            }
             out.push(Output::Send {
                 conn,
                 text: self.seat_state(
@@ -327,6 +331,10 @@ impl Server {
 /// A state's delivery: only a state without events may be replaced by a newer one
 /// (events are not repeated, so dropping them would lose them).
 fn state_delivery(events: &[Event]) -> Delivery {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::planted(crate::planted::Bug::EventsReplaceable) {
+        return Delivery::Newest;
+    }
     if events.is_empty() {
         Delivery::Newest
     } else {

@@ -400,6 +400,8 @@ impl Server {
             text,
             at_ms: now.as_micros() / US_PER_MS,
         });
+        #[cfg(feature = "planted-bugs")]
+        let first = out.len();
         for to in self.lobby_conns(lobby) {
             out.push(Output::Send {
                 conn: to,
@@ -407,6 +409,8 @@ impl Server {
                 delivery: Delivery::Chat,
             });
         }
+        #[cfg(feature = "planted-bugs")]
+        crate::planted::chat_lost(out, first);
         self.audiences.entry(lobby).or_default().push_line(frame);
         Ok(())
     }
