@@ -70,6 +70,7 @@ pub mod game;
 pub mod io;
 pub mod keepalive;
 pub mod lobby;
+pub mod matchmaker;
 pub mod names;
 pub mod outqueue;
 pub mod overload;

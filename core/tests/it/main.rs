@@ -16,6 +16,7 @@ mod golden;
 mod keepalive;
 mod levels;
 mod limits;
+mod matchmaker;
 mod names;
 mod outqueue;
 mod probe;
