@@ -74,6 +74,9 @@ pub struct LobbyRecord {
     pub game_no: u64,
     /// The current game's seed (while playing or finished).
     pub seed: Option<u64>,
+    /// Listed by `list_tables`; left out when false, so older records read as private.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub public: bool,
 }
 
 /// A fact to keep.
@@ -218,6 +221,7 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
             owner: IpAddr::from([10, (g >> 16) as u8, (g >> 8) as u8, g as u8]),
             game_no: 1,
             seed: Some(seed),
+            public: false,
         }));
         let mut events = Vec::new();
         let Ok(mut game) = Game::new(4, Options::default(), seed, &mut events) else {

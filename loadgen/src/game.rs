@@ -172,6 +172,7 @@ pub(super) async fn player(
                     let message = match step {
                         Step::Creating => ClientMessage::CreateLobby {
                             name: format!("Bench {g}"),
+                            public: false,
                         },
                         _ => ClientMessage::StartGame,
                     };
@@ -256,6 +257,7 @@ pub(super) async fn player(
                             step = Step::Creating;
                             let create = ClientMessage::CreateLobby {
                                 name: format!("Bench {g}"),
+                                public: false,
                             };
                             if !accepting && one_game {
                                 ctx.stats.borrow_mut().refusals.busy_create += 1;
@@ -383,7 +385,10 @@ pub(super) async fn player(
                         accepting_games, ..
                     } => accepting = accepting_games,
                     // The load generator's players do not chat.
-                    ServerMessage::Chat { .. } | ServerMessage::ChatGap { .. } => {}
+                    ServerMessage::Chat { .. }
+                    | ServerMessage::ChatGap { .. }
+                    | ServerMessage::Queued { .. }
+                    | ServerMessage::Tables { .. } => {}
                     ServerMessage::Error {
                         code: err,
                         retry_after_ms,

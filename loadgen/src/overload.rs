@@ -172,6 +172,7 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
                     &mut ws,
                     &ClientMessage::CreateLobby {
                         name: format!("Load {i}"),
+                        public: false,
                     },
                 )
                 .await;
@@ -188,6 +189,7 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
                     &mut ws,
                     &ClientMessage::CreateLobby {
                         name: format!("Load {i}"),
+                        public: false,
                     },
                 )
                 .await;
@@ -275,6 +277,7 @@ async fn create_probe(args: Args, refused_busy: Arc<AtomicU64>, created: Arc<Ato
                     &mut ws,
                     &ClientMessage::CreateLobby {
                         name: "Probe".into(),
+                        public: false,
                     },
                 )
                 .await;

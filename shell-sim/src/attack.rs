@@ -205,6 +205,7 @@ impl Attacker {
                 } else {
                     wire::encode_client(&ClientMessage::CreateLobby {
                         name: "spam".into(),
+                        public: false,
                     })
                 };
                 for (conn, &(_, ready)) in self.conns.iter() {

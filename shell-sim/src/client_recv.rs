@@ -61,7 +61,9 @@ impl Client {
                 Ok(
                     ServerMessage::State { .. }
                     | ServerMessage::Chat { .. }
-                    | ServerMessage::ChatGap { .. },
+                    | ServerMessage::ChatGap { .. }
+                    | ServerMessage::Queued { .. }
+                    | ServerMessage::Tables { .. },
                 )
                 | Err(_) => {}
             }

@@ -184,6 +184,7 @@ impl Server {
             owner: l.owner().addr(),
             game_no: l.game_no(),
             seed: l.seed(),
+            public: l.is_public(),
         })
     }
 

@@ -20,6 +20,7 @@ mod matchmaker;
 mod names;
 mod outqueue;
 mod probe;
+mod quick;
 mod reply_wait;
 mod retry;
 mod rules;

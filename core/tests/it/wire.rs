@@ -97,7 +97,10 @@ fn client_messages_decode() {
         ),
         (
             r#"{"type":"create_lobby","name":"Ann"}"#,
-            ClientMessage::CreateLobby { name: "Ann".into() },
+            ClientMessage::CreateLobby {
+                name: "Ann".into(),
+                public: false,
+            },
         ),
         (
             r#"{"name":"Bob","code":"abcd23","type":"join_lobby"}"#,
@@ -130,6 +133,7 @@ fn client_messages_decode() {
                 hidden_bids: Some(true),
                 bid_restriction: None,
                 turn_seconds: None,
+                public: None,
             },
         ),
         (
@@ -138,6 +142,7 @@ fn client_messages_decode() {
                 hidden_bids: None,
                 bid_restriction: Some(BidRestriction::House),
                 turn_seconds: Some(60),
+                public: None,
             },
         ),
         (
@@ -146,6 +151,7 @@ fn client_messages_decode() {
                 hidden_bids: None,
                 bid_restriction: None,
                 turn_seconds: None,
+                public: None,
             },
         ),
         (r#"{"type":"start_game"}"#, ClientMessage::StartGame),
@@ -215,6 +221,7 @@ fn unknown_fields_are_ignored_everywhere() {
                 hidden_bids: Some(false),
                 bid_restriction: None,
                 turn_seconds: None,
+                public: None,
             },
         ),
     ];
@@ -426,6 +433,7 @@ fn lobby() -> LobbyView {
             bid_restriction: BidRestriction::House,
             turn_seconds: 0,
         },
+        public: false,
         players: vec![
             PlayerView {
                 id: "0123456789ab".into(),
@@ -516,6 +524,7 @@ fn every_client_message() -> Vec<ClientMessage> {
         },
         ClientMessage::CreateLobby {
             name: "Ann \"the\" \u{e9}\u{1f0cf}".into(),
+            public: false,
         },
         ClientMessage::JoinLobby {
             code: "ABC234".into(),
@@ -533,11 +542,13 @@ fn every_client_message() -> Vec<ClientMessage> {
             hidden_bids: Some(true),
             bid_restriction: Some(BidRestriction::Canadian),
             turn_seconds: Some(300),
+            public: None,
         },
         ClientMessage::SetOptions {
             hidden_bids: None,
             bid_restriction: None,
             turn_seconds: None,
+            public: None,
         },
         ClientMessage::StartGame,
         ClientMessage::Action {
