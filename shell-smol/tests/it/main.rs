@@ -24,6 +24,7 @@ mod logs;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod proxy;
+mod quick;
 mod routes;
 mod shards;
 mod statics;
