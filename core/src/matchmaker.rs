@@ -86,11 +86,10 @@ pub enum QueueError {
 
 /// A rating as the pool orders it: thousandths of a point, rounded; a value that is not
 /// a number counts as [`RATING_DEFAULT`].
+#[allow(clippy::cast_possible_truncation)] // clamped to well within i64
 pub fn rating_milli(rating: f64) -> i64 {
     if rating.is_finite() {
-        #[allow(clippy::cast_possible_truncation)]
-        let milli = (rating * 1000.0).round().clamp(-1e15, 1e15) as i64;
-        milli
+        (rating * 1000.0).round().clamp(-1e15, 1e15) as i64
     } else {
         0
     }
@@ -306,10 +305,7 @@ impl<K: Ord + Copy> Matchmaker<K> {
             .filter(|&s| s + n <= around.len())
             .filter_map(|s| around.get(s..s + n))
             .filter(|w| self.fits(now, w))
-            .min_by_key(|w| {
-                let spread = w.last().map_or(0, |l| l.0) - w.first().map_or(0, |f| f.0);
-                spread
-            })
+            .min_by_key(|w| w.last().map_or(0, |l| l.0) - w.first().map_or(0, |f| f.0))
             .map(<[Entry<K>]>::to_vec)
     }
 
