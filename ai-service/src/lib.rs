@@ -8,7 +8,7 @@
 //!   drops expired requests and degrades to the heuristic under load;
 //! - [`evaluate`]: duplicate-format tournaments between agents (`wizard-ai evaluate`).
 //!
-//! The cheap heuristic the service degrades to lives in `wizard_core::game::bot`, where
+//! The cheap heuristic the service degrades to lives in `wizard_core::vocabulary::game::bot`, where
 //! the server uses it as its fallback too. The websocket client (`wizard-ai serve`) and
 //! the server's embedded mode build on these modules.
 

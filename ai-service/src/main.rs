@@ -11,8 +11,8 @@ use std::time::Duration;
 use wizard_ai::agent::AgentSpecError;
 use wizard_ai::evaluate::{self, EvalConfig, EvalError};
 use wizard_ai::service::{self, ServiceOptions};
-use wizard_core::config::AiServiceConfig;
-use wizard_core::game::{BidRestriction, Options};
+use wizard_core::vocabulary::config::AiServiceConfig;
+use wizard_core::vocabulary::game::{BidRestriction, Options};
 
 const USAGE: &str = "usage:
   wizard-ai serve

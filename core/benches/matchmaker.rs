@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use wizard_core::Time;
-use wizard_core::matchmaker::{MatchConfig, Matchmaker};
+use wizard_core::machine::matchmaker::{MatchConfig, Matchmaker};
 
 const POOL: u32 = 10_000;
 

@@ -11,7 +11,7 @@ use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
 use serde_json::{Value, json};
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use super::net::{Ws, source_ip};
 use crate::game::{open, send};

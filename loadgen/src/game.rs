@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::game::{Action, Phase};
-use wizard_core::wire::{
+use wizard_core::vocabulary::game::{Action, Phase};
+use wizard_core::vocabulary::wire::{
     ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client, peek,
 };
 
@@ -452,7 +452,7 @@ fn resumable(code: u16) -> bool {
 
 /// Whether a finished game's part (`game`, as sent) has a score for every round.
 fn every_round_scored(game: &str) -> bool {
-    serde_json::from_str::<Option<wizard_core::wire::GameView>>(game)
+    serde_json::from_str::<Option<wizard_core::vocabulary::wire::GameView>>(game)
         .ok()
         .flatten()
         .is_some_and(|g| g.observation.round_scores.len() == usize::from(g.observation.rounds))

@@ -28,9 +28,11 @@ use async_tungstenite::tungstenite::Message;
 use async_tungstenite::tungstenite::client::IntoClientRequest;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::game::{Event, Phase};
-use wizard_core::wire::{ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server};
-use wizard_core::wire::{decode_health, encode_client};
+use wizard_core::vocabulary::game::{Event, Phase};
+use wizard_core::vocabulary::wire::{
+    ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server,
+};
+use wizard_core::vocabulary::wire::{decode_health, encode_client};
 
 type Ws = WebSocketStream<Async<TcpStream>>;
 
@@ -270,7 +272,7 @@ async fn create_probe(args: Args, refused_busy: Arc<AtomicU64>, created: Arc<Ato
     while let Some(message) = recv(&mut ws).await {
         match message {
             ServerMessage::ServerStatus {
-                load: wizard_core::overload::LoadLevel::Overloaded,
+                load: wizard_core::machine::overload::LoadLevel::Overloaded,
                 ..
             } => {
                 send(

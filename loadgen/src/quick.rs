@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use async_tungstenite::tungstenite::Message;
 use futures_lite::StreamExt;
-use wizard_core::wire::{ClientMessage, ServerMessage, decode_server, encode_client};
+use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server, encode_client};
 
 use crate::net::{Ws, connect, raise_nofile_limit, source_ip};
 

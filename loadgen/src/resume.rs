@@ -6,8 +6,8 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
-use wizard_core::game::Phase;
-use wizard_core::wire::{ClientMessage, ErrorCode, GameView, ServerMessage};
+use wizard_core::vocabulary::game::Phase;
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, GameView, ServerMessage};
 
 use super::Ctx;
 use super::absent::{Answer, answer};
@@ -158,7 +158,7 @@ pub(super) fn continues(before: &str, after: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wizard_core::game::{Game, Options};
+    use wizard_core::vocabulary::game::{Game, Options};
 
     /// Seat 0's game part, as the server sends it, after each of the first `moves`
     /// moves of a 3-player game (the first legal action each time).

@@ -10,7 +10,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use wizard_sim::{Scenario, repro, swarm};
+use wizard_sim::runs::swarm;
+use wizard_sim::{Scenario, repro};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

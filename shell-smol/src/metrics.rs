@@ -16,8 +16,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use wizard_core::overload::LoadLevel;
-use wizard_core::stats::{Counters, Counts, Gauges, Tally};
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::vocabulary::stats::{Counters, Counts, Gauges, Tally};
 
 /// The content type of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -366,7 +366,7 @@ impl Metrics {
             "time the core took to handle one input, by input kind",
             core.handle_seconds.clone(),
         );
-        for kind in wizard_core::io::Input::KIND_NAMES {
+        for kind in wizard_core::vocabulary::io::Input::KIND_NAMES {
             drop(core.handle_seconds.get_or_create(&[("input", kind)]));
         }
         registry.register(

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use wizard_core::Server;
-use wizard_core::overload::readiness::{NotReady, readiness};
-use wizard_core::stats::{Counters, Gauges};
-use wizard_core::wire::encode_health;
+use wizard_core::shell::readiness::{NotReady, readiness};
+use wizard_core::vocabulary::stats::{Counters, Gauges};
+use wizard_core::vocabulary::wire::encode_health;
 
 use crate::metrics::{CoreHistograms, Metrics, ShellStats};
 

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 use wizard_core::Time;
-use wizard_core::game::{AiLevel, Observation};
-use wizard_core::wire::{AiErrorCode, AiReply};
+use wizard_core::vocabulary::game::{AiLevel, Observation};
+use wizard_core::vocabulary::wire::{AiErrorCode, AiReply};
 
 use super::Answered;
 use crate::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};

@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 
 use proptest::prelude::*;
-use wizard_core::config::{
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::vocabulary::config::{
     AiAgent, AiServiceConfig, Component, Config, ConfigError, IpCidr, LogFormat, SETTINGS,
     ShellConfig,
 };
-use wizard_core::overload::LoadLevel;
 
 const S: u64 = 1_000_000;
 
@@ -517,7 +517,7 @@ fn every_field_is_covered() {
     assert_eq!((listen_backlog_max, executor_threads), (64, 3));
     assert_eq!(
         store,
-        wizard_core::config::StoreSpec::Sqlite("/var/lib/wizard/games.db".into())
+        wizard_core::vocabulary::config::StoreSpec::Sqlite("/var/lib/wizard/games.db".into())
     );
     assert_eq!(store_sync_interval_us, 2_500_000);
     assert!(store_init);
@@ -588,7 +588,7 @@ fn value_forms() {
     }
     // PostgreSQL, by either scheme; the URL is kept as written, and shown (logs) without
     // its password.
-    use wizard_core::config::StoreSpec;
+    use wizard_core::vocabulary::config::StoreSpec;
     for url in [
         "postgres://wizard@127.0.0.1:5432/wizard",
         "postgresql://wizard:secret@db:5432/wizard",
@@ -884,7 +884,7 @@ fn operations_doc_lists_every_setting() {
         "/../docs/OPERATIONS.md"
     ))
     .expect("docs/OPERATIONS.md");
-    for setting in wizard_core::config::SETTINGS {
+    for setting in wizard_core::vocabulary::config::SETTINGS {
         assert!(
             doc.contains(&format!("| `{}` |", setting.name)),
             "docs/OPERATIONS.md has no row for {}",

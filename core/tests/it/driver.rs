@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use serde_json::{Value, json};
-use wizard_core::config::Config;
-use wizard_core::io::{ConnId, ConnKind, Input, Note, Output};
-use wizard_core::rng::Seed;
-use wizard_core::wire::{self, ClientMessage, CloseCode};
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Note, Output};
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::{self, ClientMessage, CloseCode};
 use wizard_core::{Server, Time};
 
 /// What one connection has received.

@@ -8,6 +8,7 @@ mod bot;
 mod cards;
 mod cgroup;
 mod config;
+mod docs_links;
 mod door;
 mod driver;
 mod durable;

@@ -2,7 +2,7 @@
 //! widening with the wait, the wait running out with AI seats, the bound, cancelling.
 
 use wizard_core::Time;
-use wizard_core::matchmaker::{Group, MatchConfig, Matchmaker, QueueError};
+use wizard_core::machine::matchmaker::{Group, MatchConfig, Matchmaker, QueueError};
 
 const SEC: u64 = 1_000_000;
 

@@ -3,12 +3,12 @@
 //! arbitrary input.
 
 use proptest::prelude::*;
-use wizard_core::game::{
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::vocabulary::game::{
     Action, AiLevel, BidRestriction, Card, Event, Game, Observation, Options, Placing, PlayedCard,
     Suit,
 };
-use wizard_core::overload::LoadLevel;
-use wizard_core::wire::{
+use wizard_core::vocabulary::wire::{
     AiErrorCode, AiHealth, AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode,
     GameView, Health, LobbyStatus, LobbyView, PlayerView, ServerMessage, decode_ai_reply,
     decode_ai_request, decode_client, decode_health, decode_server, encode, encode_ai_reply,
@@ -1085,7 +1085,7 @@ proptest! {
 /// `request_id` only when it does not decode.
 #[test]
 fn a_text_message_becomes_one_input_by_one_rule() {
-    use wizard_core::io::{ConnId, ConnKind, Input};
+    use wizard_core::vocabulary::io::{ConnId, ConnKind, Input};
     // (kind, text, expected input kind, expected peeked request id)
     let cases: &[(ConnKind, &str, &str, Option<u64>)] = &[
         (ConnKind::Player, r#"{"type":"hello"}"#, "message", None),

@@ -3,8 +3,8 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use wizard_core::records::Record;
-use wizard_core::records::liveness::{RowKey, RowKind};
+use wizard_core::machine::records::Record;
+use wizard_core::machine::records::liveness::{RowKey, RowKind};
 
 use super::StoreError;
 

@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use wizard_core::wire::{ClientMessage, ErrorCode, LobbyStatus, ServerMessage};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, LobbyStatus, ServerMessage};
 
 use crate::client::{
     Player, TestServer, View, bounded, close_code, http, local, my_move, next_message, send,

@@ -11,11 +11,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_lite::StreamExt;
-use wizard_core::game::Observation;
-use wizard_core::records::Record;
-use wizard_core::session::SessionId;
-use wizard_core::shard::ShardId;
-use wizard_core::wire::{ClientMessage, ServerMessage, decode_server};
+use wizard_core::machine::records::Record;
+use wizard_core::machine::session::SessionId;
+use wizard_core::vocabulary::game::Observation;
+use wizard_core::vocabulary::shard::ShardId;
+use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server};
 use wizard_server::pg_store::{PgStore, lock_key};
 
 use super::client::{Player, bounded};

@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::client::{Player, TestServer, View, bounded, local, metric, ws_from};
 use super::durable::{TempDir, play};

@@ -1,6 +1,6 @@
 //! Every route of the server through Caddy with the deployment's own `deploy/Caddyfile`,
 //! compared with what the server answers directly. The routes are not listed here: they
-//! come from the server's route table (`wizard_core::upgrade::ROUTES`) and its embedded
+//! come from the server's route table (`wizard_core::shell::upgrade::ROUTES`) and its embedded
 //! web files and their aliases (`wizard_server::assets`), so a file or an alias the proxy
 //! does not serve fails the Caddy test, and a route this file does not say how the proxy
 //! should answer fails [`every_route_of_the_server_is_covered`] (no Caddy needed).
@@ -9,7 +9,7 @@ use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use wizard_core::upgrade::{Methods, PathPattern, ROUTES};
+use wizard_core::shell::upgrade::{Methods, PathPattern, ROUTES};
 use wizard_server::assets::{ALIASES, ASSETS};
 
 use super::{Proxy, Server, caddy};
@@ -64,7 +64,7 @@ fn every_route_of_the_server_is_covered() {
         let pattern = spec.pattern.to_string();
         assert!(
             expectation(&pattern).is_some(),
-            "the server serves {pattern} (core/src/upgrade.rs ROUTES), but the proxy test \
+            "the server serves {pattern} (core/src/shell/upgrade.rs ROUTES), but the proxy test \
              does not say what it answers through deploy/Caddyfile: pass it in the \
              Caddyfile (or refuse it there) and add it to THROUGH_PROXY in {}",
             file!()
