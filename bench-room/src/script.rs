@@ -160,6 +160,7 @@ pub fn record() -> Result<Script, RecordError> {
         0,
         ClientMessage::CreateLobby {
             name: "Bench 0".into(),
+            public: false,
         },
     );
     let code = last_state(&created[0])

@@ -75,7 +75,10 @@ impl Table {
         }
         t.input(message(
             ConnId(1),
-            ClientMessage::CreateLobby { name: "Ann".into() },
+            ClientMessage::CreateLobby {
+                name: "Ann".into(),
+                public: false,
+            },
         ));
         let code = t.code();
         for (conn, name) in [(2, "Bob"), (3, "Cat"), (4, "Dan")] {

@@ -146,6 +146,7 @@ pub(super) async fn abandon(ctx: &Ctx, attack: Attack, w: Window) {
 async fn seat(ctx: &Ctx, ws: &mut Ws, attack: Attack, game: bool, w: Window) -> bool {
     let create = ClientMessage::CreateLobby {
         name: "Gone".into(),
+        public: false,
     };
     if !send(ws, &create).await {
         return false;
@@ -255,6 +256,7 @@ pub(super) async fn busy_retry(ctx: &Ctx, from: IpAddr, w: Window) {
             ctx.stats.borrow_mut().attack.attempts += 1;
             let create = ClientMessage::CreateLobby {
                 name: "Again".into(),
+                public: false,
             };
             if !send(&mut ws, &create).await {
                 break;

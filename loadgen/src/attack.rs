@@ -271,6 +271,7 @@ async fn flood(ctx: &Rc<Ctx>, attack: Attack, from: std::net::IpAddr, w: Window)
         } else {
             ClientMessage::CreateLobby {
                 name: "Spam".into(),
+                public: false,
             }
         };
         let mut open_conn = true;

@@ -179,6 +179,7 @@ pub(super) async fn player(
                     let message = match step {
                         Step::Creating => ClientMessage::CreateLobby {
                             name: format!("Bench {g}"),
+                            public: false,
                         },
                         _ => ClientMessage::StartGame,
                     };
@@ -263,6 +264,7 @@ pub(super) async fn player(
                             step = Step::Creating;
                             let create = ClientMessage::CreateLobby {
                                 name: format!("Bench {g}"),
+                                public: false,
                             };
                             if !accepting && one_game {
                                 ctx.stats.borrow_mut().refusals.busy_create += 1;
@@ -393,6 +395,8 @@ pub(super) async fn player(
                     ServerMessage::Chat { .. } | ServerMessage::ChatGap { .. } => {}
                     // Nor do they keep profiles.
                     ServerMessage::Profile { .. } | ServerMessage::ProfileDeleted { .. } => {}
+                    // Nor queue for quick play or list tables.
+                    ServerMessage::Queued { .. } | ServerMessage::Tables { .. } => {}
                     ServerMessage::Error {
                         code: err,
                         retry_after_ms,

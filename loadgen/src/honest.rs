@@ -143,6 +143,7 @@ async fn newcomer(ctx: &Ctx, ws: &mut net::Ws) -> bool {
     }
     let create = ClientMessage::CreateLobby {
         name: "Newcomer".into(),
+        public: false,
     };
     let _ = send(ws, &create).await;
     let lobby = |m: &ServerMessage| matches!(m, ServerMessage::State { lobby: Some(_), .. });

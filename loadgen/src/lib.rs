@@ -32,6 +32,7 @@ mod net;
 pub mod overload;
 mod phases;
 mod procfs;
+pub mod quick;
 mod raw;
 mod resume;
 mod seen;

@@ -15,6 +15,7 @@
 //! wizard-bench table [--history FILE] [--last N]
 //! wizard-bench attack-table [--history FILE] [--last N]
 //! wizard-bench overload --addr 127.0.0.1:8000 ...   (closed-loop overload, see `overload`)
+//! wizard-bench quick --addr 127.0.0.1:8000 [--players N] [--seats S]   (time to seat)
 //! wizard-bench --help | --version
 //! ```
 //!
@@ -66,6 +67,9 @@ fn main() -> ExitCode {
     let result = match args {
         Ok(args) if args.first().map(String::as_str) == Some("overload") => {
             return bench::overload::run(&args[1..]);
+        }
+        Ok(args) if args.first().map(String::as_str) == Some("quick") => {
+            return bench::quick::run(&args[1..]);
         }
         Ok(args) => real_main(args),
         Err(arg) => Err(Exit::Usage(format!("argument {arg:?} is not UTF-8"))),

@@ -181,6 +181,7 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
                     &mut ws,
                     &ClientMessage::CreateLobby {
                         name: format!("Load {i}"),
+                        public: false,
                     },
                 )
                 .await;
@@ -197,6 +198,7 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
                     &mut ws,
                     &ClientMessage::CreateLobby {
                         name: format!("Load {i}"),
+                        public: false,
                     },
                 )
                 .await;
@@ -291,6 +293,7 @@ async fn create_probe(args: Args, refused_busy: Arc<AtomicU64>, created: Arc<Ato
                     &mut ws,
                     &ClientMessage::CreateLobby {
                         name: "Probe".into(),
+                        public: false,
                     },
                 )
                 .await;

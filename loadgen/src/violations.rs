@@ -352,6 +352,7 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
         &mut host,
         &ClientMessage::CreateLobby {
             name: "Host".into(),
+            public: false,
         },
     )
     .await;

@@ -240,6 +240,12 @@ impl Router for Outboxes<'_> {
             self.histograms.ai_round_trip_seconds.observe(seconds);
             return;
         }
+        if let Note::QuickPlaySeated { waited_us, .. } = &note {
+            for us in waited_us {
+                let seconds = *us as f64 / 1e6;
+                self.histograms.quick_play_seat_seconds.observe(seconds);
+            }
+        }
         log_note(&note, self.logs, self.now_us);
     }
 }

@@ -23,6 +23,10 @@ use wizard_core::vocabulary::stats::{Counters, Counts, Gauges, Tally};
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 type Labels = [(&'static str, &'static str); 1];
+/// The labels of `wizard_quick_play_groups`: table size and AI seats.
+type GroupLabels = [(&'static str, &'static str); 2];
+/// Label values of the table sizes and AI seats (`quick_play_groups`).
+const DIGITS: [&str; 7] = ["0", "1", "2", "3", "4", "5", "6"];
 
 /// What only the shell sees: HTTP traffic, handshakes, slow readers. Shared by the
 /// connection tasks (atomics), read at scrape time.
@@ -98,6 +102,9 @@ pub struct CoreHistograms {
     /// first byte written to that socket of the first frame the core sent it in the
     /// pass that handled the frame (see `conn.rs`).
     pub frame_answer_seconds: Histogram,
+    /// `wizard_quick_play_seat_seconds`: from a quick-play ticket joining the pool to
+    /// its player seated at a table.
+    pub quick_play_seat_seconds: Histogram,
     /// `wizard_ai_round_trip_seconds`: from the pass that sent a decision request to
     /// the AI service to the pass that read its answer (a decision or an error).
     pub ai_round_trip_seconds: Histogram,
@@ -110,6 +117,8 @@ impl Default for CoreHistograms {
             batch_inputs: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
             frame_answer_seconds: latency_histogram(),
             ai_round_trip_seconds: latency_histogram(),
+            // 10 ms to about 2.9 minutes: at once, a pass, QUICK_PLAY_WAIT and beyond.
+            quick_play_seat_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 15)),
         }
     }
 }
@@ -146,6 +155,7 @@ pub struct Metrics {
     gauges: Vec<(&'static str, Gauge)>,
     ratios: Vec<(&'static str, Gauge<f64, std::sync::atomic::AtomicU64>)>,
     store: crate::store::metrics::StoreMetrics,
+    quick_play_groups: Family<GroupLabels, Counter>,
 }
 
 const COUNTERS: &[(&str, &str)] = &[
@@ -245,6 +255,15 @@ const COUNTERS: &[(&str, &str)] = &[
         "store_commits",
         "Passes of the core loop whose records were committed to the store before their frames were sent",
     ),
+    (
+        "quick_play_queued",
+        "Quick-play tickets taken into the pool",
+    ),
+    (
+        "quick_play_cancelled",
+        "Quick-play tickets taken out without a seat (cancelled, left, disconnected)",
+    ),
+    ("tables_listed", "list_tables requests answered"),
 ];
 
 const FAMILIES: &[(&str, &str, &str)] = &[
@@ -274,6 +293,11 @@ const FAMILIES: &[(&str, &str, &str)] = &[
     (
         "requests_refused",
         "Lobby requests refused by a per-address or capacity rule",
+        "reason",
+    ),
+    (
+        "quick_play_refused",
+        "quick_play refused with busy, and quick-play tables that could not be seated",
         "reason",
     ),
 ];
@@ -309,6 +333,10 @@ const GAUGES: &[(&str, &str)] = &[
         "Entries in the fullest per-IP table (lobby creation, reconnects, failed join codes)",
     ),
     ("shutting_down", "1 after SIGTERM"),
+    (
+        "quick_play_tickets",
+        "Quick-play tickets waiting in the pool",
+    ),
     ("tcp_open", "Open TCP connections"),
 ];
 
@@ -360,6 +388,17 @@ impl Metrics {
             "time from a decision request sent to the AI service to its answer arriving",
             core.ai_round_trip_seconds.clone(),
         );
+        registry.register(
+            "quick_play_seat_seconds",
+            "time from a quick-play ticket joining the pool to its player seated",
+            core.quick_play_seat_seconds.clone(),
+        );
+        let quick_play_groups = Family::<GroupLabels, Counter>::default();
+        registry.register(
+            "quick_play_groups",
+            "Tables quick play seated, by table size and AI seats",
+            quick_play_groups.clone(),
+        );
         // `wizard_build_info{version,commit} 1`.
         registry.register(
             "build",
@@ -407,6 +446,7 @@ impl Metrics {
             gauges,
             ratios,
             store,
+            quick_play_groups,
         }
     }
 
@@ -420,7 +460,7 @@ impl Metrics {
         store_unavailable: bool,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 33] = [
+        let absolute: [(&str, u64); 36] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -454,6 +494,9 @@ impl Metrics {
             ("frames_dropped", relaxed(&shell.frames_dropped)),
             ("tcp_rate_limited", relaxed(&shell.tcp_rate_limited)),
             ("tcp_probe_lane", relaxed(&shell.tcp_probe_lane)),
+            ("quick_play_queued", c.quick_play_queued),
+            ("quick_play_cancelled", c.quick_play_cancelled),
+            ("tables_listed", c.tables_listed),
         ];
         for (name, value) in absolute {
             if let Some((_, counter)) = self.counters.iter().find(|(n, _)| *n == name) {
@@ -463,7 +506,7 @@ impl Metrics {
         fn by_name<E: Tally>(counts: &Counts<E>) -> Vec<(&'static str, u64)> {
             counts.iter().map(|(e, n)| (e.name(), n)).collect()
         }
-        let family_values: [(&str, Vec<(&'static str, u64)>); 8] = [
+        let family_values: [(&str, Vec<(&'static str, u64)>); 9] = [
             ("connections_refused", by_name(&c.connections_refused)),
             ("closes", by_name(&c.closes)),
             ("errors", by_name(&c.errors)),
@@ -472,6 +515,7 @@ impl Metrics {
             ("ai_decisions", by_name(&c.ai_decisions)),
             ("level_changes", by_name(&c.level_changes)),
             ("requests_refused", by_name(&c.requests_refused)),
+            ("quick_play_refused", by_name(&c.quick_play_refused)),
         ];
         for (name, values) in family_values {
             let label = FAMILIES
@@ -490,7 +534,16 @@ impl Metrics {
             LoadLevel::Busy => 1,
             LoadLevel::Overloaded => 2,
         };
-        let gauge_values: [(&str, u64); 16] = [
+        for (size, row) in c.quick_play_groups.iter().enumerate() {
+            let seats = DIGITS.get(size + 3).copied().unwrap_or("6");
+            // A table of n seats has 0 to n - 1 AI seats.
+            for (ai, value) in row.iter().enumerate().take(size + 3) {
+                let ai = DIGITS.get(ai).copied().unwrap_or("6");
+                let labels = [("seats", seats), ("ai", ai)];
+                advance(&self.quick_play_groups.get_or_create(&labels), *value);
+            }
+        }
+        let gauge_values: [(&str, u64); 17] = [
             ("connections", g.connections),
             ("player_connections", g.player_connections),
             ("sessions", g.sessions),
@@ -507,6 +560,7 @@ impl Metrics {
             ("ip_table_entries", g.ip_table_entries),
             ("shutting_down", u64::from(g.shutting_down)),
             ("tcp_open", tcp_open as u64),
+            ("quick_play_tickets", g.quick_play_tickets),
         ];
         for (name, value) in gauge_values {
             if let Some((_, gauge)) = self.gauges.iter().find(|(n, _)| *n == name) {

@@ -96,6 +96,9 @@ pub fn log_note(note: &Note, logs: &mut LogLimiter, now_us: u64) {
         // One line per game at each end: a server's games can be followed in its log.
         Note::GameStarted { lobby, players } => info!(lobby = lobby.0, players, "Game started"),
         Note::GameFinished { lobby } => info!(lobby = lobby.0, "Game finished"),
+        Note::QuickPlaySeated {
+            lobby, humans, ai, ..
+        } => info!(lobby = lobby.0, humans, ai, "Quick play seated a table"),
         Note::MoveApplied { lobby, seat, by } => {
             let by = match by {
                 MoveSource::Human => "human",

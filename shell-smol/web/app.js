@@ -43,6 +43,9 @@ const S = {
   watchFromLink: null,
   watching: null, // {code, name} while we watch a table without a seat
   rewatch: false, // a new connection: watch again what we watched (spectating is per connection)
+  queued: null, // {seats, since: performance.now() when queued} while we wait for a quick-play table
+  requeue: false, // a new connection: queue again (a ticket goes with its connection)
+  tables: null, // the last `tables` answer
 };
 
 // ---------------------------------------------------------------- helpers
@@ -152,6 +155,7 @@ function onMessage(msg) {
     case 'welcome':
       S.me = msg.player_id;
       S.rewatch = !!S.watching;
+      S.requeue = !!S.queued;
       resetChat();
       if (msg.name && !$('name-input').value) $('name-input').value = msg.name;
       break;
@@ -173,6 +177,14 @@ function onMessage(msg) {
     case 'chat_gap':
       onChatGap(msg);
       break;
+    case 'queued':
+      if (S.queued && S.queued.since == null) S.queued.since = performance.now();
+      render();
+      break;
+    case 'tables':
+      S.tables = msg.tables ?? [];
+      render();
+      break;
     default:
       break;
   }
@@ -193,6 +205,13 @@ function onState(msg) {
     else S.watching = null;
   }
   S.rewatch = false;
+  if (S.lobby) S.queued = null;
+  else if (S.requeue && S.queued) {
+    // Reconnected while waiting: the ticket went with the old connection.
+    S.queued.since = null;
+    send({ type: 'quick_play', name: S.queued.name, seats: S.queued.seats });
+  }
+  S.requeue = false;
   if (!S.game) {
     S.shownTrick = null;
     S.roundEndTrick = null;
@@ -281,6 +300,8 @@ function onError(msg) {
       // Before `welcome` this is the connection limit: the 1013 close and its banner follow.
       if (!S.connected) break;
       const waitMs = Number.isFinite(msg.retry_after_ms) ? msg.retry_after_ms : 60000;
+      // A refused quick_play keeps no ticket: back to Play now.
+      S.queued = null;
       S.busyUntil = performance.now() + waitMs;
       setTimeout(render, waitMs + 50);
       toast(`The server is busy right now, so no new game can start. Please try again in ${Math.ceil(waitMs / 1000)} s.`);
@@ -387,7 +408,40 @@ function acceptingGames() {
   return S.status.accepting_games && performance.now() >= S.busyUntil;
 }
 
+function renderQuick() {
+  const waiting = !!S.queued;
+  $('quick-waiting').hidden = !waiting;
+  $('play-now-card').hidden = waiting;
+  const accepting = acceptingGames();
+  $('play-now').disabled = !accepting || !S.connected;
+  if (waiting) {
+    const secs = S.queued.since == null ? 0 : Math.floor((performance.now() - S.queued.since) / 1000);
+    $('quick-waited').textContent = `${secs} s`;
+  }
+  const list = $('tables-list');
+  const tables = S.tables ?? [];
+  $('tables-empty').hidden = S.tables === null || tables.length > 0;
+  fill(list, ...tables.map((t) => {
+    const open = t.status === 'waiting';
+    const label = `${t.host}'s table, ${t.seats} of ${t.max_seats} seats${open ? '' : ', playing'}`;
+    const button = h('button', {
+      type: 'button', class: 'btn btn-small', 'data-testid': `table-${t.code}`,
+      onclick: () => {
+        const name = nameValue();
+        if (!name) return;
+        if (open) send({ type: 'join_lobby', code: t.code, name });
+        else {
+          S.watching = { code: t.code, name };
+          send({ type: 'spectate', code: t.code, name });
+        }
+      },
+    }, open ? 'Join' : 'Watch');
+    return h('li', { class: 'table-row' }, h('span', { class: 'table-name' }, label), button);
+  }));
+}
+
 function renderHome() {
+  renderQuick();
   const accepting = acceptingGames();
   $('busy-notice').hidden = accepting;
   const create = $('create-lobby');
@@ -458,6 +512,7 @@ function renderLobby() {
   $('add-ai').disabled = full;
   $('ai-level').disabled = full;
   $('option-hidden-bids').checked = !!o.hidden_bids;
+  $('option-public').checked = !!l.public;
   $('option-bid-restriction').value = o.bid_restriction ?? 'none';
   const ts = $('option-turn-seconds');
   const tsValue = String(o.turn_seconds ?? 0);
@@ -982,6 +1037,25 @@ function wire() {
   $('add-ai').addEventListener('click', () => send({ type: 'add_ai', level: $('ai-level').value }));
   $('start-game').addEventListener('click', () => send({ type: 'start_game' }));
   $('option-hidden-bids').addEventListener('change', (ev) => send({ type: 'set_options', hidden_bids: ev.target.checked }));
+  $('option-public').addEventListener('change', (ev) => send({ type: 'set_options', public: ev.target.checked }));
+  $('play-now').addEventListener('click', () => {
+    const name = nameValue();
+    if (!name) return;
+    const seats = Number($('quick-seats').value);
+    S.queued = { name, seats, since: null };
+    send({ type: 'quick_play', name, seats });
+    render();
+  });
+  $('quick-cancel').addEventListener('click', () => {
+    S.queued = null;
+    send({ type: 'cancel_quick_play' });
+    render();
+  });
+  $('tables-refresh').addEventListener('click', () => send({ type: 'list_tables', running: true }));
+  // The time waited ticks while we wait.
+  setInterval(() => {
+    if (S.queued && S.view === 'home') renderQuick();
+  }, 1000);
   $('option-bid-restriction').addEventListener('change', (ev) => send({ type: 'set_options', bid_restriction: ev.target.value }));
   $('option-turn-seconds').addEventListener('change', (ev) => send({ type: 'set_options', turn_seconds: Number(ev.target.value) }));
   $('leave-lobby').addEventListener('click', () => send({ type: 'leave_lobby' }));

@@ -118,6 +118,11 @@ pub struct Lobby {
     /// A running game left by all its humans for `ABANDONED_GAME_TTL`: it makes no
     /// moves and does not count against `MAX_ACTIVE_GAMES` until one of them returns.
     dormant: bool,
+    /// Listed by `list_tables` (PROTOCOL.md 7.2); set through
+    /// [`LobbyManager::set_public`].
+    public: bool,
+    /// Its key in the manager's index of public tables, while it is in it.
+    table_key: Option<TableKey>,
     /// Whether what the lobby's record holds (its status, host, options, seats, game
     /// number and seed) may have changed since the server last recorded it: every
     /// method that changes one of them sets it, so that the server need not compare
@@ -145,7 +150,29 @@ impl Lobby {
             away_since: None,
             idle_key: None,
             dormant: false,
+            public: false,
+            table_key: None,
             record_changed: true,
+        }
+    }
+
+    /// Whether `list_tables` lists it (while waiting with a free seat, or running).
+    pub fn is_public(&self) -> bool {
+        self.public
+    }
+
+    /// Where the index of public tables should hold it now.
+    fn wanted_table_key(&self) -> Option<TableKey> {
+        if !self.public {
+            return None;
+        }
+        match self.status {
+            LobbyStatus::Waiting if self.seats.len() < usize::from(PLAYERS_MAX) => {
+                let taken = u8::try_from(self.seats.len()).unwrap_or(PLAYERS_MAX);
+                Some(TableKey::Open(PLAYERS_MAX - taken, self.id))
+            }
+            LobbyStatus::Playing => Some(TableKey::Running(self.id)),
+            _ => None,
         }
     }
 
@@ -387,6 +414,18 @@ pub fn clean_name(raw: &str) -> Result<String, LobbyError> {
     crate::vocabulary::names::clean(raw).map_err(|e| LobbyError::Invalid(e.name_message()))
 }
 
+/// A public lobby's place in the index `list_tables` reads: open tables (waiting with
+/// a free seat) by free seats, fewest first, then running ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TableKey {
+    /// Waiting, with this many free seats.
+    Open(u8, LobbyId),
+    Running(LobbyId),
+}
+
+/// At most this many tables in one `tables` answer.
+pub const TABLES_LISTED_MAX: usize = 50;
+
 /// What one address is charged for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IpShare {
@@ -411,6 +450,9 @@ pub struct LobbyManager {
     idle: BTreeSet<(Time, LobbyId)>,
     /// Lobbies deleted since [`LobbyManager::take_gone`] was last called.
     gone: Vec<LobbyId>,
+    /// The public tables `list_tables` shows: open ones first (fewest free seats
+    /// first), then running ones; one entry at most per lobby.
+    tables: BTreeSet<TableKey>,
     rng: ChaCha12Rng,
     /// The server's `SHARD_ID`: the first character of every code it creates.
     shard: Option<ShardId>,
@@ -428,9 +470,75 @@ impl LobbyManager {
             per_ip: BTreeMap::new(),
             idle: BTreeSet::new(),
             gone: Vec::new(),
+            tables: BTreeSet::new(),
             rng,
             shard,
         }
+    }
+
+    /// Brings the lobby's entry in the index of public tables in line with its state.
+    fn reindex_table(&mut self, id: LobbyId) {
+        let Some(lobby) = self.lobbies.get_mut(&id) else {
+            return;
+        };
+        let wanted = lobby.wanted_table_key();
+        if wanted == lobby.table_key {
+            return;
+        }
+        if let Some(old) = lobby.table_key.take() {
+            self.tables.remove(&old);
+        }
+        if let Some(new) = wanted {
+            self.tables.insert(new);
+        }
+        lobby.table_key = wanted;
+    }
+
+    /// Makes the lobby public or not (listed by `list_tables`).
+    pub fn set_public(&mut self, id: LobbyId, public: bool) {
+        if let Some(lobby) = self.lobbies.get_mut(&id)
+            && lobby.public != public
+        {
+            lobby.public = public;
+            lobby.record_changed = true;
+        }
+        self.reindex_table(id);
+    }
+
+    /// The public tables to list: open ones (fewest free seats first), then, with
+    /// `running`, running ones; at most [`TABLES_LISTED_MAX`]. Reads the index only.
+    pub fn tables(&self, running: bool) -> impl Iterator<Item = &Lobby> + '_ {
+        self.tables
+            .iter()
+            .take_while(move |k| running || matches!(k, TableKey::Open(..)))
+            .filter_map(|k| match k {
+                TableKey::Open(_, id) | TableKey::Running(id) => self.lobbies.get(id),
+            })
+            .take(TABLES_LISTED_MAX)
+    }
+
+    /// Checks the index of public tables against the lobbies (for tests).
+    pub fn check_tables(&self) -> Result<(), String> {
+        let mut listed = 0;
+        for lobby in self.lobbies.values() {
+            let wanted = lobby.wanted_table_key();
+            if wanted != lobby.table_key {
+                return Err(format!(
+                    "lobby {}: table key {:?}, wants {wanted:?}",
+                    lobby.id, lobby.table_key
+                ));
+            }
+            if let Some(k) = wanted {
+                listed += 1;
+                if !self.tables.contains(&k) {
+                    return Err(format!("lobby {}: not in the index", lobby.id));
+                }
+            }
+        }
+        if listed != self.tables.len() {
+            return Err(format!("{} indexed, {listed} public", self.tables.len()));
+        }
+        Ok(())
     }
 
     /// Lobbies deleted since [`LobbyManager::take_gone`] was last called, in order.
@@ -510,7 +618,9 @@ impl LobbyManager {
             .clone()
             .filter(|_| status != LobbyStatus::Waiting);
         lobby.moves = moves.len() as u64;
+        lobby.public = record.public;
         self.lobbies.insert(id, lobby);
+        self.reindex_table(id);
         self.next_id = self.next_id.max(id.next());
         self.playing += usize::from(playing);
         self.charge(owner, |s| {
@@ -760,7 +870,9 @@ impl LobbyManager {
             rating_change: None,
         });
         lobby.record_changed = true;
-        Ok((Seat::try_from(lobby.seats.len() - 1).unwrap_or(0), true))
+        let seat = Seat::try_from(lobby.seats.len() - 1).unwrap_or(0);
+        self.reindex_table(id);
+        Ok((seat, true))
     }
 
     /// Removes `player_id` from its seat (waiting) or hands the seat to the AI (playing or
@@ -791,6 +903,7 @@ impl LobbyManager {
             self.delete(id);
             return true;
         }
+        self.reindex_table(id);
         false
     }
 
@@ -801,6 +914,9 @@ impl LobbyManager {
         self.by_code.remove(&lobby.code);
         if let Some(at) = lobby.idle_key {
             self.idle.remove(&(at, id));
+        }
+        if let Some(k) = lobby.table_key {
+            self.tables.remove(&k);
         }
         let playing = lobby.status == LobbyStatus::Playing;
         if playing && lobby.dormant {
@@ -866,6 +982,7 @@ impl LobbyManager {
             rating_change: None,
         });
         lobby.record_changed = true;
+        self.reindex_table(id);
         Ok(())
     }
 
@@ -887,6 +1004,7 @@ impl LobbyManager {
             .ok_or(LobbyError::NotFound("No such player."))?;
         let removed = lobby.seats.remove(usize::from(seat));
         lobby.record_changed = true;
+        self.reindex_table(id);
         Ok(match removed.occupant {
             Occupant::Human(s) => Some(s),
             Occupant::Ai(_) => None,
@@ -957,6 +1075,7 @@ impl LobbyManager {
         self.playing += 1;
         self.charge(owner, |s| s.games += 1);
         self.reindex_idle(id);
+        self.reindex_table(id);
         Ok(())
     }
 
@@ -996,6 +1115,7 @@ impl LobbyManager {
             }
             self.charge(owner, |s| s.games -= 1);
             self.reindex_idle(id);
+            self.reindex_table(id);
         }
         Ok(())
     }
@@ -1050,6 +1170,7 @@ impl LobbyManager {
         lobby.moves = 0;
         lobby.turns = TurnBook::default();
         self.reindex_idle(id);
+        self.reindex_table(id);
         Ok(())
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! [`server`] is the top-level machine and owns every other one: [`session`] (who a
 //! player is across reconnects), [`lobby`] (a table before, during and after its game),
-//! [`turns`] (whose move is due and until when), [`ai_bridge`] (requests to the AI
+//! [`turns`] (whose move is due and until when), [`matchmaker`] (the quick-play pool), [`ai_bridge`] (requests to the AI
 //! service), [`audience`] (a lobby's spectators and chat), [`removed`] (players a host
 //! removed), [`records`] (what a durable store keeps), [`timers`] (the one ordered set
 //! of deadlines), and [`overload`] (the load levels, connection limits, circuit breaker
@@ -12,6 +12,7 @@
 pub mod ai_bridge;
 pub mod audience;
 pub mod lobby;
+pub mod matchmaker;
 pub mod overload;
 pub mod profiles;
 pub mod rating;

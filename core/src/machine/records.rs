@@ -86,6 +86,9 @@ pub struct LobbyRecord {
     /// The current game's public id (while playing or finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub game_id: Option<String>,
+    /// Listed by `list_tables`; left out when false, so older records read as private.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub public: bool,
 }
 
 /// A fact to keep.
@@ -236,6 +239,7 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
             game_no: 1,
             seed: Some(seed),
             game_id: None,
+            public: false,
         }));
         let mut events = Vec::new();
         let Ok(mut game) = Game::new(4, Options::default(), seed, &mut events) else {

@@ -7,7 +7,8 @@
 //! AI turns, fallback), `views` (personal `state` messages), `status` (load samples,
 //! deadlines, shutdown, and what is published after every input), `absent` (what
 //! players who are gone may hold: idle lobbies, dormant games, evictable sessions),
-//! `watch` (spectators and table chat).
+//! `watch` (spectators and table chat), `quick` (public tables and the quick-play
+//! pool).
 
 mod absent;
 mod conns;
@@ -15,6 +16,7 @@ mod durable;
 mod games;
 mod players;
 mod profiles;
+mod quick;
 mod status;
 mod views;
 mod watch;
@@ -27,6 +29,7 @@ use rand_chacha::ChaCha12Rng;
 use crate::machine::ai_bridge::AiBridge;
 use crate::machine::audience::Audience;
 use crate::machine::lobby::LobbyManager;
+use crate::machine::matchmaker::{MatchConfig, Matchmaker};
 use crate::machine::overload::LoadLevel;
 use crate::machine::overload::breaker::{BreakerConfig, BreakerState};
 use crate::machine::overload::connections::ConnectionLimiter;
@@ -104,6 +107,8 @@ enum TimerKey {
     /// The lobby's spectators changed within `SPECTATORS_STATE_INTERVAL` of the last
     /// state that showed them: its members see the list then.
     Spectators(LobbyId),
+    /// The matchmaker's next wake-up.
+    QuickPlay,
 }
 
 impl TimerKey {
@@ -118,6 +123,7 @@ impl TimerKey {
             TimerKey::HelloGrace(_) => WakeReason::HelloGrace,
             TimerKey::Away(_) => WakeReason::Absent,
             TimerKey::Spectators(_) => WakeReason::Spectators,
+            TimerKey::QuickPlay => WakeReason::QuickPlay,
         }
     }
 }
@@ -154,6 +160,11 @@ pub struct Server {
     chat_ip_rate: KeyedRateLimiter<IpKey>,
     /// Chat history replays per address (`CHAT_REPLAY_RATE`).
     chat_replay_rate: KeyedRateLimiter<IpKey>,
+    /// `list_tables` requests per address (`LIST_TABLES_RATE`).
+    list_tables_rate: KeyedRateLimiter<IpKey>,
+    /// The quick-play pool, keyed by session: at most `QUICK_PLAY_MAX` tickets, one
+    /// per session, each of a connected session (`server/quick.rs`).
+    matchmaker: Matchmaker<SessionId>,
     timers: Timers<TimerKey>,
     game_seeds: ChaCha12Rng,
     retry_rng: ChaCha12Rng,
@@ -249,6 +260,13 @@ impl Server {
         let chat_ip_rate = per_ip_per_min(config.chat_ip_rate_per_min, config.chat_ip_burst);
         let chat_replay_rate =
             per_ip_per_min(config.chat_replay_rate_per_min, config.chat_replay_burst);
+        let list_tables_rate =
+            per_ip_per_min(config.list_tables_rate_per_min, config.list_tables_burst);
+        let matchmaker = Matchmaker::new(MatchConfig {
+            wait_us: config.quick_play_wait_us,
+            interval_us: config.quick_play_interval_us,
+            tickets_max: config.quick_play_tickets_max(),
+        });
         let mut timers = Timers::default();
         timers.set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));
         let status = Status {
@@ -287,6 +305,8 @@ impl Server {
             spectate_rate,
             chat_ip_rate,
             chat_replay_rate,
+            list_tables_rate,
+            matchmaker,
             timers,
             counters: Counters::default(),
             last_sample: LoadSample::default(),
@@ -369,6 +389,7 @@ impl Server {
             Input::Shutdown => self.on_shutdown(now, out),
         }
         self.run_due(now, out);
+        self.sync_quick_play_timer();
         self.after_change(now, out);
         self.release_gone_audiences(out);
         self.release_gone_removed();
@@ -441,9 +462,11 @@ impl Server {
                 .max(self.join_fail_rate.len())
                 .max(self.spectate_rate.len())
                 .max(self.chat_ip_rate.len())
-                .max(self.chat_replay_rate.len()) as u64,
+                .max(self.chat_replay_rate.len())
+                .max(self.list_tables_rate.len()) as u64,
             last_sample: self.last_sample,
             shutting_down: self.shutting_down,
+            quick_play_tickets: self.matchmaker.len() as u64,
         }
     }
 

@@ -151,6 +151,12 @@ pub const SETTINGS: &[Setting] = &[
     server("SPECTATORS_STATE_INTERVAL", "0.5", "seconds between two states that show a lobby's members its changed list of spectators; the changes in between come together (0 = at once)"),
     server("REMOVED_PLAYER_TTL", "600", "seconds a player the host removed (and its address) may not join or watch that lobby again"),
     server("REMOVED_PLAYERS_MAX", "20", "removed players one lobby remembers; past it the oldest is forgotten"),
+    // Public tables and quick play (PROTOCOL.md 7.2).
+    server("QUICK_PLAY_WAIT", "30", "seconds a quick-play ticket waits for players of a close rating before it is seated with whoever waits and normal AI players fill the table"),
+    server("QUICK_PLAY_INTERVAL", "1", "seconds between two passes of the matchmaker over the pool (the accepted rating spread widens with the wait; a table of close ratings is seated at once)"),
+    server("QUICK_PLAY_MAX", "", "quick-play tickets waiting at once; beyond, quick_play gets busy (empty = MAX_LOBBIES)"),
+    server("LIST_TABLES_RATE", "30", "list_tables requests one client IP may make per minute"),
+    server("LIST_TABLES_BURST", "10", "list_tables requests one client IP may make in a burst"),
     // Shards (PROTOCOL.md 6.3).
     server("SHARD_ID", "", "this shard's id, one character of ABCDEFGHJKLMNPQRSTUVWXYZ23456789, first in every lobby code and session token it issues (empty = not sharded)"),
     ai("AI_SERVER_URL", "ws://127.0.0.1:8000/internal/ai", "server endpoint the AI service connects to (ws:// only)"),
@@ -264,6 +270,15 @@ pub struct Config {
     /// `CHAT_REPLAY_RATE`, `CHAT_REPLAY_BURST`: history replays per client address.
     pub chat_replay_rate_per_min: f64,
     pub chat_replay_burst: u32,
+    /// `QUICK_PLAY_WAIT`: after this long a ticket is seated with AI seats.
+    pub quick_play_wait_us: u64,
+    /// `QUICK_PLAY_INTERVAL`: between two passes of the matchmaker.
+    pub quick_play_interval_us: u64,
+    /// `QUICK_PLAY_MAX`: tickets in the pool (None: `MAX_LOBBIES`).
+    pub quick_play_max: Option<usize>,
+    /// `LIST_TABLES_RATE`, `LIST_TABLES_BURST`: `list_tables` requests per address.
+    pub list_tables_rate_per_min: f64,
+    pub list_tables_burst: u32,
     /// `SPECTATE_RATE`, `SPECTATE_BURST`: `spectate` requests per client address.
     pub spectate_rate_per_min: f64,
     pub spectate_burst: u32,
@@ -336,6 +351,11 @@ impl Default for Config {
             chat_history_bytes_max: 16_384,
             chat_replay_rate_per_min: 30.0,
             chat_replay_burst: 20,
+            quick_play_wait_us: 30 * US_PER_SEC,
+            quick_play_interval_us: US_PER_SEC,
+            quick_play_max: None,
+            list_tables_rate_per_min: 30.0,
+            list_tables_burst: 10,
             spectate_rate_per_min: 10.0,
             spectate_burst: 10,
             spectators_state_interval_us: 500_000,
@@ -347,6 +367,11 @@ impl Default for Config {
 }
 
 impl Config {
+    /// `QUICK_PLAY_MAX`, or `MAX_LOBBIES` when unset.
+    pub fn quick_play_tickets_max(&self) -> usize {
+        self.quick_play_max.unwrap_or(self.lobbies_max)
+    }
+
     /// Reads the server's variables from `pairs` (typically the whole environment).
     pub fn from_pairs<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
@@ -440,6 +465,11 @@ impl Config {
                 "CHAT_HISTORY_BYTES" => c.chat_history_bytes_max = v.count(0)?,
                 "CHAT_REPLAY_RATE" => c.chat_replay_rate_per_min = v.rate()?,
                 "CHAT_REPLAY_BURST" => c.chat_replay_burst = v.count(1)?,
+                "QUICK_PLAY_WAIT" => c.quick_play_wait_us = v.duration_us(0)?,
+                "QUICK_PLAY_INTERVAL" => c.quick_play_interval_us = v.duration_us(1000)?,
+                "QUICK_PLAY_MAX" => c.quick_play_max = Some(v.count(1)?),
+                "LIST_TABLES_RATE" => c.list_tables_rate_per_min = v.rate()?,
+                "LIST_TABLES_BURST" => c.list_tables_burst = v.count(1)?,
                 "SPECTATE_RATE" => c.spectate_rate_per_min = v.rate()?,
                 "SPECTATE_BURST" => c.spectate_burst = v.count(1)?,
                 "SPECTATORS_STATE_INTERVAL" => c.spectators_state_interval_us = v.duration_us(0)?,

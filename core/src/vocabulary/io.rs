@@ -448,6 +448,15 @@ pub enum Note {
         lobby: LobbyId,
         sessions: u32,
     },
+    /// Quick play seated a table: `humans` players and `ai` AI seats; `waited_us` is
+    /// each player's wait, oldest first (the shell's histogram
+    /// `wizard_quick_play_seat_seconds`).
+    QuickPlaySeated {
+        lobby: LobbyId,
+        humans: u8,
+        ai: u8,
+        waited_us: Vec<u64>,
+    },
 }
 
 /// Who made a move.
@@ -520,4 +529,6 @@ pub enum WakeReason {
     /// A lobby's members are shown the spectators who came or went since
     /// `SPECTATORS_STATE_INTERVAL` began.
     Spectators,
+    /// The matchmaker's next pass, or a quick-play ticket's `QUICK_PLAY_WAIT` runs out.
+    QuickPlay,
 }

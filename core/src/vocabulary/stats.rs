@@ -81,6 +81,24 @@ pub enum RequestRefusal {
     ProfileRate,
     /// `PROFILES_MAX` profiles exist.
     MaxProfiles,
+    /// `LIST_TABLES_RATE`: too many `list_tables` from this address.
+    ListTablesRate,
+}
+
+/// Why `quick_play` got `busy`, or a group of the pool could not be seated (the
+/// `quick_play_refused` counter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum QuickPlayRefusal {
+    /// Not accepting games (overloaded, `MAX_ACTIVE_GAMES`, `MAX_LOBBIES`, shutting
+    /// down): no ticket kept.
+    NotAccepting,
+    /// `QUICK_PLAY_MAX` tickets wait already.
+    PoolFull,
+    /// `MAX_GAMES_PER_IP` games of this address run.
+    GamesPerIp,
+    /// A group was formed but games were no longer accepted: its players were told
+    /// `busy` and their tickets dropped.
+    GroupRefused,
 }
 
 /// `Tally` for a fieldless enum with an `ALL` list and a `name` of its own.
@@ -122,6 +140,7 @@ tally!(
         RequestRefusal::ChatLobbyRate,
         RequestRefusal::ProfileRate,
         RequestRefusal::MaxProfiles,
+        RequestRefusal::ListTablesRate,
     ],
     |r| match r {
         RequestRefusal::LobbiesPerIp => "lobbies_per_ip",
@@ -133,6 +152,22 @@ tally!(
         RequestRefusal::ChatLobbyRate => "chat_lobby_rate",
         RequestRefusal::ProfileRate => "profile_rate",
         RequestRefusal::MaxProfiles => "max_profiles",
+        RequestRefusal::ListTablesRate => "list_tables_rate",
+    }
+);
+tally!(
+    QuickPlayRefusal,
+    [
+        QuickPlayRefusal::NotAccepting,
+        QuickPlayRefusal::PoolFull,
+        QuickPlayRefusal::GamesPerIp,
+        QuickPlayRefusal::GroupRefused,
+    ],
+    |r| match r {
+        QuickPlayRefusal::NotAccepting => "not_accepting",
+        QuickPlayRefusal::PoolFull => "pool_full",
+        QuickPlayRefusal::GamesPerIp => "games_per_ip",
+        QuickPlayRefusal::GroupRefused => "group_refused",
     }
 );
 tally!(
@@ -267,6 +302,17 @@ pub struct Counters {
     /// Idle lobbies (no running game, no human connected) deleted at `MAX_LOBBIES` to
     /// make room for a new one.
     pub lobbies_evicted: u64,
+    /// Quick-play tickets taken into the pool (a ticket replaced counts again).
+    pub quick_play_queued: u64,
+    /// Tickets taken out without a seat: `cancel_quick_play`, leaving, another lobby,
+    /// the connection closing.
+    pub quick_play_cancelled: u64,
+    /// `quick_play` refused with `busy`, and groups that could not be seated, by reason.
+    pub quick_play_refused: Counts<QuickPlayRefusal>,
+    /// Tables quick play seated, by table size (index 0 for 3 seats) and AI seats.
+    pub quick_play_groups: [[u64; 6]; 4],
+    /// `list_tables` answered.
+    pub tables_listed: u64,
 }
 
 /// Current sizes and states, computed on read.
@@ -301,4 +347,6 @@ pub struct Gauges {
     /// The last load sample received.
     pub last_sample: crate::machine::overload::level::LoadSample,
     pub shutting_down: bool,
+    /// Quick-play tickets waiting in the pool (at most `QUICK_PLAY_MAX`).
+    pub quick_play_tickets: u64,
 }

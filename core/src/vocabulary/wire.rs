@@ -51,8 +51,11 @@ pub enum ClientMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         profile_key: Option<ProfileKey>,
     },
+    /// `public`: listed by `list_tables` (PROTOCOL.md 7.2).
     CreateLobby {
         name: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        public: bool,
     },
     JoinLobby {
         code: String,
@@ -75,6 +78,9 @@ pub enum ClientMessage {
         bid_restriction: Option<BidRestriction>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         turn_seconds: Option<u16>,
+        /// Listed by `list_tables` or not (PROTOCOL.md 7.2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        public: Option<bool>,
     },
     StartGame,
     Action {
@@ -96,6 +102,20 @@ pub enum ClientMessage {
     },
     /// Deletes the profile the session is signed in with.
     DeleteProfile,
+    /// Join the quick-play pool for a table of `seats` (3 to 6; absent: 4).
+    QuickPlay {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seats: Option<u8>,
+    },
+    /// Leave the quick-play pool.
+    CancelQuickPlay,
+    /// The public tables: waiting ones with a free seat, and with `running` the running
+    /// ones to watch as well.
+    ListTables {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        running: bool,
+    },
 }
 
 impl ClientMessage {
@@ -116,6 +136,9 @@ impl ClientMessage {
             ClientMessage::Chat { .. } => "chat",
             ClientMessage::CreateProfile { .. } => "create_profile",
             ClientMessage::DeleteProfile => "delete_profile",
+            ClientMessage::QuickPlay { .. } => "quick_play",
+            ClientMessage::CancelQuickPlay => "cancel_quick_play",
+            ClientMessage::ListTables { .. } => "list_tables",
         }
     }
 }
@@ -129,7 +152,7 @@ impl ClientMessage {
 /// `State` is a few hundred bytes inline; a message is built once and encoded at once,
 /// so boxing it would add an allocation for nothing.
 #[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMessage {
     /// `player_id` is public (12 hex characters); `token` is the session's secret.
@@ -184,6 +207,11 @@ pub enum ServerMessage {
         text: String,
         at_ms: u64,
     },
+    /// The session waits in the quick-play pool since `since_ms` (the server's clock,
+    /// milliseconds since it started).
+    Queued { since_ms: u64 },
+    /// The answer to `list_tables`.
+    Tables { tables: Vec<TableView> },
     /// `missed` chat lines of this connection's lobby were left out here: a slow
     /// reader's queue dropped them so that chat never costs it the connection, or a
     /// history replay was cut short.
@@ -227,6 +255,27 @@ pub struct LobbyView {
     /// The names of those watching without a seat, in the order they came.
     #[serde(default)]
     pub spectators: Vec<String>,
+    /// Listed by `list_tables` (PROTOCOL.md 7.2); left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub public: bool,
+}
+
+/// A public table as `list_tables` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableView {
+    pub code: String,
+    /// The host's name.
+    pub host: String,
+    /// Seats taken.
+    pub seats: u8,
+    pub max_seats: u8,
+    pub options: Options,
+    /// `waiting` (a seat to take) or `playing` (to watch).
+    pub status: LobbyStatus,
+    /// Whether its games are rated (only with profiles).
+    pub rated: bool,
+    /// The mean rating of its seated profiles; null without any.
+    pub rating: Option<f64>,
 }
 
 /// One seat of a lobby.
@@ -277,8 +326,12 @@ pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
             token: f.token,
             profile_key: f.profile_key,
         })?,
-        "create_lobby" => fields::<NameFields>(text, "create_lobby")
-            .map(|f| ClientMessage::CreateLobby { name: f.name })?,
+        "create_lobby" => {
+            fields::<CreateFields>(text, "create_lobby").map(|f| ClientMessage::CreateLobby {
+                name: f.name,
+                public: f.public,
+            })?
+        }
         "join_lobby" => {
             fields::<JoinFields>(text, "join_lobby").map(|f| ClientMessage::JoinLobby {
                 code: f.code,
@@ -298,6 +351,7 @@ pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
                 hidden_bids: f.hidden_bids,
                 bid_restriction: f.bid_restriction,
                 turn_seconds: f.turn_seconds,
+                public: f.public,
             })?
         }
         "start_game" => ClientMessage::StartGame,
@@ -314,6 +368,15 @@ pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
         "create_profile" => fields::<NameFields>(text, "create_profile")
             .map(|f| ClientMessage::CreateProfile { name: f.name })?,
         "delete_profile" => ClientMessage::DeleteProfile,
+        "quick_play" => {
+            fields::<QuickPlayFields>(text, "quick_play").map(|f| ClientMessage::QuickPlay {
+                name: f.name,
+                seats: f.seats,
+            })?
+        }
+        "cancel_quick_play" => ClientMessage::CancelQuickPlay,
+        "list_tables" => fields::<ListTablesFields>(text, "list_tables")
+            .map(|f| ClientMessage::ListTables { running: f.running })?,
         other => return Err(unknown_type(other)),
     };
     Ok(message)
@@ -366,6 +429,11 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
         }),
         "chat_gap" => fields::<ChatGapFields>(text, "chat_gap")
             .map(|f| ServerMessage::ChatGap { missed: f.missed }),
+        "queued" => fields::<QueuedFields>(text, "queued").map(|f| ServerMessage::Queued {
+            since_ms: f.since_ms,
+        }),
+        "tables" => fields::<TablesFields>(text, "tables")
+            .map(|f| ServerMessage::Tables { tables: f.tables }),
         other => Err(unknown_type(other)),
     }
 }
@@ -395,6 +463,36 @@ struct HelloFields {
 #[derive(Deserialize)]
 struct NameFields {
     name: String,
+}
+
+#[derive(Deserialize)]
+struct CreateFields {
+    name: String,
+    #[serde(default)]
+    public: bool,
+}
+
+#[derive(Deserialize)]
+struct QuickPlayFields {
+    name: String,
+    #[serde(default)]
+    seats: Option<u8>,
+}
+
+#[derive(Deserialize)]
+struct ListTablesFields {
+    #[serde(default)]
+    running: bool,
+}
+
+#[derive(Deserialize)]
+struct QueuedFields {
+    since_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct TablesFields {
+    tables: Vec<TableView>,
 }
 
 #[derive(Deserialize)]
@@ -440,6 +538,8 @@ struct SetOptionsFields {
     bid_restriction: Option<BidRestriction>,
     #[serde(default)]
     turn_seconds: Option<u16>,
+    #[serde(default)]
+    public: Option<bool>,
 }
 
 #[derive(Deserialize)]

@@ -286,6 +286,11 @@ const OTHER: &[(&str, &str)] = &[
     ("CHAT_REPLAY_RATE", "2"),
     ("CHAT_REPLAY_BURST", "1"),
     ("SPECTATE_RATE", "0.5"),
+    ("QUICK_PLAY_WAIT", "12"),
+    ("QUICK_PLAY_INTERVAL", "0.25"),
+    ("QUICK_PLAY_MAX", "33"),
+    ("LIST_TABLES_RATE", "1.5"),
+    ("LIST_TABLES_BURST", "4"),
     ("SPECTATE_BURST", "2"),
     ("SPECTATORS_STATE_INTERVAL", "0"),
     ("REMOVED_PLAYER_TTL", "0"),
@@ -411,6 +416,11 @@ fn every_field_is_covered() {
         spectate_rate_per_min,
         spectate_burst,
         spectators_state_interval_us,
+        quick_play_wait_us,
+        quick_play_interval_us,
+        quick_play_max,
+        list_tables_rate_per_min,
+        list_tables_burst,
         removed_player_ttl_us,
         removed_players_max,
         shard,
@@ -429,6 +439,11 @@ fn every_field_is_covered() {
     );
     assert_eq!((spectate_rate_per_min, spectate_burst), (0.5, 2));
     assert_eq!(spectators_state_interval_us, 0);
+    assert_eq!(
+        (quick_play_wait_us, quick_play_interval_us, quick_play_max),
+        (12 * S, 250_000, Some(33))
+    );
+    assert_eq!((list_tables_rate_per_min, list_tables_burst), (1.5, 4));
     assert_eq!((removed_player_ttl_us, removed_players_max), (0, 0));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
     assert_eq!(bind_wait_us, 2_500_000);

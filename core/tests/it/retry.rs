@@ -26,6 +26,7 @@ fn create(d: &mut Driver, conn: ConnId) -> Vec<Option<u64>> {
         conn,
         &ClientMessage::CreateLobby {
             name: format!("P{conn}"),
+            public: false,
         },
     );
     busy_waits(d, conn)

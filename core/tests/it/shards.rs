@@ -29,6 +29,7 @@ fn issue(shard: &str, seed: u64) -> (Driver, Vec<Value>, Vec<String>) {
         welcomes.push(seen.messages[0].clone());
         let create = ClientMessage::CreateLobby {
             name: format!("P{n}"),
+            public: false,
         };
         d.send(conn, &create);
         codes.push(d.lobby_code(conn).expect("a lobby"));

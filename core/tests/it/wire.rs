@@ -107,7 +107,10 @@ fn client_messages_decode() {
         ),
         (
             r#"{"type":"create_lobby","name":"Ann"}"#,
-            ClientMessage::CreateLobby { name: "Ann".into() },
+            ClientMessage::CreateLobby {
+                name: "Ann".into(),
+                public: false,
+            },
         ),
         (
             r#"{"name":"Bob","code":"abcd23","type":"join_lobby"}"#,
@@ -140,6 +143,7 @@ fn client_messages_decode() {
                 hidden_bids: Some(true),
                 bid_restriction: None,
                 turn_seconds: None,
+                public: None,
             },
         ),
         (
@@ -148,6 +152,7 @@ fn client_messages_decode() {
                 hidden_bids: None,
                 bid_restriction: Some(BidRestriction::House),
                 turn_seconds: Some(60),
+                public: None,
             },
         ),
         (
@@ -156,6 +161,7 @@ fn client_messages_decode() {
                 hidden_bids: None,
                 bid_restriction: None,
                 turn_seconds: None,
+                public: None,
             },
         ),
         (r#"{"type":"start_game"}"#, ClientMessage::StartGame),
@@ -226,6 +232,7 @@ fn unknown_fields_are_ignored_everywhere() {
                 hidden_bids: Some(false),
                 bid_restriction: None,
                 turn_seconds: None,
+                public: None,
             },
         ),
     ];
@@ -440,6 +447,7 @@ fn lobby() -> LobbyView {
             bid_restriction: BidRestriction::House,
             turn_seconds: 0,
         },
+        public: false,
         players: vec![
             PlayerView {
                 id: "0123456789ab".into(),
@@ -544,6 +552,7 @@ fn every_client_message() -> Vec<ClientMessage> {
         },
         ClientMessage::CreateLobby {
             name: "Ann \"the\" \u{e9}\u{1f0cf}".into(),
+            public: false,
         },
         ClientMessage::JoinLobby {
             code: "ABC234".into(),
@@ -561,11 +570,13 @@ fn every_client_message() -> Vec<ClientMessage> {
             hidden_bids: Some(true),
             bid_restriction: Some(BidRestriction::Canadian),
             turn_seconds: Some(300),
+            public: None,
         },
         ClientMessage::SetOptions {
             hidden_bids: None,
             bid_restriction: None,
             turn_seconds: None,
+            public: None,
         },
         ClientMessage::StartGame,
         ClientMessage::Action {

@@ -208,6 +208,7 @@ impl Attacker {
                 } else {
                     wire::encode_client(&ClientMessage::CreateLobby {
                         name: "spam".into(),
+                        public: false,
                     })
                 };
                 for (conn, &(_, ready)) in self.conns.iter() {

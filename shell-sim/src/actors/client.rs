@@ -261,7 +261,14 @@ impl Client {
                     intended,
                 });
                 let name = format!("p{}", self.id);
-                self.send(cx, now, &ClientMessage::CreateLobby { name });
+                self.send(
+                    cx,
+                    now,
+                    &ClientMessage::CreateLobby {
+                        name,
+                        public: false,
+                    },
+                );
             }
             (Some(l), _) if creates && l.status == LobbyStatus::Waiting && self.is_host() => {
                 let options = (l.options.hidden_bids, l.options.turn_seconds);
@@ -271,6 +278,7 @@ impl Client {
                         hidden_bids: Some(self.hidden_bids),
                         bid_restriction: None,
                         turn_seconds: Some(self.turn_seconds),
+                        public: None,
                     };
                     self.send(cx, now, &set);
                     return;

@@ -64,7 +64,9 @@ impl Client {
                     ServerMessage::State { .. }
                     | ServerMessage::Chat { .. }
                     | ServerMessage::Profile { .. }
-                    | ServerMessage::ProfileDeleted { .. },
+                    | ServerMessage::ProfileDeleted { .. }
+                    | ServerMessage::Queued { .. }
+                    | ServerMessage::Tables { .. },
                 )
                 | Err(_) => {}
             }

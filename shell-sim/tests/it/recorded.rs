@@ -178,7 +178,13 @@ pub fn record(t: Table) -> Vec<Step> {
     for &c in &conns {
         rec.open(c, None);
     }
-    rec.send(ConnId(1), ClientMessage::CreateLobby { name: "p1".into() });
+    rec.send(
+        ConnId(1),
+        ClientMessage::CreateLobby {
+            name: "p1".into(),
+            public: false,
+        },
+    );
     let code = rec.view(ConnId(1)).unwrap().0.code;
     for &c in &conns[1..] {
         let name = format!("p{c}");
@@ -200,6 +206,7 @@ pub fn record(t: Table) -> Vec<Step> {
             hidden_bids: Some(true),
             bid_restriction: None,
             turn_seconds: None,
+            public: None,
         };
         rec.send(ConnId(1), options);
     }

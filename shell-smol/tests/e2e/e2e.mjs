@@ -29,6 +29,7 @@ import { tableScenarios } from './table.mjs';
 import { watchScenarios } from './watch.mjs';
 import { levelScenarios } from './levels.mjs';
 import { shardScenarios } from './shards.mjs';
+import { quickScenarios } from './quick.mjs';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
@@ -441,6 +442,8 @@ async function main() {
   await watchScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
   // AI levels.
   await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE });
+  // Public tables and quick play.
+  await quickScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
   // Shards: wrong_shard followed by the client behind HAProxy. HAProxy forwards the
   // websocket routes only: the pages' files come from the web folder.
   if (SHARD_URL) {

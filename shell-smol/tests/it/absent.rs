@@ -136,8 +136,11 @@ fn games_left_by_everyone_go_dormant_free_their_slot_and_wake_for_their_player()
         start_with_ai(&mut bob, "Bob").await;
         let (mut wes, accepting, _) = hello_from(addr, 4, None).await;
         assert!(!accepting, "MAX_ACTIVE_GAMES is full");
-        wes.send(ClientMessage::CreateLobby { name: "Wes".into() })
-            .await;
+        wes.send(ClientMessage::CreateLobby {
+            name: "Wes".into(),
+            public: false,
+        })
+        .await;
         assert_eq!(wes.next_error().await, ErrorCode::Busy);
         let ann_token = ann.token.clone();
         drop(ann);
@@ -182,8 +185,11 @@ fn idle_lobbies_give_way_at_max_lobbies_and_health_says_when_it_is_full() {
         assert!(health.contains(r#""accepting_games":false"#), "{health}");
         let (mut wes, accepting, _) = hello_from(addr, 4, None).await;
         assert!(!accepting);
-        wes.send(ClientMessage::CreateLobby { name: "Wes".into() })
-            .await;
+        wes.send(ClientMessage::CreateLobby {
+            name: "Wes".into(),
+            public: false,
+        })
+        .await;
         assert_eq!(wes.next_error().await, ErrorCode::Busy);
         // Ann and then Bob leave: their lobbies are idle, which a new lobby may replace.
         // One after the other as the server sees it (two sockets closed together may
@@ -214,8 +220,11 @@ fn lobbies_are_capped_per_address() {
         let (mut bob, ..) = hello_from(addr, 2, None).await;
         let (mut cy, ..) = hello_from(addr, 3, None).await;
         ann.create_lobby("Ann").await;
-        bob.send(ClientMessage::CreateLobby { name: "Bob".into() })
-            .await;
+        bob.send(ClientMessage::CreateLobby {
+            name: "Bob".into(),
+            public: false,
+        })
+        .await;
         assert_eq!(bob.next_error().await, ErrorCode::Busy);
         cy.create_lobby("Cy").await;
     });

@@ -343,8 +343,11 @@ impl Player {
 
     /// Creates a lobby and returns the first state showing it.
     pub async fn create_lobby_view(&mut self, name: &str) -> View {
-        self.send(ClientMessage::CreateLobby { name: name.into() })
-            .await;
+        self.send(ClientMessage::CreateLobby {
+            name: name.into(),
+            public: false,
+        })
+        .await;
         self.state_where(|v| v.lobby.is_some()).await
     }
 

@@ -24,7 +24,7 @@ impl TempDir {
         TempDir(dir)
     }
 
-    fn store(&self) -> String {
+    pub(super) fn store(&self) -> String {
         format!("sqlite:{}/wizard.db", self.0.display())
     }
 }

@@ -108,8 +108,11 @@ fn lobby_creation_is_rate_limited_per_ip() {
         let (mut a, _) = Player::hello_on(ws_from(addr, local(2)).await, None).await;
         a.create_lobby("Ann").await;
         a.create_lobby("Ann").await;
-        a.send(ClientMessage::CreateLobby { name: "Ann".into() })
-            .await;
+        a.send(ClientMessage::CreateLobby {
+            name: "Ann".into(),
+            public: false,
+        })
+        .await;
         let ServerMessage::Error {
             code,
             retry_after_ms,
@@ -122,8 +125,11 @@ fn lobby_creation_is_rate_limited_per_ip() {
         assert!(retry_after_ms.is_some_and(|ms| ms > 0));
         // Another connection from the same address shares the limit...
         let (mut b, _) = Player::hello_on(ws_from(addr, local(2)).await, None).await;
-        b.send(ClientMessage::CreateLobby { name: "Bob".into() })
-            .await;
+        b.send(ClientMessage::CreateLobby {
+            name: "Bob".into(),
+            public: false,
+        })
+        .await;
         assert_eq!(b.next_error().await, ErrorCode::RateLimited);
         // ...another address does not.
         let (mut c, _) = Player::hello_on(ws_from(addr, local(3)).await, None).await;
@@ -153,8 +159,11 @@ fn forced_overload_refuses_new_lobbies_but_not_joining_or_resuming() {
         );
         drop(ws);
         let (mut a, _) = Player::hello(addr, None).await;
-        a.send(ClientMessage::CreateLobby { name: "Ann".into() })
-            .await;
+        a.send(ClientMessage::CreateLobby {
+            name: "Ann".into(),
+            public: false,
+        })
+        .await;
         assert_eq!(a.next_error().await, ErrorCode::Busy);
         // Joining is never refused for load: an unknown code is just not found.
         a.send(ClientMessage::JoinLobby {

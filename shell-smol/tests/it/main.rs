@@ -25,6 +25,7 @@ mod logs;
 mod postgres;
 mod profiles;
 mod proxy;
+mod quick;
 mod routes;
 mod shards;
 mod statics;

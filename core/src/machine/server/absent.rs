@@ -115,6 +115,7 @@ impl Server {
 
     /// Forgets a disconnected session that holds nothing (no lobby).
     pub(super) fn forget_session(&mut self, session: SessionId) {
+        self.drop_ticket(session);
         self.timers.cancel(&TimerKey::Session(session));
         self.sessions.remove(session);
     }

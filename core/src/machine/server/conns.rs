@@ -289,6 +289,7 @@ impl Server {
                         .is_some_and(|s| s.conn == Some(conn))
                     {
                         self.stop_watching(now, session, out);
+                        self.drop_ticket(session);
                     }
                     self.session_disconnected(now, session, conn, out);
                 }

@@ -187,6 +187,7 @@ impl Server {
             game_no: l.game_no(),
             seed: l.seed(),
             game_id: l.game_id().map(str::to_owned),
+            public: l.is_public(),
         })
     }
 

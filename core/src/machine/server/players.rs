@@ -64,6 +64,7 @@ impl Server {
         let result = match message {
             ClientMessage::Hello { .. } => Err(LobbyError::NotAllowed("Already said hello.")),
             ClientMessage::Spectate { code, name } => {
+                self.drop_ticket(session);
                 self.spectate(now, conn, session, &code, &name, out)
             }
             ClientMessage::Chat { text } => self.chat(now, conn, session, &text, out),
@@ -71,13 +72,27 @@ impl Server {
                 self.create_profile(now, conn, session, &name, out)
             }
             ClientMessage::DeleteProfile => self.delete_profile(now, conn, session, out),
-            ClientMessage::CreateLobby { name } => {
-                self.create_lobby(now, conn, session, &name, out)
+            ClientMessage::CreateLobby { name, public } => {
+                self.drop_ticket(session);
+                self.create_lobby(now, conn, session, &name, public, out)
             }
             ClientMessage::JoinLobby { code, name } => {
+                self.drop_ticket(session);
                 self.join_lobby(now, conn, session, &code, &name, out)
             }
+            ClientMessage::QuickPlay { name, seats } => {
+                self.quick_play(now, conn, session, &name, seats, out)
+            }
+            ClientMessage::CancelQuickPlay => {
+                self.drop_ticket(session);
+                Ok(())
+            }
+            ClientMessage::ListTables { running } => {
+                self.list_tables(now, conn, running, out);
+                Ok(())
+            }
             ClientMessage::LeaveLobby => {
+                self.drop_ticket(session);
                 self.stop_watching(now, session, out);
                 self.leave_lobby(now, session, out);
                 self.send_state(now, session, out);
@@ -97,6 +112,7 @@ impl Server {
                 hidden_bids,
                 bid_restriction,
                 turn_seconds,
+                public,
             } => self.host_action(now, session, out, |s, lobby, host| {
                 let mut options = s
                     .lobbies
@@ -112,7 +128,11 @@ impl Server {
                 if let Some(v) = turn_seconds {
                     options.turn_seconds = v;
                 }
-                s.lobbies.set_options(lobby, host, options)
+                s.lobbies.set_options(lobby, host, options)?;
+                if let Some(v) = public {
+                    s.lobbies.set_public(lobby, v);
+                }
+                Ok(())
             }),
             ClientMessage::StartGame => self.start_game(now, conn, session, out),
             ClientMessage::Action { action } => self.human_move(now, session, action, out),
@@ -232,6 +252,8 @@ impl Server {
         self.timers.cancel(&TimerKey::Session(session));
         let old = self.sessions.get(session).and_then(|s| s.conn);
         if let Some(old) = old.filter(|&o| o != conn) {
+            // The ticket belonged to the connection that is replaced.
+            self.drop_ticket(session);
             if let Some(c) = self.conns.get_mut(&old) {
                 c.session = None;
             }
@@ -273,6 +295,7 @@ impl Server {
         conn: ConnId,
         session: SessionId,
         name: &str,
+        public: bool,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
         let name = clean_name(name)?;
@@ -323,6 +346,7 @@ impl Server {
             self.evict_idle_lobby(out);
         }
         let lobby = self.lobbies.create(session, &player_id, &name, ip)?;
+        self.lobbies.set_public(lobby, public);
         self.counters.lobbies_created += 1;
         if let Some(s) = self.sessions.get_mut(session) {
             s.lobby = Some(lobby);
@@ -473,9 +497,20 @@ impl Server {
             );
             return Ok(());
         }
+        self.begin_game(now, lobby, &host, out)
+    }
+
+    /// Starts the lobby's game (its checks and admission done) and shows it.
+    pub(super) fn begin_game(
+        &mut self,
+        now: Time,
+        lobby: LobbyId,
+        host: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
         let seed = rand::Rng::next_u64(&mut self.game_seeds);
         let mut events = Vec::new();
-        self.lobbies.start(lobby, &host, seed, &mut events)?;
+        self.lobbies.start(lobby, host, seed, &mut events)?;
         // 80 random bits, apart from the seed's stream: an id tells nothing of the deal.
         let game_id = rng::hex_id(&mut self.game_ids, GAME_ID_CHARS);
         self.lobbies.set_game_id(lobby, game_id);

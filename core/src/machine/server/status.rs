@@ -65,6 +65,7 @@ impl Server {
                 TimerKey::HelloGrace(conn) => self.refuse_waiting(conn, None, out),
                 TimerKey::Away(lobby) => self.on_away_due(now, lobby, out),
                 TimerKey::Spectators(lobby) => self.show_spectators(now, lobby, out),
+                TimerKey::QuickPlay => self.quick_play_due(now, out),
             }
         }
     }

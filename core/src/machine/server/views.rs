@@ -113,6 +113,7 @@ impl Server {
             max_players: crate::vocabulary::game::types::PLAYERS_MAX,
             ai_available: self.bridge.available(),
             spectators: self.spectator_names(lobby.id()),
+            public: lobby.is_public(),
         }
     }
 
@@ -123,6 +124,7 @@ impl Server {
             && view.status == lobby.status()
             && view.host_id == lobby.host()
             && view.options == lobby.options()
+            && view.public == lobby.is_public()
             && view.ai_available == self.bridge.available()
             && self.spectators_are(lobby.id(), &view.spectators)
             && view.players.len() == lobby.seats().len()

@@ -1,0 +1,320 @@
+//! Public tables and quick play (PROTOCOL.md 7.2): `list_tables` from the lobby
+//! manager's index of public tables, and the quick-play pool (`core/src/matchmaker.rs`)
+//! driven like the other sub-machines: tickets in on `quick_play`, out on
+//! `cancel_quick_play`, on leaving or going to another lobby, on the connection
+//! closing or being replaced; its wake-up in the timer set; the tables it forms
+//! created here with their players seated and their games started.
+
+use crate::machine::lobby::{LobbyError, clean_name};
+use crate::machine::matchmaker::{Group, QueueError, RATING_DEFAULT, SEATS_DEFAULT};
+use crate::machine::session::SessionId;
+use crate::vocabulary::game::AiLevel;
+use crate::vocabulary::game::types::{PLAYERS_MAX, PLAYERS_MIN};
+use crate::vocabulary::io::{ConnId, Delivery, Note, Output};
+use crate::vocabulary::stats::{QuickPlayRefusal, RequestRefusal};
+use crate::vocabulary::time::{Time, US_PER_MS};
+use crate::vocabulary::wire::{self, ErrorCode, ServerMessage, TableView};
+
+use super::{Server, TimerKey};
+
+const NOT_ACCEPTING: &str =
+    "The server is not starting new games right now. Try again in a moment.";
+
+impl Server {
+    /// `list_tables`: the public tables, open ones first, within `LIST_TABLES_RATE`.
+    pub(super) fn list_tables(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        running: bool,
+        out: &mut Vec<Output>,
+    ) {
+        if let Some(ip) = self.conn_ip(conn)
+            && !self.list_tables_rate.try_take(&ip, now)
+        {
+            let wait_ms = self
+                .list_tables_rate
+                .wait_us(&ip, now)
+                .div_ceil(1000)
+                .max(1);
+            self.counters
+                .requests_refused
+                .bump(RequestRefusal::ListTablesRate);
+            self.send_error(
+                conn,
+                ErrorCode::RateLimited,
+                "Too many table lists from your address, wait a moment.",
+                Some(wait_ms),
+                out,
+            );
+            return;
+        }
+        let tables: Vec<TableView> = self
+            .lobbies
+            .tables(running)
+            .map(|l| TableView {
+                code: l.code().to_owned(),
+                host: l
+                    .seat_of(l.host())
+                    .and_then(|s| l.seats().get(usize::from(s)))
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default(),
+                seats: u8::try_from(l.seats().len()).unwrap_or(PLAYERS_MAX),
+                max_seats: PLAYERS_MAX,
+                options: l.options(),
+                status: l.status(),
+                // Ratings come with profiles: until then no table is rated.
+                rated: false,
+                rating: None,
+            })
+            .collect();
+        self.counters.tables_listed += 1;
+        let text = wire::encode(&ServerMessage::Tables { tables });
+        out.push(Output::Send {
+            conn,
+            text,
+            delivery: Delivery::Every,
+        });
+    }
+
+    /// The rating the pool groups `session` by: the default for every player until
+    /// profiles give one.
+    fn quick_play_rating(&self, _session: SessionId) -> f64 {
+        RATING_DEFAULT
+    }
+
+    /// `quick_play`: a ticket in the pool (replacing the session's own), `queued`, and
+    /// the table it completes seated at once.
+    pub(super) fn quick_play(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        session: SessionId,
+        name: &str,
+        seats: Option<u8>,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
+        let name = clean_name(name)?;
+        let seats = seats.unwrap_or(SEATS_DEFAULT);
+        if !(PLAYERS_MIN..=PLAYERS_MAX).contains(&seats) {
+            return Err(LobbyError::Invalid("seats must be 3 to 6."));
+        }
+        if !self.accepting_games() {
+            // No ticket is kept while not accepting games, not even an older one.
+            self.drop_ticket(session);
+            self.refuse_quick_play(conn, QuickPlayRefusal::NotAccepting, NOT_ACCEPTING, out);
+            return Ok(());
+        }
+        let ip = self.conn_ip(conn);
+        if let Some(ip) = ip
+            && self.lobbies.share_of(&ip).games >= self.config.games_per_ip_max
+        {
+            self.refuse_quick_play(
+                conn,
+                QuickPlayRefusal::GamesPerIp,
+                "Too many games from your address right now.",
+                out,
+            );
+            return Ok(());
+        }
+        let queued = self.matchmaker.ticket(session).is_some();
+        if !queued && self.matchmaker.len() >= self.matchmaker.config().tickets_max {
+            self.refuse_quick_play(
+                conn,
+                QuickPlayRefusal::PoolFull,
+                "Too many players are waiting for a table. Try again in a moment.",
+                out,
+            );
+            return Ok(());
+        }
+        // Waiting for a table is being nowhere else: the current lobby is left (a
+        // running game's seat goes to the AI) and watching stops.
+        self.stop_watching(now, session, out);
+        let seated = self.sessions.get(session).and_then(|s| s.lobby).is_some();
+        self.leave_lobby(now, session, out);
+        if seated {
+            self.send_state(now, session, out);
+        }
+        if let Some(s) = self.sessions.get_mut(session) {
+            s.name = name;
+        }
+        let rating = self.quick_play_rating(session);
+        let mut groups = Vec::new();
+        match self
+            .matchmaker
+            .enqueue(now, session, seats, rating, &mut groups)
+        {
+            Ok(since) => {
+                self.counters.quick_play_queued += 1;
+                let text = wire::encode(&ServerMessage::Queued {
+                    since_ms: since.as_micros() / US_PER_MS,
+                });
+                out.push(Output::Send {
+                    conn,
+                    text,
+                    delivery: Delivery::Every,
+                });
+            }
+            Err(QueueError::BadSeats) => return Err(LobbyError::Invalid("seats must be 3 to 6.")),
+            Err(QueueError::Full) => {
+                self.refuse_quick_play(
+                    conn,
+                    QuickPlayRefusal::PoolFull,
+                    "Too many players are waiting for a table. Try again in a moment.",
+                    out,
+                );
+                return Ok(());
+            }
+        }
+        for group in groups {
+            self.seat_group(now, group, out);
+        }
+        Ok(())
+    }
+
+    /// `busy` for a `quick_play`, counted by `reason`.
+    fn refuse_quick_play(
+        &mut self,
+        conn: ConnId,
+        reason: QuickPlayRefusal,
+        message: &str,
+        out: &mut Vec<Output>,
+    ) {
+        self.counters.quick_play_refused.bump(reason);
+        self.send_error(conn, ErrorCode::Busy, message, None, out);
+    }
+
+    /// Takes the session's ticket out of the pool, if it holds one (cancelled, left,
+    /// gone elsewhere, disconnected).
+    pub(super) fn drop_ticket(&mut self, session: SessionId) {
+        if self.matchmaker.cancel(session).is_some() {
+            self.counters.quick_play_cancelled += 1;
+        }
+    }
+
+    /// The matchmaker's wake-up is due: the groups it forms are seated.
+    pub(super) fn quick_play_due(&mut self, now: Time, out: &mut Vec<Output>) {
+        let mut groups = Vec::new();
+        self.matchmaker.poll(now, &mut groups);
+        for group in groups {
+            self.seat_group(now, group, out);
+        }
+    }
+
+    /// Puts the matchmaker's next wake-up in the timer set.
+    pub(super) fn sync_quick_play_timer(&mut self) {
+        match self.matchmaker.next_wake() {
+            Some(at) if self.timers.at(&TimerKey::QuickPlay) != Some(at) => {
+                self.timers.set(TimerKey::QuickPlay, at);
+            }
+            Some(_) => {}
+            None => self.timers.cancel(&TimerKey::QuickPlay),
+        }
+    }
+
+    /// Creates the group's lobby with its players seated (the oldest ticket hosts),
+    /// fills the free seats with `normal` AI players, makes it public and starts its
+    /// game; each player receives the lobby's `state`. When games are no longer
+    /// accepted, its players are told `busy` instead and hold no ticket.
+    fn seat_group(&mut self, now: Time, group: Group<SessionId>, out: &mut Vec<Output>) {
+        let players: Vec<(SessionId, ConnId, String, String)> = group
+            .players
+            .iter()
+            .filter_map(|t| {
+                let s = self.sessions.get(t.key)?;
+                Some((t.key, s.conn?, s.player_id.clone(), s.name.clone()))
+            })
+            .collect();
+        let Some((host, host_conn, host_id, host_name)) = players.first().cloned() else {
+            return;
+        };
+        let room = self.lobbies.has_room_for_new();
+        let owner = self.conn_ip(host_conn);
+        let (true, true, Some(owner)) = (self.games_admitted(), room, owner) else {
+            for (_, conn, _, _) in &players {
+                self.counters
+                    .quick_play_refused
+                    .bump(QuickPlayRefusal::GroupRefused);
+                self.send_error(*conn, ErrorCode::Busy, NOT_ACCEPTING, None, out);
+            }
+            return;
+        };
+        if self.lobbies.is_full() {
+            self.evict_idle_lobby(out);
+        }
+        let lobby = match self.lobbies.create(host, &host_id, &host_name, owner) {
+            Ok(lobby) => lobby,
+            Err(_) => {
+                for (_, conn, _, _) in &players {
+                    self.send_error(*conn, ErrorCode::Busy, NOT_ACCEPTING, None, out);
+                }
+                return;
+            }
+        };
+        self.counters.lobbies_created += 1;
+        if let Some(s) = self.sessions.get_mut(host) {
+            s.lobby = Some(lobby);
+        }
+        for (session, _, player_id, name) in players.iter().skip(1) {
+            if self
+                .lobbies
+                .join(lobby, *session, player_id, name, &[])
+                .is_ok()
+                && let Some(s) = self.sessions.get_mut(*session)
+            {
+                s.lobby = Some(lobby);
+            }
+        }
+        let humans = self.lobbies.get(lobby).map_or(0, |l| l.seats().len());
+        for _ in humans..usize::from(group.seats) {
+            let _ = self.lobbies.add_ai(lobby, &host_id, AiLevel::Normal, &[]);
+        }
+        self.lobbies.set_public(lobby, true);
+        let ai = group.ai_seats();
+        let size = usize::from(group.seats.saturating_sub(PLAYERS_MIN));
+        if let Some(n) = self
+            .counters
+            .quick_play_groups
+            .get_mut(size)
+            .and_then(|row| row.get_mut(usize::from(ai)))
+        {
+            *n += 1;
+        }
+        out.push(Output::Note(Note::QuickPlaySeated {
+            lobby,
+            humans: u8::try_from(players.len()).unwrap_or(PLAYERS_MAX),
+            ai,
+            waited_us: group
+                .players
+                .iter()
+                .map(|t| now.since_us(t.since))
+                .collect(),
+        }));
+        if self.begin_game(now, lobby, &host_id, out).is_err() {
+            // Cannot happen with 3 to 6 seats; the players still see their lobby.
+            self.broadcast(now, lobby, &[], out);
+        }
+    }
+}
+
+impl Server {
+    /// Checks the quick-play pool and the index of public tables (for tests): the
+    /// pool's indexes, every ticket of a session that is connected and seated nowhere,
+    /// every public lobby indexed where its state says.
+    pub fn check_quick_play(&self) -> Result<(), String> {
+        self.matchmaker.check()?;
+        self.lobbies.check_tables()?;
+        for t in self.matchmaker.tickets() {
+            let Some(s) = self.sessions.get(t.key) else {
+                return Err(format!("ticket of a forgotten session {:?}", t.key));
+            };
+            if s.conn.is_none() {
+                return Err(format!("ticket of a disconnected session {:?}", t.key));
+            }
+            if s.lobby.is_some() {
+                return Err(format!("ticket of a seated session {:?}", t.key));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,215 @@
+//! `wizard-bench quick`: time to seat with N players queueing for quick play at once on
+//! one server. Every player connects (each from its own loopback address group) and
+//! says hello first; then all send `quick_play` together and each one's time from its
+//! send to the `state` of its running game is kept. Prints p50, p99 and the largest,
+//! and how many players were seated with AI seats.
+//!
+//! ```text
+//! wizard-bench quick --addr 127.0.0.1:8000 [--players N] [--seats S]
+//! ```
+
+#![allow(clippy::print_stderr)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_tungstenite::tungstenite::Message;
+use futures_lite::StreamExt;
+use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server, encode_client};
+
+use crate::net::{Ws, connect, raise_nofile_limit, source_ip};
+
+/// `quick`'s usage line.
+pub const USAGE: &str = "usage: wizard-bench quick --addr HOST:PORT [--players N] [--seats S]\n";
+
+/// Players per source address (under the server's `MAX_CONNECTIONS_PER_IP`).
+const PER_IP: usize = 5;
+/// A player not seated after this long counts as a failure.
+const SEAT_TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Args {
+    addr: SocketAddr,
+    players: usize,
+    seats: u8,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut parser = lexopt::Parser::from_args(args.iter().cloned());
+    let mut addr = None;
+    let (mut players, mut seats) = (30, 4);
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            lexopt::Arg::Long("addr") => {
+                let v = parser.value().map_err(|e| e.to_string())?;
+                addr = Some(
+                    v.to_string_lossy()
+                        .parse()
+                        .map_err(|_| "--addr: HOST:PORT")?,
+                );
+            }
+            lexopt::Arg::Long("players") => {
+                let v = parser.value().map_err(|e| e.to_string())?;
+                players = v
+                    .to_string_lossy()
+                    .parse()
+                    .map_err(|_| "--players: a count")?;
+            }
+            lexopt::Arg::Long("seats") => {
+                let v = parser.value().map_err(|e| e.to_string())?;
+                seats = v.to_string_lossy().parse().map_err(|_| "--seats: 3 to 6")?;
+            }
+            other => return Err(format!("unexpected {other:?}")),
+        }
+    }
+    Ok(Args {
+        addr: addr.ok_or("--addr is required")?,
+        players,
+        seats,
+    })
+}
+
+async fn send(ws: &mut Ws, m: &ClientMessage) -> bool {
+    ws.send(Message::text(encode_client(m))).await.is_ok()
+}
+
+async fn next(ws: &mut Ws) -> Option<ServerMessage> {
+    loop {
+        match ws.next().await? {
+            Ok(Message::Text(t)) => return decode_server(t.as_str()).ok(),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Connects and says hello; the connection once its `state` came.
+async fn arrive(addr: SocketAddr, k: usize) -> Option<Ws> {
+    let mut ws = connect(addr, "/ws", source_ip(0, k / PER_IP)).await.ok()?;
+    if !send(&mut ws, &ClientMessage::Hello {
+            token: None,
+            profile_key: None,
+        }).await {
+        return None;
+    }
+    while !matches!(next(&mut ws).await?, ServerMessage::State { .. }) {}
+    Some(ws)
+}
+
+/// Queues and waits for the running game: the time to seat and whether AI seats are
+/// at the table.
+async fn queue(
+    mut ws: Ws,
+    k: usize,
+    seats: u8,
+    go: async_channel::Receiver<()>,
+) -> Option<(Duration, bool)> {
+    let _ = go.recv().await;
+    let name = format!("Q{k}");
+    let start = Instant::now();
+    if !send(
+        &mut ws,
+        &ClientMessage::QuickPlay {
+            name,
+            seats: Some(seats),
+        },
+    )
+    .await
+    {
+        return None;
+    }
+    loop {
+        match next(&mut ws).await? {
+            ServerMessage::State {
+                lobby: Some(lobby),
+                game: Some(_),
+                ..
+            } => {
+                let ai = lobby.players.iter().any(|p| p.is_ai);
+                return Some((start.elapsed(), ai));
+            }
+            ServerMessage::Error { code, message, .. } => {
+                eprintln!("player {k}: {code:?} {message}");
+                return None;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Runs `wizard-bench quick`.
+pub fn run(args: &[String]) -> std::process::ExitCode {
+    let args = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprint!("{e}\n{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    raise_nofile_limit();
+    let ex = Arc::new(smol::Executor::new());
+    let result = smol::block_on(ex.run(async {
+        let mut conns = Vec::with_capacity(args.players);
+        for k in 0..args.players {
+            match arrive(args.addr, k).await {
+                Some(ws) => conns.push(ws),
+                None => return Err(format!("player {k} could not connect")),
+            }
+        }
+        let (go_tx, go_rx) = async_channel::bounded::<()>(1);
+        let tasks: Vec<_> = conns
+            .into_iter()
+            .enumerate()
+            .map(|(k, ws)| {
+                let go = go_rx.clone();
+                let seats = args.seats;
+                ex.spawn(async move {
+                    futures_lite::future::or(queue(ws, k, seats, go), async {
+                        async_io::Timer::after(SEAT_TIMEOUT).await;
+                        None
+                    })
+                    .await
+                })
+            })
+            .collect();
+        drop(go_tx); // every waiting task starts at once
+        let mut seated = Vec::new();
+        for t in tasks {
+            seated.push(t.await);
+        }
+        Ok(seated)
+    }));
+    match result {
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+        Ok(seated) => {
+            let mut ms: Vec<f64> = seated
+                .iter()
+                .flatten()
+                .map(|(d, _)| d.as_secs_f64() * 1000.0)
+                .collect();
+            ms.sort_by(f64::total_cmp);
+            let with_ai = seated.iter().flatten().filter(|(_, ai)| *ai).count();
+            let at = |q: f64| {
+                let i = ((ms.len() as f64 * q).ceil() as usize).clamp(1, ms.len().max(1)) - 1;
+                ms.get(i).copied().unwrap_or(f64::NAN)
+            };
+            println!(
+                "players {} seated {} with_ai {} p50_ms {:.1} p99_ms {:.1} max_ms {:.1}",
+                args.players,
+                ms.len(),
+                with_ai,
+                at(0.5),
+                at(0.99),
+                ms.last().copied().unwrap_or(f64::NAN)
+            );
+            if ms.len() == args.players {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::FAILURE
+            }
+        }
+    }
+}
