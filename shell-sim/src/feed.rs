@@ -3,7 +3,7 @@
 //! spawn attacks and open-loop arrivals.
 
 use wizard_core::Time;
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 
 use crate::client::Role;
 use crate::dist::{Dist, secs_to_us};

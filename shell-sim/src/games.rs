@@ -11,8 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use wizard_core::Time;
-use wizard_core::machine::session::LobbyId;
-use wizard_core::vocabulary::io::{ConnId, Input, Note, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::ids::LobbyId;
+use wizard_core::vocabulary::io::{Input, Note, Output};
 use wizard_core::vocabulary::wire::{self, LobbyStatus, LobbyView, ServerMessage, peek};
 
 use crate::conn_map::ConnMap;

@@ -9,11 +9,12 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
-use wizard_core::machine::timers;
 use wizard_core::shell::door::Door;
 use wizard_core::shell::reply_wait::ReplyWait;
 use wizard_core::shell::ws::FrameReader;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Delivery, Input, MoveSource, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Delivery, Input, MoveSource, Output};
+use wizard_core::vocabulary::time;
 use wizard_core::vocabulary::wire::ClientMessage;
 use wizard_core::{Server, Time};
 
@@ -333,7 +334,7 @@ impl Host {
             (d, l) => d.or(l),
         };
         if let Some(deadline) = deadline {
-            let at = timers::wake_at(deadline, now);
+            let at = time::wake_at(deadline, now);
             if self.timer_scheduled != Some(at) {
                 self.timer_scheduled = Some(at);
                 q.push(at, Ev::CoreTimer);

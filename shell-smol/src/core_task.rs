@@ -26,9 +26,10 @@ use async_io::Timer;
 use futures_lite::FutureExt;
 use tracing::info;
 use wizard_ai::service::Answered;
-use wizard_core::machine::timers;
 use wizard_core::shell::reply_wait::ReplyWait;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Delivery, Input, Note, Output, Router};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Delivery, Input, Note, Output, Router};
+use wizard_core::vocabulary::time;
 use wizard_core::vocabulary::wire::{AiRequest, CloseCode};
 use wizard_core::{Server, Time};
 
@@ -278,12 +279,12 @@ impl CoreTask {
             let deadline = self
                 .server
                 .poll_timeout()
-                .map(|(t, _)| self.clock.instant(timers::wake_at(t, self.clock.now())));
+                .map(|(t, _)| self.clock.instant(time::wake_at(t, self.clock.now())));
             // The first answer of the embedded AI needed later, read then at the latest.
             let look = st
                 .replies
                 .next_look(self.clock.now())
-                .map(|t| self.clock.instant(timers::wake_at(t, self.clock.now())));
+                .map(|t| self.clock.instant(time::wake_at(t, self.clock.now())));
             let deadline = match (deadline, look) {
                 (Some(d), Some(l)) => Some(d.min(l)),
                 (d, l) => d.or(l),

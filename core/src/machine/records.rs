@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 mod compact_move;
 pub mod liveness;
 
-use crate::machine::session::{LobbyId, SessionId};
 use crate::vocabulary::game::{Action, AiLevel, Options, Seat};
+use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::MoveSource;
 use crate::vocabulary::wire::LobbyStatus;
 

@@ -21,8 +21,8 @@ pub mod peek;
 
 use serde::{Deserialize, Serialize};
 
-use crate::machine::overload::LoadLevel;
 use crate::vocabulary::game::{Action, AiLevel, BidRestriction, Event, Observation, Options, Seat};
+use crate::vocabulary::load::LoadLevel;
 
 use codec::{envelope, fields, to_json, unknown_type};
 

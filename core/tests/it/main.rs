@@ -14,6 +14,7 @@ mod durable;
 mod game_props;
 mod golden;
 mod keepalive;
+mod layers;
 mod levels;
 mod limits;
 mod names;

@@ -11,9 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::machine::lobby::Occupant;
 use crate::machine::records::{LobbyRecord, Record, SeatRecord};
-use crate::machine::session::{LobbyId, SessionId, digest_from_hex};
+use crate::machine::session::digest_from_hex;
 use crate::vocabulary::config::Config;
 use crate::vocabulary::game::{Action, Seat};
+use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::MoveSource;
 use crate::vocabulary::rng::Seed;
 use crate::vocabulary::time::Time;
