@@ -19,6 +19,7 @@ mod levels;
 mod limits;
 mod names;
 mod outqueue;
+mod pass;
 mod probe;
 mod reply_wait;
 mod retry;
