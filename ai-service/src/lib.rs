@@ -15,6 +15,7 @@
 pub mod admission;
 pub mod agent;
 pub mod evaluate;
+pub mod levels;
 #[cfg(feature = "service")]
 pub mod logging;
 pub mod search;

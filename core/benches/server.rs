@@ -66,7 +66,13 @@ impl Table {
                 kind: ConnKind::Player,
                 ip,
             });
-            t.input(message(conn, ClientMessage::Hello { token: None }));
+            t.input(message(
+                conn,
+                ClientMessage::Hello {
+                    token: None,
+                    profile_key: None,
+                },
+            ));
         }
         t.input(message(
             ConnId(1),
@@ -191,7 +197,13 @@ fn benches(c: &mut Criterion) {
         );
         server.handle(
             Time::ZERO,
-            message(ConnId(9), ClientMessage::Hello { token: None }),
+            message(
+                ConnId(9),
+                ClientMessage::Hello {
+                    token: None,
+                    profile_key: None,
+                },
+            ),
             &mut out,
         );
         for _ in 0..40 {
@@ -234,7 +246,13 @@ fn benches(c: &mut Criterion) {
                 let start = Instant::now();
                 server.handle(
                     Time::ZERO,
-                    message(conn, ClientMessage::Hello { token: None }),
+                    message(
+                        conn,
+                        ClientMessage::Hello {
+                            token: None,
+                            profile_key: None,
+                        },
+                    ),
                     &mut out,
                 );
                 spent += start.elapsed();

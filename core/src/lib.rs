@@ -63,8 +63,12 @@
 //! - [`ws`]: the websocket frame layer (decoder, encoder, per-frame budget).
 
 pub mod machine;
+#[cfg(feature = "planted-bugs")]
+pub mod planted;
 pub mod shell;
 pub mod vocabulary;
+#[cfg(all(feature = "planted-bugs", not(debug_assertions)))]
+compile_error!("the planted-bugs feature is for test builds only, never a release build");
 
 pub use machine::server::Server;
 

@@ -108,7 +108,14 @@ pub(super) async fn player(
     // `resume`: the game part of the last state, and when the connection ended.
     let mut last_game = String::new();
     let mut broke: Option<(Instant, String)> = None;
-    let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
+    let _ = send(
+        &mut ws,
+        &ClientMessage::Hello {
+            token: None,
+            profile_key: None,
+        },
+    )
+    .await;
     loop {
         if let Some(code) = ended.take() {
             // The connection ended before the run: come back with the token if the
@@ -384,6 +391,8 @@ pub(super) async fn player(
                     } => accepting = accepting_games,
                     // The load generator's players do not chat.
                     ServerMessage::Chat { .. } | ServerMessage::ChatGap { .. } => {}
+                    // Nor do they keep profiles.
+                    ServerMessage::Profile { .. } | ServerMessage::ProfileDeleted { .. } => {}
                     ServerMessage::Error {
                         code: err,
                         retry_after_ms,
@@ -492,6 +501,7 @@ async fn rejoin(ctx: &Ctx, from: std::net::IpAddr, token: Option<&str>) -> Optio
         if let Some(mut ws) = open_at(ctx, from, false, &path).await {
             let hello = ClientMessage::Hello {
                 token: token.map(str::to_owned),
+                profile_key: None,
             };
             let _ = send(&mut ws, &hello).await;
             let until = Instant::now() + Duration::from_secs(5);

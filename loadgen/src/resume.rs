@@ -44,6 +44,7 @@ pub(super) async fn reconnect(ctx: &Ctx, from: IpAddr, token: &str, index: usize
         };
         let hello = ClientMessage::Hello {
             token: Some(token.to_owned()),
+            profile_key: None,
         };
         if !send(&mut ws, &hello).await {
             continue;
@@ -168,6 +169,7 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..moves {
             let view = GameView {
+                id: String::new(),
                 you: Some(0),
                 observation: game.observation(0),
             };
@@ -214,6 +216,7 @@ mod tests {
         }
         let view = |g: &Game| {
             let v = GameView {
+                id: String::new(),
                 you: Some(0),
                 observation: g.observation(0),
             };

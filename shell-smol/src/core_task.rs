@@ -371,6 +371,7 @@ impl CoreTask {
             // Before routing: a client that sees this batch's frames and then asks
             // `/health` or `/metrics` finds them counted.
             self.published.publish(&self.server);
+            self.published.publish_profiles(&mut self.server);
             // Commit before acknowledge: nothing of this pass is sent before its records
             // are in the store.
             let records = self.server.take_records();

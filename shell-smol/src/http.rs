@@ -235,6 +235,20 @@ async fn answer_request(
                 }
             }
         }
+        // Public and cheap: a lookup in what the core task published (each socket is
+        // one request, so the door's SOCKET_RATE bounds them per address).
+        Route::Leaderboard => {
+            let body = ctx.published.leaderboard();
+            reply.send(200, "application/json", body.as_bytes()).await
+        }
+        Route::Profile(id) => match ctx.published.profile(id) {
+            Some(body) => reply.send(200, "application/json", body.as_bytes()).await,
+            None => {
+                reply
+                    .send(404, "application/json", b"{\"error\":\"not_found\"}")
+                    .await
+            }
+        },
         Route::MethodNotAllowed => reply.send(405, "text/plain", b"method not allowed\n").await,
         Route::NotFound => reply.send(404, "text/plain", b"not found\n").await,
     }

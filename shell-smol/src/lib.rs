@@ -206,7 +206,7 @@ async fn serve(
     }
     let Opened {
         store,
-        server,
+        mut server,
         clock,
     } = opened;
     let config = Arc::new(config);
@@ -241,7 +241,9 @@ async fn serve(
         });
     }
     let gate = Arc::new(Gate::new(&config, clock));
+    server.watch_profiles();
     let published = Arc::new(Published::new(&server, &stats.core));
+    published.publish_profiles(&mut server);
     let interval = Duration::from_micros(config.load_sample_interval_us);
     ex.games
         .spawn(probe::run(inbox.clone(), interval, cgroup))

@@ -164,6 +164,10 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     ("games_started", "Games started"),
     ("games_finished", "Games finished"),
+    (
+        "games_rated",
+        "Finished games that updated profiles' ratings",
+    ),
     ("lobbies_created", "Lobbies created"),
     ("ai_requests", "Decision requests sent to the AI service"),
     ("breaker_opened", "Times the AI circuit breaker opened"),
@@ -416,13 +420,14 @@ impl Metrics {
         store_unavailable: bool,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 32] = [
+        let absolute: [(&str, u64); 33] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
             ("messages_dropped", c.messages_dropped),
             ("games_started", c.games_started),
             ("games_finished", c.games_finished),
+            ("games_rated", c.games_rated),
             ("lobbies_created", c.lobbies_created),
             ("ai_requests", c.ai_requests),
             ("breaker_opened", c.breaker_opened),

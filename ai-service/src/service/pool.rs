@@ -22,7 +22,7 @@ use crate::agent::{self, Agent, Budget, EasyAgent, HeuristicAgent};
 /// The most a primary decision may take, whatever the server's timeout.
 pub const THINK_TIME_MAX: Duration = Duration::from_millis(100);
 /// Sampled worlds per decision at most (the search agent's iteration budget).
-pub const SEARCH_WORLDS_MAX: u32 = 200;
+pub const SEARCH_WORLDS_MAX: u32 = crate::levels::SEARCH_WORLDS_MAX;
 
 struct State {
     admission: Admission,

@@ -57,6 +57,11 @@ pub struct SeatInfo {
     pub player_id: String,
     pub name: String,
     pub occupant: Occupant,
+    /// The profile this seat rates (PROTOCOL.md 7.1): set when a signed-in session
+    /// takes the seat, kept when the seat plays on as an AI.
+    pub profile: Option<String>,
+    /// The change of the profile's shown rating by the lobby's last rated game.
+    pub rating_change: Option<f64>,
 }
 
 impl SeatInfo {
@@ -90,6 +95,8 @@ pub struct Lobby {
     game_no: u64,
     /// The current game's seed (while playing or finished).
     seed: Option<u64>,
+    /// The current game's public id (while playing or finished).
+    game_id: Option<String>,
     /// Moves applied to the current game.
     moves: u64,
     /// Whose turn is running since when, and what the AI has decided.
@@ -123,6 +130,7 @@ impl Lobby {
             game: None,
             game_no: 0,
             seed: None,
+            game_id: None,
             moves: 0,
             turns: TurnBook::default(),
             owner,
@@ -173,6 +181,33 @@ impl Lobby {
     /// The current game's seed (while playing or finished).
     pub fn seed(&self) -> Option<u64> {
         self.seed
+    }
+
+    /// The current game's public id as recorded (while playing or finished).
+    pub fn game_id(&self) -> Option<&str> {
+        self.game_id.as_deref()
+    }
+
+    /// The id `state.game.id` shows: the recorded one, or for a game recorded before
+    /// games had ids, one derived from its secret seed (SHA-256 of the seed, the lobby
+    /// and the game's number; 80 bits, as unguessable as the seed).
+    pub fn shown_game_id(&self) -> Option<String> {
+        if let Some(id) = &self.game_id {
+            return Some(id.clone());
+        }
+        use sha2::{Digest as _, Sha256};
+        let seed = self.seed?;
+        let mut h = Sha256::new();
+        h.update(b"wizard game id");
+        h.update(seed.to_le_bytes());
+        h.update(self.id.0.to_le_bytes());
+        h.update(self.game_no.to_le_bytes());
+        Some(
+            h.finalize()[..10]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        )
     }
 
     /// Moves applied to the current game.
@@ -414,6 +449,8 @@ impl LobbyManager {
                 player_id: s.player_id.clone(),
                 name: s.name.clone(),
                 occupant: s.session.map_or(Occupant::Ai(s.level), Occupant::Human),
+                profile: s.profile.clone(),
+                rating_change: None,
             })
             .collect();
         if seats.is_empty() || seats.len() > usize::from(PLAYERS_MAX) {
@@ -450,6 +487,10 @@ impl LobbyManager {
         lobby.game = game;
         lobby.game_no = record.game_no;
         lobby.seed = record.seed.filter(|_| status != LobbyStatus::Waiting);
+        lobby.game_id = record
+            .game_id
+            .clone()
+            .filter(|_| status != LobbyStatus::Waiting);
         lobby.moves = moves.len() as u64;
         self.lobbies.insert(id, lobby);
         self.next_id = self.next_id.max(id.next());
@@ -655,6 +696,8 @@ impl LobbyManager {
             player_id: player_id.to_string(),
             name: name.to_string(),
             occupant: Occupant::Human(session),
+            profile: None,
+            rating_change: None,
         }];
         let lobby = Lobby::new(id, code, player_id.to_string(), seats, owner);
         self.lobbies.insert(id, lobby);
@@ -695,6 +738,8 @@ impl LobbyManager {
             player_id: player_id.to_string(),
             name,
             occupant: Occupant::Human(session),
+            profile: None,
+            rating_change: None,
         });
         lobby.record_changed = true;
         Ok((Seat::try_from(lobby.seats.len() - 1).unwrap_or(0), true))
@@ -799,6 +844,8 @@ impl LobbyManager {
             player_id: ai_id,
             name,
             occupant: Occupant::Ai(level),
+            profile: None,
+            rating_change: None,
         });
         lobby.record_changed = true;
         Ok(())
@@ -935,6 +982,39 @@ impl LobbyManager {
         Ok(())
     }
 
+    /// Names the game just started (`state.game.id`).
+    pub fn set_game_id(&mut self, id: LobbyId, game_id: String) {
+        if let Some(lobby) = self.lobbies.get_mut(&id) {
+            lobby.game_id = Some(game_id);
+            lobby.record_changed = true;
+        }
+    }
+
+    /// Ties `seat` to `profile` (or to none).
+    pub fn set_seat_profile(&mut self, id: LobbyId, seat: Seat, profile: Option<String>) {
+        if let Some(info) = self
+            .lobbies
+            .get_mut(&id)
+            .and_then(|l| l.seats.get_mut(usize::from(seat)))
+            && info.profile != profile
+        {
+            info.profile = profile;
+            info.rating_change = None;
+            if let Some(l) = self.lobbies.get_mut(&id) {
+                l.record_changed = true;
+            }
+        }
+    }
+
+    /// Shows each seat's rating change after a rated game (`None` for unrated seats).
+    pub fn set_rating_changes(&mut self, id: LobbyId, changes: &[Option<f64>]) {
+        if let Some(lobby) = self.lobbies.get_mut(&id) {
+            for (seat, change) in lobby.seats.iter_mut().zip(changes) {
+                seat.rating_change = *change;
+            }
+        }
+    }
+
     /// Back to the waiting room after a finished game.
     pub fn return_to_lobby(&mut self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
         let lobby = self.host_lobby(id, host, LobbyStatus::Finished)?;
@@ -942,6 +1022,13 @@ impl LobbyManager {
         lobby.record_changed = true;
         lobby.game = None;
         lobby.seed = None;
+        lobby.game_id = None;
+        for seat in &mut lobby.seats {
+            seat.rating_change = None;
+            if seat.is_ai() {
+                seat.profile = None;
+            }
+        }
         lobby.moves = 0;
         lobby.turns = TurnBook::default();
         self.reindex_idle(id);

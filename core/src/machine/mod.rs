@@ -13,6 +13,8 @@ pub mod ai_bridge;
 pub mod audience;
 pub mod lobby;
 pub mod overload;
+pub mod profiles;
+pub mod rating;
 pub mod records;
 pub mod removed;
 pub mod server;

@@ -14,7 +14,12 @@
 //!   supersedes the older ones;
 //! - [`Record::Move`]: a move applied to the lobby's current game, with its seat,
 //!   action and who made it (human, AI or fallback, autoplay included);
-//! - [`Record::SessionGone`], [`Record::LobbyGone`]: forgotten, with their records.
+//! - [`Record::Profile`]: a profile as it now is (name, key digest, rating, games);
+//!   written when it is created and after each rated game, the newest superseding the
+//!   older ones; the rating update after a game is in the same batch as the game's
+//!   last move, so a store commits both or neither;
+//! - [`Record::SessionGone`], [`Record::LobbyGone`], [`Record::ProfileGone`]:
+//!   forgotten, with their records.
 
 use std::net::IpAddr;
 
@@ -23,6 +28,7 @@ use serde::{Deserialize, Serialize};
 mod compact_move;
 pub mod liveness;
 
+use crate::machine::profiles::ProfileRecord;
 use crate::vocabulary::game::{Action, AiLevel, Options, Seat};
 use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::MoveSource;
@@ -56,6 +62,9 @@ pub struct SeatRecord {
     /// human.
     #[serde(default, skip_serializing_if = "AiLevel::is_strong")]
     pub level: AiLevel,
+    /// The profile rated by this seat's final score (also once it plays on as an AI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// A lobby as the players see it, with what a restore needs besides.
@@ -74,6 +83,9 @@ pub struct LobbyRecord {
     pub game_no: u64,
     /// The current game's seed (while playing or finished).
     pub seed: Option<u64>,
+    /// The current game's public id (while playing or finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub game_id: Option<String>,
 }
 
 /// A fact to keep.
@@ -102,6 +114,10 @@ pub enum Record {
     },
     LobbyGone {
         lobby: LobbyId,
+    },
+    Profile(ProfileRecord),
+    ProfileGone {
+        profile: String,
     },
 }
 
@@ -206,6 +222,7 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
                 name: format!("P{s}"),
                 session: (s == 0).then_some(SessionId(session)),
                 level: AiLevel::Strong,
+                profile: None,
             })
             .collect();
         records.push(Record::Lobby(LobbyRecord {
@@ -218,6 +235,7 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
             owner: IpAddr::from([10, (g >> 16) as u8, (g >> 8) as u8, g as u8]),
             game_no: 1,
             seed: Some(seed),
+            game_id: None,
         }));
         let mut events = Vec::new();
         let Ok(mut game) = Game::new(4, Options::default(), seed, &mut events) else {

@@ -14,6 +14,7 @@ mod conns;
 mod durable;
 mod games;
 mod players;
+mod profiles;
 mod status;
 mod views;
 mod watch;
@@ -29,6 +30,7 @@ use crate::machine::lobby::LobbyManager;
 use crate::machine::overload::breaker::{BreakerConfig, BreakerState};
 use crate::machine::overload::connections::ConnectionLimiter;
 use crate::machine::overload::level::{LoadLevels, LoadThresholds};
+use crate::machine::profiles::ProfileRegistry;
 use crate::machine::records::{LobbyRecord, Record};
 use crate::machine::removed::Removed;
 use crate::machine::session::SessionRegistry;
@@ -136,6 +138,15 @@ pub struct Server {
     bridge: AiBridge,
     levels: LoadLevels,
     lobby_rate: KeyedRateLimiter<IpKey>,
+    /// Profiles (PROTOCOL.md 7.1), at most `PROFILES_MAX`.
+    profiles: ProfileRegistry,
+    /// New profiles per address (`PROFILE_CREATE_RATE`).
+    profile_rate: KeyedRateLimiter<IpKey>,
+    /// Public game ids.
+    game_ids: ChaCha12Rng,
+    /// Profiles changed since a shell last asked, while one watches
+    /// ([`Server::watch_profiles`]).
+    profile_changes: Option<std::collections::BTreeSet<String>>,
     /// New player connections per address (`RECONNECT_RATE`).
     reconnect_rate: KeyedRateLimiter<IpKey>,
     /// `join_lobby` and `spectate` with an unknown code per address (`JOIN_FAIL_RATE`).
@@ -211,6 +222,11 @@ impl Server {
             u64::from(config.lobby_create_rate_per_min.ceil().max(1.0) as u32),
             config.ip_table_entries_max,
         );
+        let profile_rate = KeyedRateLimiter::new(
+            rate_from(config.profile_create_rate_per_hour, 3_600_000_000),
+            u64::from(config.profile_create_rate_per_hour.ceil().max(1.0) as u32),
+            config.ip_table_entries_max,
+        );
         let reconnect_rate = KeyedRateLimiter::new(
             rate_from(config.reconnect_rate_per_min, 60_000_000),
             u64::from(config.reconnect_burst.max(1)),
@@ -252,6 +268,14 @@ impl Server {
                 config.shard,
             ),
             game_seeds: rng::fork(&seed, Purpose::GameSeeds),
+            profiles: ProfileRegistry::new(
+                config.profiles_max,
+                rng::fork(&seed, Purpose::ProfileKeys),
+                rng::fork(&seed, Purpose::ProfileIds),
+            ),
+            profile_rate,
+            game_ids: rng::fork(&seed, Purpose::GameIds),
+            profile_changes: None,
             retry_rng: rng::fork(&seed, Purpose::Retry),
             breaker_was: bridge.breaker_state(),
             bridge,

@@ -52,6 +52,9 @@ pub struct Session {
     /// The code of its lobby when the restore had to set that lobby's game aside (its
     /// records could not be replayed): told once, at its next `hello`.
     pub lost_lobby: Option<String>,
+    /// The profile it is signed in with (by its `hello`'s `profile_key` or
+    /// `create_profile`); not recorded: a client signs in again at every `hello`.
+    pub profile: Option<String>,
 }
 
 /// How readily a disconnected session gives way to a new player at `MAX_SESSIONS`:
@@ -213,6 +216,7 @@ impl SessionRegistry {
                 disconnected_at: None,
                 evict_key: None,
                 lost_lobby: None,
+                profile: None,
             },
         );
     }

@@ -1,7 +1,7 @@
 //! The shell's executor turns, time-free: which of the two task classes runs next on a
 //! server thread, and how much work a task does before it yields. shell-smol's
 //! `priority.rs` ticks its two smol executors by this rule; the simulator's executor
-//! (`shell-sim/src/executor.rs`) runs its tasks by it.
+//! (`shell-sim/src/host/executor.rs`) runs its tasks by it.
 //!
 //! The games class holds each admitted socket's task (its request head, the HTTP answer
 //! or the upgrade, a websocket's reader and writer) and the load probe; the door class

@@ -54,6 +54,10 @@ pub enum Route<'a> {
     ShardWs(&'a str),
     /// `GET /internal/ai`: the AI service's websocket.
     AiWs,
+    /// `GET /leaderboard` (PROTOCOL.md 7.3).
+    Leaderboard,
+    /// `GET /profiles/<id>` (PROTOCOL.md 7.1): one path segment, looked up as given.
+    Profile(&'a str),
     /// A fixed route with a method it does not serve (405).
     MethodNotAllowed,
     /// Anything else (404).
@@ -169,6 +173,16 @@ pub const ROUTES: &[RouteSpec] = &[
         pattern: PathPattern::Exact("/internal/ai"),
         methods: Methods::Get,
         to: |_| Route::AiWs,
+    },
+    RouteSpec {
+        pattern: PathPattern::Exact("/leaderboard"),
+        methods: Methods::Read,
+        to: |_| Route::Leaderboard,
+    },
+    RouteSpec {
+        pattern: PathPattern::Segment("/profiles/"),
+        methods: Methods::Read,
+        to: |id| Route::Profile(id),
     },
     // Last: the fixed names above are not files.
     RouteSpec {

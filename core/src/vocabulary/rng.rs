@@ -39,6 +39,12 @@ pub enum Purpose {
     Breaker = 6,
     /// The spread of `busy`'s `retry_after_ms`.
     Retry = 7,
+    /// Profile keys (secret).
+    ProfileKeys = 8,
+    /// Public profile ids.
+    ProfileIds = 9,
+    /// Game ids (public, not guessable).
+    GameIds = 10,
 }
 
 /// An independent generator for `purpose`, derived from the root seed.
@@ -69,7 +75,12 @@ const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 
 /// URL-safe base64 without padding (24 bytes -> 32 characters).
 pub fn encode_token(bytes: &TokenBytes) -> String {
-    let mut out = String::with_capacity(TOKEN_CHARS + 1);
+    encode_b64url(bytes)
+}
+
+/// URL-safe base64 without padding of any bytes.
+pub fn encode_b64url(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4 + 1);
     for chunk in bytes.chunks(3) {
         let b = [
             chunk.first().copied().unwrap_or(0),
@@ -87,10 +98,16 @@ pub fn encode_token(bytes: &TokenBytes) -> String {
 
 /// The bytes of a token string, or `None` when it is not one of ours.
 pub fn decode_token(text: &str) -> Option<TokenBytes> {
-    if text.len() != TOKEN_CHARS {
+    decode_b64url(text)
+}
+
+/// The `N` bytes of a URL-safe base64 text of `N` bytes, `N` a multiple of 3 (so every
+/// group of 4 characters is whole), or `None` when it is not such a text.
+pub fn decode_b64url<const N: usize>(text: &str) -> Option<[u8; N]> {
+    if !N.is_multiple_of(3) || text.len() != N / 3 * 4 {
         return None;
     }
-    let mut bytes = [0u8; TOKEN_BYTES];
+    let mut bytes = [0u8; N];
     for (chunk, out) in text.as_bytes().chunks(4).zip(bytes.chunks_mut(3)) {
         let mut n = 0u32;
         for &c in chunk {

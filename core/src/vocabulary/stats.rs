@@ -77,6 +77,10 @@ pub enum RequestRefusal {
     ChatIpRate,
     /// `CHAT_LOBBY_RATE`: too many spectators' chat lines in this lobby.
     ChatLobbyRate,
+    /// `PROFILE_CREATE_RATE`: too many new profiles from this address.
+    ProfileRate,
+    /// `PROFILES_MAX` profiles exist.
+    MaxProfiles,
 }
 
 /// `Tally` for a fieldless enum with an `ALL` list and a `name` of its own.
@@ -116,6 +120,8 @@ tally!(
         RequestRefusal::SpectateRate,
         RequestRefusal::ChatIpRate,
         RequestRefusal::ChatLobbyRate,
+        RequestRefusal::ProfileRate,
+        RequestRefusal::MaxProfiles,
     ],
     |r| match r {
         RequestRefusal::LobbiesPerIp => "lobbies_per_ip",
@@ -125,6 +131,8 @@ tally!(
         RequestRefusal::SpectateRate => "spectate_rate",
         RequestRefusal::ChatIpRate => "chat_ip_rate",
         RequestRefusal::ChatLobbyRate => "chat_lobby_rate",
+        RequestRefusal::ProfileRate => "profile_rate",
+        RequestRefusal::MaxProfiles => "max_profiles",
     }
 );
 tally!(
@@ -231,6 +239,8 @@ pub struct Counters {
     pub moves: Counts<MoveSource>,
     pub games_started: u64,
     pub games_finished: u64,
+    /// Finished games with a profile seat, whose ratings were updated.
+    pub games_rated: u64,
     pub lobbies_created: u64,
     /// Requests sent to the AI service.
     pub ai_requests: u64,

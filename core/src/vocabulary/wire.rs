@@ -21,6 +21,8 @@ pub mod peek;
 
 use serde::{Deserialize, Serialize};
 
+use crate::machine::profiles::ProfileKey;
+use crate::machine::rating::Figure;
 use crate::vocabulary::game::{Action, AiLevel, BidRestriction, Event, Observation, Options, Seat};
 use crate::vocabulary::load::LoadLevel;
 
@@ -41,10 +43,13 @@ pub use codes::{CloseCode, ErrorCode};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientMessage {
-    /// Must be first on every connection; a known token resumes that session.
+    /// Must be first on every connection; a known token resumes that session, a known
+    /// `profile_key` signs it in (PROTOCOL.md 7.1).
     Hello {
         #[serde(default)]
         token: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile_key: Option<ProfileKey>,
     },
     CreateLobby {
         name: String,
@@ -85,6 +90,12 @@ pub enum ClientMessage {
     Chat {
         text: String,
     },
+    /// A new profile, which the session is signed in with from then on.
+    CreateProfile {
+        name: String,
+    },
+    /// Deletes the profile the session is signed in with.
+    DeleteProfile,
 }
 
 impl ClientMessage {
@@ -103,6 +114,8 @@ impl ClientMessage {
             ClientMessage::ReturnToLobby => "return_to_lobby",
             ClientMessage::Spectate { .. } => "spectate",
             ClientMessage::Chat { .. } => "chat",
+            ClientMessage::CreateProfile { .. } => "create_profile",
+            ClientMessage::DeleteProfile => "delete_profile",
         }
     }
 }
@@ -128,7 +141,22 @@ pub enum ServerMessage {
         /// reconnects (`/ws/<shard>`, PROTOCOL.md section 6.3).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         shard: Option<String>,
+        /// The profile the session is signed in with; null for a guest.
+        #[serde(default)]
+        profile: Option<ProfileView>,
     },
+    /// The answer to `create_profile`: `key` is the profile's secret, sent only here.
+    Profile {
+        id: String,
+        key: String,
+        name: String,
+        rating: Figure,
+        mu: Figure,
+        sigma: Figure,
+        games: u32,
+    },
+    /// The answer to `delete_profile`.
+    ProfileDeleted { id: String },
     /// The full view after a change; `lobby` and `game` are null when not seated.
     State {
         lobby: Option<LobbyView>,
@@ -160,6 +188,18 @@ pub enum ServerMessage {
     /// reader's queue dropped them so that chat never costs it the connection, or a
     /// history replay was cut short.
     ChatGap { missed: u32 },
+}
+
+/// A profile as its owner sees it in `welcome` (never its key).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileView {
+    pub id: String,
+    pub name: String,
+    /// `mu - 3 sigma`, rounded to hundredths.
+    pub rating: Figure,
+    pub mu: Figure,
+    pub sigma: Figure,
+    pub games: u32,
 }
 
 /// Where a lobby stands.
@@ -199,6 +239,19 @@ pub struct PlayerView {
     /// An AI seat's level; absent for a human.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<AiLevel>,
+    /// The profile this seat rates, with its shown rating, `mu` and `sigma`; absent
+    /// for guests and AI levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating: Option<Figure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mu: Option<Figure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sigma: Option<Figure>,
+    /// After a rated game: how much the game changed the shown rating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating_change: Option<Figure>,
 }
 
 /// A running or finished game as one seat sees it, or as a spectator does (`you` null:
@@ -206,6 +259,9 @@ pub struct PlayerView {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GameView {
     pub you: Option<Seat>,
+    /// The game's public id (a string of at least 64 random bits).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
     pub observation: Observation,
 }
 
@@ -217,9 +273,10 @@ pub struct GameView {
 pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
     let type_name = envelope(text)?;
     let message = match type_name.as_ref() {
-        "hello" => {
-            fields::<HelloFields>(text, "hello").map(|f| ClientMessage::Hello { token: f.token })?
-        }
+        "hello" => fields::<HelloFields>(text, "hello").map(|f| ClientMessage::Hello {
+            token: f.token,
+            profile_key: f.profile_key,
+        })?,
         "create_lobby" => fields::<NameFields>(text, "create_lobby")
             .map(|f| ClientMessage::CreateLobby { name: f.name })?,
         "join_lobby" => {
@@ -254,6 +311,9 @@ pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
         "chat" => {
             fields::<ChatFields>(text, "chat").map(|f| ClientMessage::Chat { text: f.text })?
         }
+        "create_profile" => fields::<NameFields>(text, "create_profile")
+            .map(|f| ClientMessage::CreateProfile { name: f.name })?,
+        "delete_profile" => ClientMessage::DeleteProfile,
         other => return Err(unknown_type(other)),
     };
     Ok(message)
@@ -268,7 +328,19 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
             token: f.token,
             name: f.name,
             shard: f.shard,
+            profile: f.profile,
         }),
+        "profile" => fields::<ProfileFields>(text, "profile").map(|f| ServerMessage::Profile {
+            id: f.id,
+            key: f.key,
+            name: f.name,
+            rating: f.rating,
+            mu: f.mu,
+            sigma: f.sigma,
+            games: f.games,
+        }),
+        "profile_deleted" => fields::<ProfileDeletedFields>(text, "profile_deleted")
+            .map(|f| ServerMessage::ProfileDeleted { id: f.id }),
         "state" => fields::<StateFields>(text, "state").map(|f| ServerMessage::State {
             lobby: f.lobby,
             game: f.game,
@@ -316,6 +388,8 @@ pub fn encode_client(message: &ClientMessage) -> String {
 struct HelloFields {
     #[serde(default)]
     token: Option<String>,
+    #[serde(default)]
+    profile_key: Option<ProfileKey>,
 }
 
 #[derive(Deserialize)]
@@ -380,6 +454,24 @@ struct WelcomeFields {
     name: String,
     #[serde(default)]
     shard: Option<String>,
+    #[serde(default)]
+    profile: Option<ProfileView>,
+}
+
+#[derive(Deserialize)]
+struct ProfileFields {
+    id: String,
+    key: String,
+    name: String,
+    rating: Figure,
+    mu: Figure,
+    sigma: Figure,
+    games: u32,
+}
+
+#[derive(Deserialize)]
+struct ProfileDeletedFields {
+    id: String,
 }
 
 #[derive(Deserialize)]

@@ -224,6 +224,8 @@ const OTHER: &[(&str, &str)] = &[
     ("MESSAGE_BURST", "1"),
     ("MAX_RATE_VIOLATIONS", "3"),
     ("LOBBY_CREATE_RATE", "0.5"),
+    ("PROFILE_CREATE_RATE", "2.5"),
+    ("PROFILES_MAX", "9"),
     ("MAX_ACTIVE_GAMES", "4"),
     ("AI_MOVE_DELAY", "0"),
     ("TRICK_PAUSE", "0"),
@@ -363,6 +365,8 @@ fn every_field_is_covered() {
         message_burst,
         rate_violations_max,
         lobby_create_rate_per_min,
+        profile_create_rate_per_hour,
+        profiles_max,
         active_games_max,
         ai_move_delay_us,
         trick_pause_us,
@@ -444,6 +448,7 @@ fn every_field_is_covered() {
         (2.5, 1, 3)
     );
     assert_eq!((lobby_create_rate_per_min, active_games_max), (0.5, 4));
+    assert_eq!((profile_create_rate_per_hour, profiles_max), (2.5, 9));
     assert_eq!(
         (ai_move_delay_us, trick_pause_us, ai_decision_timeout_us),
         (0, 0, 250_000)

@@ -161,6 +161,7 @@ impl Driver {
             conn,
             &ClientMessage::Hello {
                 token: token.map(str::to_string),
+                profile_key: None,
             },
         );
     }

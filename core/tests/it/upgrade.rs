@@ -83,6 +83,8 @@ fn the_route_table() {
             "/ws",
             "/ws/{id}",
             "/internal/ai",
+            "/leaderboard",
+            "/profiles/{id}",
             "/{file}"
         ],
         "the routes changed: update the docs and this list"

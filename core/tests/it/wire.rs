@@ -86,13 +86,23 @@ fn client_messages_decode() {
     let cases = [
         (
             r#"{"type":"hello","token":null}"#,
-            ClientMessage::Hello { token: None },
+            ClientMessage::Hello {
+                token: None,
+                profile_key: None,
+            },
         ),
-        (r#"{"type":"hello"}"#, ClientMessage::Hello { token: None }),
+        (
+            r#"{"type":"hello"}"#,
+            ClientMessage::Hello {
+                token: None,
+                profile_key: None,
+            },
+        ),
         (
             r#"{"type":"hello","token":"abc-_12"}"#,
             ClientMessage::Hello {
                 token: Some("abc-_12".into()),
+                profile_key: None,
             },
         ),
         (
@@ -197,6 +207,7 @@ fn unknown_fields_are_ignored_everywhere() {
             r#"{"type":"hello","token":"t","extra":[1,{"a":null}],"v":2}"#,
             ClientMessage::Hello {
                 token: Some("t".into()),
+                profile_key: None,
             },
         ),
         (
@@ -363,7 +374,10 @@ fn junk_client_messages_are_typed_errors() {
     let deep = format!(r#"{{"type":"hello","x":{open}{close}}}"#);
     assert_eq!(
         decode_client(&deep),
-        Ok(ClientMessage::Hello { token: None })
+        Ok(ClientMessage::Hello {
+            token: None,
+            profile_key: None
+        })
     );
     let deep = format!(r#"{{"type":"action","action":{open}{close}}}"#);
     assert_error("deep action", decode_client(&deep), &bad_field());
@@ -433,6 +447,11 @@ fn lobby() -> LobbyView {
                 is_ai: false,
                 connected: true,
                 level: None,
+                profile_id: None,
+                rating: None,
+                mu: None,
+                sigma: None,
+                rating_change: None,
             },
             PlayerView {
                 id: "ba9876543210".into(),
@@ -440,6 +459,11 @@ fn lobby() -> LobbyView {
                 is_ai: true,
                 connected: false,
                 level: Some(AiLevel::Easy),
+                profile_id: None,
+                rating: None,
+                mu: None,
+                sigma: None,
+                rating_change: None,
             },
         ],
         min_players: 3,
@@ -510,9 +534,13 @@ fn every_client_message() -> Vec<ClientMessage> {
         ClientMessage::Chat {
             text: "<script>alert(\"x\")</script> \u{e9}".into(),
         },
-        ClientMessage::Hello { token: None },
+        ClientMessage::Hello {
+            token: None,
+            profile_key: None,
+        },
         ClientMessage::Hello {
             token: Some("s3cr3t".into()),
+            profile_key: None,
         },
         ClientMessage::CreateLobby {
             name: "Ann \"the\" \u{e9}\u{1f0cf}".into(),
@@ -563,12 +591,14 @@ fn every_server_message() -> Vec<ServerMessage> {
             token: "tok_-0".into(),
             name: "Ann".into(),
             shard: None,
+            profile: None,
         },
         ServerMessage::Welcome {
             player_id: "0123456789ab".into(),
             token: "Ktok_-0".into(),
             name: "Ann".into(),
             shard: Some("K".into()),
+            profile: None,
         },
         ServerMessage::State {
             lobby: None,
@@ -578,6 +608,7 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::State {
             lobby: Some(lobby()),
             game: Some(GameView {
+                id: String::new(),
                 you: Some(2),
                 observation: rules_observation(),
             }),
@@ -589,6 +620,7 @@ fn every_server_message() -> Vec<ServerMessage> {
                 ..lobby()
             }),
             game: Some(GameView {
+                id: String::new(),
                 you: Some(1),
                 observation: obs,
             }),
@@ -601,6 +633,7 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::State {
             lobby: Some(lobby()),
             game: Some(GameView {
+                id: String::new(),
                 you: None,
                 observation: rules_observation(),
             }),
@@ -703,8 +736,9 @@ fn encodings_follow_the_protocol_text() {
                 token: "t".into(),
                 name: "Ann".into(),
                 shard: None,
+                profile: None,
             }),
-            r#"{"type":"welcome","player_id":"0123456789ab","token":"t","name":"Ann"}"#,
+            r#"{"type":"welcome","player_id":"0123456789ab","token":"t","name":"Ann","profile":null}"#,
         ),
         (
             encode(&ServerMessage::Welcome {
@@ -712,8 +746,9 @@ fn encodings_follow_the_protocol_text() {
                 token: "Bt".into(),
                 name: "Ann".into(),
                 shard: Some("B".into()),
+                profile: None,
             }),
-            r#"{"type":"welcome","player_id":"0123456789ab","token":"Bt","name":"Ann","shard":"B"}"#,
+            r#"{"type":"welcome","player_id":"0123456789ab","token":"Bt","name":"Ann","shard":"B","profile":null}"#,
         ),
         (
             encode(&ServerMessage::State {
@@ -764,7 +799,10 @@ fn encodings_follow_the_protocol_text() {
             r#"{"type":"action","action":{"kind":"play","card":"h12"}}"#,
         ),
         (
-            encode_client(&ClientMessage::Hello { token: None }),
+            encode_client(&ClientMessage::Hello {
+                token: None,
+                profile_key: None,
+            }),
             r#"{"type":"hello","token":null}"#,
         ),
         (

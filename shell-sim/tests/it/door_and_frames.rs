@@ -46,7 +46,7 @@ fn the_flooders_frames_read_as_the_core_reads_them() {
     use wizard_core::shell::ws::{FrameReader, Read, opcode};
     use wizard_core::vocabulary::config::Config;
     use wizard_core::vocabulary::io::BadFrame;
-    use wizard_sim::frames::{client_frame, empty_continuation, mask_for, open_message};
+    use wizard_sim::host::frames::{client_frame, empty_continuation, mask_for, open_message};
 
     let config = Config::default();
     let mut reader = FrameReader::new(&config, Time::ZERO);
@@ -87,7 +87,7 @@ fn the_flooders_frames_read_as_the_core_reads_them() {
 /// (`Door::slow`), so they never lock an honest player out, and the door's bounds hold.
 #[test]
 fn slow_head_storms_never_lock_players_out() {
-    use wizard_sim::scenario::AttackKind;
+    use wizard_sim::runs::scenario::AttackKind;
     let mut s = scenario("door_and_frames");
     s.attacks.retain(|a| a.kind == AttackKind::Silent);
     for attack in &mut s.attacks {

@@ -15,9 +15,9 @@ use wizard_core::vocabulary::wire::{
 };
 use wizard_core::{Server, Time};
 use wizard_sim::Report;
-use wizard_sim::game_log::Seen;
-use wizard_sim::games::Games;
-use wizard_sim::progress::ProgressBound;
+use wizard_sim::checks::game_log::Seen;
+use wizard_sim::checks::games::Games;
+use wizard_sim::checks::progress::ProgressBound;
 
 /// One step of a recorded game: an input the core handled, or one of its outputs.
 #[derive(Clone, Debug)]
@@ -141,7 +141,13 @@ impl Recorder {
             kind: ConnKind::Player,
             ip,
         });
-        self.send(conn, ClientMessage::Hello { token });
+        self.send(
+            conn,
+            ClientMessage::Hello {
+                token,
+                profile_key: None,
+            },
+        );
     }
 
     fn view(&self, conn: ConnId) -> Option<(LobbyView, Option<GameView>)> {

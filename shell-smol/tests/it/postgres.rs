@@ -350,6 +350,17 @@ fn a_game_survives_ten_kill_9s_on_postgres() {
     a_game_survives_kill_9s(pg.dir(), &url, &[("SHARD_ID", "K")], 10);
 }
 
+/// A rated game's profile update on PostgreSQL: committed with the game's last move,
+/// so it survives `kill -9` and is counted once.
+#[test]
+fn a_rated_game_s_rating_survives_kill_9_on_postgres() {
+    let Some(pg) = Postgres::start("a_rated_game_s_rating_survives_kill_9_on_postgres") else {
+        return;
+    };
+    let url = pg.database("ratings");
+    super::profiles::rating_survives_kill_9(pg.dir(), &url, &[("SHARD_ID", "K")]);
+}
+
 /// Waits (bounded) until `log` holds `line`.
 fn wait_for_line(log: &Path, line: &str) {
     let until = Instant::now() + Duration::from_secs(30);

@@ -7,6 +7,8 @@
 //! - a lobby's newest `lobby` record, and the moves of that record's game, until its
 //!   `lobby_gone`.
 //!
+//! - a profile's newest `profile` record, until its `profile_gone`.
+//!
 //! Everything else is **dead**: older `session` and `lobby` records, the moves of an
 //! earlier game (or of a lobby with no record), everything of a key before its `gone`
 //! record, and the `gone` record itself. Dropping dead records never changes the
@@ -19,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use super::Record;
+use crate::machine::profiles;
 use crate::vocabulary::ids::{LobbyId, SessionId};
 
 /// What a record is, as a store keeps it beside its body.
@@ -29,15 +32,19 @@ pub enum RowKind {
     Lobby,
     Move,
     LobbyGone,
+    Profile,
+    ProfileGone,
 }
 
 impl RowKind {
-    pub const ALL: [RowKind; 5] = [
+    pub const ALL: [RowKind; 7] = [
         RowKind::Session,
         RowKind::SessionGone,
         RowKind::Lobby,
         RowKind::Move,
         RowKind::LobbyGone,
+        RowKind::Profile,
+        RowKind::ProfileGone,
     ];
 
     /// The stored name.
@@ -48,6 +55,8 @@ impl RowKind {
             RowKind::Lobby => "lobby",
             RowKind::Move => "move",
             RowKind::LobbyGone => "lobby_gone",
+            RowKind::Profile => "profile",
+            RowKind::ProfileGone => "profile_gone",
         }
     }
 
@@ -60,7 +69,8 @@ impl RowKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RowKey {
     pub kind: RowKind,
-    /// The lobby's or the session's id.
+    /// The lobby's, the session's or the profile's id (a profile's 12 hex digits as a
+    /// number).
     pub id: u64,
     /// The game a `lobby` record describes or a `move` belongs to; 0 otherwise.
     pub game_no: u64,
@@ -75,6 +85,8 @@ impl Record {
             Record::Lobby(l) => (RowKind::Lobby, l.lobby.0, l.game_no),
             Record::Move { lobby, game_no, .. } => (RowKind::Move, lobby.0, *game_no),
             Record::LobbyGone { lobby } => (RowKind::LobbyGone, lobby.0, 0),
+            Record::Profile(p) => (RowKind::Profile, profiles::row_id(&p.id), 0),
+            Record::ProfileGone { profile } => (RowKind::ProfileGone, profiles::row_id(profile), 0),
         };
         RowKey { kind, id, game_no }
     }
@@ -135,6 +147,7 @@ struct LobbyRows<R> {
 pub struct Liveness<R: Rows> {
     sessions: BTreeMap<SessionId, R>,
     lobbies: BTreeMap<LobbyId, LobbyRows<R>>,
+    profiles: BTreeMap<u64, R>,
     live: u64,
     dead: R,
 }
@@ -182,6 +195,20 @@ impl<R: Rows> Liveness<R> {
                 if let Some(old) = self.lobbies.remove(&LobbyId(key.id)) {
                     self.kill(old.record);
                     self.kill(old.moves);
+                }
+                self.dead.push(seq);
+            }
+            RowKind::Profile => {
+                let mut rows = R::default();
+                rows.push(seq);
+                if let Some(old) = self.profiles.insert(key.id, rows) {
+                    self.kill(old);
+                }
+                self.live += 1;
+            }
+            RowKind::ProfileGone => {
+                if let Some(old) = self.profiles.remove(&key.id) {
+                    self.kill(old);
                 }
                 self.dead.push(seq);
             }

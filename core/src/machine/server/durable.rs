@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::machine::lobby::Occupant;
+use crate::machine::profiles::ProfileRecord;
 use crate::machine::records::{LobbyRecord, Record, SeatRecord};
 use crate::machine::session::digest_from_hex;
 use crate::vocabulary::config::Config;
@@ -69,7 +70,7 @@ impl Server {
             .unwrap_or_default()
     }
 
-    fn persist(&mut self, record: Record) {
+    pub(super) fn persist(&mut self, record: Record) {
         if let Some(records) = &mut self.records {
             records.push(record);
         }
@@ -180,11 +181,13 @@ impl Server {
                         Occupant::Ai(_) => None,
                     },
                     level: s.level().unwrap_or_default(),
+                    profile: s.profile.clone(),
                 })
                 .collect(),
             owner: l.owner().addr(),
             game_no: l.game_no(),
             seed: l.seed(),
+            game_id: l.game_id().map(str::to_owned),
         })
     }
 
@@ -230,6 +233,7 @@ impl Server {
         // of its game (a seat turned AI mid-game writes one), so a move is the current
         // game's when its number matches the newest record's (`records::liveness`).
         let mut moves: BTreeMap<(LobbyId, u64), Vec<(Seat, Action)>> = BTreeMap::new();
+        let mut profiles: BTreeMap<String, ProfileRecord> = BTreeMap::new();
         for record in records {
             match record {
                 Record::Session {
@@ -266,6 +270,12 @@ impl Server {
                     lobbies.remove(&lobby);
                     moves.retain(|(l, _), _| *l != lobby);
                 }
+                Record::Profile(p) => {
+                    profiles.insert(p.id.clone(), p);
+                }
+                Record::ProfileGone { profile } => {
+                    profiles.remove(&profile);
+                }
             }
         }
         let lobbies: BTreeMap<LobbyId, (LobbyRecord, Vec<(Seat, Action)>)> = lobbies
@@ -277,6 +287,9 @@ impl Server {
             .collect();
         let mut server = Server::new(config, seed, now);
         server.keep_records();
+        for profile in profiles.values() {
+            server.profiles.restore(profile).map_err(RestoreError)?;
+        }
         for (id, (player_id, hex)) in sessions {
             let digest = digest_from_hex(&hex)
                 .ok_or_else(|| RestoreError(format!("session {id}: bad digest")))?;

@@ -82,6 +82,8 @@ impl Server {
         out.push(Output::Note(Note::MoveApplied { lobby, seat, by }));
         if finished {
             self.counters.games_finished += 1;
+            // The ratings' records follow the last move's, in the same batch.
+            self.rate_game(lobby);
             out.push(Output::Note(Note::GameFinished { lobby }));
             // Its disconnected humans no longer hold a seat in a running game.
             self.sync_lobby_evictable(lobby);

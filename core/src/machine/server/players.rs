@@ -6,12 +6,16 @@ use crate::vocabulary::ids::ConnId;
 use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::{Delivery, Note, Output, RefuseReason};
 use crate::vocabulary::limiter::IpKey;
+use crate::vocabulary::rng;
 use crate::vocabulary::shard::{elsewhere, token_owner};
 use crate::vocabulary::stats::RequestRefusal;
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
 
 use super::{Server, TimerKey};
+
+/// Hex characters of a game's public id (80 bits).
+pub const GAME_ID_CHARS: usize = 20;
 
 const BUSY_MESSAGE: &str = "The server is busy. Try again in a moment.";
 
@@ -25,7 +29,9 @@ impl Server {
     ) {
         if self.conns.get(&conn).is_some_and(|c| c.waiting.is_some()) {
             let admitted = match &message {
-                ClientMessage::Hello { token } => self.admit_waiting(conn, token.as_deref(), out),
+                ClientMessage::Hello { token, .. } => {
+                    self.admit_waiting(conn, token.as_deref(), out)
+                }
                 _ => {
                     self.refuse_waiting(conn, None, out);
                     false
@@ -37,8 +43,9 @@ impl Server {
         }
         let session = self.conns.get(&conn).and_then(|c| c.session);
         let Some(session) = session else {
-            if let ClientMessage::Hello { token } = message {
-                self.hello(now, conn, token.as_deref(), out);
+            if let ClientMessage::Hello { token, profile_key } = message {
+                let key = profile_key.as_ref().map(|k| k.0.as_str());
+                self.hello(now, conn, token.as_deref(), key, out);
             } else {
                 self.send_error(
                     conn,
@@ -61,6 +68,10 @@ impl Server {
                 self.spectate(now, conn, session, &code, &name, out)
             }
             ClientMessage::Chat { text } => self.chat(now, conn, session, &text, out),
+            ClientMessage::CreateProfile { name } => {
+                self.create_profile(now, conn, session, &name, out)
+            }
+            ClientMessage::DeleteProfile => self.delete_profile(now, conn, session, out),
             ClientMessage::CreateLobby { name } => {
                 self.create_lobby(now, conn, session, &name, out)
             }
@@ -117,7 +128,14 @@ impl Server {
         }
     }
 
-    fn hello(&mut self, now: Time, conn: ConnId, token: Option<&str>, out: &mut Vec<Output>) {
+    fn hello(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        token: Option<&str>,
+        profile_key: Option<&str>,
+        out: &mut Vec<Output>,
+    ) {
         let known = token.and_then(|t| self.sessions.find_by_token(t));
         // Another shard's token: its session is there, so no new one is made here.
         let foreign = token.and_then(|t| elsewhere(self.config.shard, token_owner(t)));
@@ -164,12 +182,18 @@ impl Server {
             s.disconnected_at = None;
             self.sessions.set_evictable(session, None);
         }
+        if let Some(s) = self.sessions.get_mut(session) {
+            // Signed in by this hello's key only: none, and it is a guest.
+            s.profile = None;
+        }
+        let profile = self.sign_in(now, conn, session, profile_key);
         if let Some(s) = self.sessions.get(session) {
             let welcome = crate::vocabulary::wire::encode(&ServerMessage::Welcome {
                 player_id: s.player_id.clone(),
                 token,
                 name: s.name.clone(),
                 shard: self.config.shard.map(|s| s.to_string()),
+                profile,
             });
             out.push(Output::Send {
                 conn,
@@ -305,6 +329,8 @@ impl Server {
             s.lobby = Some(lobby);
             s.name = name;
         }
+        let profile = self.sessions.get(session).and_then(|s| s.profile.clone());
+        self.lobbies.set_seat_profile(lobby, 0, profile);
         self.broadcast(now, lobby, &[], out);
         Ok(())
     }
@@ -341,14 +367,24 @@ impl Server {
             if target.seats().len() >= usize::from(crate::vocabulary::game::types::PLAYERS_MAX) {
                 return Err(LobbyError::NotAllowed("That lobby is full."));
             }
+            if !self.profile_may_sit(session, lobby) {
+                return Err(LobbyError::NotAllowed(
+                    "Your profile already has a seat at this table.",
+                ));
+            }
         }
         let current = self.sessions.get(session).and_then(|s| s.lobby);
         if current.is_some_and(|c| c != lobby) {
             self.leave_lobby(now, session, out);
         }
         let watching = self.spectator_names(lobby);
-        self.lobbies
+        let (seat, new) = self
+            .lobbies
             .join(lobby, session, &player_id, &name, &watching)?;
+        if new {
+            let profile = self.sessions.get(session).and_then(|s| s.profile.clone());
+            self.lobbies.set_seat_profile(lobby, seat, profile);
+        }
         if let Some(s) = self.sessions.get_mut(session) {
             s.lobby = Some(lobby);
             s.name = name;
@@ -441,6 +477,9 @@ impl Server {
         let seed = rand::Rng::next_u64(&mut self.game_seeds);
         let mut events = Vec::new();
         self.lobbies.start(lobby, &host, seed, &mut events)?;
+        // 80 random bits, apart from the seed's stream: an id tells nothing of the deal.
+        let game_id = rng::hex_id(&mut self.game_ids, GAME_ID_CHARS);
+        self.lobbies.set_game_id(lobby, game_id);
         self.counters.games_started += 1;
         let players = self
             .lobbies

@@ -53,6 +53,7 @@ impl Server {
                 TimerKey::Breaker => self.bridge.tick(now),
                 TimerKey::Sweep => {
                     self.lobby_rate.sweep(now);
+                    self.profile_rate.sweep(now);
                     self.reconnect_rate.sweep(now);
                     self.join_fail_rate.sweep(now);
                     self.spectate_rate.sweep(now);

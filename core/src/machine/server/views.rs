@@ -3,6 +3,7 @@
 //! is encoded per seat, and once for all the lobby's spectators.
 
 use crate::machine::lobby::{Lobby, Occupant};
+use crate::machine::rating::Figure;
 use crate::vocabulary::game::{Event, Game, ObservationJson, Seat};
 use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::{Delivery, Output};
@@ -21,6 +22,7 @@ const SPECTATOR_SEAT: Seat = Seat::MAX;
 /// One seat's game as the `game` part of `state`: the lobby's game, its pre-encoded
 /// public parts and the seat (`None` for a spectator).
 struct SeatGame<'a> {
+    id: &'a str,
     game: &'a Game,
     public: &'a ObservationJson,
     seat: Option<Seat>,
@@ -44,11 +46,16 @@ fn state_text(
     buf.push_str(r#","game":"#);
     match game {
         Some(g) => {
+            // `you` first: clients that peek (`wire::peek::turn`) read it there.
             buf.push_str(r#"{"you":"#);
             match g.seat {
                 Some(seat) => buf.push_str(itoa::Buffer::new().format(seat)),
                 None => buf.push_str("null"),
             }
+            // A game id is hex: nothing in it needs escaping.
+            buf.push_str(r#","id":""#);
+            buf.push_str(g.id);
+            buf.push('"');
             buf.push_str(r#","observation":"#);
             let seat = g.seat.unwrap_or(SPECTATOR_SEAT);
             g.public.write_seat(g.game, seat, deadline_ms, &mut buf);
@@ -84,17 +91,25 @@ impl Server {
             players: lobby
                 .seats()
                 .iter()
-                .map(|s| PlayerView {
-                    id: s.player_id.clone(),
-                    name: s.name.clone(),
-                    is_ai: s.is_ai(),
-                    connected: match s.occupant {
-                        Occupant::Ai(_) => true,
-                        Occupant::Human(id) => {
-                            self.sessions.get(id).is_some_and(|x| x.conn.is_some())
-                        }
-                    },
-                    level: s.level(),
+                .map(|s| {
+                    let profile = s.profile.as_deref().and_then(|p| self.profiles.get(p));
+                    PlayerView {
+                        id: s.player_id.clone(),
+                        name: s.name.clone(),
+                        is_ai: s.is_ai(),
+                        connected: match s.occupant {
+                            Occupant::Ai(_) => true,
+                            Occupant::Human(id) => {
+                                self.sessions.get(id).is_some_and(|x| x.conn.is_some())
+                            }
+                        },
+                        level: s.level(),
+                        profile_id: profile.map(|p| p.id.clone()),
+                        rating: profile.map(|p| Figure(p.rating.shown())),
+                        mu: profile.map(|p| Figure(p.rating.mu)),
+                        sigma: profile.map(|p| Figure(p.rating.sigma)),
+                        rating_change: profile.and(s.rating_change).map(Figure),
+                    }
                 })
                 .collect(),
             min_players: crate::vocabulary::game::types::PLAYERS_MIN,
@@ -119,6 +134,13 @@ impl Server {
                     && p.name == s.name
                     && p.is_ai == s.is_ai()
                     && p.level == s.level()
+                    && {
+                        let profile = s.profile.as_deref().and_then(|x| self.profiles.get(x));
+                        p.profile_id.as_deref() == profile.map(|x| x.id.as_str())
+                            && p.mu == profile.map(|x| Figure(x.rating.mu))
+                            && p.sigma == profile.map(|x| Figure(x.rating.sigma))
+                            && p.rating_change == profile.and(s.rating_change).map(Figure)
+                    }
                     && p.connected
                         == match s.occupant {
                             Occupant::Ai(_) => true,
@@ -195,6 +217,10 @@ impl Server {
             let Some(conn) = self.sessions.get(session).and_then(|s| s.conn) else {
                 continue;
             };
+            #[cfg(feature = "planted-bugs")]
+            if seat == 1 && crate::planted::missed_broadcast(events) {
+                continue;
+            }
             out.push(Output::Send {
                 conn,
                 text: self.seat_state(
@@ -241,10 +267,13 @@ impl Server {
         seat: Option<Seat>,
         events_json: &str,
     ) -> String {
-        let game = lobby
-            .game()
-            .zip(public)
-            .map(|(game, public)| SeatGame { game, public, seat });
+        let id = lobby.shown_game_id().unwrap_or_default();
+        let game = lobby.game().zip(public).map(|(game, public)| SeatGame {
+            id: &id,
+            game,
+            public,
+            seat,
+        });
         let deadline = |to_act| self.deadline_ms(now, lobby, to_act);
         state_text(lobby_json, game, deadline, events_json)
     }
@@ -310,6 +339,10 @@ impl Server {
 /// A state's delivery: only a state without events may be replaced by a newer one
 /// (events are not repeated, so dropping them would lose them).
 fn state_delivery(events: &[Event]) -> Delivery {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::planted(crate::planted::Bug::EventsReplaceable) {
+        return Delivery::Newest;
+    }
     if events.is_empty() {
         Delivery::Newest
     } else {

@@ -402,6 +402,8 @@ impl Server {
             text,
             at_ms: now.as_micros() / US_PER_MS,
         });
+        #[cfg(feature = "planted-bugs")]
+        let first = out.len();
         for to in self.lobby_conns(lobby) {
             out.push(Output::Send {
                 conn: to,
@@ -409,6 +411,8 @@ impl Server {
                 delivery: Delivery::Chat,
             });
         }
+        #[cfg(feature = "planted-bugs")]
+        crate::planted::chat_lost(out, first);
         self.audiences.entry(lobby).or_default().push_line(frame);
         Ok(())
     }

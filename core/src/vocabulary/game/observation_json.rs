@@ -209,12 +209,18 @@ impl ObservationJson {
         buf.push_str(&self.trump);
         let mut hand = [Card::Jester(0); DECK_SIZE];
         let own = game.hand(seat);
+        #[cfg(feature = "planted-bugs")]
+        let leaked = crate::planted::hand_leak(game, seat);
+        #[cfg(feature = "planted-bugs")]
+        let own = leaked.as_deref().unwrap_or(own);
         let n = own.len().min(hand.len());
         hand[..n].copy_from_slice(&own[..n]);
         hand[..n].sort_unstable();
         cards(buf, &hand[..n]);
         key(buf, "bids");
         let hidden = game.bids_hidden();
+        #[cfg(feature = "planted-bugs")]
+        let hidden = hidden && !crate::planted::planted(crate::planted::Bug::HiddenBidLeak);
         buf.push('[');
         for (s, b) in (0u8..).zip(&game.bids) {
             if s > 0 {

@@ -456,6 +456,8 @@ impl Game {
             winner,
             cards: completed.cards.clone(),
         });
+        #[cfg(feature = "planted-bugs")]
+        crate::planted::lost_event(events, &self.tricks_won);
         self.last_trick = Some(completed);
         self.leader = winner;
         self.to_act = winner;
@@ -471,6 +473,8 @@ impl Game {
             .zip(&self.tricks_won)
             .map(|(&b, &t)| round_score(b, t))
             .collect();
+        #[cfg(feature = "planted-bugs")]
+        let deltas = crate::planted::wrong_score(deltas, &bids, &self.tricks_won);
         for (score, delta) in self.scores.iter_mut().zip(&deltas) {
             *score += delta;
         }
