@@ -5,7 +5,8 @@
 use async_tungstenite::tungstenite::Utf8Bytes;
 use wizard_core::vocabulary::config::Config;
 use wizard_core::vocabulary::game::Action;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Input, Output};
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::vocabulary::wire::{ClientMessage, GameView, LobbyStatus, LobbyView, peek};
 use wizard_core::{Server, Time};

@@ -16,7 +16,8 @@
 use serde_json::{Value, json};
 use wizard_core::machine::records::Record;
 use wizard_core::vocabulary::config::Config;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Input, Output};
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::{Server, Time};
 

@@ -286,7 +286,7 @@ async fn create_probe(args: Args, refused_busy: Arc<AtomicU64>, created: Arc<Ato
     while let Some(message) = recv(&mut ws).await {
         match message {
             ServerMessage::ServerStatus {
-                load: wizard_core::machine::overload::LoadLevel::Overloaded,
+                load: wizard_core::vocabulary::load::LoadLevel::Overloaded,
                 ..
             } => {
                 send(

@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use wizard_core::machine::records::Record;
-use wizard_core::machine::session::LobbyId;
 use wizard_core::vocabulary::game::{Action, Card};
+use wizard_core::vocabulary::ids::LobbyId;
 use wizard_core::vocabulary::io::MoveSource;
 use wizard_server::store::Store;
 

@@ -36,7 +36,8 @@ use wizard_core::Time;
 use wizard_core::shell::keepalive::{Due, Keepalive};
 use wizard_core::shell::ws::{FrameReader, Read, encode};
 use wizard_core::vocabulary::config::Config;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Input};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Input};
 use wizard_core::vocabulary::wire::CloseCode;
 
 use crate::core_task::{Clock, CoreMsg};

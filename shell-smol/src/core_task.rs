@@ -26,9 +26,10 @@ use async_io::Timer;
 use futures_lite::FutureExt;
 use tracing::info;
 use wizard_ai::service::Answered;
-use wizard_core::machine::timers;
+use wizard_core::shell::pass::{self, Pass};
 use wizard_core::shell::reply_wait::ReplyWait;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Delivery, Input, Note, Output, Router};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Delivery, Input, Note, Output, Router};
 use wizard_core::vocabulary::wire::{AiRequest, CloseCode};
 use wizard_core::{Server, Time};
 
@@ -40,7 +41,7 @@ use crate::note_log::{log_note, log_suppressed};
 use crate::outbox::Outbox;
 use crate::snapshot::Published;
 
-pub use wizard_core::shell::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
+pub use wizard_core::shell::pass::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
 /// After shutdown, the process exits at the latest this long after the grace period.
 pub const SHUTDOWN_EXTRA: Duration = Duration::from_secs(3);
 /// After the core finished, how long writers get to send their close frames.
@@ -281,27 +282,14 @@ impl CoreTask {
         let mut shutdown_open = true;
         let mut timer = Deadline::default();
         loop {
-            let deadline = self
-                .server
-                .poll_timeout()
-                .map(|(t, _)| self.clock.instant(timers::wake_at(t, self.clock.now())));
-            // The first answer of the embedded AI needed later, read then at the latest.
-            let look = st
-                .replies
-                .next_look(self.clock.now())
-                .map(|t| self.clock.instant(timers::wake_at(t, self.clock.now())));
-            let deadline = match (deadline, look) {
-                (Some(d), Some(l)) => Some(d.min(l)),
-                (d, l) => d.or(l),
-            };
-            let deadline = match (deadline, hard_stop) {
-                (Some(d), Some(h)) => Some(d.min(h)),
-                (d, h) => d.or(h),
-            };
-            // A store that retries by itself says when.
+            // The core's next deadline or the embedded AI's first answer needed later,
+            // on the grid; the hard stop after a shutdown; a store that retries by
+            // itself says when.
+            let wake_at =
+                pass::next_wake(self.server.poll_timeout(), &st.replies, self.clock.now())
+                    .map(|t| self.clock.instant(t));
             let retry_at = self.store.as_ref().and_then(|s| s.retry_at());
-            let deadline = [deadline, retry_at].into_iter().flatten().min();
-            timer.set(deadline);
+            timer.set([wake_at, hard_stop, retry_at].into_iter().flatten().min());
             // With too much held, or while the store cannot commit, nothing new is
             // taken until the store catches up: running games pause.
             let full = st.held_full() || self.store_unavailable();
@@ -315,7 +303,8 @@ impl CoreTask {
             };
             ShellStats::bump(&self.stats.core_wakeups);
             st.pass += 1;
-            let now = self.clock.now();
+            let pass = Pass::begin(self.clock.now());
+            let now = pass.now();
             let inputs_before = self.stats.core_inputs.load(Ordering::Relaxed);
             match wake {
                 Wake::Msg(msg) => self.apply(now, msg, &mut st),
@@ -362,23 +351,24 @@ impl CoreTask {
                 }
                 Wake::Closed => break,
             }
-            let batch = if full { 0 } else { BATCH_INPUTS_MAX };
-            for _ in 0..batch {
-                let Ok(msg) = self.inbox.try_recv() else {
-                    break;
-                };
-                self.apply(now, msg, &mut st);
-            }
-            for _ in 0..batch {
-                let Some(Ok(answered)) = self.ai.as_ref().map(|ai| ai.link.replies().try_recv())
-                else {
-                    break;
-                };
-                st.replies.answered(answered.reply.request_id());
-                self.ai_reply(now, answered, &mut st);
-            }
-            if !full && self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
-                self.handle(now, Input::Timeout, &mut st);
+            if !full {
+                let mut shell = (&mut self, &mut st);
+                pass.drain(
+                    &mut shell,
+                    |(task, _)| task.inbox.try_recv().ok(),
+                    |(task, st), now, msg| task.apply(now, msg, st),
+                );
+                pass.drain(
+                    &mut shell,
+                    |(task, _)| task.ai.as_ref()?.link.replies().try_recv().ok(),
+                    |(task, st), now, answered| {
+                        st.replies.answered(answered.reply.request_id());
+                        task.ai_reply(now, answered, st);
+                    },
+                );
+                if let Some(timeout) = pass.timeout(self.server.poll_timeout()) {
+                    self.handle(now, timeout, &mut st);
+                }
             }
             let inputs = self.stats.core_inputs.load(Ordering::Relaxed) - inputs_before;
             if inputs > 0 {

@@ -14,7 +14,7 @@ use tracing::info;
 use wizard_ai::service::ServiceOptions;
 use wizard_ai::service::local::Local;
 use wizard_core::vocabulary::config::{AiServiceConfig, Config};
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 
 /// Niceness of the embedded AI's worker threads (the event loop stays at 0).
 pub const AI_WORKER_NICE: i32 = 10;

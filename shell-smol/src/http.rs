@@ -25,7 +25,7 @@ use wizard_core::shell::outqueue::OutQueue;
 use wizard_core::shell::readiness::{NotReady, encode_ready, ready_status};
 use wizard_core::shell::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
 use wizard_core::vocabulary::config::Config;
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 
 use crate::assets::{self, Conditions};
 use crate::conn::{self, ConnParams};

@@ -47,7 +47,7 @@ use tracing::{error, info, warn};
 use wizard_core::Server;
 use wizard_core::shell::door::DoorRefusal;
 use wizard_core::vocabulary::config::{AiServiceConfig, Config, StoreSpec};
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::rng::Seed;
 
 use crate::core_task::{Clock, CoreTask, INBOX_CAPACITY};

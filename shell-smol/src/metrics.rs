@@ -16,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use wizard_core::machine::overload::LoadLevel;
+use wizard_core::vocabulary::load::LoadLevel;
 use wizard_core::vocabulary::stats::{Counters, Counts, Gauges, Tally};
 
 /// The content type of [`Metrics::render`]'s output.

@@ -13,9 +13,10 @@ use std::ops::Bound;
 use rand_chacha::ChaCha12Rng;
 
 use crate::machine::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
-use crate::machine::session::LobbyId;
 use crate::vocabulary::game::{Action, Seat};
-use crate::vocabulary::io::{ConnId, DecidedBy, FallbackReason};
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::ids::LobbyId;
+use crate::vocabulary::io::{DecidedBy, FallbackReason};
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{AiErrorCode, AiReply};
 

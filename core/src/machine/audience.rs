@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use crate::machine::session::SessionId;
+use crate::vocabulary::ids::SessionId;
 
 /// Longest chat line, in characters (not bytes) after cleaning
 /// ([`crate::vocabulary::names::clean_text`]).

@@ -15,21 +15,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
-use crate::machine::server::LobbyViewCache;
-use crate::machine::session::{LobbyId, SessionId};
 use crate::machine::turns::{AI_MOVE_SPREAD_US_MAX, Decider, TurnBook};
 use crate::vocabulary::game::types::{PLAYERS_MAX, PLAYERS_MIN};
 use crate::vocabulary::game::{Action, ActionError, AiLevel, Event, Game, Options, Phase, Seat};
+use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::limiter::IpKey;
 use crate::vocabulary::rng;
-use crate::vocabulary::shard::ShardId;
+use crate::vocabulary::shard::{CODE_ALPHABET, CODE_CHARS, ShardId};
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{ErrorCode, LobbyStatus};
 
-/// Characters of lobby codes (no 0/O/1/I).
-pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-/// Length of a lobby code.
-pub const CODE_CHARS: usize = 6;
 pub use crate::vocabulary::names::NAME_CHARS_MAX;
 /// Names of AI seats, in the order they are used.
 pub const AI_NAMES: [&str; 12] = [
@@ -106,8 +101,6 @@ pub struct Lobby {
     moves: u64,
     /// Whose turn is running since when, and what the AI has decided.
     turns: TurnBook,
-    /// The lobby part of `state` as last sent (`server/views.rs` reads and fills it).
-    view_cache: LobbyViewCache,
     /// The address of the session that created the lobby, charged for it.
     owner: IpKey,
     /// Since when every human seat's session has been disconnected (None while one is
@@ -145,7 +138,6 @@ impl Lobby {
             game_id: None,
             moves: 0,
             turns: TurnBook::default(),
-            view_cache: LobbyViewCache::default(),
             owner,
             away_since: None,
             idle_key: None,
@@ -273,16 +265,6 @@ impl Lobby {
     /// Whether its running game is dormant (see [`LobbyManager::set_dormant`]).
     pub fn is_dormant(&self) -> bool {
         self.dormant
-    }
-
-    /// The lobby part of `state` as last sent, for `server/views.rs`.
-    pub(crate) fn view_cache(&self) -> &LobbyViewCache {
-        &self.view_cache
-    }
-
-    /// Keeps `cache` as the lobby part of `state` last sent.
-    pub(crate) fn replace_view_cache(&mut self, cache: LobbyViewCache) {
-        self.view_cache = cache;
     }
 
     /// Brings the turn book in line with the seats the running game awaits now; a

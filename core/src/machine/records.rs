@@ -29,8 +29,8 @@ mod compact_move;
 pub mod liveness;
 
 use crate::machine::profiles::ProfileRecord;
-use crate::machine::session::{LobbyId, SessionId};
 use crate::vocabulary::game::{Action, AiLevel, Options, Seat};
+use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::MoveSource;
 use crate::vocabulary::wire::LobbyStatus;
 

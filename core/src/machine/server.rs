@@ -30,20 +30,23 @@ use crate::machine::ai_bridge::AiBridge;
 use crate::machine::audience::Audience;
 use crate::machine::lobby::LobbyManager;
 use crate::machine::matchmaker::{MatchConfig, Matchmaker};
-use crate::machine::overload::LoadLevel;
 use crate::machine::overload::breaker::{BreakerConfig, BreakerState};
 use crate::machine::overload::connections::ConnectionLimiter;
-use crate::machine::overload::level::{LoadLevels, LoadSample, LoadThresholds};
+use crate::machine::overload::level::{LoadLevels, LoadThresholds};
 use crate::machine::profiles::ProfileRegistry;
 use crate::machine::records::{LobbyRecord, Record};
 use crate::machine::removed::Removed;
-use crate::machine::session::{LobbyId, SessionId, SessionRegistry};
+use crate::machine::session::SessionRegistry;
 use crate::machine::timers::Timers;
 use crate::vocabulary::config::Config;
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::{
-    BadFrame, ConnId, ConnKind, Delivery, Input, Note, Output, RefuseReason, WakeReason,
+    BadFrame, ConnKind, Delivery, Input, Note, Output, RefuseReason, WakeReason,
 };
-use crate::vocabulary::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
+use crate::vocabulary::limiter::{IpKey, KeyedRateLimiter, TokenBucket, rate_from};
+use crate::vocabulary::load::LoadLevel;
+use crate::vocabulary::load::LoadSample;
 use crate::vocabulary::rng::{self, Purpose, Seed};
 use crate::vocabulary::shard::ShardId;
 use crate::vocabulary::stats::{Counters, Gauges};
@@ -185,6 +188,9 @@ pub struct Server {
     /// Spectators and chat history of the lobbies that have any (`server/watch.rs`);
     /// one entry at most per existing lobby.
     audiences: BTreeMap<LobbyId, Audience>,
+    /// The lobby part of `state` each lobby was last shown with, and its JSON
+    /// (`server/views.rs`); one entry at most per existing lobby.
+    lobby_views: BTreeMap<LobbyId, LobbyViewCache>,
     /// Players the host removed, kept out for `REMOVED_PLAYER_TTL`, per lobby that has
     /// any (`server/watch.rs`): at most `REMOVED_PLAYERS_MAX` each, one entry at most
     /// per existing lobby.
@@ -195,14 +201,7 @@ pub struct Server {
 }
 
 pub use durable::{RestoreError, SetAside};
-pub(crate) use views::LobbyViewCache;
-
-/// Exact integer rate from a per-period figure with three decimals.
-pub(crate) fn rate_from(per_period: f64, period_us: u64) -> Rate {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let milli = (per_period * 1000.0).round().max(1.0) as u64;
-    Rate::new(milli, period_us.saturating_mul(1000))
-}
+use views::LobbyViewCache;
 
 impl Server {
     /// A server with `config`, all randomness descending from `seed`, started at `now`.
@@ -318,6 +317,7 @@ impl Server {
             persisted_lobbies: BTreeMap::new(),
             set_aside: Vec::new(),
             audiences: BTreeMap::new(),
+            lobby_views: BTreeMap::new(),
             removed: BTreeMap::new(),
             spectators_shown: BTreeMap::new(),
             conns: BTreeMap::new(),
@@ -393,6 +393,7 @@ impl Server {
         self.after_change(now, out);
         self.release_gone_audiences(out);
         self.release_gone_removed();
+        self.release_gone_views();
         self.flush_gone();
     }
 

@@ -15,55 +15,15 @@
 //! as sessions come and go.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use rand_chacha::ChaCha12Rng;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::vocabulary::io::ConnId;
+use crate::vocabulary::ids::{ConnId, LobbyId, SessionId};
 use crate::vocabulary::limiter::TokenBucket;
 use crate::vocabulary::rng::{self, TOKEN_BYTES, TOKEN_CHARS, TokenBytes};
 use crate::vocabulary::shard::{SHARDED_TOKEN_CHARS, ShardId};
 use crate::vocabulary::time::Time;
-
-/// A session, numbered by the registry; never reused. Stored and printed as its bare
-/// number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SessionId(pub u64);
-
-/// A lobby, numbered by the lobby manager; never reused. Stored and printed as its bare
-/// number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct LobbyId(pub u64);
-
-impl SessionId {
-    /// The id the registry numbers the session after this one with.
-    pub fn next(self) -> SessionId {
-        SessionId(self.0 + 1)
-    }
-}
-
-impl LobbyId {
-    /// The id the lobby manager numbers the lobby after this one with.
-    pub fn next(self) -> LobbyId {
-        LobbyId(self.0 + 1)
-    }
-}
-
-impl fmt::Display for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl fmt::Display for LobbyId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 const LOCATOR_BYTES: usize = 8;
 /// Length of a public player id.

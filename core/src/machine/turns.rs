@@ -8,15 +8,15 @@
 
 use std::collections::BTreeMap;
 
-use crate::machine::timers::WAKE_GRID_US;
 use crate::vocabulary::game::{Action, Seat};
 use crate::vocabulary::time::Time;
+use crate::vocabulary::time::WAKE_GRID_US;
 
 /// A delayed AI move waits a further 0 to this many microseconds, drawn for each turn
 /// from the game's seed (two steps of the wake grid).
 ///
 /// Without it, games stay in step: the shells wake for deadlines on the grid
-/// ([`crate::machine::timers::wake_at`]), so the AI moves of games that fall due in the same step
+/// ([`crate::vocabulary::time::wake_at`]), so the AI moves of games that fall due in the same step
 /// are applied together, the next turns of those games start together, and with the
 /// same delays they fall due together again; every step in which the groups meet merges
 /// them further. After a minute of 1000 paced games a tenth of the steps carried 9 or

@@ -54,10 +54,38 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 
-use crate::machine::overload::connections::TcpCaps;
 use crate::vocabulary::config::IpCidr;
 use crate::vocabulary::limiter::{IpKey, KeyedRateLimiter, Rate};
 use crate::vocabulary::time::Time;
+
+/// Slots kept for `/health`, `/metrics` and `/ready` above the socket cap: the door's reserve mode.
+pub const TCP_RESERVE_SLOTS: usize = 16;
+
+/// The shell's cap on open sockets, before any HTTP or websocket work: `cap` sockets
+/// are served fully (`conns_max` players plus headroom for handshakes in flight, AI
+/// connections, the players the core refuses with 1013, who must reach it to be told
+/// `busy`, or holds until their `hello`, and players of running games it admits past
+/// `conns_max` when they come back); up to `hard_cap` only `/health`, `/metrics` and
+/// `/ready` answer and anything else gets HTTP 503; past it a socket is closed at once
+/// (told `busy`). Sockets over `SOCKET_RATE` go to the door's probe lane instead, which
+/// is bounded apart ([`PROBE_LANE_SOCKETS_MAX`]). The simulator applies the
+/// same caps, so the core never sees more connections than `cap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpCaps {
+    pub cap: usize,
+    pub hard_cap: usize,
+}
+
+impl TcpCaps {
+    pub fn for_conns_max(conns_max: usize) -> TcpCaps {
+        let headroom = (conns_max / 4).max(16);
+        let cap = conns_max.saturating_add(headroom);
+        TcpCaps {
+            cap,
+            hard_cap: cap.saturating_add(TCP_RESERVE_SLOTS),
+        }
+    }
+}
 
 /// How long an address stays marked after one of its sockets was evicted while silent:
 /// its new sockets are evicted before unmarked ones.
@@ -233,7 +261,7 @@ impl Door {
             config.trusted_proxies.clone(),
         )
         .with_socket_rate(
-            crate::machine::server::rate_from(config.socket_rate_per_sec, 1_000_000),
+            crate::vocabulary::limiter::rate_from(config.socket_rate_per_sec, 1_000_000),
             u64::from(config.socket_burst.max(1)),
             config.ip_table_entries_max,
         )

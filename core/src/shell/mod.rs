@@ -1,7 +1,8 @@
 //! The shell contract: what every shell (the production server, the simulator, a new
 //! one) calls besides [`crate::Server`] itself.
 //!
-//! - [`batch`]: the bounds of one pass of the core loop (inputs per pass, inbox size).
+//! - [`pass`]: one pass of the core loop: its one `now`, the bound on inputs, the
+//!   trailing `Timeout`, the next wake-up on the grid.
 //! - [`executor`]: which task class runs next on a server thread, and for how long.
 //! - [`outqueue`]: each connection's bounded queue of outgoing frames.
 //! - [`keepalive`]: when to ping a quiet connection and when to give it up.
@@ -12,12 +13,12 @@
 //! - [`probe`], [`cgroup`]: the load probe's arithmetic and the cgroup parsers.
 //! - [`readiness`]: the `/ready` verdict from the server's gauges.
 
-pub mod batch;
 pub mod cgroup;
 pub mod door;
 pub mod executor;
 pub mod keepalive;
 pub mod outqueue;
+pub mod pass;
 pub mod probe;
 pub mod readiness;
 pub mod reply_wait;

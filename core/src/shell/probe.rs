@@ -8,7 +8,7 @@
 //! and measuring from it would let every sample drift later. The CPU share is still
 //! computed over the time that really passed between two readings.
 
-use crate::machine::overload::level::LoadSample;
+use crate::vocabulary::load::LoadSample;
 use crate::vocabulary::time::Time;
 
 /// The probe's sleeps vary between these bounds, so they do not beat with the 100 ms

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::machine::overload::LoadLevel;
+use crate::vocabulary::load::LoadLevel;
 use crate::vocabulary::stats::Gauges;
 
 /// Why the server does not accept new games.

@@ -18,7 +18,7 @@ mod shell;
 
 use std::fmt;
 
-use crate::machine::overload::LoadLevel;
+use crate::vocabulary::load::LoadLevel;
 use crate::vocabulary::shard::ShardId;
 use crate::vocabulary::time::US_PER_SEC;
 

@@ -4,31 +4,13 @@
 
 use std::net::IpAddr;
 
-use crate::machine::overload::LoadLevel;
-use crate::machine::overload::level::LoadSample;
-use crate::machine::session::LobbyId;
+use crate::vocabulary::ids::{ConnId, LobbyId};
+use crate::vocabulary::load::LoadLevel;
+use crate::vocabulary::load::LoadSample;
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{
     AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode,
 };
-
-/// A connection, numbered by the shell; never reused within one server's life.
-/// Printed as its bare number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ConnId(pub u64);
-
-impl ConnId {
-    /// The id a shell numbers its next connection with.
-    pub fn next(self) -> ConnId {
-        ConnId(self.0 + 1)
-    }
-}
-
-impl std::fmt::Display for ConnId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// Which websocket route a connection came through, or the in-process AI link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

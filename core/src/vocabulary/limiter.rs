@@ -46,6 +46,14 @@ impl Rate {
     }
 }
 
+/// Exact integer rate from a setting's per-period figure with three decimals
+/// (`MESSAGE_RATE` per second, `LOBBY_CREATE_RATE` per minute...), at least 0.001.
+pub fn rate_from(per_period: f64, period_us: u64) -> Rate {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let milli = (per_period * 1000.0).round().max(1.0) as u64;
+    Rate::new(milli, period_us.saturating_mul(1000))
+}
+
 /// The classic token bucket: holds at most `burst` tokens, refills at `rate`, each
 /// action takes one token. It starts full.
 ///

@@ -9,8 +9,10 @@
 
 pub mod config;
 pub mod game;
+pub mod ids;
 pub mod io;
 pub mod limiter;
+pub mod load;
 pub mod names;
 pub mod rng;
 pub(crate) mod serde_str;

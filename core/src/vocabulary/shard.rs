@@ -12,8 +12,12 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::machine::lobby::CODE_ALPHABET;
 use crate::vocabulary::rng::TOKEN_CHARS;
+
+/// Characters of lobby codes (no 0/O/1/I).
+pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+/// Length of a lobby code.
+pub const CODE_CHARS: usize = 6;
 
 /// A shard's id: one character of [`CODE_ALPHABET`], stored upper case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -5,8 +5,8 @@
 
 use std::marker::PhantomData;
 
-use crate::machine::overload::LoadLevel;
 use crate::vocabulary::io::{DecidedBy, FallbackReason, MoveSource, RefuseReason};
+use crate::vocabulary::load::LoadLevel;
 use crate::vocabulary::wire::{CloseCode, ErrorCode};
 
 /// An enum whose variants label a counter: every variant, in a fixed order, each with
@@ -334,7 +334,7 @@ pub struct Gauges {
     pub accepting_games: bool,
     /// `MAX_LOBBIES` lobbies exist and none of them is idle: a new lobby is refused.
     pub lobbies_full: bool,
-    pub level: crate::machine::overload::LoadLevel,
+    pub level: crate::vocabulary::load::LoadLevel,
     pub ai_connections: u64,
     pub ai_pending: u64,
     /// AI requests sent as the breaker's half-open probe (never more than one).
@@ -345,7 +345,7 @@ pub struct Gauges {
     /// codes); each is bounded by `IP_TABLE_MAX`.
     pub ip_table_entries: u64,
     /// The last load sample received.
-    pub last_sample: crate::machine::overload::level::LoadSample,
+    pub last_sample: crate::vocabulary::load::LoadSample,
     pub shutting_down: bool,
     /// Quick-play tickets waiting in the pool (at most `QUICK_PLAY_MAX`).
     pub quick_play_tickets: u64,

@@ -50,3 +50,26 @@ impl fmt::Display for Time {
         write!(f, "{secs}.{us:06}s")
     }
 }
+
+/// The grid, in microseconds since the server's start, on which the shells wake for
+/// the core's deadlines: deadlines that fall close together (the delayed moves of many
+/// AI seats, each after its own `AI_MOVE_DELAY`) share one wake-up instead of one each.
+/// A deadline fires up to this much late, which every deadline of the core tolerates:
+/// each is re-checked when the `Timeout` comes, and they are pauses for players' eyes
+/// (`AI_MOVE_DELAY`, `TRICK_PAUSE`), limits of seconds (AI decisions, handshakes,
+/// turns, sessions) or housekeeping. A delay set to 0 is due at once and not moved.
+pub const WAKE_GRID_US: u64 = 5_000;
+
+/// When a shell should wake for the core's `deadline`, seen at `now`: at once when it
+/// is due, else at the first point of [`WAKE_GRID_US`]'s grid at or after it.
+pub fn wake_at(deadline: Time, now: Time) -> Time {
+    if deadline <= now {
+        return now;
+    }
+    Time(
+        deadline
+            .0
+            .div_ceil(WAKE_GRID_US)
+            .saturating_mul(WAKE_GRID_US),
+    )
+}

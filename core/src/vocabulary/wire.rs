@@ -21,10 +21,10 @@ pub mod peek;
 
 use serde::{Deserialize, Serialize};
 
-use crate::machine::overload::LoadLevel;
 use crate::machine::profiles::ProfileKey;
 use crate::machine::rating::Figure;
 use crate::vocabulary::game::{Action, AiLevel, BidRestriction, Event, Observation, Options, Seat};
+use crate::vocabulary::load::LoadLevel;
 
 use codec::{envelope, fields, to_json, unknown_type};
 

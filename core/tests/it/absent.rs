@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use wizard_core::vocabulary::io::{ConnId, Note, RefuseReason};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{Note, RefuseReason};
 use wizard_core::vocabulary::stats::RequestRefusal;
 use wizard_core::vocabulary::wire::CloseCode;
 

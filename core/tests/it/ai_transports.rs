@@ -4,9 +4,8 @@
 //! differs.
 
 use serde_json::json;
-use wizard_core::vocabulary::io::{
-    ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output,
-};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, FallbackReason, Input, MoveSource, Note, Output};
 use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply, AiRequest};
 
 use super::driver::{Driver, config};

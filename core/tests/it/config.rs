@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 
 use proptest::prelude::*;
-use wizard_core::machine::overload::LoadLevel;
 use wizard_core::vocabulary::config::{
     AiAgent, AiServiceConfig, Component, Config, ConfigError, IpCidr, LogFormat, SETTINGS,
     ShellConfig,
 };
+use wizard_core::vocabulary::load::LoadLevel;
 
 const S: u64 = 1_000_000;
 

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use proptest::prelude::*;
 use wizard_core::Time;
-use wizard_core::machine::overload::connections::TcpCaps;
+use wizard_core::shell::door::TcpCaps;
 use wizard_core::shell::door::{
     Admit, Door, DoorRefusal, Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX,
     SILENT_MARK_US,

@@ -7,7 +7,8 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 use wizard_core::vocabulary::config::Config;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Note, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Input, Note, Output};
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::vocabulary::wire::{self, ClientMessage, CloseCode};
 use wizard_core::{Server, Time};

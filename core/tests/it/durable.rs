@@ -11,8 +11,9 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use wizard_core::Server;
 use wizard_core::machine::records::{Record, RecordError};
-use wizard_core::machine::session::LobbyId;
-use wizard_core::vocabulary::io::{ConnId, Input};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::ids::LobbyId;
+use wizard_core::vocabulary::io::Input;
 use wizard_core::vocabulary::rng::Seed;
 
 use super::driver::{Driver, config};

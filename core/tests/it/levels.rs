@@ -11,7 +11,8 @@ use wizard_core::vocabulary::game::level::{
 };
 use wizard_core::vocabulary::game::selfplay::play_out;
 use wizard_core::vocabulary::game::{Action, BidRestriction, Game, Options, Phase, bot};
-use wizard_core::vocabulary::io::{ConnId, Input, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{Input, Output};
 
 use super::driver::{Driver, config};
 

@@ -8,14 +8,16 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use wizard_core::Time;
-use wizard_core::machine::overload::LoadLevel;
 use wizard_core::machine::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
 use wizard_core::machine::overload::connections::ConnectionLimiter;
 use wizard_core::machine::overload::level::{
-    LevelChange, LoadLevels, LoadSample, LoadThresholds, SampleClass, classify,
+    LevelChange, LoadLevels, LoadThresholds, SampleClass, classify,
 };
-use wizard_core::vocabulary::io::{ConnId, RefuseReason};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::RefuseReason;
 use wizard_core::vocabulary::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
+use wizard_core::vocabulary::load::LoadLevel;
+use wizard_core::vocabulary::load::LoadSample;
 
 // ---------------------------------------------------------------------------------
 // Token bucket

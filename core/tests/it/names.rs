@@ -3,7 +3,8 @@
 //! is one line of visible plain text.
 
 use serde_json::{Value, json};
-use wizard_core::vocabulary::io::{ConnId, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::Output;
 
 use crate::driver::{Driver, config};
 

@@ -6,7 +6,8 @@
 use serde_json::{Value, json};
 use wizard_core::machine::rating::{self, Rating};
 use wizard_core::machine::records::Record;
-use wizard_core::vocabulary::io::{ConnId, Input, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{Input, Output};
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::{Server, Time};
 

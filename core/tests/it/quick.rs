@@ -3,7 +3,8 @@
 //! table after the wait, admission.
 
 use serde_json::{Value, json};
-use wizard_core::vocabulary::io::{ConnId, Note, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{Note, Output};
 
 use crate::driver::{Driver, config};
 

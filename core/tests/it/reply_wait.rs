@@ -7,7 +7,8 @@ use wizard_core::Time;
 use wizard_core::machine::turns::AI_MOVE_SPREAD_US_MAX;
 use wizard_core::shell::reply_wait::{REPLY_WAITS_MAX, ReplyWait};
 use wizard_core::vocabulary::game::Action;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Input, Output};
 use wizard_core::vocabulary::wire::{AiReply, AiRequest};
 
 use super::driver::{Driver, config};

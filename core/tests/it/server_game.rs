@@ -2,7 +2,8 @@
 //! end, scores checked against the events, views checked for leaks.
 
 use serde_json::{Value, json};
-use wizard_core::vocabulary::io::{ConnId, Note, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{Note, Output};
 
 use super::driver::{Driver, check_no_hand_leaks, config};
 
@@ -195,8 +196,8 @@ fn ai_moves_wait_for_the_move_delay_and_the_trick_pause() {
 
 #[test]
 fn delayed_ai_moves_are_spread_over_two_wake_grid_steps() {
-    use wizard_core::machine::timers::WAKE_GRID_US;
     use wizard_core::machine::turns::AI_MOVE_SPREAD_US_MAX;
+    use wizard_core::vocabulary::time::WAKE_GRID_US;
     let mut d = paced("0.8", "0");
     let (a, b) = setup(&mut d);
     // Each AI move is due its delay plus its turn's spread after the turn began.

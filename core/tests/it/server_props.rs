@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use wizard_core::machine::overload::LoadLevel;
-use wizard_core::machine::overload::level::{
-    LevelState, LoadSample, LoadThresholds, classify, next_level,
-};
-use wizard_core::vocabulary::io::{ConnId, Note, Output};
+use wizard_core::machine::overload::level::{LevelState, LoadThresholds, classify, next_level};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{Note, Output};
+use wizard_core::vocabulary::load::LoadLevel;
+use wizard_core::vocabulary::load::LoadSample;
 use wizard_core::vocabulary::wire::CloseCode;
 
 use super::driver::{Driver, check_no_hand_leaks, config};

@@ -5,9 +5,9 @@
 //! transcript cannot (prefixes, lengths, the randomness behind them).
 
 use serde_json::Value;
-use wizard_core::machine::lobby::{CODE_ALPHABET, CODE_CHARS};
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::rng::TOKEN_CHARS;
+use wizard_core::vocabulary::shard::{CODE_ALPHABET, CODE_CHARS};
 use wizard_core::vocabulary::shard::{SHARDED_TOKEN_CHARS, ShardId, owner_of, token_owner};
 use wizard_core::vocabulary::wire::ClientMessage;
 

@@ -17,9 +17,10 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use wizard_core::machine::overload::level::LoadSample;
 use wizard_core::vocabulary::config::Config;
-use wizard_core::vocabulary::io::{BadFrame, ConnId, ConnKind, Delivery, Input, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{BadFrame, ConnKind, Delivery, Input, Output};
+use wizard_core::vocabulary::load::LoadSample;
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::{Server, Time};
 

@@ -4,7 +4,7 @@
 //! a player the host removed stays out for a while.
 
 use serde_json::{Value, json};
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::stats::RequestRefusal;
 
 use crate::driver::{Driver, config};

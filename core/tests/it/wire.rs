@@ -3,11 +3,11 @@
 //! arbitrary input.
 
 use proptest::prelude::*;
-use wizard_core::machine::overload::LoadLevel;
 use wizard_core::vocabulary::game::{
     Action, AiLevel, BidRestriction, Card, Event, Game, Observation, Options, Placing, PlayedCard,
     Suit,
 };
+use wizard_core::vocabulary::load::LoadLevel;
 use wizard_core::vocabulary::wire::{
     AiErrorCode, AiHealth, AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode,
     GameView, Health, LobbyStatus, LobbyView, PlayerView, ServerMessage, decode_ai_reply,
@@ -1123,7 +1123,8 @@ proptest! {
 /// `request_id` only when it does not decode.
 #[test]
 fn a_text_message_becomes_one_input_by_one_rule() {
-    use wizard_core::vocabulary::io::{ConnId, ConnKind, Input};
+    use wizard_core::vocabulary::ids::ConnId;
+    use wizard_core::vocabulary::io::{ConnKind, Input};
     // (kind, text, expected input kind, expected peeked request id)
     let cases: &[(ConnKind, &str, &str, Option<u64>)] = &[
         (ConnKind::Player, r#"{"type":"hello"}"#, "message", None),

@@ -19,7 +19,8 @@ use wizard_ai::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
 use wizard_core::Time;
 use wizard_core::vocabulary::game::level::{self, AiLevel};
 use wizard_core::vocabulary::game::{Action, Observation};
-use wizard_core::vocabulary::io::{ConnId, ConnKind};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::ConnKind;
 use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply, AiRequest};
 
 use crate::actors::ctx::Ctx;

@@ -10,7 +10,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use wizard_core::Time;
-use wizard_core::vocabulary::io::{ConnId, ConnKind};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::ConnKind;
 use wizard_core::vocabulary::wire::{self, ClientMessage};
 
 use crate::actors::ctx::Ctx;

@@ -9,7 +9,8 @@ use std::net::IpAddr;
 use rand_chacha::ChaCha12Rng;
 use wizard_core::Time;
 use wizard_core::vocabulary::game::Observation;
-use wizard_core::vocabulary::io::{ConnId, ConnKind};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::ConnKind;
 use wizard_core::vocabulary::wire::{self, ClientMessage, LobbyStatus};
 
 use crate::actors::ctx::Ctx;

@@ -6,7 +6,7 @@
 use rand::RngExt;
 use wizard_core::Time;
 use wizard_core::vocabulary::game::Event;
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::wire::{
     self, CloseCode, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage, peek,
 };

@@ -7,14 +7,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use wizard_core::machine::ai_bridge::AI_CONNECTIONS_MAX;
-use wizard_core::machine::overload::connections::TcpCaps;
 use wizard_core::machine::overload::level::{
-    LevelState, LoadSample, LoadThresholds, SampleClass, classify, next_level,
+    LevelState, LoadThresholds, SampleClass, classify, next_level,
 };
-use wizard_core::machine::session::LobbyId;
 use wizard_core::shell::door::Door;
+use wizard_core::shell::door::TcpCaps;
 use wizard_core::vocabulary::config::Config;
-use wizard_core::vocabulary::io::{BadFrame, ConnId, ConnKind, Input, MoveSource, Note, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::ids::LobbyId;
+use wizard_core::vocabulary::io::{BadFrame, ConnKind, Input, MoveSource, Note, Output};
+use wizard_core::vocabulary::load::LoadSample;
 use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply};
 use wizard_core::{Server, Time};
 

@@ -12,7 +12,8 @@
 use std::collections::BTreeMap;
 
 use wizard_core::Time;
-use wizard_core::vocabulary::io::{ConnId, Input};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::Input;
 use wizard_core::vocabulary::wire::{LobbyStatus, LobbyView};
 
 use crate::model::conn_map::ConnMap;

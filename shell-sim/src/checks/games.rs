@@ -11,8 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use wizard_core::Time;
-use wizard_core::machine::session::LobbyId;
-use wizard_core::vocabulary::io::{ConnId, Input, Note, Output};
+use wizard_core::vocabulary::ids::{ConnId, LobbyId};
+use wizard_core::vocabulary::io::{Input, Note, Output};
 use wizard_core::vocabulary::wire::{
     self, ClientMessage, LobbyStatus, LobbyView, ServerMessage, peek,
 };

@@ -3,10 +3,10 @@
 //! model and stalls, and the server's turn settings. docs/SIMULATION.md ("Progress")
 //! gives the derivation.
 
-use wizard_core::machine::timers::WAKE_GRID_US;
-use wizard_core::shell::batch::BATCH_INPUTS_MAX;
+use wizard_core::shell::pass::BATCH_INPUTS_MAX;
 use wizard_core::vocabulary::config::Config;
 use wizard_core::vocabulary::game::types::PLAYERS_MAX;
+use wizard_core::vocabulary::time::WAKE_GRID_US;
 
 use crate::runs::scenario::Scenario;
 

@@ -9,11 +9,12 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
-use wizard_core::machine::timers;
 use wizard_core::shell::door::Door;
+use wizard_core::shell::pass::{self, Pass};
 use wizard_core::shell::reply_wait::ReplyWait;
 use wizard_core::shell::ws::FrameReader;
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Delivery, Input, MoveSource, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Delivery, Input, MoveSource, Output};
 use wizard_core::vocabulary::wire::ClientMessage;
 use wizard_core::{Server, Time};
 
@@ -26,7 +27,7 @@ use crate::model::cpu::Cpu;
 use crate::model::net::{Arrive, Ev, Net};
 use crate::model::queue::EventQueue;
 
-pub use wizard_core::shell::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
+pub use wizard_core::shell::pass::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
 
 /// What one handled input was, for the checkers and the report.
 #[derive(Clone, Copy, Debug)]
@@ -330,13 +331,7 @@ impl Host {
         if self.finished_at.is_some() {
             return;
         }
-        let look = self.replies.next_look(now);
-        let deadline = match (self.server.poll_timeout().map(|(t, _)| t), look) {
-            (Some(d), Some(l)) => Some(d.min(l)),
-            (d, l) => d.or(l),
-        };
-        if let Some(deadline) = deadline {
-            let at = timers::wake_at(deadline, now);
+        if let Some(at) = pass::next_wake(self.server.poll_timeout(), &self.replies, now) {
             if self.timer_scheduled != Some(at) {
                 self.timer_scheduled = Some(at);
                 q.push(at, Ev::CoreTimer);
@@ -350,7 +345,7 @@ impl Host {
             self.timer_scheduled = None;
         }
         let answer_due = !self.held_replies.is_empty() && self.replies.wake_on_answer(now);
-        if answer_due || self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
+        if answer_due || pass::due(self.server.poll_timeout(), now) {
             self.wake(q, now);
         } else {
             self.schedule_timer(q, now);
@@ -441,14 +436,14 @@ impl Host {
             }
             self.inbox.push_back(input);
         }
-        for _ in 0..BATCH_INPUTS_MAX {
-            let Some(input) = self.inbox.pop_front() else {
-                break;
-            };
-            cpu_us += self.handle(now, input, &mut routed, observer);
-        }
-        if self.server.poll_timeout().is_some_and(|(t, _)| t <= now) {
-            cpu_us += self.handle(now, Input::Timeout, &mut routed, observer);
+        let pass = Pass::begin(now);
+        pass.drain(
+            self,
+            |host| host.inbox.pop_front(),
+            |host, now, input| cpu_us += host.handle(now, input, &mut routed, observer),
+        );
+        if let Some(timeout) = pass.timeout(self.server.poll_timeout()) {
+            cpu_us += self.handle(now, timeout, &mut routed, observer);
         }
         while self.inbox.len() < INBOX_CAPACITY {
             let Some(input) = self.blocked.pop_front() else {

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use wizard_core::Time;
 use wizard_core::shell::door::{Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX};
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 
 use crate::host::core_task::Host;
 use crate::model::net::{Ev, Net, Owner};

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 
 use wizard_core::Time;
 use wizard_core::shell::executor::{Class, READ_FRAMES_PER_YIELD, TICKS_PER_YIELD, Turns};
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 
 use crate::model::conn_map::ConnMap;
 

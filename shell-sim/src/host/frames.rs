@@ -7,7 +7,8 @@
 
 use wizard_core::Time;
 use wizard_core::shell::ws::{FrameReader, Read, opcode};
-use wizard_core::vocabulary::io::{ConnId, Input};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::Input;
 
 use crate::host::core_task::Host;
 use crate::model::net::Ev;

@@ -13,7 +13,8 @@
 
 use wizard_core::Time;
 use wizard_core::shell::keepalive::{Due, Keepalive};
-use wizard_core::vocabulary::io::{ConnId, Input};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::Input;
 
 use crate::host::core_task::Host;
 use crate::model::net::{Arrive, Ev, Net};

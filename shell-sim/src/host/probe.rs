@@ -4,8 +4,8 @@
 //! the simulated CPU instead of the kernel.
 
 use wizard_core::Time;
-use wizard_core::machine::overload::level::LoadSample;
 use wizard_core::shell::probe::{self, CpuReading};
+use wizard_core::vocabulary::load::LoadSample;
 
 use crate::model::cpu::CpuStat;
 

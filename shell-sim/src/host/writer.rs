@@ -9,7 +9,8 @@
 
 use wizard_core::Time;
 use wizard_core::shell::reply_wait::ReplyWait;
-use wizard_core::vocabulary::io::{ConnId, Delivery, Input, Note, Output, Router};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{Delivery, Input, Note, Output, Router};
 use wizard_core::vocabulary::wire::CloseCode;
 
 use crate::host::core_task::Host;

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 
 #[derive(Clone, Debug)]
 pub struct ConnMap<T> {

@@ -3,7 +3,7 @@
 //! spawn attacks and open-loop arrivals.
 
 use wizard_core::Time;
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 
 use crate::actors::client::Role;
 use crate::actors::ctx::Ctx;

@@ -4,10 +4,10 @@
 //! lobby), and the final checks.
 
 use wizard_core::Time;
-use wizard_core::machine::overload::LoadLevel;
 use wizard_core::machine::overload::level::SampleClass;
-use wizard_core::machine::session::LobbyId;
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::ids::LobbyId;
+use wizard_core::vocabulary::load::LoadLevel;
 use wizard_core::vocabulary::stats::{Counts, Tally};
 use wizard_core::vocabulary::wire::{CloseCode, ErrorCode, LobbyStatus};
 

@@ -5,7 +5,8 @@
 
 use wizard_core::Time;
 use wizard_core::vocabulary::game::{Event, Phase};
-use wizard_core::vocabulary::io::{ConnId, Note, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{Note, Output};
 use wizard_core::vocabulary::wire::LobbyStatus;
 
 use crate::recorded::*;

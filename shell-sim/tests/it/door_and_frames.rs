@@ -3,7 +3,7 @@
 //! beside honest games whose players keep coming back through the storm.
 
 use wizard_core::shell::door::Door;
-use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::ids::ConnId;
 
 use crate::common::{assert_clean, run, scenario};
 

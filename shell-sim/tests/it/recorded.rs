@@ -7,7 +7,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use wizard_core::vocabulary::config::Config;
 use wizard_core::vocabulary::game::{Event, Phase};
-use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Note, Output};
+use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::io::{ConnKind, Input, Note, Output};
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::vocabulary::wire::{
     self, ClientMessage, GameView, LobbyStatus, LobbyView, ServerMessage,

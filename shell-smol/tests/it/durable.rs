@@ -515,7 +515,7 @@ fn load_generator_bots_come_back_after_ten_kill_9s_and_a_sigterm() {
 #[test]
 fn the_write_ahead_log_stays_bounded_under_steady_writes() {
     use wizard_core::machine::records::Record;
-    use wizard_core::machine::session::SessionId;
+    use wizard_core::vocabulary::ids::SessionId;
     use wizard_server::store::Store;
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
@@ -612,7 +612,7 @@ fn frames(rows_per_frame: &[&[(u64, &str)]]) -> (Vec<u8>, Vec<usize>) {
 /// Session `n`'s record, for the store tests.
 fn session(n: u64) -> wizard_core::machine::records::Record {
     wizard_core::machine::records::Record::Session {
-        session: wizard_core::machine::session::SessionId(n),
+        session: wizard_core::vocabulary::ids::SessionId(n),
         player_id: format!("p{n}"),
         token_sha256: format!("{n:064x}"),
     }
@@ -964,7 +964,7 @@ fn a_fold_keeps_the_generation_until_it_is_half_full() {
     assert_eq!(seqs, [1, 2, 3]);
     // Past half full: the next fold starts a new generation and deletes this one.
     let big = |n: u64| wizard_core::machine::records::Record::Session {
-        session: wizard_core::machine::session::SessionId(n),
+        session: wizard_core::vocabulary::ids::SessionId(n),
         player_id: "x".repeat(64 * 1024),
         token_sha256: format!("{n:064x}"),
     };
@@ -984,7 +984,7 @@ fn a_fold_keeps_the_generation_until_it_is_half_full() {
 #[test]
 fn the_store_compacts_what_a_restore_no_longer_needs() {
     use wizard_core::machine::records::Record;
-    use wizard_core::machine::session::SessionId;
+    use wizard_core::vocabulary::ids::SessionId;
     use wizard_server::store::Store;
     let session = |n: u64, round: u64| Record::Session {
         session: SessionId(n),
@@ -1024,8 +1024,8 @@ fn the_store_compacts_what_a_restore_no_longer_needs() {
 #[test]
 fn an_open_reads_many_batches_in_order_and_names_a_damaged_row() {
     use wizard_core::machine::records::Record;
-    use wizard_core::machine::session::{LobbyId, SessionId};
     use wizard_core::vocabulary::game::Action;
+    use wizard_core::vocabulary::ids::{LobbyId, SessionId};
     use wizard_core::vocabulary::io::MoveSource;
     use wizard_server::store::Store;
     let record = |n: u64| {

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use futures_lite::StreamExt;
 use wizard_core::machine::records::Record;
-use wizard_core::machine::session::SessionId;
 use wizard_core::vocabulary::game::Observation;
+use wizard_core::vocabulary::ids::SessionId;
 use wizard_core::vocabulary::shard::ShardId;
 use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server};
 use wizard_server::pg_store::{PgStore, lock_key};

@@ -501,7 +501,7 @@ fn a_game_that_cannot_be_replayed_is_set_aside_and_its_player_told() {
         .unwrap();
     assert!(seq > 0 && !body.is_empty());
     let bad = wizard_core::machine::records::Record::Move {
-        lobby: wizard_core::machine::session::LobbyId(1),
+        lobby: wizard_core::vocabulary::ids::LobbyId(1),
         game_no: 1,
         seat: 0,
         action: wizard_core::vocabulary::game::Action::Bid { bid: 200 },

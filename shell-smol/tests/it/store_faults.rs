@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use wizard_core::machine::records::Record;
-use wizard_core::machine::session::SessionId;
+use wizard_core::vocabulary::ids::SessionId;
 use wizard_server::store::{FaultPoint, Faults, SqliteOptions, Store};
 
 use super::durable::TempDir;

@@ -5,38 +5,10 @@
 //! a double close or an unknown id changes nothing, and a slot can neither leak nor go
 //! negative. It has no clock: connections are counted, not timed.
 
-use crate::vocabulary::io::{ConnId, RefuseReason};
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::io::RefuseReason;
 use crate::vocabulary::limiter::IpKey;
 use std::collections::BTreeMap;
-
-/// Slots kept for `/health`, `/metrics` and `/ready` above the socket cap (see `door.rs`).
-pub const TCP_RESERVE_SLOTS: usize = 16;
-
-/// The shell's cap on open sockets, before any HTTP or websocket work: `cap` sockets
-/// are served fully (`conns_max` players plus headroom for handshakes in flight, AI
-/// connections, the players the core refuses with 1013, who must reach it to be told
-/// `busy`, or holds until their `hello`, and players of running games it admits past
-/// `conns_max` when they come back); up to `hard_cap` only `/health`, `/metrics` and
-/// `/ready` answer and anything else gets HTTP 503; past it a socket is closed at once
-/// (told `busy`). Sockets over `SOCKET_RATE` go to the door's probe lane instead, which
-/// is bounded apart ([`crate::shell::door::PROBE_LANE_SOCKETS_MAX`]). The simulator applies the
-/// same caps, so the core never sees more connections than `cap`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TcpCaps {
-    pub cap: usize,
-    pub hard_cap: usize,
-}
-
-impl TcpCaps {
-    pub fn for_conns_max(conns_max: usize) -> TcpCaps {
-        let headroom = (conns_max / 4).max(16);
-        let cap = conns_max.saturating_add(headroom);
-        TcpCaps {
-            cap,
-            hard_cap: cap.saturating_add(TCP_RESERVE_SLOTS),
-        }
-    }
-}
 
 /// Counts open connections in total and per [`IpKey`].
 #[derive(Clone, Debug)]

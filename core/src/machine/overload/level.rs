@@ -22,21 +22,7 @@
 //! samples that began while still overloaded counts toward `busy -> normal`.
 //! `overload_samples` and `recover_samples` below 1 act as 1.
 
-use super::LoadLevel;
-
-/// One load probe report, covering the interval since the previous one.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LoadSample {
-    /// Largest event-loop lag seen in the interval.
-    pub lag_us_max: u64,
-    /// 99th percentile of the event-loop lag in the interval.
-    pub lag_us_p99: u64,
-    /// Process CPU time over the interval as a share of the CPU quota, where the quota
-    /// is capped at one core (the game logic runs on one core): 1.0 is saturation.
-    pub cpu_share: f64,
-    /// Share of the cgroup's scheduling periods in the interval that were throttled.
-    pub throttled_share: f64,
-}
+use crate::vocabulary::load::{LoadLevel, LoadSample};
 
 /// Thresholds of [`classify`] and run lengths of [`next_level`].
 #[derive(Clone, Copy, Debug, PartialEq)]

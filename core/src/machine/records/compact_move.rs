@@ -10,8 +10,8 @@
 //! are `h` (human), `a` (AI) and `f` (fallback); `autoplayed` is `0` or `1`.
 
 use super::{Record, RecordError};
-use crate::machine::session::LobbyId;
 use crate::vocabulary::game::{Action, Seat};
+use crate::vocabulary::ids::LobbyId;
 use crate::vocabulary::io::MoveSource;
 
 /// How a compact move's text begins: the version, then the kind.

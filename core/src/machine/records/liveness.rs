@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use super::Record;
 use crate::machine::profiles;
-use crate::machine::session::{LobbyId, SessionId};
+use crate::vocabulary::ids::{LobbyId, SessionId};
 
 /// What a record is, as a store keeps it beside its body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,8 +13,10 @@
 //! - a running game whose humans are all disconnected: dormant after
 //!   `ABANDONED_GAME_TTL` (no moves, no `MAX_ACTIVE_GAMES` slot) until one comes back.
 
-use crate::machine::session::{Evict, LobbyId, SessionId};
-use crate::vocabulary::io::{ConnId, Note, Output};
+use crate::machine::session::Evict;
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::ids::{LobbyId, SessionId};
+use crate::vocabulary::io::{Note, Output};
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::LobbyStatus;
 

@@ -4,12 +4,14 @@
 
 use std::net::IpAddr;
 
-use crate::vocabulary::io::{ConnId, ConnKind, FallbackReason, Note, Output, RefuseReason};
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::io::{ConnKind, FallbackReason, Note, Output, RefuseReason};
 use crate::vocabulary::limiter::{IpKey, TokenBucket};
 use crate::vocabulary::time::{Time, US_PER_MS};
 use crate::vocabulary::wire::{CloseCode, ErrorCode, LobbyStatus};
 
-use super::{Conn, HELLO_GRACE_US, Server, TimerKey, rate_from};
+use super::{Conn, HELLO_GRACE_US, Server, TimerKey};
+use crate::vocabulary::limiter::rate_from;
 
 /// A dropped message is answered with `rate_limited` the first time and then once
 /// every this many drops (PROTOCOL.md section 2): the sender learns it is throttled

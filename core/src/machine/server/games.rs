@@ -6,12 +6,13 @@ use rand_chacha::ChaCha12Rng;
 
 use crate::machine::ai_bridge::{Answer, Ask, Outcome, Pending};
 use crate::machine::lobby::LobbyError;
-use crate::machine::session::{LobbyId, SessionId};
 use crate::machine::turns::{Decider, TurnState, TurnTiming};
 use crate::vocabulary::game::level::{self, AiLevel};
 use crate::vocabulary::game::{Action, Event, Observation, Phase, Seat};
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::{
-    ConnId, ConnKind, DecidedBy, Delivery, FallbackReason, MoveSource, Note, Output,
+    ConnKind, DecidedBy, Delivery, FallbackReason, MoveSource, Note, Output,
 };
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{self, AiReply, AiRequest, LobbyStatus};

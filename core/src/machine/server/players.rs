@@ -2,8 +2,9 @@
 //! admission rules for new games.
 
 use crate::machine::lobby::{LobbyError, clean_name};
-use crate::machine::session::{LobbyId, SessionId};
-use crate::vocabulary::io::{ConnId, Delivery, Note, Output, RefuseReason};
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::ids::{LobbyId, SessionId};
+use crate::vocabulary::io::{Delivery, Note, Output, RefuseReason};
 use crate::vocabulary::limiter::IpKey;
 use crate::vocabulary::rng;
 use crate::vocabulary::shard::{elsewhere, token_owner};

@@ -1,5 +1,5 @@
 //! Public tables and quick play (PROTOCOL.md 7.2): `list_tables` from the lobby
-//! manager's index of public tables, and the quick-play pool (`core/src/matchmaker.rs`)
+//! manager's index of public tables, and the quick-play pool (`core/src/machine/matchmaker.rs`)
 //! driven like the other sub-machines: tickets in on `quick_play`, out on
 //! `cancel_quick_play`, on leaving or going to another lobby, on the connection
 //! closing or being replaced; its wake-up in the timer set; the tables it forms
@@ -7,10 +7,10 @@
 
 use crate::machine::lobby::{LobbyError, clean_name};
 use crate::machine::matchmaker::{Group, QueueError, RATING_DEFAULT, SEATS_DEFAULT};
-use crate::machine::session::SessionId;
 use crate::vocabulary::game::AiLevel;
 use crate::vocabulary::game::types::{PLAYERS_MAX, PLAYERS_MIN};
-use crate::vocabulary::io::{ConnId, Delivery, Note, Output};
+use crate::vocabulary::ids::{ConnId, SessionId};
+use crate::vocabulary::io::{Delivery, Note, Output};
 use crate::vocabulary::stats::{QuickPlayRefusal, RequestRefusal};
 use crate::vocabulary::time::{Time, US_PER_MS};
 use crate::vocabulary::wire::{self, ErrorCode, ServerMessage, TableView};

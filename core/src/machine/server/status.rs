@@ -3,8 +3,9 @@
 //! the breaker's state).
 
 use crate::machine::overload::breaker::BreakerState;
-use crate::machine::overload::level::LoadSample;
-use crate::vocabulary::io::{ConnId, ConnKind, Delivery, Note, Output};
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::io::{ConnKind, Delivery, Note, Output};
+use crate::vocabulary::load::LoadSample;
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{self, CloseCode, ServerMessage};
 

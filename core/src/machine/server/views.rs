@@ -4,8 +4,8 @@
 
 use crate::machine::lobby::{Lobby, Occupant};
 use crate::machine::rating::Figure;
-use crate::machine::session::{LobbyId, SessionId};
 use crate::vocabulary::game::{Event, Game, ObservationJson, Seat};
+use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::{Delivery, Output};
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{LobbyView, PlayerView};
@@ -70,10 +70,13 @@ fn state_text(
 }
 
 /// The lobby part of `state` as last sent and its JSON, reused while the lobby looks
-/// the same (every move would otherwise encode it again). A [`Lobby`] keeps one; only
-/// this module reads or fills it.
-#[derive(Debug, Default)]
-pub(crate) struct LobbyViewCache(Option<(LobbyView, String)>);
+/// the same (every move would otherwise encode it again). The server keeps one per
+/// lobby shown; only this module reads or fills them.
+#[derive(Debug)]
+pub(super) struct LobbyViewCache {
+    view: LobbyView,
+    json: String,
+}
 
 /// The empty view: not seated anywhere.
 pub(super) const EMPTY_STATE: &str = r#"{"type":"state","lobby":null,"game":null,"events":[]}"#;
@@ -155,20 +158,26 @@ impl Server {
         let Some(lobby) = self.lobbies.get(lobby_id) else {
             return false;
         };
-        let fresh = match &lobby.view_cache().0 {
-            Some((view, _)) if self.lobby_view_is(view, lobby) => {
-                debug_assert_eq!(*view, self.lobby_view(lobby), "stale lobby view");
+        let fresh = match self.lobby_views.get(&lobby_id) {
+            Some(cache) if self.lobby_view_is(&cache.view, lobby) => {
+                debug_assert_eq!(cache.view, self.lobby_view(lobby), "stale lobby view");
                 None
             }
             _ => Some(self.lobby_view(lobby)),
         };
         if let Some(view) = fresh {
             let json = serde_json::to_string(&view).unwrap_or_default();
-            if let Some(l) = self.lobbies.get_mut(lobby_id) {
-                l.replace_view_cache(LobbyViewCache(Some((view, json))));
-            }
+            self.lobby_views
+                .insert(lobby_id, LobbyViewCache { view, json });
         }
         true
+    }
+
+    /// The cached views of lobbies deleted during this input go with them.
+    pub(super) fn release_gone_views(&mut self) {
+        for lobby in self.lobbies.gone() {
+            self.lobby_views.remove(lobby);
+        }
     }
 
     /// Milliseconds left for `to_act` in `lobby` when that seat is a timed human.
@@ -194,11 +203,10 @@ impl Server {
         let Some(lobby) = self.lobbies.get(lobby_id) else {
             return;
         };
-        let lobby_json = lobby
-            .view_cache()
-            .0
-            .as_ref()
-            .map_or("null", |(_, j)| j.as_str());
+        let lobby_json = self
+            .lobby_views
+            .get(&lobby_id)
+            .map_or("null", |c| c.json.as_str());
         let events_json = serde_json::to_string(events).unwrap_or_else(|_| "[]".to_string());
         let public = lobby.game().map(Game::observation_json);
         for (seat, info) in (0u8..).zip(lobby.seats()) {

@@ -18,15 +18,17 @@
 use crate::machine::audience::{Audience, CHAT_CHARS_MAX};
 use crate::machine::lobby::{LobbyError, clean_name};
 use crate::machine::removed::RemovedPlayer;
-use crate::machine::session::{LobbyId, SessionId};
-use crate::vocabulary::io::{ConnId, Delivery, Output};
+use crate::vocabulary::ids::ConnId;
+use crate::vocabulary::ids::{LobbyId, SessionId};
+use crate::vocabulary::io::{Delivery, Output};
 use crate::vocabulary::limiter::{IpKey, Rate, TokenBucket};
 use crate::vocabulary::shard::{elsewhere, owner_of};
 use crate::vocabulary::stats::RequestRefusal;
 use crate::vocabulary::time::{Time, US_PER_MS};
 use crate::vocabulary::wire::{self, ClientMessage, ErrorCode, ServerMessage};
 
-use super::{Server, TimerKey, rate_from};
+use super::{Server, TimerKey};
+use crate::vocabulary::limiter::rate_from;
 
 /// The `error` text for a lobby the session's player (or address) was removed from.
 const REMOVED_FROM: &str = "The host removed you from this lobby.";

@@ -10,10 +10,10 @@
 //! closed with 1008.
 
 use super::decode::{Control, Decoder, Event, Limits};
-use crate::machine::server::rate_from;
 use crate::vocabulary::config::Config;
 use crate::vocabulary::io::BadFrame;
 use crate::vocabulary::limiter::TokenBucket;
+use crate::vocabulary::limiter::rate_from;
 use crate::vocabulary::time::Time;
 
 /// What [`FrameBudget::charge`] decided.

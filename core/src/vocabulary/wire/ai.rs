@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::machine::overload::LoadLevel;
 use crate::vocabulary::game::{Action, AiLevel, Observation};
+use crate::vocabulary::load::LoadLevel;
 
 use super::codec::{DecodeError, envelope, envelope_object, fields, to_json, unknown_type};
 
