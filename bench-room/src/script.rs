@@ -141,7 +141,13 @@ pub fn record() -> Result<Script, RecordError> {
             kind: ConnKind::Player,
             ip: std::net::IpAddr::from([10, 0, 0, seat as u8 + 1]),
         });
-        let got = r.send(seat, ClientMessage::Hello { token: None });
+        let got = r.send(
+            seat,
+            ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        );
         if seat == 0 {
             hello = got[0]
                 .iter()

@@ -65,7 +65,13 @@ impl Table {
                 kind: ConnKind::Player,
                 ip,
             });
-            t.input(message(conn, ClientMessage::Hello { token: None }));
+            t.input(message(
+                conn,
+                ClientMessage::Hello {
+                    token: None,
+                    deltas: false,
+                },
+            ));
         }
         t.input(message(
             ConnId(1),
@@ -190,7 +196,13 @@ fn benches(c: &mut Criterion) {
         );
         server.handle(
             Time::ZERO,
-            message(ConnId(9), ClientMessage::Hello { token: None }),
+            message(
+                ConnId(9),
+                ClientMessage::Hello {
+                    token: None,
+                    deltas: false,
+                },
+            ),
             &mut out,
         );
         for _ in 0..40 {
@@ -233,7 +245,13 @@ fn benches(c: &mut Criterion) {
                 let start = Instant::now();
                 server.handle(
                     Time::ZERO,
-                    message(conn, ClientMessage::Hello { token: None }),
+                    message(
+                        conn,
+                        ClientMessage::Hello {
+                            token: None,
+                            deltas: false,
+                        },
+                    ),
                     &mut out,
                 );
                 spent += start.elapsed();

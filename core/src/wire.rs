@@ -17,6 +17,8 @@
 mod ai;
 mod codec;
 mod codes;
+pub mod held;
+pub mod merge_patch;
 pub mod peek;
 
 use serde::{Deserialize, Serialize};
@@ -45,7 +47,13 @@ pub enum ClientMessage {
     Hello {
         #[serde(default)]
         token: Option<String>,
+        /// The client takes `delta` frames after its first full `state` (PROTOCOL.md
+        /// 7.5); absent is false, and then nothing changes for it.
+        #[serde(default, skip_serializing_if = "is_false")]
+        deltas: bool,
     },
+    /// Asks for a full `state` (after a `delta` whose `base` is not the last `seq`).
+    Resync,
     CreateLobby {
         name: String,
     },
@@ -92,6 +100,7 @@ impl ClientMessage {
     pub fn type_name(&self) -> &'static str {
         match self {
             ClientMessage::Hello { .. } => "hello",
+            ClientMessage::Resync => "resync",
             ClientMessage::CreateLobby { .. } => "create_lobby",
             ClientMessage::JoinLobby { .. } => "join_lobby",
             ClientMessage::LeaveLobby => "leave_lobby",
@@ -160,6 +169,21 @@ pub enum ServerMessage {
     /// reader's queue dropped them so that chat never costs it the connection, or a
     /// history replay was cut short.
     ChatGap { missed: u32 },
+    /// The change from the `state` numbered `base` to the one numbered `seq`, for a
+    /// client that said `hello {deltas: true}` (PROTOCOL.md 7.5): `patch` is a JSON
+    /// Merge Patch of the state's `lobby` and `game` ([`merge_patch`]); `events` are
+    /// the new state's. (Decoded into a tree its members lose their order: apply the
+    /// patch to the text with [`merge_patch::apply`] for exact views.)
+    Delta {
+        seq: u64,
+        base: u64,
+        patch: serde_json::Value,
+        events: Vec<Event>,
+    },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Where a lobby stands.
@@ -217,9 +241,11 @@ pub struct GameView {
 pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
     let type_name = envelope(text)?;
     let message = match type_name.as_ref() {
-        "hello" => {
-            fields::<HelloFields>(text, "hello").map(|f| ClientMessage::Hello { token: f.token })?
-        }
+        "hello" => fields::<HelloFields>(text, "hello").map(|f| ClientMessage::Hello {
+            token: f.token,
+            deltas: f.deltas,
+        })?,
+        "resync" => ClientMessage::Resync,
         "create_lobby" => fields::<NameFields>(text, "create_lobby")
             .map(|f| ClientMessage::CreateLobby { name: f.name })?,
         "join_lobby" => {
@@ -294,6 +320,12 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
         }),
         "chat_gap" => fields::<ChatGapFields>(text, "chat_gap")
             .map(|f| ServerMessage::ChatGap { missed: f.missed }),
+        "delta" => fields::<DeltaFields>(text, "delta").map(|f| ServerMessage::Delta {
+            seq: f.seq,
+            base: f.base,
+            patch: f.patch,
+            events: f.events,
+        }),
         other => Err(unknown_type(other)),
     }
 }
@@ -316,6 +348,16 @@ pub fn encode_client(message: &ClientMessage) -> String {
 struct HelloFields {
     #[serde(default)]
     token: Option<String>,
+    #[serde(default)]
+    deltas: bool,
+}
+
+#[derive(Deserialize)]
+struct DeltaFields {
+    seq: u64,
+    base: u64,
+    patch: serde_json::Value,
+    events: Vec<Event>,
 }
 
 #[derive(Deserialize)]

@@ -84,7 +84,14 @@ async fn until_msg<T>(
 /// Connects from `from` and says hello; the welcome, or `None` (counted).
 async fn hello(ctx: &Ctx, from: IpAddr, attack: Attack, w: Window) -> Option<Ws> {
     let mut ws = open(ctx, from, true).await?;
-    let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
+    let _ = send(
+        &mut ws,
+        &ClientMessage::Hello {
+            token: None,
+            deltas: false,
+        },
+    )
+    .await;
     let welcomed = until_msg(ctx, &mut ws, attack, w, |m| match m {
         ServerMessage::Welcome { .. } => Some(true),
         ServerMessage::Error {

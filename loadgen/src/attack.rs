@@ -204,7 +204,14 @@ async fn storm(ctx: &Rc<Ctx>, from: std::net::IpAddr, w: Window) {
             Timer::after(Duration::from_millis(1)).await;
             continue;
         };
-        let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
+        let _ = send(
+            &mut ws,
+            &ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        )
+        .await;
         let outcome = async {
             while let Some(Ok(message)) = ws.next().await {
                 match message {
@@ -251,7 +258,14 @@ async fn flood(ctx: &Rc<Ctx>, attack: Attack, from: std::net::IpAddr, w: Window)
             Timer::after(Duration::from_millis(100)).await;
             continue;
         };
-        let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
+        let _ = send(
+            &mut ws,
+            &ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        )
+        .await;
         let message = if attack != Attack::LobbySpam {
             ClientMessage::LeaveLobby
         } else {

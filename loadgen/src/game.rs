@@ -8,6 +8,7 @@ use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
 use wizard_core::game::{Action, Phase};
+use wizard_core::wire::held::{HeldState, Taken};
 use wizard_core::wire::{
     ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client, peek,
 };
@@ -108,7 +109,16 @@ pub(super) async fn player(
     // `resume`: the game part of the last state, and when the connection ended.
     let mut last_game = String::new();
     let mut broke: Option<(Instant, String)> = None;
-    let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
+    // With deltas: the state as this bot holds it (PROTOCOL.md 7.5).
+    let mut held = HeldState::default();
+    let _ = send(
+        &mut ws,
+        &ClientMessage::Hello {
+            token: None,
+            deltas: s.deltas,
+        },
+    )
+    .await;
     loop {
         if let Some(code) = ended.take() {
             // The connection ended before the run: come back with the token if the
@@ -201,9 +211,30 @@ pub(super) async fn player(
                 }
                 ended = Some(code);
             }
-            Wake::Message(Some(Ok(Message::Text(text)))) if peek::frame_type(&text) == "state" => {
+            Wake::Message(Some(Ok(Message::Text(text))))
+                if matches!(peek::frame_type(&text), "state" | "delta") =>
+            {
+                ctx.stats.borrow_mut().state_bytes += text.len() as u64;
+                let text = if s.deltas {
+                    match held.take(&text) {
+                        Ok(Taken::Full | Taken::Delta) => held.text(),
+                        Ok(Taken::Gap) => {
+                            count_error(&ctx, "delta gap");
+                            if !send(&mut ws, &ClientMessage::Resync).await {
+                                break;
+                            }
+                            continue;
+                        }
+                        Ok(Taken::Other) | Err(_) => {
+                            count_error(&ctx, "undecodable");
+                            continue;
+                        }
+                    }
+                } else {
+                    text.as_str()
+                };
                 let want_events = (host && ctx.measuring(now)) || awaiting.is_some();
-                let Some(state) = seen.state(&text, want_events) else {
+                let Some(state) = seen.state(text, want_events) else {
                     count_error(&ctx, "undecodable");
                     continue;
                 };
@@ -428,7 +459,9 @@ pub(super) async fn player(
                         }
                     }
                     // A `state` that does not start as the core writes it.
-                    ServerMessage::State { .. } => count_error(&ctx, "state layout"),
+                    ServerMessage::State { .. } | ServerMessage::Delta { .. } => {
+                        count_error(&ctx, "state layout")
+                    }
                 }
             }
             Wake::Message(Some(Ok(_))) => {}
@@ -492,6 +525,7 @@ async fn rejoin(ctx: &Ctx, from: std::net::IpAddr, token: Option<&str>) -> Optio
         if let Some(mut ws) = open_at(ctx, from, false, &path).await {
             let hello = ClientMessage::Hello {
                 token: token.map(str::to_owned),
+                deltas: ctx.settings.deltas,
             };
             let _ = send(&mut ws, &hello).await;
             let until = Instant::now() + Duration::from_secs(5);

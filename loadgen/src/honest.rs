@@ -127,7 +127,14 @@ pub(super) async fn newcomers(ex: Exec, ctx: Rc<Ctx>) {
 
 /// The newcomer's script; false when something on the way was refused (counted).
 async fn newcomer(ctx: &Ctx, ws: &mut net::Ws) -> bool {
-    let _ = send(ws, &ClientMessage::Hello { token: None }).await;
+    let _ = send(
+        ws,
+        &ClientMessage::Hello {
+            token: None,
+            deltas: false,
+        },
+    )
+    .await;
     if !expect(ctx, ws, true, |m| matches!(m, ServerMessage::State { .. })).await {
         return false;
     }

@@ -29,7 +29,14 @@ pub(super) async fn idle_run(ctx: &Rc<Ctx>, server: &procfs::Sampler) -> Value {
         let Some(mut ws) = open(ctx, source_ip(0, i / s.per_ip), false).await else {
             continue;
         };
-        let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
+        let _ = send(
+            &mut ws,
+            &ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        )
+        .await;
         // Read up to the state that follows welcome and server_status.
         let ok = async {
             while let Some(Ok(m)) = ws.next().await {

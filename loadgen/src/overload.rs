@@ -150,7 +150,14 @@ fn moves_in(events: &[Event]) -> u64 {
 async fn game(i: usize, args: Args, shared: Arc<Shared>) {
     let from = IpAddr::from([127, 0, 0, 10 + u8::try_from(i % 200).unwrap()]);
     let mut ws = connect(args.addr, from).await;
-    send(&mut ws, &ClientMessage::Hello { token: None }).await;
+    send(
+        &mut ws,
+        &ClientMessage::Hello {
+            token: None,
+            deltas: false,
+        },
+    )
+    .await;
     let mut accepting = true;
     // Create the lobby (retry while refused) and add the AI seats.
     let mut seats = 0;
@@ -264,7 +271,14 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
 /// overloaded; records what it was told.
 async fn create_probe(args: Args, refused_busy: Arc<AtomicU64>, created: Arc<AtomicU64>) {
     let mut ws = connect(args.addr, IpAddr::from([127, 0, 0, 250])).await;
-    send(&mut ws, &ClientMessage::Hello { token: None }).await;
+    send(
+        &mut ws,
+        &ClientMessage::Hello {
+            token: None,
+            deltas: false,
+        },
+    )
+    .await;
     while let Some(message) = recv(&mut ws).await {
         match message {
             ServerMessage::ServerStatus {

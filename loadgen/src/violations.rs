@@ -340,7 +340,14 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
         return;
     };
     let mut code = None;
-    let _ = send(&mut host, &ClientMessage::Hello { token: None }).await;
+    let _ = send(
+        &mut host,
+        &ClientMessage::Hello {
+            token: None,
+            deltas: false,
+        },
+    )
+    .await;
     let _ = send(
         &mut host,
         &ClientMessage::CreateLobby {
@@ -364,7 +371,14 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
         let Some(mut ws) = open(ctx, source_ip(1, 1 + k), true).await else {
             continue;
         };
-        let _ = send(&mut ws, &ClientMessage::Hello { token: None }).await;
+        let _ = send(
+            &mut ws,
+            &ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        )
+        .await;
         let join = ClientMessage::JoinLobby {
             code: code.clone(),
             name: name.into(),

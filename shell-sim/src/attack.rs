@@ -122,7 +122,10 @@ impl Attacker {
         }
         let ready = now.plus_us(3 * cx.net.latency_us(conn) + 1);
         if self.spec.kind != AttackKind::Storm {
-            let hello = wire::encode_client(&ClientMessage::Hello { token: None });
+            let hello = wire::encode_client(&ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            });
             cx.q.push(
                 ready,
                 Ev::ServerArrive {

@@ -197,7 +197,14 @@ impl Client {
             }
             self.hello_at = None;
             let token = self.token.clone();
-            self.send(cx, now, &ClientMessage::Hello { token });
+            self.send(
+                cx,
+                now,
+                &ClientMessage::Hello {
+                    token,
+                    deltas: false,
+                },
+            );
         }
         if !self.welcomed {
             return;

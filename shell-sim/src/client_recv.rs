@@ -60,6 +60,7 @@ impl Client {
                 }) => self.on_error(cx, now, code, retry_after_ms),
                 Ok(
                     ServerMessage::State { .. }
+                    | ServerMessage::Delta { .. }
                     | ServerMessage::Chat { .. }
                     | ServerMessage::ChatGap { .. },
                 )

@@ -24,7 +24,9 @@ impl Server {
     ) {
         if self.conns.get(&conn).is_some_and(|c| c.waiting.is_some()) {
             let admitted = match &message {
-                ClientMessage::Hello { token } => self.admit_waiting(conn, token.as_deref(), out),
+                ClientMessage::Hello { token, .. } => {
+                    self.admit_waiting(conn, token.as_deref(), out)
+                }
                 _ => {
                     self.refuse_waiting(conn, None, out);
                     false
@@ -36,7 +38,8 @@ impl Server {
         }
         let session = self.conns.get(&conn).and_then(|c| c.session);
         let Some(session) = session else {
-            if let ClientMessage::Hello { token } = message {
+            if let ClientMessage::Hello { token, deltas } = message {
+                self.set_deltas(conn, deltas);
                 self.hello(now, conn, token.as_deref(), out);
             } else {
                 self.send_error(
@@ -54,8 +57,22 @@ impl Server {
             self.send_error(conn, e.code(), &e.message(), None, out);
             return;
         }
+        if matches!(
+            message,
+            ClientMessage::CreateLobby { .. }
+                | ClientMessage::JoinLobby { .. }
+                | ClientMessage::Spectate { .. }
+                | ClientMessage::Resync
+        ) {
+            // The full `state` that a join and a resync send (PROTOCOL.md 7.5).
+            self.send_full_next(conn);
+        }
         let result = match message {
             ClientMessage::Hello { .. } => Err(LobbyError::NotAllowed("Already said hello.")),
+            ClientMessage::Resync => {
+                self.send_state(now, session, out);
+                Ok(())
+            }
             ClientMessage::Spectate { code, name } => {
                 self.spectate(now, conn, session, &code, &name, out)
             }

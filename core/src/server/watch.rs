@@ -48,6 +48,7 @@ impl Server {
                 ClientMessage::LeaveLobby
                     | ClientMessage::Chat { .. }
                     | ClientMessage::Hello { .. }
+                    | ClientMessage::Resync
             )
     }
 

@@ -160,6 +160,7 @@ impl Driver {
             conn,
             &ClientMessage::Hello {
                 token: token.map(str::to_string),
+                deltas: false,
             },
         );
     }

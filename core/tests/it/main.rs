@@ -8,6 +8,7 @@ mod bot;
 mod cards;
 mod cgroup;
 mod config;
+mod deltas;
 mod door;
 mod driver;
 mod durable;

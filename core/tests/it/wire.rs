@@ -86,13 +86,23 @@ fn client_messages_decode() {
     let cases = [
         (
             r#"{"type":"hello","token":null}"#,
-            ClientMessage::Hello { token: None },
+            ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
         ),
-        (r#"{"type":"hello"}"#, ClientMessage::Hello { token: None }),
+        (
+            r#"{"type":"hello"}"#,
+            ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        ),
         (
             r#"{"type":"hello","token":"abc-_12"}"#,
             ClientMessage::Hello {
                 token: Some("abc-_12".into()),
+                deltas: false,
             },
         ),
         (
@@ -197,6 +207,7 @@ fn unknown_fields_are_ignored_everywhere() {
             r#"{"type":"hello","token":"t","extra":[1,{"a":null}],"v":2}"#,
             ClientMessage::Hello {
                 token: Some("t".into()),
+                deltas: false,
             },
         ),
         (
@@ -363,7 +374,10 @@ fn junk_client_messages_are_typed_errors() {
     let deep = format!(r#"{{"type":"hello","x":{open}{close}}}"#);
     assert_eq!(
         decode_client(&deep),
-        Ok(ClientMessage::Hello { token: None })
+        Ok(ClientMessage::Hello {
+            token: None,
+            deltas: false
+        })
     );
     let deep = format!(r#"{{"type":"action","action":{open}{close}}}"#);
     assert_error("deep action", decode_client(&deep), &bad_field());
@@ -510,9 +524,13 @@ fn every_client_message() -> Vec<ClientMessage> {
         ClientMessage::Chat {
             text: "<script>alert(\"x\")</script> \u{e9}".into(),
         },
-        ClientMessage::Hello { token: None },
+        ClientMessage::Hello {
+            token: None,
+            deltas: false,
+        },
         ClientMessage::Hello {
             token: Some("s3cr3t".into()),
+            deltas: false,
         },
         ClientMessage::CreateLobby {
             name: "Ann \"the\" \u{e9}\u{1f0cf}".into(),
@@ -764,7 +782,10 @@ fn encodings_follow_the_protocol_text() {
             r#"{"type":"action","action":{"kind":"play","card":"h12"}}"#,
         ),
         (
-            encode_client(&ClientMessage::Hello { token: None }),
+            encode_client(&ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            }),
             r#"{"type":"hello","token":null}"#,
         ),
         (

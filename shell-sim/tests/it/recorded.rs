@@ -138,7 +138,13 @@ impl Recorder {
             kind: ConnKind::Player,
             ip,
         });
-        self.send(conn, ClientMessage::Hello { token });
+        self.send(
+            conn,
+            ClientMessage::Hello {
+                token,
+                deltas: false,
+            },
+        );
     }
 
     fn view(&self, conn: ConnId) -> Option<(LobbyView, Option<GameView>)> {

@@ -107,7 +107,14 @@ fn at_max_sessions_a_new_player_evicts_a_session_that_holds_no_running_game() {
         assert!(view.lobby.unwrap().players.iter().all(|p| p.id != bob_id));
         // ...and the next one is refused: Ann's seat in a running game is kept.
         let mut late = ws_from(addr, local(7)).await;
-        send(&mut late, &ClientMessage::Hello { token: None }).await;
+        send(
+            &mut late,
+            &ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        )
+        .await;
         assert_eq!(error_of(&mut late).await.0, ErrorCode::Busy);
         assert_eq!(close_code(&mut late).await, 1013);
     });
@@ -230,7 +237,14 @@ fn reconnects_are_rate_limited_per_address_but_a_running_game_player_gets_in() {
         let _c = hello_from(addr, 2, None).await;
         // The fourth connection from this address in a minute is a new player: refused.
         let mut d = ws_from(addr, local(2)).await;
-        send(&mut d, &ClientMessage::Hello { token: None }).await;
+        send(
+            &mut d,
+            &ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        )
+        .await;
         let (code, retry_after_ms) = error_of(&mut d).await;
         assert_eq!(code, ErrorCode::Busy);
         assert!(

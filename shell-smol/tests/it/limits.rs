@@ -284,7 +284,14 @@ fn a_client_that_stops_reading_is_cut_and_costs_no_memory() {
 async fn hello_when_room(addr: std::net::SocketAddr, from: std::net::IpAddr) -> Player {
     loop {
         let mut ws = ws_from(addr, from).await;
-        send(&mut ws, &ClientMessage::Hello { token: None }).await;
+        send(
+            &mut ws,
+            &ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        )
+        .await;
         let first = next_text(&mut ws).await;
         if error_code(&first) == Some(ErrorCode::Busy) {
             assert_eq!(close_code(&mut ws).await, 1013);
@@ -320,7 +327,14 @@ fn a_player_of_a_running_game_gets_back_in_when_the_server_is_full() {
         let _bob = hello_when_room(addr, local(3)).await;
         // A new player is refused at its hello...
         let mut cat = ws_from(addr, local(4)).await;
-        send(&mut cat, &ClientMessage::Hello { token: None }).await;
+        send(
+            &mut cat,
+            &ClientMessage::Hello {
+                token: None,
+                deltas: false,
+            },
+        )
+        .await;
         assert_eq!(
             error_code(&next_text(&mut cat).await),
             Some(ErrorCode::Busy)
