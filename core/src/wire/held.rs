@@ -147,3 +147,52 @@ impl HeldState {
         Ok(Taken::Delta)
     }
 }
+
+/// What kind of frame a slow reader's queue holds ([`crate::outqueue`]): the frames
+/// of a delta connection form a chain, each `delta` building on the frame before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Not a numbered frame (a plain `state`, anything else).
+    Plain,
+    /// A numbered full `state`: needs nothing before it.
+    Full,
+    /// A `delta`: needs the frame numbered its `base`.
+    Delta,
+}
+
+/// The [`Link`] of a frame, from how it starts.
+pub fn link(frame: &str) -> Link {
+    if frame.starts_with(DELTA_PREFIX) {
+        Link::Delta
+    } else if frame.starts_with(SEQ_PREFIX) {
+        Link::Full
+    } else {
+        Link::Plain
+    }
+}
+
+/// The `delta` with the effect of `first` and then `second` (whose `base` is
+/// `first`'s `seq`): `first`'s `base`, `second`'s `seq` and events, the composed
+/// patch ([`merge_patch::compose`]). `None` when they do not chain, `first` has events
+/// (they would be lost), or one patch cannot say both.
+pub fn merge_deltas(first: &str, second: &str) -> Option<String> {
+    let a = merge_patch::members(first)?;
+    let b = merge_patch::members(second)?;
+    fn find<'a>(ms: &[(&str, &'a str)], key: &str) -> Option<&'a str> {
+        ms.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+    if find(&a, "\"seq\"")? != find(&b, "\"base\"")? || find(&a, "\"events\"")? != "[]" {
+        return None;
+    }
+    let mut out = String::with_capacity(first.len() + second.len());
+    out.push_str(r#"{"type":"delta","seq":"#);
+    out.push_str(find(&b, "\"seq\"")?);
+    out.push_str(r#","base":"#);
+    out.push_str(find(&a, "\"base\"")?);
+    out.push_str(r#","patch":"#);
+    merge_patch::compose(find(&a, "\"patch\"")?, find(&b, "\"patch\"")?, &mut out).ok()?;
+    out.push_str(r#","events":"#);
+    out.push_str(find(&b, "\"events\"")?);
+    out.push('}');
+    Some(out)
+}
