@@ -1,26 +1,46 @@
 #!/usr/bin/env bash
-# The calibration points: the real server under a real CPU quota
-# (bench/cpu_quota_test.sh) and the simulator's scenario of the same workload
-# (fixtures/scenarios/calib_*.json), side by side (bench/calibrate.py): 15 % of a core
-# with 30 games and 30 % with 60 games, each game 1 human at full speed and 3 AI seats,
-# with EMBEDDED_AI 0 and 1. Run on a quiet machine. Figures only: nothing is asserted.
+# The calibration: measures the real server at the calibration points under a real CPU
+# quota (bench/cpu_quota_test.sh, which drives it with `wizard-bench overload`), with
+# the AI embedded and off and the default store (SQLite), fits the simulator's cost
+# figures to it (bench/calibrate_fit.py) and writes them, with the commit measured, to
+# fixtures/sim-calibration.json, the one file the simulator reads them from; then
+# regenerates docs/SIMULATION.md's calibration table from it and sets each point's
+# timelines side by side (bench/calibrate.py). Run on a quiet machine, then commit the
+# file and the doc. The points: "QUOTA_PERCENT GAMES AI_SEATS", each a pair of
+# scenarios fixtures/scenarios/calib_<quota>_<games>_ai<0|1>.json.
+# Env: POINTS ("15 30 3;30 60 3;25 40 2"), LOAD_SECS (12), RECOVER_SECS (20): shorter
+# loads only to try the script (the scenarios load for 12 s).
 # Output: target/calibrate/<point>.md for each point, and a summary on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REL="${CARGO_TARGET_DIR:-target}/release"
+POINTS="${POINTS:-15 30 3;30 60 3;25 40 2}"
+LOAD_SECS="${LOAD_SECS:-12}"
+RECOVER_SECS="${RECOVER_SECS:-20}"
 bench/build_release.sh >&2
 OUT=target/calibrate
 mkdir -p "$OUT"
-for point in "15 30" "30 60"; do
-    set -- $point
+STORE_DIR=$(mktemp -d)
+trap 'rm -rf "$STORE_DIR"' EXIT
+names=()
+IFS=';' read -ra points <<< "$POINTS"
+for point in "${points[@]}"; do
+    read -r quota games ais <<< "$point"
     for ai in 0 1; do
-        name="calib_$1_$2_ai$ai"
+        name="calib_${quota}_${games}_ai$ai"
+        names+=("$name")
         echo "== $name (load average $(cut -d' ' -f1-3 /proc/loadavg))"
-        QUOTA_PERCENT=$1 GAMES=$2 AI_SEATS=3 EMBEDDED_AI=$ai bench/cpu_quota_test.sh \
-            > "$OUT/$name.real.log" 2>&1 || true
+        rm -rf "${STORE_DIR:?}"/*
+        QUOTA_PERCENT=$quota GAMES=$games AI_SEATS=$ais EMBEDDED_AI=$ai \
+            LOAD_SECS=$LOAD_SECS RECOVER_SECS=$RECOVER_SECS STORE="sqlite:$STORE_DIR/wizard.db" \
+            bench/cpu_quota_test.sh > "$OUT/$name.real.log" 2>&1 || true
         cp target/cpu_quota_timeline.txt "$OUT/$name.real.txt"
-        "$REL"/wizard-sim run "fixtures/scenarios/$name.json" --seed 1 > "$OUT/$name.sim.txt" 2>&1 || true
-        python3 bench/calibrate.py "$OUT/$name.real.txt" "$OUT/$name.sim.txt" 12 > "$OUT/$name.md"
-        tail -3 "$OUT/$name.md"
     done
+done
+python3 bench/calibrate_fit.py "$OUT" "$REL/wizard-sim" "$LOAD_SECS" "${names[@]}"
+cargo run --release -q -p wizard-sim -- calibration-doc --write
+for name in "${names[@]}"; do
+    python3 bench/calibrate.py "$OUT/$name.real.txt" "$OUT/$name.sim.txt" "$LOAD_SECS" > "$OUT/$name.md"
+    echo "== $name"
+    tail -3 "$OUT/$name.md"
 done

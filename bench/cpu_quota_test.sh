@@ -12,7 +12,7 @@
 # Environment: QUOTA_PERCENT (15), GAMES (30), AI_SEATS (2), LOAD_SECS (12),
 # RECOVER_SECS (20), PORT (random), EMBEDDED_AI (1, the production default: AI seats are
 # decided by the AI workers inside the server, in the same cgroup; 0: by the core's
-# fallback player).
+# fallback player), STORE (memory; bench/calibrate.sh gives the default kind, SQLite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Binaries: where cargo puts them, also with CARGO_TARGET_DIR set.
@@ -48,7 +48,7 @@ LOG=target/cpu_quota_server.log
 (
     echo "$BASHPID" > "$CG/cgroup.procs"
     exec env BIND="127.0.0.1:$PORT" AI_MOVE_DELAY=0 TRICK_PAUSE=0 EMBEDDED_AI="$EMBEDDED_AI" \
-        MESSAGE_RATE=1000 MESSAGE_BURST=1000 SHUTDOWN_GRACE=0 LOG_LEVEL=info STORE=memory \
+        MESSAGE_RATE=1000 MESSAGE_BURST=1000 SHUTDOWN_GRACE=0 LOG_LEVEL=info STORE="${STORE:-memory}" \
         "$REL"/wizard-server
 ) > "$LOG" 2>&1 &
 SERVER_PID=$!

@@ -8,7 +8,7 @@
    pids cap both as pids_limit and as deploy.resources.limits.pids, which Compose v2
    requires to be equal), a
    health check and `restart: unless-stopped`; every environment variable a service sets
-   is one its program reads (server and AI: core/src/config.rs SETTINGS; proxy: the
+   is one its program reads (server and AI: core/src/vocabulary/config.rs SETTINGS; proxy: the
    Caddyfile's {$VAR}s), and every setting is wired; the networks isolate the AI service
    and the server trusts exactly the proxy's fixed address; .env.example lists every
    variable compose uses and every setting, with the programs' defaults; the Dockerfiles
@@ -88,7 +88,7 @@ COMPONENT_OF = {"server": "wizard_server", "ai": "wizard_ai"}
 
 
 def read_settings(config_rs: Path) -> dict[str, dict[str, str]]:
-    """SETTINGS from core/src/config.rs: {service: {name: default}}."""
+    """SETTINGS from core/src/vocabulary/config.rs: {service: {name: default}}."""
     text = config_rs.read_text()
     start = text.index("pub const SETTINGS")
     body = text[start : text.index("];", start)]
@@ -261,7 +261,7 @@ class Checks:
         self.root = root
         self.deploy = root / "deploy"
         self.schema = schema
-        self.settings = read_settings(root / "core" / "src" / "config.rs")
+        self.settings = read_settings(root / "core" / "src" / "vocabulary" / "config.rs")
         self.env_active, self.env_commented = read_env_example(self.deploy / ".env.example")
         self.caddy_vars = caddy_vars(self.deploy / "Caddyfile")
         self.version, self.license = workspace_package(root / "Cargo.toml")
@@ -397,7 +397,7 @@ class Checks:
         settings = self.settings[name]
         unknown = set(envs) - set(settings)
         if unknown:
-            errors.append(f"{name}: sets {sorted(unknown)}, which {name} does not read (core/src/config.rs SETTINGS)")
+            errors.append(f"{name}: sets {sorted(unknown)}, which {name} does not read (core/src/vocabulary/config.rs SETTINGS)")
         missing = set(settings) - set(envs)
         if missing:
             errors.append(f"{name}: does not wire {sorted(missing)} (every setting is set or read from .env)")

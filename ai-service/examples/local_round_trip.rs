@@ -23,9 +23,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::service::ServiceOptions;
 use wizard_ai::service::local::Local;
-use wizard_core::config::{AiAgent, AiServiceConfig};
-use wizard_core::game::{AiLevel, Game, Observation, Options, bot};
-use wizard_core::wire::{AiReply, AiRequest};
+use wizard_core::vocabulary::config::{AiAgent, AiServiceConfig};
+use wizard_core::vocabulary::game::{AiLevel, Game, Observation, Options, bot};
+use wizard_core::vocabulary::wire::{AiReply, AiRequest};
 
 struct Args {
     nice: i32,

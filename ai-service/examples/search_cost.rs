@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::agent::{Budget, decision_rng};
 use wizard_ai::search::{self, SearchConfig};
-use wizard_core::game::{Action, Game, Observation, Options, Phase, bot};
+use wizard_core::vocabulary::game::{Action, Game, Observation, Options, Phase, bot};
 
 /// What the command line sets.
 struct Args {

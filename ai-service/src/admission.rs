@@ -23,8 +23,8 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use wizard_core::Time;
-use wizard_core::config::AiServiceConfig;
-use wizard_core::time::US_PER_SEC;
+use wizard_core::vocabulary::config::AiServiceConfig;
+use wizard_core::vocabulary::time::US_PER_SEC;
 
 /// Limits of the admission machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
-use wizard_core::config::AiAgent;
-use wizard_core::game::bot::{self, BidTable, Params};
-use wizard_core::game::{Action, Observation, Seat, level, selfplay};
-use wizard_core::wire::{AiErrorCode, AiReply};
+use wizard_core::vocabulary::config::AiAgent;
+use wizard_core::vocabulary::game::bot::{self, BidTable, Params};
+use wizard_core::vocabulary::game::{Action, Observation, Seat, level, selfplay};
+use wizard_core::vocabulary::wire::{AiErrorCode, AiReply};
 
 use crate::search::{self, SearchConfig};
 
@@ -171,7 +171,7 @@ impl Agent for HeuristicAgent {
 }
 
 /// The `easy` level: the core's heuristic misjudging on purpose
-/// ([`wizard_core::game::level`]), the same player the server falls back to for an
+/// ([`wizard_core::vocabulary::game::level`]), the same player the server falls back to for an
 /// easy seat.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EasyAgent;

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use wizard_core::game::{Event, Game, Options, Seat, SetupError, selfplay};
+use wizard_core::vocabulary::game::{Event, Game, Options, Seat, SetupError, selfplay};
 
 use crate::agent::{Agent, AgentSpec, Budget, decision_rng};
 

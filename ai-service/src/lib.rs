@@ -8,13 +8,14 @@
 //!   drops expired requests and degrades to the heuristic under load;
 //! - [`evaluate`]: duplicate-format tournaments between agents (`wizard-ai evaluate`).
 //!
-//! The cheap heuristic the service degrades to lives in `wizard_core::game::bot`, where
+//! The cheap heuristic the service degrades to lives in `wizard_core::vocabulary::game::bot`, where
 //! the server uses it as its fallback too. The websocket client (`wizard-ai serve`) and
 //! the server's embedded mode build on these modules.
 
 pub mod admission;
 pub mod agent;
 pub mod evaluate;
+pub mod levels;
 #[cfg(feature = "service")]
 pub mod logging;
 pub mod search;

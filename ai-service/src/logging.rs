@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use wizard_core::config::LogFormat;
+use wizard_core::vocabulary::config::LogFormat;
 
 /// Whether text logs are coloured: only when standard output (where they go) is a
 /// terminal and `no_color` (the value of `NO_COLOR`, <https://no-color.org>) is unset or

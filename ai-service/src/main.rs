@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use wizard_ai::agent::AgentSpecError;
 use wizard_ai::evaluate::{self, EvalConfig, EvalError};
+use wizard_ai::levels;
 use wizard_ai::service::{self, ServiceOptions};
-use wizard_core::config::AiServiceConfig;
-use wizard_core::game::{BidRestriction, Options};
+use wizard_core::vocabulary::config::AiServiceConfig;
+use wizard_core::vocabulary::game::{BidRestriction, Options};
 
 const USAGE: &str = "usage:
   wizard-ai serve
@@ -28,6 +29,9 @@ const USAGE: &str = "usage:
     --rules PRESET      default | house | canadian | hidden (default default)
     --seed N            seed of the deal sets (default 1)
     --json              print the report as JSON
+  wizard-ai rate-levels [--games N] [--seed N] [--json]
+    rates the AI levels easy, normal and strong by self-play with the players' rating
+    model (one of each level per 3-seat game; default 3000 games, seed 1)
   wizard-ai --help | --version
   agents: random, easy, heuristic[:aggression=A,pressure=P,scale=S] (or normal), variant, search[:window=W,sigma=S,opp=O]";
 
@@ -114,6 +118,10 @@ fn run(mut parser: lexopt::Parser) -> Result<ExitCode, CliError> {
             run_evaluate(&config, json)?;
             Ok(ExitCode::SUCCESS)
         }
+        "rate-levels" => {
+            run_rate_levels(&mut parser)?;
+            Ok(ExitCode::SUCCESS)
+        }
         "help" => {
             nothing_more(&mut parser)?;
             println!("{USAGE}");
@@ -121,6 +129,30 @@ fn run(mut parser: lexopt::Parser) -> Result<ExitCode, CliError> {
         }
         other => Err(CliError::Usage(format!("unknown subcommand {other:?}"))),
     }
+}
+
+/// `rate-levels`: plays the games, printing progress to stderr and the outcome to stdout.
+fn run_rate_levels(parser: &mut lexopt::Parser) -> Result<(), CliError> {
+    use lexopt::prelude::*;
+    let (mut games, mut seed, mut json) = (3000u32, 1u64, false);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("json") => json = true,
+            Long("games") => games = number(&parser.value()?.string()?, "--games")?,
+            Long("seed") => seed = number(&parser.value()?.string()?, "--seed")?,
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    let outcome = levels::rate_levels(games, seed, |r| {
+        let _ = write!(std::io::stderr(), "{}", levels::render_text(r));
+    })
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    if json {
+        println!("{}", serde_json::to_string(&outcome).unwrap_or_default());
+    } else {
+        print!("{}", levels::render_text(&outcome));
+    }
+    Ok(())
 }
 
 /// Refuses anything left on the command line.

@@ -38,9 +38,9 @@ pub(crate) mod sim;
 use std::time::Instant;
 
 use rand::Rng;
-use wizard_core::game::bot::{self, Params};
-use wizard_core::game::world::Hidden;
-use wizard_core::game::{Action, Card, Observation, Phase, Seat};
+use wizard_core::vocabulary::game::bot::{self, Params};
+use wizard_core::vocabulary::game::world::Hidden;
+use wizard_core::vocabulary::game::{Action, Card, Observation, Phase, Seat};
 
 use crate::agent::Budget;
 use race::Race;

@@ -25,8 +25,8 @@ use futures_lite::{FutureExt, StreamExt};
 use rand::{Rng, RngExt};
 use rand_chacha::ChaCha12Rng;
 use tracing::{info, warn};
-use wizard_core::config::AiServiceConfig;
-use wizard_core::wire::{self, AiErrorCode, AiReply, AiRequest};
+use wizard_core::vocabulary::config::AiServiceConfig;
+use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply, AiRequest};
 
 use crate::admission::{AdmissionConfig, Submit};
 use crate::agent::AgentSpec;
@@ -40,7 +40,7 @@ pub const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(10);
 pub const REPLIES_QUEUED_MAX: usize = 1024;
 
 /// A reply and when it was made: the in-process link's reader may take it later
-/// (`wizard_core::reply_wait`), and its round trip ends here.
+/// (`wizard_core::shell::reply_wait`), and its round trip ends here.
 #[derive(Clone, Debug)]
 pub struct Answered {
     pub reply: AiReply,

@@ -3,11 +3,11 @@
 //! events), while serving them takes no game logic: a table lookup per move.
 
 use async_tungstenite::tungstenite::Utf8Bytes;
-use wizard_core::config::Config;
-use wizard_core::game::Action;
-use wizard_core::io::{ConnId, ConnKind, Input, Output};
-use wizard_core::rng::Seed;
-use wizard_core::wire::{ClientMessage, GameView, LobbyStatus, LobbyView, peek};
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::game::Action;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::{ClientMessage, GameView, LobbyStatus, LobbyView, peek};
 use wizard_core::{Server, Time};
 
 /// Seats per game: the room plays 4 humans (`wizard-bench --humans 4 --seats 4`).
@@ -146,6 +146,7 @@ pub fn record() -> Result<Script, RecordError> {
             ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         );
         if seat == 0 {

@@ -8,7 +8,7 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::{Game, Options, bot};
+use wizard_core::vocabulary::game::{Game, Options, bot};
 
 /// Plays one 4-player game with random legal actions, building every acting seat's
 /// legal actions and observation at each step, as the server does.

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
-use wizard_core::config::Config;
-use wizard_core::game::Action;
-use wizard_core::io::{ConnId, ConnKind, Input, Output};
-use wizard_core::rng::Seed;
-use wizard_core::wire::ClientMessage;
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::game::Action;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::ClientMessage;
 use wizard_core::{Server, Time};
 
 fn config() -> Config {
@@ -70,6 +70,7 @@ impl Table {
                 ClientMessage::Hello {
                     token: None,
                     deltas: false,
+                    profile_key: None,
                 },
             ));
         }
@@ -201,6 +202,7 @@ fn benches(c: &mut Criterion) {
                 ClientMessage::Hello {
                     token: None,
                     deltas: false,
+                    profile_key: None,
                 },
             ),
             &mut out,
@@ -250,6 +252,7 @@ fn benches(c: &mut Criterion) {
                         ClientMessage::Hello {
                             token: None,
                             deltas: false,
+                            profile_key: None,
                         },
                     ),
                     &mut out,

@@ -10,8 +10,8 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::selfplay::{mean_ci95, play_out, random_action};
-use wizard_core::game::{Game, Options, bot};
+use wizard_core::vocabulary::game::selfplay::{mean_ci95, play_out, random_action};
+use wizard_core::vocabulary::game::{Game, Options, bot};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

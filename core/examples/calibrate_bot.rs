@@ -6,7 +6,7 @@
 //! monotone in rank. Repeats so that the play it measures is the play the table makes.
 //!
 //! `cargo run --release -p wizard-core --example calibrate_bot -- [--games N] [--iterations K] [--write]`
-//! With `--write` the table replaces `core/src/game/bot_table.rs`.
+//! With `--write` the table replaces `core/src/vocabulary/game/bot_table.rs`.
 
 // A tool around the core, not the core: it reads its command line and writes the table.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -16,10 +16,10 @@ use std::fmt::Write as _;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::bot::{
+use wizard_core::vocabulary::game::bot::{
     self, BidTable, CARD_CLASSES, HAND_BUCKETS, PLAYER_COUNTS, Params, card_class, hand_bucket,
 };
-use wizard_core::game::{Card, Event, Game, Options, Phase, Suit};
+use wizard_core::vocabulary::game::{Card, Event, Game, Options, Phase, Suit};
 
 /// Pseudo-observations of the previous table added to each cell.
 const PRIOR_WEIGHT: f64 = 30.0;
@@ -50,7 +50,10 @@ fn main() {
     }
     let source = render(&table);
     if args.iter().any(|a| a == "--write") {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/game/bot_table.rs");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/vocabulary/game/bot_table.rs"
+        );
         std::fs::write(path, source).expect("write bot_table.rs");
         eprintln!("wrote {path}");
     } else {

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::{BidRestriction, Game, Options, bot};
+use wizard_core::vocabulary::game::{BidRestriction, Game, Options, bot};
 
 fn main() {
     let cases = [

@@ -10,8 +10,8 @@
 
 use std::time::Instant;
 
-use wizard_core::config::Config;
-use wizard_core::rng::Seed;
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::rng::Seed;
 use wizard_core::{Server, Time};
 
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
@@ -26,7 +26,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let games = arg(&args, "--games", 10_000);
     let runs = arg(&args, "--runs", 5);
-    let records = wizard_core::records::halfway_games(games);
+    let records = wizard_core::machine::records::halfway_games(games);
     let bytes: usize = records.iter().map(|r| r.encode().len()).sum();
     let config = Config::from_pairs([
         ("MAX_LOBBIES", games.to_string().as_str()),

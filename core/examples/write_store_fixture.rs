@@ -14,10 +14,10 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use serde_json::{Value, json};
-use wizard_core::config::Config;
-use wizard_core::io::{ConnId, ConnKind, Input, Output};
-use wizard_core::records::Record;
-use wizard_core::rng::Seed;
+use wizard_core::machine::records::Record;
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::vocabulary::rng::Seed;
 use wizard_core::{Server, Time};
 
 struct Run {
@@ -114,7 +114,7 @@ fn main() {
     }
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/store");
     std::fs::create_dir_all(dir).unwrap();
-    let v = wizard_core::records::RECORD_VERSION;
+    let v = wizard_core::machine::records::RECORD_VERSION;
     let (records, views) = (
         format!("{dir}/v{v}.jsonl"),
         format!("{dir}/v{v}.views.json"),

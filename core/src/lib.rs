@@ -27,7 +27,8 @@
 //! A shell's loop, in outline:
 //!
 //! ```
-//! use wizard_core::{Server, Time, config::Config, io::{Input, Output}, rng::Seed};
+//! use wizard_core::vocabulary::{config::Config, io::{Input, Output}, rng::Seed};
+//! use wizard_core::{Server, Time};
 //!
 //! let mut server = Server::new(Config::default(), Seed::from_u64(7), Time::ZERO);
 //! let mut out = Vec::new();
@@ -61,36 +62,16 @@
 //!   [`time`], [`rng`], [`timers`], [`stats`].
 //! - [`ws`]: the websocket frame layer (decoder, encoder, per-frame budget).
 
-pub mod ai_bridge;
-pub mod audience;
-pub mod batch;
-pub mod config;
-pub mod executor;
-pub mod game;
-pub mod io;
-pub mod keepalive;
-pub mod lobby;
-pub mod names;
-pub mod outqueue;
-pub mod overload;
-pub mod records;
-pub mod removed;
-pub mod reply_wait;
-pub mod rng;
-mod serde_str;
-pub mod server;
-pub mod session;
-pub mod shard;
-pub mod stats;
-pub mod time;
-pub mod timers;
-pub mod turns;
-pub mod upgrade;
-pub mod wire;
-pub mod ws;
+pub mod machine;
+#[cfg(feature = "planted-bugs")]
+pub mod planted;
+pub mod shell;
+pub mod vocabulary;
+#[cfg(all(feature = "planted-bugs", not(debug_assertions)))]
+compile_error!("the planted-bugs feature is for test builds only, never a release build");
 
-pub use server::Server;
+pub use machine::server::Server;
 
 /// This build's version (the workspace's), as `/health` and `--version` show it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub use time::Time;
+pub use vocabulary::time::Time;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use super::hostile::pause;
 use super::net::{Ws, source_ip};
@@ -89,6 +89,7 @@ async fn hello(ctx: &Ctx, from: IpAddr, attack: Attack, w: Window) -> Option<Ws>
         &ClientMessage::Hello {
             token: None,
             deltas: false,
+            profile_key: None,
         },
     )
     .await;

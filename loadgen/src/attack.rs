@@ -11,7 +11,7 @@ use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
 use serde_json::{Value, json};
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use super::net::{Ws, source_ip};
 use crate::game::{open, send};
@@ -209,6 +209,7 @@ async fn storm(ctx: &Rc<Ctx>, from: std::net::IpAddr, w: Window) {
             &ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         )
         .await;
@@ -263,6 +264,7 @@ async fn flood(ctx: &Rc<Ctx>, attack: Attack, from: std::net::IpAddr, w: Window)
             &ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         )
         .await;

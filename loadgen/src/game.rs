@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::game::{Action, Phase};
-use wizard_core::wire::held::{HeldState, Taken};
-use wizard_core::wire::{
+use wizard_core::vocabulary::game::{Action, Phase};
+use wizard_core::vocabulary::wire::held::{HeldState, Taken};
+use wizard_core::vocabulary::wire::{
     ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client, peek,
 };
 
@@ -116,6 +116,7 @@ pub(super) async fn player(
         &ClientMessage::Hello {
             token: None,
             deltas: s.deltas,
+            profile_key: None,
         },
     )
     .await;
@@ -415,6 +416,8 @@ pub(super) async fn player(
                     } => accepting = accepting_games,
                     // The load generator's players do not chat.
                     ServerMessage::Chat { .. } | ServerMessage::ChatGap { .. } => {}
+                    // Nor do they keep profiles.
+                    ServerMessage::Profile { .. } | ServerMessage::ProfileDeleted { .. } => {}
                     ServerMessage::Error {
                         code: err,
                         retry_after_ms,
@@ -480,7 +483,7 @@ fn resumable(code: u16) -> bool {
 
 /// Whether a finished game's part (`game`, as sent) has a score for every round.
 fn every_round_scored(game: &str) -> bool {
-    serde_json::from_str::<Option<wizard_core::wire::GameView>>(game)
+    serde_json::from_str::<Option<wizard_core::vocabulary::wire::GameView>>(game)
         .ok()
         .flatten()
         .is_some_and(|g| g.observation.round_scores.len() == usize::from(g.observation.rounds))
@@ -526,6 +529,7 @@ async fn rejoin(ctx: &Ctx, from: std::net::IpAddr, token: Option<&str>) -> Optio
             let hello = ClientMessage::Hello {
                 token: token.map(str::to_owned),
                 deltas: ctx.settings.deltas,
+                profile_key: None,
             };
             let _ = send(&mut ws, &hello).await;
             let until = Instant::now() + Duration::from_secs(5);

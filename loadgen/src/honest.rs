@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::absent::{Answer, answer};
 use super::net::source_ip;
@@ -132,6 +132,7 @@ async fn newcomer(ctx: &Ctx, ws: &mut net::Ws) -> bool {
         &ClientMessage::Hello {
             token: None,
             deltas: false,
+            profile_key: None,
         },
     )
     .await;

@@ -8,7 +8,7 @@ use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
 use serde_json::{Value, json};
-use wizard_core::wire::{ClientMessage, ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server};
 
 use super::net::source_ip;
 use crate::game::{open, send};
@@ -34,6 +34,7 @@ pub(super) async fn idle_run(ctx: &Rc<Ctx>, server: &procfs::Sampler) -> Value {
             &ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         )
         .await;

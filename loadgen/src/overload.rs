@@ -28,9 +28,11 @@ use async_tungstenite::tungstenite::Message;
 use async_tungstenite::tungstenite::client::IntoClientRequest;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::game::{Event, Phase};
-use wizard_core::wire::{ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server};
-use wizard_core::wire::{decode_health, encode_client};
+use wizard_core::vocabulary::game::{Event, Phase};
+use wizard_core::vocabulary::wire::{
+    ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server,
+};
+use wizard_core::vocabulary::wire::{decode_health, encode_client};
 
 type Ws = WebSocketStream<Async<TcpStream>>;
 
@@ -155,6 +157,7 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
         &ClientMessage::Hello {
             token: None,
             deltas: false,
+            profile_key: None,
         },
     )
     .await;
@@ -276,13 +279,14 @@ async fn create_probe(args: Args, refused_busy: Arc<AtomicU64>, created: Arc<Ato
         &ClientMessage::Hello {
             token: None,
             deltas: false,
+            profile_key: None,
         },
     )
     .await;
     while let Some(message) = recv(&mut ws).await {
         match message {
             ServerMessage::ServerStatus {
-                load: wizard_core::overload::LoadLevel::Overloaded,
+                load: wizard_core::machine::overload::LoadLevel::Overloaded,
                 ..
             } => {
                 send(

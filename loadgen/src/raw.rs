@@ -24,7 +24,7 @@ pub fn upgrade_request(path: &str) -> String {
 pub fn frame(fin: bool, rsv: u8, opcode: u8, mask: Option<[u8; 4]>, payload: &[u8]) -> Vec<u8> {
     let first = u8::from(fin) << 7 | (rsv & 0x7) << 4 | (opcode & 0xf);
     let mut f = Vec::new();
-    wizard_core::ws::encode::client_frame(&mut f, first, mask, payload);
+    wizard_core::shell::ws::encode::client_frame(&mut f, first, mask, payload);
     f
 }
 

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
-use wizard_core::game::Phase;
-use wizard_core::wire::{ClientMessage, ErrorCode, GameView, ServerMessage};
+use wizard_core::vocabulary::game::Phase;
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, GameView, ServerMessage};
 
 use super::Ctx;
 use super::absent::{Answer, answer};
@@ -45,6 +45,7 @@ pub(super) async fn reconnect(ctx: &Ctx, from: IpAddr, token: &str, index: usize
         let hello = ClientMessage::Hello {
             token: Some(token.to_owned()),
             deltas: ctx.settings.deltas,
+            profile_key: None,
         };
         if !send(&mut ws, &hello).await {
             continue;
@@ -159,7 +160,7 @@ pub(super) fn continues(before: &str, after: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wizard_core::game::{Game, Options};
+    use wizard_core::vocabulary::game::{Game, Options};
 
     /// Seat 0's game part, as the server sends it, after each of the first `moves`
     /// moves of a 3-player game (the first legal action each time).
@@ -169,6 +170,7 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..moves {
             let view = GameView {
+                id: String::new(),
                 you: Some(0),
                 observation: game.observation(0),
             };
@@ -215,6 +217,7 @@ mod tests {
         }
         let view = |g: &Game| {
             let v = GameView {
+                id: String::new(),
                 you: Some(0),
                 observation: g.observation(0),
             };

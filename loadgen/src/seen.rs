@@ -1,7 +1,7 @@
 //! A bot's memory of the `state`s it got: it decodes only the parts it uses.
 
-use wizard_core::game::Event;
-use wizard_core::wire::{GameView, LobbyView, peek};
+use wizard_core::vocabulary::game::Event;
+use wizard_core::vocabulary::wire::{GameView, LobbyView, peek};
 
 /// A bot's memory of the `state`s it got, so that it decodes only what it uses
 /// (`wire::peek`): the lobby part when it changed, the events when it counts moves or

@@ -12,7 +12,7 @@
 use std::io::Write as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use wizard_core::shard::{owner_of, token_owner};
+use wizard_core::vocabulary::shard::{owner_of, token_owner};
 
 use super::Ctx;
 

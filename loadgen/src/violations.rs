@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use wizard_core::wire::{ClientMessage, ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server};
 
 use super::absent::{Answer, answer};
 use super::net::source_ip;
@@ -345,6 +345,7 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
         &ClientMessage::Hello {
             token: None,
             deltas: false,
+            profile_key: None,
         },
     )
     .await;
@@ -376,6 +377,7 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
             &ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         )
         .await;

@@ -10,7 +10,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use wizard_sim::{Scenario, repro, swarm};
+use wizard_sim::runs::swarm;
+use wizard_sim::{Scenario, repro};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -18,6 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const USAGE: &str =
     "usage: wizard-sim run <scenario name, file, or swarm:N> [--seed N] [--json] [--print-scenario]
        wizard-sim swarm [--seeds N] [--from S] [--jobs J]
+       wizard-sim calibration-doc [--write]
        wizard-sim --help | --version
 ";
 
@@ -37,6 +39,11 @@ enum Cli {
         seeds: u64,
         from: u64,
         jobs: u64,
+    },
+    /// Prints docs/SIMULATION.md's calibration part from the figures file, or with
+    /// `write` rewrites it in place.
+    CalibrationDoc {
+        write: bool,
     },
     Help,
     Version,
@@ -87,6 +94,17 @@ fn parse_cli(args: impl IntoIterator<Item = OsString>) -> Result<Cli, lexopt::Er
             }
             Ok(Cli::Swarm { seeds, from, jobs })
         }
+        "calibration-doc" => {
+            let mut write = false;
+            while let Some(arg) = parser.next()? {
+                match arg {
+                    Long("write") => write = true,
+                    Short('h') | Long("help") => return Ok(Cli::Help),
+                    other => return Err(other.unexpected()),
+                }
+            }
+            Ok(Cli::CalibrationDoc { write })
+        }
         "help" => only(parser, Cli::Help),
         other => Err(format!("unknown subcommand {other:?}").into()),
     }
@@ -124,7 +142,34 @@ fn refuse(message: &str) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
+/// The bug `WIZARD_SIM_PLANT` names, planted in the core for every run of the process
+/// (`planted-bugs.sh`). Only a build with the test-only feature `planted-bugs` has
+/// them; elsewhere the variable is refused rather than ignored.
+fn plant_from_env() -> Result<(), String> {
+    let Ok(name) = std::env::var("WIZARD_SIM_PLANT") else {
+        return Ok(());
+    };
+    #[cfg(feature = "planted-bugs")]
+    {
+        use wizard_core::planted::{Bug, plant};
+        let bug = Bug::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
+            format!("WIZARD_SIM_PLANT={name}: no such bug (one of {names:?})")
+        })?;
+        plant(Some(bug));
+        let _ = writeln!(std::io::stderr(), "wizard-sim: planted bug {name}");
+        Ok(())
+    }
+    #[cfg(not(feature = "planted-bugs"))]
+    Err(format!(
+        "WIZARD_SIM_PLANT={name}: this build has no planted bugs (build with --features planted-bugs)"
+    ))
+}
+
 fn main() -> ExitCode {
+    if let Err(e) = plant_from_env() {
+        return refuse(&e);
+    }
     match parse_cli(std::env::args_os().skip(1)) {
         Ok(Cli::Help) => {
             print!("{USAGE}");
@@ -153,8 +198,34 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+        Ok(Cli::CalibrationDoc { write }) => calibration_doc(write),
         Err(e) => refuse(&e.to_string()),
     }
+}
+
+/// docs/SIMULATION.md's calibration part, printed or written in place.
+fn calibration_doc(write: bool) -> ExitCode {
+    let c = wizard_sim::model::calibration::calibration();
+    if !write {
+        print!("{}", c.markdown());
+        return ExitCode::SUCCESS;
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/SIMULATION.md");
+    let doc = match std::fs::read_to_string(&path) {
+        Ok(d) => d,
+        Err(e) => return refuse(&format!("{}: {e}", path.display())),
+    };
+    let Some(new) = c.rewrite_doc(&doc) else {
+        return refuse(&format!(
+            "{}: the calibration markers are missing",
+            path.display()
+        ));
+    };
+    if let Err(e) = std::fs::write(&path, new) {
+        return refuse(&format!("{}: {e}", path.display()));
+    }
+    println!("rewrote the calibration part of {}", path.display());
+    ExitCode::SUCCESS
 }
 
 fn run(name: &str, seed: u64, json: bool, print_scenario: bool) -> ExitCode {

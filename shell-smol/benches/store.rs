@@ -21,10 +21,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use wizard_core::game::{Action, Card};
-use wizard_core::io::MoveSource;
-use wizard_core::records::Record;
-use wizard_core::session::LobbyId;
+use wizard_core::machine::records::Record;
+use wizard_core::machine::session::LobbyId;
+use wizard_core::vocabulary::game::{Action, Card};
+use wizard_core::vocabulary::io::MoveSource;
 use wizard_server::store::Store;
 
 /// Running games the moves belong to.

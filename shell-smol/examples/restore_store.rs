@@ -1,6 +1,6 @@
 //! Measures a restart's restore from the SQLite store (or, with `--postgres URL`, the
 //! PostgreSQL store, as shard `Z` of that database): many running games halfway
-//! through (`wizard_core::records::halfway_games`) are written to a fresh store, then
+//! through (`wizard_core::machine::records::halfway_games`) are written to a fresh store, then
 //! each run opens it (the lock, the journal, reading and decoding every record) and
 //! rebuilds the server from the records (`Server::restore`), timed apart, in wall time
 //! and in the CPU time of all the process's threads (steadier on a busy machine); and
@@ -13,9 +13,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use wizard_core::config::Config;
-use wizard_core::records::Record;
-use wizard_core::rng::Seed;
+use wizard_core::machine::records::Record;
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::rng::Seed;
 use wizard_core::{Server, Time};
 use wizard_server::pg_store::PgStore;
 use wizard_server::store::Store;
@@ -42,7 +42,7 @@ impl Target {
     }
 }
 
-fn shard() -> Option<wizard_core::shard::ShardId> {
+fn shard() -> Option<wizard_core::vocabulary::shard::ShardId> {
     "Z".parse().ok()
 }
 
@@ -69,7 +69,7 @@ fn main() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     let path = dir.join("wizard.db");
-    let records = wizard_core::records::halfway_games(games);
+    let records = wizard_core::machine::records::halfway_games(games);
     let count = records.len();
     let written = Instant::now();
     let target = match &postgres {

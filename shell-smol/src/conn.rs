@@ -13,7 +13,7 @@
 //! The writer wakes when the core task queued something, encodes every queued frame with
 //! the core's encoder and writes them in one write, pings a peer silent for
 //! `KEEPALIVE_INTERVAL` and closes one silent for `KEEPALIVE_TIMEOUT` (the core's
-//! rule, `wizard_core::keepalive`, on a grid the connections share), and cuts a
+//! rule, `wizard_core::shell::keepalive`, on a grid the connections share), and cuts a
 //! connection whose batch does not drain within `WRITE_TIMEOUT` or whose queue
 //! overflows. The time from a player's frame read off the socket to the first byte of
 //! its answer written (`wizard_frame_answer_seconds`) is taken here: the reader stamps
@@ -33,11 +33,11 @@ use futures_lite::FutureExt;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use prometheus_client::metrics::histogram::Histogram;
 use wizard_core::Time;
-use wizard_core::config::Config;
-use wizard_core::io::{ConnId, ConnKind, Input};
-use wizard_core::keepalive::{Due, Keepalive};
-use wizard_core::wire::CloseCode;
-use wizard_core::ws::{FrameReader, Read, encode};
+use wizard_core::shell::keepalive::{Due, Keepalive};
+use wizard_core::shell::ws::{FrameReader, Read, encode};
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Input};
+use wizard_core::vocabulary::wire::CloseCode;
 
 use crate::core_task::{Clock, CoreMsg};
 use crate::deadline::Deadline;
@@ -48,7 +48,7 @@ use crate::outbox::{Batch, Outbox, Woken};
 pub const READ_BUFFER_BYTES: usize = 1024;
 /// How much a reader does before yielding to the executor: the core's constants, which
 /// the simulator's readers yield by too.
-pub use wizard_core::executor::{READ_BYTES_PER_YIELD, READ_FRAMES_PER_YIELD};
+pub use wizard_core::shell::executor::{READ_BYTES_PER_YIELD, READ_FRAMES_PER_YIELD};
 /// Input a closing connection reads and discards at most while it lingers (and as
 /// much again after a violation, before its close frame): enough for what an honest
 /// client has in flight, little for a flooder, whose every connection would otherwise

@@ -26,10 +26,11 @@ use async_io::Timer;
 use futures_lite::FutureExt;
 use tracing::info;
 use wizard_ai::service::Answered;
-use wizard_core::io::{ConnId, ConnKind, Delivery, Input, Note, Output, Router};
-use wizard_core::reply_wait::ReplyWait;
-use wizard_core::wire::{AiRequest, CloseCode};
-use wizard_core::{Server, Time, timers};
+use wizard_core::machine::timers;
+use wizard_core::shell::reply_wait::ReplyWait;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Delivery, Input, Note, Output, Router};
+use wizard_core::vocabulary::wire::{AiRequest, CloseCode};
+use wizard_core::{Server, Time};
 
 use crate::deadline::Deadline;
 use crate::embedded::Embedded;
@@ -39,7 +40,7 @@ use crate::note_log::{log_note, log_suppressed};
 use crate::outbox::Outbox;
 use crate::snapshot::Published;
 
-pub use wizard_core::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
+pub use wizard_core::shell::batch::{BATCH_INPUTS_MAX, INBOX_CAPACITY};
 /// After shutdown, the process exits at the latest this long after the grace period.
 pub const SHUTDOWN_EXTRA: Duration = Duration::from_secs(3);
 /// After the core finished, how long writers get to send their close frames.
@@ -217,7 +218,7 @@ impl Router for Outboxes<'_> {
             // Not the in-process service: the request's frame, as the core's default.
             None => self.send(
                 conn,
-                wizard_core::wire::encode_ai_request(&request),
+                wizard_core::vocabulary::wire::encode_ai_request(&request),
                 Delivery::Every,
             ),
         }
@@ -380,6 +381,7 @@ impl CoreTask {
             // Before routing: a client that sees this batch's frames and then asks
             // `/health` or `/metrics` finds them counted.
             self.published.publish(&self.server);
+            self.published.publish_profiles(&mut self.server);
             // Commit before acknowledge: nothing of this pass is sent before its records
             // are in the store.
             let records = self.server.take_records();
@@ -690,7 +692,7 @@ impl CoreTask {
                     st.conns.remove(&conn);
                 }
                 Some(CoreMsg::Opened { outbox, .. }) => {
-                    outbox.close(wizard_core::wire::CloseCode::ShuttingDown)
+                    outbox.close(wizard_core::vocabulary::wire::CloseCode::ShuttingDown)
                 }
                 Some(CoreMsg::Input(_) | CoreMsg::Frame { .. }) => {}
                 None => break,

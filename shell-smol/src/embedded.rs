@@ -1,10 +1,10 @@
 //! Embedded mode (`EMBEDDED_AI=1`): the AI service's admission machine and worker pool
 //! run inside the server process, linked to the core task in process
 //! ([`wizard_ai::service::local`]). The core sees an AI connection of kind
-//! [`ConnKind::AiInProcess`](wizard_core::io::ConnKind::AiInProcess): its decide
+//! [`ConnKind::AiInProcess`](wizard_core::vocabulary::io::ConnKind::AiInProcess): its decide
 //! requests reach the pool as values and the workers' replies come back on a bounded
 //! queue the core task drains every pass, and waits on only once an answer is needed
-//! ([`wizard_core::reply_wait`]), so there is no socket, no JSON and no event loop
+//! ([`wizard_core::shell::reply_wait`]), so there is no socket, no JSON and no event loop
 //! besides the core task's. The workers run at a lower priority than the event loop,
 //! and their CPU counts in the load probe like any other (the probe reads the process's
 //! CPU), so a busy AI makes the server refuse new games and degrade to the heuristic,
@@ -13,8 +13,8 @@
 use tracing::info;
 use wizard_ai::service::ServiceOptions;
 use wizard_ai::service::local::Local;
-use wizard_core::config::{AiServiceConfig, Config};
-use wizard_core::io::ConnId;
+use wizard_core::vocabulary::config::{AiServiceConfig, Config};
+use wizard_core::vocabulary::io::ConnId;
 
 /// Niceness of the embedded AI's worker threads (the event loop stays at 0).
 pub const AI_WORKER_NICE: i32 = 10;

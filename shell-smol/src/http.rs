@@ -1,6 +1,6 @@
 //! One accepted TCP connection up to its websocket upgrade: read the request head under
 //! a size and time limit ([`crate::head`]), route it with the core's
-//! [`wizard_core::upgrade`] policy, answer the plain HTTP routes and hand upgrades to
+//! [`wizard_core::shell::upgrade`] policy, answer the plain HTTP routes and hand upgrades to
 //! [`crate::conn`].
 //!
 //! Every response closes the connection (no keep-alive): the plain routes are health
@@ -21,11 +21,11 @@ use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use futures_lite::FutureExt;
 use futures_lite::io::AsyncWriteExt;
 use tracing::debug;
-use wizard_core::config::Config;
-use wizard_core::io::ConnId;
-use wizard_core::outqueue::OutQueue;
-use wizard_core::overload::readiness::{NotReady, encode_ready, ready_status};
-use wizard_core::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
+use wizard_core::shell::outqueue::OutQueue;
+use wizard_core::shell::readiness::{NotReady, encode_ready, ready_status};
+use wizard_core::shell::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::ConnId;
 
 use crate::assets::{self, Conditions};
 use crate::conn::{self, ConnParams};
@@ -80,7 +80,7 @@ pub struct Ctx {
 
 /// A checked websocket upgrade, ready for its 101 response.
 struct Upgrade {
-    kind: wizard_core::io::ConnKind,
+    kind: wizard_core::vocabulary::io::ConnKind,
     ip: std::net::IpAddr,
     response: String,
     leftover: Vec<u8>,
@@ -235,6 +235,20 @@ async fn answer_request(
                 }
             }
         }
+        // Public and cheap: a lookup in what the core task published (each socket is
+        // one request, so the door's SOCKET_RATE bounds them per address).
+        Route::Leaderboard => {
+            let body = ctx.published.leaderboard();
+            reply.send(200, "application/json", body.as_bytes()).await
+        }
+        Route::Profile(id) => match ctx.published.profile(id) {
+            Some(body) => reply.send(200, "application/json", body.as_bytes()).await,
+            None => {
+                reply
+                    .send(404, "application/json", b"{\"error\":\"not_found\"}")
+                    .await
+            }
+        },
         Route::MethodNotAllowed => reply.send(405, "text/plain", b"method not allowed\n").await,
         Route::NotFound => reply.send(404, "text/plain", b"not found\n").await,
     }
@@ -243,7 +257,7 @@ async fn answer_request(
 
 /// The upgrade the policy admitted, with its 101 response.
 fn accepted(
-    kind: wizard_core::io::ConnKind,
+    kind: wizard_core::vocabulary::io::ConnKind,
     ip: std::net::IpAddr,
     key: &str,
     head: &Head,
@@ -300,7 +314,9 @@ async fn websocket(
     if !sent {
         let _ = ctx
             .inbox
-            .send(CoreMsg::Input(wizard_core::io::Input::Closed { conn }))
+            .send(CoreMsg::Input(wizard_core::vocabulary::io::Input::Closed {
+                conn,
+            }))
             .await;
         return None;
     }
@@ -415,7 +431,7 @@ mod tests {
         // only: with the request's state inline the future was 4.3 KiB.
         use std::time::Instant;
         use wizard_core::Server;
-        use wizard_core::rng::Seed;
+        use wizard_core::vocabulary::rng::Seed;
         let config = Config::from_pairs(Vec::<(&str, &str)>::new()).unwrap();
         let clock = Clock::new(Instant::now());
         let stats = Arc::new(ShellStats::default());

@@ -45,10 +45,10 @@ use std::time::{Duration, Instant};
 use async_io::{Async, Timer};
 use tracing::{error, info, warn};
 use wizard_core::Server;
-use wizard_core::config::{AiServiceConfig, Config, StoreSpec};
-use wizard_core::io::ConnId;
-use wizard_core::overload::door::DoorRefusal;
-use wizard_core::rng::Seed;
+use wizard_core::shell::door::DoorRefusal;
+use wizard_core::vocabulary::config::{AiServiceConfig, Config, StoreSpec};
+use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::rng::Seed;
 
 use crate::core_task::{Clock, CoreTask, INBOX_CAPACITY};
 use crate::http::Ctx;
@@ -206,7 +206,7 @@ async fn serve(
     }
     let Opened {
         store,
-        server,
+        mut server,
         clock,
     } = opened;
     let config = Arc::new(config);
@@ -241,7 +241,9 @@ async fn serve(
         });
     }
     let gate = Arc::new(Gate::new(&config, clock));
+    server.watch_profiles();
     let published = Arc::new(Published::new(&server, &stats.core));
+    published.publish_profiles(&mut server);
     let interval = Duration::from_micros(config.load_sample_interval_us);
     ex.games
         .spawn(probe::run(inbox.clone(), interval, cgroup))
@@ -345,8 +347,8 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
 #[cfg(feature = "postgres")]
 fn open_postgres(
     url: &str,
-    shard: Option<wizard_core::shard::ShardId>,
-) -> Result<(store::Backend, Vec<wizard_core::records::Record>), RunError> {
+    shard: Option<wizard_core::vocabulary::shard::ShardId>,
+) -> Result<(store::Backend, Vec<wizard_core::machine::records::Record>), RunError> {
     let (store, records) =
         store::postgres::PgStore::open(url, shard).map_err(|e| RunError::Store(e.to_string()))?;
     Ok((store::Backend::Postgres(store), records))
@@ -356,8 +358,8 @@ fn open_postgres(
 #[cfg(not(feature = "postgres"))]
 fn open_postgres(
     _url: &str,
-    _shard: Option<wizard_core::shard::ShardId>,
-) -> Result<(store::Backend, Vec<wizard_core::records::Record>), RunError> {
+    _shard: Option<wizard_core::vocabulary::shard::ShardId>,
+) -> Result<(store::Backend, Vec<wizard_core::machine::records::Record>), RunError> {
     Err(RunError::Store(
         "STORE names PostgreSQL, but this build has no PostgreSQL store: build wizard-server with its `postgres` feature (the default)".into(),
     ))

@@ -4,7 +4,7 @@
 //! Every accepted socket asks [`Gate::admit`] before any HTTP work. The door decides
 //! (per-address share, eviction of the oldest socket still waiting for its request
 //! head, reserve slots and the probe lane for `/health`, `/metrics` and `/ready`: see
-//! [`wizard_core::overload::door`]); this module only keeps an [`AbortHandle`] per
+//! [`wizard_core::shell::door`]); this module only keeps an [`AbortHandle`] per
 //! socket, so that an evicted socket's task is dropped (and its socket closed) at once,
 //! and gives each socket a [`TcpSlot`] guard that tells the door when it closed.
 
@@ -13,8 +13,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::future::{AbortHandle, AbortRegistration};
-use wizard_core::config::Config;
-use wizard_core::overload::door::{Door, DoorRefusal, Mode};
+use wizard_core::shell::door::{Door, DoorRefusal, Mode};
+use wizard_core::vocabulary::config::Config;
 
 use crate::core_task::Clock;
 

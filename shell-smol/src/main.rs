@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use async_signal::{Signal, Signals};
 use futures_lite::StreamExt;
 use tracing::{error, info, warn};
-use wizard_core::config::{AiServiceConfig, Config};
-use wizard_core::rng::Seed;
+use wizard_core::vocabulary::config::{AiServiceConfig, Config};
+use wizard_core::vocabulary::rng::Seed;
 use wizard_server::embedded;
 
 /// Exit status for a bad setting.

@@ -16,8 +16,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use wizard_core::overload::LoadLevel;
-use wizard_core::stats::{Counters, Counts, Gauges, Tally};
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::vocabulary::stats::{Counters, Counts, Gauges, Tally};
 
 /// The content type of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -164,6 +164,10 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     ("games_started", "Games started"),
     ("games_finished", "Games finished"),
+    (
+        "games_rated",
+        "Finished games that updated profiles' ratings",
+    ),
     ("lobbies_created", "Lobbies created"),
     ("ai_requests", "Decision requests sent to the AI service"),
     ("breaker_opened", "Times the AI circuit breaker opened"),
@@ -338,7 +342,7 @@ impl Metrics {
             "time the core took to handle one input, by input kind",
             core.handle_seconds.clone(),
         );
-        for kind in wizard_core::io::Input::KIND_NAMES {
+        for kind in wizard_core::vocabulary::io::Input::KIND_NAMES {
             drop(core.handle_seconds.get_or_create(&[("input", kind)]));
         }
         registry.register(
@@ -416,13 +420,14 @@ impl Metrics {
         store_unavailable: bool,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 32] = [
+        let absolute: [(&str, u64); 33] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
             ("messages_dropped", c.messages_dropped),
             ("games_started", c.games_started),
             ("games_finished", c.games_finished),
+            ("games_rated", c.games_rated),
             ("lobbies_created", c.lobbies_created),
             ("ai_requests", c.ai_requests),
             ("breaker_opened", c.breaker_opened),

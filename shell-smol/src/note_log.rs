@@ -3,8 +3,8 @@
 //! the rate limit on log lines first ([`crate::log_limit`]).
 
 use tracing::{debug, info, warn};
-use wizard_core::io::{FallbackReason, MoveSource, Note};
-use wizard_core::overload::LoadLevel;
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::vocabulary::io::{FallbackReason, MoveSource, Note};
 
 use crate::log_limit::{LineKind, LogLimiter};
 

@@ -28,9 +28,9 @@ use std::time::Instant;
 
 use async_io::Async;
 use prometheus_client::metrics::histogram::Histogram;
-use wizard_core::outqueue::{Delivery, OutQueue, Pushed};
-use wizard_core::wire::CloseCode;
-use wizard_core::ws::{Control, encode};
+use wizard_core::shell::outqueue::{Delivery, OutQueue, Pushed};
+use wizard_core::shell::ws::{Control, encode};
+use wizard_core::vocabulary::wire::CloseCode;
 
 #[derive(Debug)]
 struct Queue {

@@ -35,10 +35,10 @@ use std::task::{Context, Poll, Wake, Waker};
 use futures_lite::FutureExt;
 use smol::Executor;
 
-use wizard_core::executor::{Class, Turns};
-/// The rule's constants are the core's (`wizard_core::executor`), which the simulator
+use wizard_core::shell::executor::{Class, Turns};
+/// The rule's constants are the core's (`wizard_core::shell::executor`), which the simulator
 /// runs its executor by too.
-pub use wizard_core::executor::{GAMES_TICKS_MAX, TICKS_PER_YIELD};
+pub use wizard_core::shell::executor::{GAMES_TICKS_MAX, TICKS_PER_YIELD};
 
 /// Polls of the main future in one pass of [`Priorities::run`] before a wake-up of it
 /// goes to the thread's driver (which polls the reactor first): the reactor is not

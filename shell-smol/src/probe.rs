@@ -18,12 +18,12 @@ use async_io::Timer;
 use rustix::time::{ClockId, clock_gettime};
 use tracing::{debug, info};
 use wizard_core::Time;
-use wizard_core::io::Input;
-use wizard_core::overload::cgroup::{
+use wizard_core::shell::cgroup::{
     CgroupLocation, CgroupVersion, CpuStat, cpu_cgroup_dir, parse_cfs_quota, parse_cpu_max,
     parse_cpu_stat,
 };
-use wizard_core::overload::probe::{CpuReading, Probe};
+use wizard_core::shell::probe::{CpuReading, Probe};
+use wizard_core::vocabulary::io::Input;
 
 use crate::core_task::CoreMsg;
 

@@ -8,13 +8,14 @@
 //! clone under a mutex held for nanoseconds) and encode from it; `/metrics` renders
 //! into the one Prometheus registry under its own mutex, which only scrapes contend for.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use wizard_core::Server;
-use wizard_core::overload::readiness::{NotReady, readiness};
-use wizard_core::stats::{Counters, Gauges};
-use wizard_core::wire::encode_health;
+use wizard_core::shell::readiness::{NotReady, readiness};
+use wizard_core::vocabulary::stats::{Counters, Gauges};
+use wizard_core::vocabulary::wire::encode_health;
 
 use crate::metrics::{CoreHistograms, Metrics, ShellStats};
 
@@ -50,6 +51,17 @@ pub struct Published {
     /// whether it does not (read without the lock on every pass).
     store_unavailable: Mutex<Option<String>>,
     store_down: AtomicBool,
+    /// The `/profiles/<id>` bodies, one per profile (at most `PROFILES_MAX`), and the
+    /// `/leaderboard` body: rebuilt from the core's changes after a batch that changed
+    /// a profile, read by the HTTP side without waiting for game work.
+    profiles: Mutex<ProfilePages>,
+}
+
+/// What `/profiles/<id>` and `/leaderboard` answer.
+#[derive(Debug, Default)]
+struct ProfilePages {
+    by_id: BTreeMap<String, Arc<str>>,
+    leaderboard: Arc<str>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -66,7 +78,46 @@ impl Published {
             metrics: Mutex::new(Metrics::new(core)),
             store_unavailable: Mutex::new(None),
             store_down: AtomicBool::new(false),
+            profiles: Mutex::new(ProfilePages {
+                by_id: BTreeMap::new(),
+                leaderboard: server.leaderboard_json().into(),
+            }),
         }
+    }
+
+    /// Brings the profile pages up to date with the profiles `server` changed since the
+    /// last call (nothing to do, and no lock taken, when none did).
+    pub fn publish_profiles(&self, server: &mut Server) {
+        let changed = server.take_profile_changes();
+        if changed.is_empty() {
+            return;
+        }
+        let bodies: Vec<(String, Option<Arc<str>>)> = changed
+            .into_iter()
+            .map(|id| {
+                let body = server.profile_json(&id).map(Arc::from);
+                (id, body)
+            })
+            .collect();
+        let leaderboard: Arc<str> = server.leaderboard_json().into();
+        let mut pages = lock(&self.profiles);
+        for (id, body) in bodies {
+            match body {
+                Some(body) => pages.by_id.insert(id, body),
+                None => pages.by_id.remove(&id),
+            };
+        }
+        pages.leaderboard = leaderboard;
+    }
+
+    /// The `/profiles/<id>` body, if there is such a profile.
+    pub fn profile(&self, id: &str) -> Option<Arc<str>> {
+        lock(&self.profiles).by_id.get(id).cloned()
+    }
+
+    /// The `/leaderboard` body.
+    pub fn leaderboard(&self) -> Arc<str> {
+        Arc::clone(&lock(&self.profiles).leaderboard)
     }
 
     /// Publishes why the store does not acknowledge commits now (`None`: it does).

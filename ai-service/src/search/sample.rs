@@ -17,7 +17,7 @@
 
 use rand::Rng;
 use rand::seq::SliceRandom;
-use wizard_core::game::{Card, Observation, Seat, Suit, trick};
+use wizard_core::vocabulary::game::{Card, Observation, Seat, Suit, trick};
 
 use super::sim::{DECK, Heuristic, Mask, SEATS_MAX, Sim, bit, suit_mask};
 
@@ -335,7 +335,7 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
-    use wizard_core::game::Card;
+    use wizard_core::vocabulary::game::Card;
 
     /// The deal as written before masks: `Card`s, a suit test per card.
     fn deal_by_cards(k: &Knowledge, pool: &[u8], respect_voids: bool) -> Option<[Mask; SEATS_MAX]> {

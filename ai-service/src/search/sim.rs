@@ -1,5 +1,5 @@
 //! A compact copy of one round of the rules, for rollouts: hands are 60-bit masks and
-//! every player is a copy of the core's heuristic (`wizard_core::game::bot`), so one
+//! every player is a copy of the core's heuristic (`wizard_core::vocabulary::game::bot`), so one
 //! rollout of a round costs microseconds instead of the tens that cloning a `Game` and
 //! building an `Observation` per move would.
 //!
@@ -10,9 +10,9 @@
 //! with the same score changes. The heuristic copy breaks ties (cards of equal power)
 //! by the lowest card index where the core's heuristic asks its RNG.
 
-use wizard_core::game::bot::Params;
-use wizard_core::game::round_score;
-use wizard_core::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit};
+use wizard_core::vocabulary::game::bot::Params;
+use wizard_core::vocabulary::game::round_score;
+use wizard_core::vocabulary::game::{Action, BidRestriction, Card, Observation, Phase, Seat, Suit};
 
 /// A set of cards, bit `Card::index()`.
 pub(crate) type Mask = u64;
@@ -523,7 +523,7 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
-    use wizard_core::game::trick::{self, Lead};
+    use wizard_core::vocabulary::game::trick::{self, Lead};
 
     fn sim(players: u8, trump: Option<Suit>) -> Sim {
         Sim {

@@ -5,8 +5,8 @@
 //! no JSON, no event loop of its own: the caller's task submits and receives.
 
 use async_channel::Receiver;
-use wizard_core::config::AiServiceConfig;
-use wizard_core::wire::{AiReply, AiRequest};
+use wizard_core::vocabulary::config::AiServiceConfig;
+use wizard_core::vocabulary::wire::{AiReply, AiRequest};
 
 use super::{Answered, Pool, REPLIES_QUEUED_MAX, ServiceOptions};
 

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 use wizard_core::Time;
-use wizard_core::game::{AiLevel, Observation};
-use wizard_core::wire::{AiErrorCode, AiReply};
+use wizard_core::vocabulary::game::{AiLevel, Observation};
+use wizard_core::vocabulary::wire::{AiErrorCode, AiReply};
 
 use super::Answered;
 use crate::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
@@ -22,7 +22,7 @@ use crate::agent::{self, Agent, Budget, EasyAgent, HeuristicAgent};
 /// The most a primary decision may take, whatever the server's timeout.
 pub const THINK_TIME_MAX: Duration = Duration::from_millis(100);
 /// Sampled worlds per decision at most (the search agent's iteration budget).
-pub const SEARCH_WORLDS_MAX: u32 = 200;
+pub const SEARCH_WORLDS_MAX: u32 = crate::levels::SEARCH_WORLDS_MAX;
 
 struct State {
     admission: Admission,

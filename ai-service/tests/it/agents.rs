@@ -6,8 +6,8 @@ use wizard_ai::agent::{
     Agent, AgentSpec, Budget, HeuristicAgent, RandomAgent, SearchAgent, answer, decision_rng,
 };
 use wizard_core::Time;
-use wizard_core::game::Options;
-use wizard_core::wire::{AiErrorCode, AiReply};
+use wizard_core::vocabulary::game::Options;
+use wizard_core::vocabulary::wire::{AiErrorCode, AiReply};
 
 use crate::search::{options, random_position};
 

@@ -2,7 +2,7 @@
 //! reproducible under an iteration budget.
 
 use wizard_ai::evaluate::{EvalConfig, evaluate, render_text};
-use wizard_core::game::Options;
+use wizard_core::vocabulary::game::Options;
 
 #[test]
 fn a_short_duplicate_tournament_runs_and_repeats() {

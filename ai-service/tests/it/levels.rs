@@ -8,9 +8,9 @@ use wizard_ai::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
 use wizard_ai::agent::{self, AgentSpec, Budget, RandomAgent};
 use wizard_ai::service::Pool;
 use wizard_core::Time;
-use wizard_core::game::level::{self, AiLevel};
-use wizard_core::game::{Game, Options, bot::Params};
-use wizard_core::wire::AiReply;
+use wizard_core::vocabulary::game::level::{self, AiLevel};
+use wizard_core::vocabulary::game::{Game, Options, bot::Params};
+use wizard_core::vocabulary::wire::AiReply;
 
 fn config() -> AdmissionConfig {
     AdmissionConfig {

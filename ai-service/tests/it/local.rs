@@ -8,9 +8,9 @@ use async_io::Timer;
 use futures_lite::FutureExt;
 use wizard_ai::service::ServiceOptions;
 use wizard_ai::service::local::Local;
-use wizard_core::config::{AiAgent, AiServiceConfig};
-use wizard_core::game::Observation;
-use wizard_core::wire::{AiErrorCode, AiReply, AiRequest};
+use wizard_core::vocabulary::config::{AiAgent, AiServiceConfig};
+use wizard_core::vocabulary::game::Observation;
+use wizard_core::vocabulary::wire::{AiErrorCode, AiReply, AiRequest};
 
 use crate::search::{options, random_position};
 

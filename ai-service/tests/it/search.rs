@@ -10,7 +10,9 @@ use wizard_ai::agent::{Budget, decision_rng};
 use wizard_ai::search::{
     self, Fallback, SearchConfig, inferred_voids, respects_voids, rollout, sample_world,
 };
-use wizard_core::game::{Action, BidRestriction, Card, Game, Options, Phase, Seat, Suit, bot};
+use wizard_core::vocabulary::game::{
+    Action, BidRestriction, Card, Game, Options, Phase, Seat, Suit, bot,
+};
 
 /// The heuristic's ranking of cards (Wizards, trumps, plain by rank, Jesters).
 fn power(card: Card, trump: Option<Suit>) -> u8 {
@@ -129,7 +131,7 @@ proptest! {
 /// Whether the viewer of `obs` may play `a` or `b` alike, by the rules: two Wizards, two
 /// Jesters, or two cards of one suit with no card of that suit between them that
 /// another seat could hold (every one in the own hand, played or turned).
-fn interchangeable(obs: &wizard_core::game::Observation, a: Action, b: Action) -> bool {
+fn interchangeable(obs: &wizard_core::vocabulary::game::Observation, a: Action, b: Action) -> bool {
     let (Action::Play { card: a }, Action::Play { card: b }) = (a, b) else {
         return a == b;
     };

@@ -12,8 +12,8 @@ use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
 use wizard_bench_room::script::{SEATS, record};
 use wizard_bench_room::{Settings, bind, serve};
-use wizard_core::game::Event;
-use wizard_core::wire::peek;
+use wizard_core::vocabulary::game::Event;
+use wizard_core::vocabulary::wire::peek;
 
 /// Starts a room with `settings` (its `bind` replaced by a free loopback port) on a
 /// thread of its own, for the rest of the test process.

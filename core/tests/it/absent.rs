@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use wizard_core::io::{ConnId, Note, RefuseReason};
-use wizard_core::stats::RequestRefusal;
-use wizard_core::wire::CloseCode;
+use wizard_core::vocabulary::io::{ConnId, Note, RefuseReason};
+use wizard_core::vocabulary::stats::RequestRefusal;
+use wizard_core::vocabulary::wire::CloseCode;
 
 use super::driver::{Driver, config};
 
@@ -742,7 +742,7 @@ proptest! {
 /// gets its grace period.
 #[test]
 fn an_idle_server_shuts_down_without_waiting_out_the_grace() {
-    use wizard_core::io::Input;
+    use wizard_core::vocabulary::io::Input;
     let grace = [("SHUTDOWN_GRACE", "10"), ("AI_MOVE_DELAY", "600")];
     // Nobody connected: finished with the shutdown input itself.
     let mut d = Driver::new(config(&grace), 5);
@@ -756,9 +756,9 @@ fn an_idle_server_shuts_down_without_waiting_out_the_grace() {
     let closed = d.input(Input::Shutdown).iter().any(|o| {
         matches!(
             o,
-            wizard_core::io::Output::Close {
+            wizard_core::vocabulary::io::Output::Close {
                 conn: ConnId(1),
-                code: wizard_core::wire::CloseCode::ShuttingDown
+                code: wizard_core::vocabulary::wire::CloseCode::ShuttingDown
             }
         )
     });

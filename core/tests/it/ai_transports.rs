@@ -4,8 +4,10 @@
 //! differs.
 
 use serde_json::json;
-use wizard_core::io::{ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output};
-use wizard_core::wire::{self, AiErrorCode, AiReply, AiRequest};
+use wizard_core::vocabulary::io::{
+    ConnId, ConnKind, FallbackReason, Input, MoveSource, Note, Output,
+};
+use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply, AiRequest};
 
 use super::driver::{Driver, config};
 
@@ -125,7 +127,7 @@ fn play(kind: ConnKind) -> Seen {
             };
             let answer = match *answer {
                 Answer::Decide => decision(observation.legal_actions[0]),
-                Answer::Illegal => decision(wizard_core::game::Action::Bid { bid: 99 }),
+                Answer::Illegal => decision(wizard_core::vocabulary::game::Action::Bid { bid: 99 }),
                 Answer::Error(code) => AiReply::Error {
                     request_id,
                     code,

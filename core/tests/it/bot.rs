@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::selfplay::{mean_ci95, play_out, random_action};
-use wizard_core::game::{BidRestriction, Game, Options, bot};
+use wizard_core::vocabulary::game::selfplay::{mean_ci95, play_out, random_action};
+use wizard_core::vocabulary::game::{BidRestriction, Game, Options, bot};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]

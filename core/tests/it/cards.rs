@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use wizard_core::game::{Action, Card, CardParseError, Suit};
+use wizard_core::vocabulary::game::{Action, Card, CardParseError, Suit};
 
 #[test]
 fn every_card_round_trips_through_its_code_and_json() {
@@ -170,7 +170,7 @@ fn cards_and_suits_decode_from_escaped_strings_and_name_what_was_expected() {
 
 /// serde's own decoder for the action encoding, to hold the hand-written one to.
 mod derived {
-    use wizard_core::game::{Card, Suit};
+    use wizard_core::vocabulary::game::{Card, Suit};
 
     #[derive(Debug, PartialEq, serde::Deserialize)]
     #[serde(tag = "kind", rename_all = "snake_case")]

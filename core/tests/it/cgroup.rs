@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use proptest::prelude::*;
-use wizard_core::overload::cgroup::{
+use wizard_core::shell::cgroup::{
     CgroupDir, CgroupError, CgroupVersion, CpuQuota, CpuStat, cpu_cgroup_dir, parse_cfs_quota,
     parse_cpu_max, parse_cpu_stat, parse_cpuacct_usage_us,
 };

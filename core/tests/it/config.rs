@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 
 use proptest::prelude::*;
-use wizard_core::config::{
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::vocabulary::config::{
     AiAgent, AiServiceConfig, Component, Config, ConfigError, IpCidr, LogFormat, SETTINGS,
     ShellConfig,
 };
-use wizard_core::overload::LoadLevel;
 
 const S: u64 = 1_000_000;
 
@@ -224,6 +224,8 @@ const OTHER: &[(&str, &str)] = &[
     ("MESSAGE_BURST", "1"),
     ("MAX_RATE_VIOLATIONS", "3"),
     ("LOBBY_CREATE_RATE", "0.5"),
+    ("PROFILE_CREATE_RATE", "2.5"),
+    ("PROFILES_MAX", "9"),
     ("MAX_ACTIVE_GAMES", "4"),
     ("AI_MOVE_DELAY", "0"),
     ("TRICK_PAUSE", "0"),
@@ -363,6 +365,8 @@ fn every_field_is_covered() {
         message_burst,
         rate_violations_max,
         lobby_create_rate_per_min,
+        profile_create_rate_per_hour,
+        profiles_max,
         active_games_max,
         ai_move_delay_us,
         trick_pause_us,
@@ -444,6 +448,7 @@ fn every_field_is_covered() {
         (2.5, 1, 3)
     );
     assert_eq!((lobby_create_rate_per_min, active_games_max), (0.5, 4));
+    assert_eq!((profile_create_rate_per_hour, profiles_max), (2.5, 9));
     assert_eq!(
         (ai_move_delay_us, trick_pause_us, ai_decision_timeout_us),
         (0, 0, 250_000)
@@ -502,7 +507,7 @@ fn every_field_is_covered() {
     assert_eq!((listen_backlog_max, executor_threads), (64, 3));
     assert_eq!(
         store,
-        wizard_core::config::StoreSpec::Sqlite("/var/lib/wizard/games.db".into())
+        wizard_core::vocabulary::config::StoreSpec::Sqlite("/var/lib/wizard/games.db".into())
     );
     assert_eq!(store_sync_interval_us, 2_500_000);
     assert!(store_init);
@@ -573,7 +578,7 @@ fn value_forms() {
     }
     // PostgreSQL, by either scheme; the URL is kept as written, and shown (logs) without
     // its password.
-    use wizard_core::config::StoreSpec;
+    use wizard_core::vocabulary::config::StoreSpec;
     for url in [
         "postgres://wizard@127.0.0.1:5432/wizard",
         "postgresql://wizard:secret@db:5432/wizard",
@@ -869,7 +874,7 @@ fn operations_doc_lists_every_setting() {
         "/../docs/OPERATIONS.md"
     ))
     .expect("docs/OPERATIONS.md");
-    for setting in wizard_core::config::SETTINGS {
+    for setting in wizard_core::vocabulary::config::SETTINGS {
         assert!(
             doc.contains(&format!("| `{}` |", setting.name)),
             "docs/OPERATIONS.md has no row for {}",

@@ -8,9 +8,9 @@
 
 use proptest::prelude::*;
 use serde::Deserialize;
-use wizard_core::game::{Action, Event, Game, Options, Seat};
-use wizard_core::wire::held::{self, HeldState, Taken};
-use wizard_core::wire::merge_patch::{self, NotExpressible};
+use wizard_core::vocabulary::game::{Action, Event, Game, Options, Seat};
+use wizard_core::vocabulary::wire::held::{self, HeldState, Taken};
+use wizard_core::vocabulary::wire::merge_patch::{self, NotExpressible};
 
 fn applied(target: &str, patch: &str) -> String {
     let mut out = String::new();

@@ -6,13 +6,13 @@ use std::net::IpAddr;
 
 use proptest::prelude::*;
 use wizard_core::Time;
-use wizard_core::config::IpCidr;
-use wizard_core::overload::connections::TcpCaps;
-use wizard_core::overload::door::{
+use wizard_core::machine::overload::connections::TcpCaps;
+use wizard_core::shell::door::{
     Admit, Door, DoorRefusal, Mode, PROBE_LANE_SOCKETS_MAX, PROBE_LANE_SOCKETS_PER_IP_MAX,
     SILENT_MARK_US,
 };
-use wizard_core::overload::limiter::{IpKey, Rate};
+use wizard_core::vocabulary::config::IpCidr;
+use wizard_core::vocabulary::limiter::{IpKey, Rate};
 
 fn ip(text: &str) -> IpAddr {
     text.parse().unwrap()

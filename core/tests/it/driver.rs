@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use serde_json::{Value, json};
-use wizard_core::config::Config;
-use wizard_core::io::{ConnId, ConnKind, Input, Note, Output};
-use wizard_core::rng::Seed;
-use wizard_core::wire::held::{self, HeldState, Link, Taken};
-use wizard_core::wire::{self, ClientMessage, CloseCode};
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Note, Output};
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::held::{self, HeldState, Link, Taken};
+use wizard_core::vocabulary::wire::{self, ClientMessage, CloseCode};
 use wizard_core::{Server, Time};
 
 /// What one connection has received.
@@ -204,6 +204,7 @@ impl Driver {
             &ClientMessage::Hello {
                 token: token.map(str::to_string),
                 deltas: self.deltas_on_odd && conn.0 % 2 == 1,
+                profile_key: None,
             },
         );
     }

@@ -10,10 +10,10 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use wizard_core::Server;
-use wizard_core::io::{ConnId, Input};
-use wizard_core::records::{Record, RecordError};
-use wizard_core::rng::Seed;
-use wizard_core::session::LobbyId;
+use wizard_core::machine::records::{Record, RecordError};
+use wizard_core::machine::session::LobbyId;
+use wizard_core::vocabulary::io::{ConnId, Input};
+use wizard_core::vocabulary::rng::Seed;
 
 use super::driver::{Driver, config};
 
@@ -285,7 +285,7 @@ proptest! {
         seed in any::<u64>(),
         crash in any::<prop::sample::Index>(),
     ) {
-        use wizard_core::records::liveness::Liveness;
+        use wizard_core::machine::records::liveness::Liveness;
         let mut live = Live::new(seed);
         for op in &ops {
             live.step(op);
@@ -373,7 +373,12 @@ proptest! {
 }
 
 /// Whether an AI seat of some game has a move to make (its turn runs on a timer).
-fn ai_to_act(views: &[(wizard_core::records::LobbyRecord, Vec<Option<String>>)]) -> bool {
+fn ai_to_act(
+    views: &[(
+        wizard_core::machine::records::LobbyRecord,
+        Vec<Option<String>>,
+    )],
+) -> bool {
     views.iter().any(|(record, seats)| {
         record.seats.iter().zip(seats).any(|(seat, view)| {
             seat.session.is_none()
@@ -492,8 +497,8 @@ fn a_record_of_another_version_is_refused() {
 /// autoplay flag read back, and version 1's object form of the same move still reads.
 #[test]
 fn a_move_is_stored_compact_and_reads_back() {
-    use wizard_core::game::{Action, Card, Suit};
-    use wizard_core::io::MoveSource;
+    use wizard_core::vocabulary::game::{Action, Card, Suit};
+    use wizard_core::vocabulary::io::MoveSource;
     let moves = [
         (
             Action::Bid { bid: 3 },
@@ -638,7 +643,7 @@ fn every_store_fixture_restores() {
 /// Found by the liveness property test (a human's bid lost after a seat turned AI).
 #[test]
 fn moves_before_their_lobbys_newest_record_are_restored() {
-    let records = wizard_core::records::halfway_games(2);
+    let records = wizard_core::machine::records::halfway_games(2);
     let (lobbies, rest): (Vec<Record>, Vec<Record>) = records
         .iter()
         .cloned()
@@ -670,7 +675,7 @@ fn moves_before_their_lobbys_newest_record_are_restored() {
 /// never keeps a whole store from coming back. Its lobby's id is not given again.
 #[test]
 fn a_game_that_cannot_be_replayed_is_set_aside_and_the_others_restored() {
-    let records = wizard_core::records::halfway_games(3);
+    let records = wizard_core::machine::records::halfway_games(3);
     let config = || config(&[("MAX_LOBBIES_PER_IP", "10"), ("MAX_GAMES_PER_IP", "10")]);
     let restore = |records: Vec<Record>| {
         Server::restore(

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::{
+use wizard_core::vocabulary::game::{
     Action, BidRestriction, Card, Event, Game, Options, Phase, Suit, rounds_for,
 };
 

@@ -5,7 +5,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use serde::Deserialize;
-use wizard_core::game::{Action, Event, Game, Options};
+use wizard_core::vocabulary::game::{Action, Event, Game, Options};
 
 #[derive(Deserialize)]
 struct Golden {

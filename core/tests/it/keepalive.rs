@@ -1,8 +1,8 @@
-//! The keepalive rule (`wizard_core::keepalive`): who is pinged, who is closed, and
+//! The keepalive rule (`wizard_core::shell::keepalive`): who is pinged, who is closed, and
 //! when the writers look, through its public API.
 
 use wizard_core::Time;
-use wizard_core::keepalive::{Due, KEEPALIVE_GRID_US_MAX, Keepalive};
+use wizard_core::shell::keepalive::{Due, KEEPALIVE_GRID_US_MAX, Keepalive};
 
 const S: u64 = 1_000_000;
 

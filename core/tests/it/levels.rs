@@ -5,11 +5,13 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use serde_json::{Value, json};
-use wizard_core::game::level::{self, AiLevel, EASY_BID_MISS_RATE, EASY_CARD_RANDOM_RATE};
-use wizard_core::game::selfplay::play_out;
-use wizard_core::game::{Action, BidRestriction, Game, Options, Phase, bot};
-use wizard_core::io::{ConnId, Input, Output};
-use wizard_core::records::Record;
+use wizard_core::machine::records::Record;
+use wizard_core::vocabulary::game::level::{
+    self, AiLevel, EASY_BID_MISS_RATE, EASY_CARD_RANDOM_RATE,
+};
+use wizard_core::vocabulary::game::selfplay::play_out;
+use wizard_core::vocabulary::game::{Action, BidRestriction, Game, Options, Phase, bot};
+use wizard_core::vocabulary::io::{ConnId, Input, Output};
 
 use super::driver::{Driver, config};
 

@@ -8,14 +8,14 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 use wizard_core::Time;
-use wizard_core::io::{ConnId, RefuseReason};
-use wizard_core::overload::LoadLevel;
-use wizard_core::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
-use wizard_core::overload::connections::ConnectionLimiter;
-use wizard_core::overload::level::{
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::machine::overload::breaker::{Admit, BreakerConfig, BreakerState, CircuitBreaker};
+use wizard_core::machine::overload::connections::ConnectionLimiter;
+use wizard_core::machine::overload::level::{
     LevelChange, LoadLevels, LoadSample, LoadThresholds, SampleClass, classify,
 };
-use wizard_core::overload::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
+use wizard_core::vocabulary::io::{ConnId, RefuseReason};
+use wizard_core::vocabulary::limiter::{IpKey, KeyedRateLimiter, Rate, TokenBucket};
 
 // ---------------------------------------------------------------------------------
 // Token bucket

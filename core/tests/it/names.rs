@@ -3,7 +3,7 @@
 //! is one line of visible plain text.
 
 use serde_json::{Value, json};
-use wizard_core::io::{ConnId, Output};
+use wizard_core::vocabulary::io::{ConnId, Output};
 
 use crate::driver::{Driver, config};
 

@@ -3,8 +3,8 @@
 //! frames keep their order, limits in frames and bytes overflow the queue, and nothing
 //! is queued after a close or an overflow.
 
-use wizard_core::outqueue::{Delivery, OutQueue, Pushed};
-use wizard_core::wire::{CloseCode, ServerMessage, decode_server};
+use wizard_core::shell::outqueue::{Delivery, OutQueue, Pushed};
+use wizard_core::vocabulary::wire::{CloseCode, ServerMessage, decode_server};
 
 /// One step of a script: push (text, replaceable) or close.
 enum Step {
@@ -270,8 +270,8 @@ mod deltas {
     //! state, and receives every event, in order.
 
     use proptest::prelude::*;
-    use wizard_core::outqueue::{Delivery, OutQueue, Pushed};
-    use wizard_core::wire::held::{self, HeldState, Taken};
+    use wizard_core::shell::outqueue::{Delivery, OutQueue, Pushed};
+    use wizard_core::vocabulary::wire::held::{self, HeldState, Taken};
 
     /// One change: the game's fields (`a` may become null: a full state) and whether
     /// it carries an event.

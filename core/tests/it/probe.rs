@@ -3,7 +3,7 @@
 //! for the core's deadlines.
 
 use wizard_core::Time;
-use wizard_core::overload::probe::{CpuReading, Probe, cpu_share, summarize};
+use wizard_core::shell::probe::{CpuReading, Probe, cpu_share, summarize};
 
 #[test]
 fn percentiles_are_nearest_rank() {
@@ -75,7 +75,7 @@ fn samples_stay_on_their_schedule_when_wake_ups_are_late() {
 
 #[test]
 fn deadlines_wake_on_the_grid_and_due_ones_at_once() {
-    use wizard_core::timers::{WAKE_GRID_US, wake_at};
+    use wizard_core::machine::timers::{WAKE_GRID_US, wake_at};
     let g = WAKE_GRID_US;
     // (deadline, now, wake)
     let cases = [

@@ -1,14 +1,14 @@
-//! When an answer of the in-process AI may wake the core (`wizard_core::reply_wait`),
+//! When an answer of the in-process AI may wake the core (`wizard_core::shell::reply_wait`),
 //! and the instant the core says it needs each answer (`Output::AiRequest::needed_at`),
 //! through their public APIs.
 
 use serde_json::json;
 use wizard_core::Time;
-use wizard_core::game::Action;
-use wizard_core::io::{ConnId, ConnKind, Input, Output};
-use wizard_core::reply_wait::{REPLY_WAITS_MAX, ReplyWait};
-use wizard_core::turns::AI_MOVE_SPREAD_US_MAX;
-use wizard_core::wire::{AiReply, AiRequest};
+use wizard_core::machine::turns::AI_MOVE_SPREAD_US_MAX;
+use wizard_core::shell::reply_wait::{REPLY_WAITS_MAX, ReplyWait};
+use wizard_core::vocabulary::game::Action;
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Output};
+use wizard_core::vocabulary::wire::{AiReply, AiRequest};
 
 use super::driver::{Driver, config};
 
@@ -196,7 +196,7 @@ fn the_core_needs_an_answer_when_the_move_may_be_applied_and_never_after_its_dea
 
 #[test]
 fn a_round_trip_ends_when_the_answer_arrived_not_when_the_core_read_it() {
-    use wizard_core::io::Note;
+    use wizard_core::vocabulary::io::Note;
     // (arrival after the request, in us, or None: read at once; the round trip noted)
     let cases: [(Option<u64>, u64); 3] = [
         (Some(3_000), 3_000),

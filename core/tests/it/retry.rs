@@ -2,8 +2,8 @@
 //! the refusal can take to go away, spread so that refused clients do not return as one.
 
 use serde_json::Value;
-use wizard_core::io::{ConnId, Output};
-use wizard_core::wire::ClientMessage;
+use wizard_core::vocabulary::io::{ConnId, Output};
+use wizard_core::vocabulary::wire::ClientMessage;
 
 use crate::driver::{Driver, config};
 

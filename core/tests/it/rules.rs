@@ -2,8 +2,8 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha12Rng;
-use wizard_core::game::trick::{self, Lead};
-use wizard_core::game::{
+use wizard_core::vocabulary::game::trick::{self, Lead};
+use wizard_core::vocabulary::game::{
     Action, ActionError, BidRestriction, Card, Event, Game, Options, Phase, Suit, ranking,
     round_score,
 };

@@ -2,9 +2,9 @@
 //! end, scores checked against the events, views checked for leaks.
 
 use serde_json::{Value, json};
-use wizard_core::io::{ConnId, Note, Output};
+use wizard_core::vocabulary::io::{ConnId, Note, Output};
 
-use wizard_core::wire::held::{HeldState, Taken};
+use wizard_core::vocabulary::wire::held::{HeldState, Taken};
 
 use super::driver::{Driver, check_no_hand_leaks, config};
 
@@ -51,7 +51,7 @@ fn play_to_end(d: &mut Driver, humans: &[ConnId]) -> Vec<Value> {
                     .poll_timeout()
                     .expect("a running game waits for something");
                 d.now = d.now.max(t);
-                d.input(wizard_core::io::Input::Timeout);
+                d.input(wizard_core::vocabulary::io::Input::Timeout);
             }
         }
     }
@@ -65,8 +65,8 @@ fn check_states_match_the_wire_types(outputs: &[Output]) {
         if let Output::Send { text, .. } = o
             && text.starts_with(r#"{"type":"state""#)
         {
-            let message = wizard_core::wire::decode_server(text).unwrap();
-            assert_eq!(&wizard_core::wire::encode(&message), text);
+            let message = wizard_core::vocabulary::wire::decode_server(text).unwrap();
+            assert_eq!(&wizard_core::vocabulary::wire::encode(&message), text);
         }
     }
 }
@@ -155,7 +155,7 @@ fn ai_move_gaps(d: &mut Driver, a: ConnId, b: ConnId, count: usize) -> Vec<u64> 
         }
         let (t, _) = d.server.poll_timeout().unwrap();
         d.now = d.now.max(t);
-        d.input(wizard_core::io::Input::Timeout);
+        d.input(wizard_core::vocabulary::io::Input::Timeout);
         if d.last_notes()
             .iter()
             .any(|n| matches!(n, Note::MoveApplied { .. }))
@@ -197,8 +197,8 @@ fn ai_moves_wait_for_the_move_delay_and_the_trick_pause() {
 
 #[test]
 fn delayed_ai_moves_are_spread_over_two_wake_grid_steps() {
-    use wizard_core::timers::WAKE_GRID_US;
-    use wizard_core::turns::AI_MOVE_SPREAD_US_MAX;
+    use wizard_core::machine::timers::WAKE_GRID_US;
+    use wizard_core::machine::turns::AI_MOVE_SPREAD_US_MAX;
     let mut d = paced("0.8", "0");
     let (a, b) = setup(&mut d);
     // Each AI move is due its delay plus its turn's spread after the turn began.
@@ -278,7 +278,7 @@ fn four_humans_bytes(deltas: bool) -> [usize; 4] {
     }
     let mut held: Vec<HeldState> = vec![HeldState::default(); 4];
     let mut bytes = [0usize; 4];
-    let mut feed = |d: &Driver, held: &mut Vec<HeldState>, bytes: &mut [usize; 4]| {
+    let feed = |d: &Driver, held: &mut Vec<HeldState>, bytes: &mut [usize; 4]| {
         for o in &d.last {
             if let Output::Send { conn, text, .. } = o
                 && let Some(i) = conns.iter().position(|c| c == conn)

@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use wizard_core::io::{ConnId, Note, Output};
-use wizard_core::overload::LoadLevel;
-use wizard_core::overload::level::{LevelState, LoadSample, LoadThresholds, classify, next_level};
-use wizard_core::wire::CloseCode;
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::machine::overload::level::{
+    LevelState, LoadSample, LoadThresholds, classify, next_level,
+};
+use wizard_core::vocabulary::io::{ConnId, Note, Output};
+use wizard_core::vocabulary::wire::CloseCode;
 
 use super::driver::{Driver, check_no_hand_leaks, config};
 
@@ -183,7 +185,7 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
                             matches!(
                                 n,
                                 Note::MoveApplied {
-                                    by: wizard_core::io::MoveSource::Human,
+                                    by: wizard_core::vocabulary::io::MoveSource::Human,
                                     ..
                                 }
                             )
@@ -278,7 +280,7 @@ fn step(d: &mut Driver, w: &mut World, op: &Op) -> Result<(), TestCaseError> {
                 ..LoadThresholds::default()
             };
             w.level = next_level(&t, w.level, classify(&t, &sample));
-            d.input(wizard_core::io::Input::LoadSample(sample));
+            d.input(wizard_core::vocabulary::io::Input::LoadSample(sample));
             prop_assert_eq!(
                 d.server.level(),
                 w.level.level,
@@ -458,7 +460,10 @@ fn check_names_apart(lobby: &Value) -> Result<(), TestCaseError> {
     );
     let mut keys: [BTreeMap<String, &str>; 2] = Default::default();
     for name in names {
-        for (seen, key) in keys.iter_mut().zip(wizard_core::names::keys(name)) {
+        for (seen, key) in keys
+            .iter_mut()
+            .zip(wizard_core::vocabulary::names::keys(name))
+        {
             if let Some(other) = seen.insert(key, name) {
                 prop_assert!(false, "{:?} and {:?} look alike in {}", other, name, lobby);
             }

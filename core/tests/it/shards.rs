@@ -5,11 +5,11 @@
 //! transcript cannot (prefixes, lengths, the randomness behind them).
 
 use serde_json::Value;
-use wizard_core::io::ConnId;
-use wizard_core::lobby::{CODE_ALPHABET, CODE_CHARS};
-use wizard_core::rng::TOKEN_CHARS;
-use wizard_core::shard::{SHARDED_TOKEN_CHARS, ShardId, owner_of, token_owner};
-use wizard_core::wire::ClientMessage;
+use wizard_core::machine::lobby::{CODE_ALPHABET, CODE_CHARS};
+use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::rng::TOKEN_CHARS;
+use wizard_core::vocabulary::shard::{SHARDED_TOKEN_CHARS, ShardId, owner_of, token_owner};
+use wizard_core::vocabulary::wire::ClientMessage;
 
 use super::driver::{Driver, config};
 
@@ -97,7 +97,7 @@ fn an_unsharded_server_is_unchanged() {
         codes.iter().filter_map(|c| c.chars().next()).collect();
     assert!(firsts.len() > 10, "{firsts:?}");
     assert_eq!(d.server.health().shard, None);
-    let health = wizard_core::wire::encode_health(&d.server.health());
+    let health = wizard_core::vocabulary::wire::encode_health(&d.server.health());
     assert!(!health.contains("shard"), "{health}");
 }
 

@@ -17,11 +17,11 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use wizard_core::config::Config;
-use wizard_core::io::{BadFrame, ConnId, ConnKind, Delivery, Input, Output};
-use wizard_core::overload::level::LoadSample;
-use wizard_core::rng::Seed;
-use wizard_core::wire::held::{HeldState, Taken};
+use wizard_core::machine::overload::level::LoadSample;
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::{BadFrame, ConnId, ConnKind, Delivery, Input, Output};
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::held::{HeldState, Taken};
 use wizard_core::{Server, Time};
 
 /// Keys a line may carry besides its one input.

@@ -2,12 +2,12 @@
 
 use std::net::IpAddr;
 
-use wizard_core::config::Config;
-use wizard_core::io::ConnKind;
-use wizard_core::upgrade::{
+use wizard_core::shell::upgrade::{
     Methods, PathPattern, ROUTES, Reject, Route, Singleton, UpgradeRequest, check_upgrade,
     client_ip, is_websocket_key, route,
 };
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::ConnKind;
 
 fn ip(text: &str) -> IpAddr {
     text.parse().unwrap()
@@ -83,6 +83,8 @@ fn the_route_table() {
             "/ws",
             "/ws/{id}",
             "/internal/ai",
+            "/leaderboard",
+            "/profiles/{id}",
             "/{file}"
         ],
         "the routes changed: update the docs and this list"

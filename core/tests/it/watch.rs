@@ -4,8 +4,8 @@
 //! a player the host removed stays out for a while.
 
 use serde_json::{Value, json};
-use wizard_core::io::ConnId;
-use wizard_core::stats::RequestRefusal;
+use wizard_core::vocabulary::io::ConnId;
+use wizard_core::vocabulary::stats::RequestRefusal;
 
 use crate::driver::{Driver, config};
 
@@ -34,7 +34,7 @@ fn last_to(d: &Driver, conn: ConnId) -> Vec<Value> {
     d.last
         .iter()
         .filter_map(|o| match o {
-            wizard_core::io::Output::Send { conn: c, text, .. } if *c == conn => {
+            wizard_core::vocabulary::io::Output::Send { conn: c, text, .. } if *c == conn => {
                 serde_json::from_str(text).ok()
             }
             _ => None,

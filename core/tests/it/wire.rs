@@ -3,12 +3,12 @@
 //! arbitrary input.
 
 use proptest::prelude::*;
-use wizard_core::game::{
+use wizard_core::machine::overload::LoadLevel;
+use wizard_core::vocabulary::game::{
     Action, AiLevel, BidRestriction, Card, Event, Game, Observation, Options, Placing, PlayedCard,
     Suit,
 };
-use wizard_core::overload::LoadLevel;
-use wizard_core::wire::{
+use wizard_core::vocabulary::wire::{
     AiErrorCode, AiHealth, AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode,
     GameView, Health, LobbyStatus, LobbyView, PlayerView, ServerMessage, decode_ai_reply,
     decode_ai_request, decode_client, decode_health, decode_server, encode, encode_ai_reply,
@@ -89,6 +89,7 @@ fn client_messages_decode() {
             ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         ),
         (
@@ -96,6 +97,7 @@ fn client_messages_decode() {
             ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         ),
         (
@@ -103,6 +105,7 @@ fn client_messages_decode() {
             ClientMessage::Hello {
                 token: Some("abc-_12".into()),
                 deltas: false,
+                profile_key: None,
             },
         ),
         (
@@ -208,6 +211,7 @@ fn unknown_fields_are_ignored_everywhere() {
             ClientMessage::Hello {
                 token: Some("t".into()),
                 deltas: false,
+                profile_key: None,
             },
         ),
         (
@@ -376,7 +380,8 @@ fn junk_client_messages_are_typed_errors() {
         decode_client(&deep),
         Ok(ClientMessage::Hello {
             token: None,
-            deltas: false
+            deltas: false,
+            profile_key: None,
         })
     );
     let deep = format!(r#"{{"type":"action","action":{open}{close}}}"#);
@@ -447,6 +452,11 @@ fn lobby() -> LobbyView {
                 is_ai: false,
                 connected: true,
                 level: None,
+                profile_id: None,
+                rating: None,
+                mu: None,
+                sigma: None,
+                rating_change: None,
             },
             PlayerView {
                 id: "ba9876543210".into(),
@@ -454,6 +464,11 @@ fn lobby() -> LobbyView {
                 is_ai: true,
                 connected: false,
                 level: Some(AiLevel::Easy),
+                profile_id: None,
+                rating: None,
+                mu: None,
+                sigma: None,
+                rating_change: None,
             },
         ],
         min_players: 3,
@@ -527,10 +542,12 @@ fn every_client_message() -> Vec<ClientMessage> {
         ClientMessage::Hello {
             token: None,
             deltas: false,
+            profile_key: None,
         },
         ClientMessage::Hello {
             token: Some("s3cr3t".into()),
-            deltas: false,
+            deltas: true,
+            profile_key: None,
         },
         ClientMessage::CreateLobby {
             name: "Ann \"the\" \u{e9}\u{1f0cf}".into(),
@@ -581,12 +598,14 @@ fn every_server_message() -> Vec<ServerMessage> {
             token: "tok_-0".into(),
             name: "Ann".into(),
             shard: None,
+            profile: None,
         },
         ServerMessage::Welcome {
             player_id: "0123456789ab".into(),
             token: "Ktok_-0".into(),
             name: "Ann".into(),
             shard: Some("K".into()),
+            profile: None,
         },
         ServerMessage::State {
             lobby: None,
@@ -596,6 +615,7 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::State {
             lobby: Some(lobby()),
             game: Some(GameView {
+                id: String::new(),
                 you: Some(2),
                 observation: rules_observation(),
             }),
@@ -607,6 +627,7 @@ fn every_server_message() -> Vec<ServerMessage> {
                 ..lobby()
             }),
             game: Some(GameView {
+                id: String::new(),
                 you: Some(1),
                 observation: obs,
             }),
@@ -619,6 +640,7 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::State {
             lobby: Some(lobby()),
             game: Some(GameView {
+                id: String::new(),
                 you: None,
                 observation: rules_observation(),
             }),
@@ -721,8 +743,9 @@ fn encodings_follow_the_protocol_text() {
                 token: "t".into(),
                 name: "Ann".into(),
                 shard: None,
+                profile: None,
             }),
-            r#"{"type":"welcome","player_id":"0123456789ab","token":"t","name":"Ann"}"#,
+            r#"{"type":"welcome","player_id":"0123456789ab","token":"t","name":"Ann","profile":null}"#,
         ),
         (
             encode(&ServerMessage::Welcome {
@@ -730,8 +753,9 @@ fn encodings_follow_the_protocol_text() {
                 token: "Bt".into(),
                 name: "Ann".into(),
                 shard: Some("B".into()),
+                profile: None,
             }),
-            r#"{"type":"welcome","player_id":"0123456789ab","token":"Bt","name":"Ann","shard":"B"}"#,
+            r#"{"type":"welcome","player_id":"0123456789ab","token":"Bt","name":"Ann","shard":"B","profile":null}"#,
         ),
         (
             encode(&ServerMessage::State {
@@ -785,6 +809,7 @@ fn encodings_follow_the_protocol_text() {
             encode_client(&ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             }),
             r#"{"type":"hello","token":null}"#,
         ),
@@ -1095,7 +1120,7 @@ proptest! {
 /// `request_id` only when it does not decode.
 #[test]
 fn a_text_message_becomes_one_input_by_one_rule() {
-    use wizard_core::io::{ConnId, ConnKind, Input};
+    use wizard_core::vocabulary::io::{ConnId, ConnKind, Input};
     // (kind, text, expected input kind, expected peeked request id)
     let cases: &[(ConnKind, &str, &str, Option<u64>)] = &[
         (ConnKind::Player, r#"{"type":"hello"}"#, "message", None),

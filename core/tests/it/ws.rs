@@ -3,12 +3,12 @@
 //! with time advances.
 
 use wizard_core::Time;
-use wizard_core::config::Config;
-use wizard_core::io::BadFrame;
-use wizard_core::ws::{
+use wizard_core::shell::ws::{
     Charge, Control, Decoder, Event, FrameBudget, FrameReader, Limits, MESSAGE_FRAGMENTS_MAX, Read,
     encode,
 };
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::io::BadFrame;
 
 const TEXT: u8 = 0x1;
 const BINARY: u8 = 0x2;
@@ -21,7 +21,7 @@ const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 /// A client frame: `first` is the whole first byte (FIN, RSV, opcode).
 pub fn raw(first: u8, mask: Option<[u8; 4]>, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    wizard_core::ws::encode::client_frame(&mut out, first, mask, payload);
+    wizard_core::shell::ws::encode::client_frame(&mut out, first, mask, payload);
     out
 }
 

@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use wizard_core::Time;
-use wizard_core::config::Config;
-use wizard_core::ws::{Control, Event, FrameReader, Limits, Read};
+use wizard_core::shell::ws::{Control, Event, FrameReader, Limits, Read};
+use wizard_core::vocabulary::config::Config;
 
 use crate::ws::{close_payload, events_in_chunks, limits, raw};
 
@@ -169,7 +169,7 @@ proptest! {
         cuts.push(0);
         cuts.push(bytes.len());
         cuts.sort_unstable();
-        let mut decoder = wizard_core::ws::Decoder::new(generous());
+        let mut decoder = wizard_core::shell::ws::Decoder::new(generous());
         let mut got = Vec::new();
         for w in cuts.windows(2) {
             let part = &bytes[w[0]..w[1]];

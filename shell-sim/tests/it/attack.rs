@@ -1,6 +1,6 @@
 //! Scenario 3: storm + flood + lobby spam while 500 games run.
 
-use wizard_sim::report::percentile;
+use wizard_sim::runs::report::percentile;
 
 use crate::common::{assert_clean, run, scenario};
 
@@ -51,7 +51,7 @@ fn attackers_do_not_slow_running_games() {
 /// every guess is `rate_limited`, while the honest games go on.
 #[test]
 fn spectate_guessers_spend_the_join_fail_budget() {
-    use wizard_sim::scenario::{Attack, AttackKind};
+    use wizard_sim::runs::scenario::{Attack, AttackKind};
     let mut s = scenario("door_and_frames");
     s.attacks = vec![Attack {
         kind: AttackKind::SpectateGuess,

@@ -4,9 +4,9 @@
 //! time).
 
 use wizard_core::Time;
-use wizard_core::game::{Event, Phase};
-use wizard_core::io::{ConnId, Note, Output};
-use wizard_core::wire::LobbyStatus;
+use wizard_core::vocabulary::game::{Event, Phase};
+use wizard_core::vocabulary::io::{ConnId, Note, Output};
+use wizard_core::vocabulary::wire::LobbyStatus;
 
 use crate::recorded::*;
 
@@ -393,7 +393,7 @@ fn game_finished_event_early(rec: &mut Steps) -> bool {
             .any(|e| matches!(e, Event::RoundStarted { round: 2, .. }));
         if fits {
             let scores = vec![0; 4];
-            let ranking = wizard_core::game::ranking(&scores);
+            let ranking = wizard_core::vocabulary::game::ranking(&scores);
             events.push(Event::GameFinished { scores, ranking });
         }
         fits
@@ -491,7 +491,7 @@ fn frames_after_the_cores_close_are_no_views() {
         Step::Out(now, _) => *now,
         Step::In(_) => unreachable!("a state frame is an output"),
     };
-    let code = wizard_core::wire::CloseCode::BinaryFrame;
+    let code = wizard_core::vocabulary::wire::CloseCode::BinaryFrame;
     steps.insert(
         i,
         Step::Out(

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use wizard_sim::report::percentile;
+use wizard_sim::runs::report::percentile;
 use wizard_sim::{Report, Scenario};
 
 pub fn scenario(name: &str) -> Scenario {

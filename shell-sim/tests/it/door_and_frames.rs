@@ -2,8 +2,8 @@
 //! `ws::FrameReader` and silent sockets held by the core's `overload::door::Door`,
 //! beside honest games whose players keep coming back through the storm.
 
-use wizard_core::io::ConnId;
-use wizard_core::overload::door::Door;
+use wizard_core::shell::door::Door;
+use wizard_core::vocabulary::io::ConnId;
 
 use crate::common::{assert_clean, run, scenario};
 
@@ -43,10 +43,10 @@ fn fragment_floods_are_cut_and_silent_sockets_never_lock_players_out() {
 #[test]
 fn the_flooders_frames_read_as_the_core_reads_them() {
     use wizard_core::Time;
-    use wizard_core::config::Config;
-    use wizard_core::io::BadFrame;
-    use wizard_core::ws::{FrameReader, Read, opcode};
-    use wizard_sim::frames::{client_frame, empty_continuation, mask_for, open_message};
+    use wizard_core::shell::ws::{FrameReader, Read, opcode};
+    use wizard_core::vocabulary::config::Config;
+    use wizard_core::vocabulary::io::BadFrame;
+    use wizard_sim::host::frames::{client_frame, empty_continuation, mask_for, open_message};
 
     let config = Config::default();
     let mut reader = FrameReader::new(&config, Time::ZERO);
@@ -87,7 +87,7 @@ fn the_flooders_frames_read_as_the_core_reads_them() {
 /// (`Door::slow`), so they never lock an honest player out, and the door's bounds hold.
 #[test]
 fn slow_head_storms_never_lock_players_out() {
-    use wizard_sim::scenario::AttackKind;
+    use wizard_sim::runs::scenario::AttackKind;
     let mut s = scenario("door_and_frames");
     s.attacks.retain(|a| a.kind == AttackKind::Silent);
     for attack in &mut s.attacks {

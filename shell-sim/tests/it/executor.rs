@@ -3,7 +3,7 @@
 //! executor, the same scenario left the probe without a sample and every game without
 //! a move from 3 s to 20 s (19 s of lag measured at last).
 
-use wizard_core::overload::door::Door;
+use wizard_core::shell::door::Door;
 
 use crate::common::{assert_clean, run, scenario};
 
@@ -13,7 +13,7 @@ fn counter(r: &wizard_sim::Report, name: &str) -> u64 {
 
 #[test]
 fn arrivals_costing_more_than_the_quota_starve_neither_the_probe_nor_the_loop() {
-    let config = wizard_core::config::Config::default();
+    let config = wizard_core::vocabulary::config::Config::default();
     let hard_cap = Door::for_config(&config).caps().hard_cap as u64;
     for seed in [1, 2] {
         let r = run(scenario("executor"), seed);

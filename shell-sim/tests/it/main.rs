@@ -6,9 +6,11 @@
 
 mod ai_faults;
 mod attack;
+mod calibration;
 mod checkers;
 mod cli;
 mod common;
+mod coverage;
 mod determinism;
 mod door_and_frames;
 mod executor;

@@ -2,7 +2,7 @@
 //! new lobby is accepted (and the level is normal) within 15 s; naive immediate retry
 //! recovers measurably slower.
 
-use wizard_sim::scenario::Retry;
+use wizard_sim::runs::scenario::Retry;
 
 use crate::common::{assert_clean, run, scenario};
 

@@ -5,16 +5,18 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
-use wizard_core::config::Config;
-use wizard_core::game::{Event, Phase};
-use wizard_core::io::{ConnId, ConnKind, Input, Note, Output};
-use wizard_core::rng::Seed;
-use wizard_core::wire::{self, ClientMessage, GameView, LobbyStatus, LobbyView, ServerMessage};
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::game::{Event, Phase};
+use wizard_core::vocabulary::io::{ConnId, ConnKind, Input, Note, Output};
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::{
+    self, ClientMessage, GameView, LobbyStatus, LobbyView, ServerMessage,
+};
 use wizard_core::{Server, Time};
 use wizard_sim::Report;
-use wizard_sim::game_log::Seen;
-use wizard_sim::games::Games;
-use wizard_sim::progress::ProgressBound;
+use wizard_sim::checks::game_log::Seen;
+use wizard_sim::checks::games::Games;
+use wizard_sim::checks::progress::ProgressBound;
 
 /// One step of a recorded game: an input the core handled, or one of its outputs.
 #[derive(Clone, Debug)]
@@ -143,6 +145,7 @@ impl Recorder {
             ClientMessage::Hello {
                 token,
                 deltas: false,
+                profile_key: None,
             },
         );
     }
@@ -345,7 +348,7 @@ pub fn reorder(steps: &mut [Step]) {
         let Step::Out(_, Output::Send { text, .. }) = s else {
             continue;
         };
-        let Some(parts) = wizard_core::wire::peek::state_parts(text, "") else {
+        let Some(parts) = wizard_core::vocabulary::wire::peek::state_parts(text, "") else {
             continue;
         };
         let game: serde_json::Value = serde_json::from_str(parts.game).unwrap();

@@ -125,7 +125,7 @@ fn a_durable_store_costs_its_commits_on_the_quota() {
     let ((with, commits, records), (without, none, no_records)) = (runs[0], runs[1]);
     assert!(commits > 100 && records >= commits, "{runs:?}");
     assert_eq!((none, no_records), (0, 0), "{runs:?}");
-    let cost = wizard_sim::cost::CostModel::default();
+    let cost = wizard_sim::model::cost::CostModel::default();
     let expected = records as f64 * (cost.store_record_us + cost.store_fold_us);
     // As with the embedded AI, timing shifts the games a little: within a quarter.
     let extra = with.saturating_sub(without) as f64;

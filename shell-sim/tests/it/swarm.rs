@@ -3,7 +3,7 @@
 
 #[test]
 fn two_hundred_random_scenarios_pass_and_cover_everything() {
-    let result = wizard_sim::swarm::run(1, 200);
+    let result = wizard_sim::runs::swarm::run(1, 200);
     println!("{}", result.render());
     assert!(result.failures.is_empty(), "{}", result.render());
     assert!(
@@ -19,7 +19,7 @@ fn two_hundred_random_scenarios_pass_and_cover_everything() {
 #[test]
 fn an_ai_broadcast_in_the_same_call_is_no_second_answer() {
     for seed in [829, 7592, 9158] {
-        let result = wizard_sim::swarm::run(seed, 1);
+        let result = wizard_sim::runs::swarm::run(seed, 1);
         assert!(
             result.failures.is_empty(),
             "seed {seed}: {}",
@@ -28,23 +28,33 @@ fn an_ai_broadcast_in_the_same_call_is_no_second_answer() {
     }
 }
 
+/// Seed 621 (crowds of spectators): a `start_game` refused `busy` shared its `handle`
+/// call with the spectators' list shown at `SPECTATORS_STATE_INTERVAL`, a broadcast
+/// with no note; the one-outcome checker counted it as a view answering the refused
+/// message. A view after the message's `error` is the deadline's, not an answer.
+#[test]
+fn a_deadline_broadcast_after_a_refusal_is_no_answer() {
+    let result = wizard_sim::runs::swarm::run(621, 1);
+    assert!(result.failures.is_empty(), "{}", result.render());
+}
+
 /// The same seeds on three threads give the serial batch's result: failures, coverage
 /// and the trace hash folded in seed order.
 #[test]
 fn threads_change_only_the_wall_time() {
-    let serial = wizard_sim::swarm::run(1, 12);
-    let parallel = wizard_sim::swarm::run_parallel(1, 12, 3);
+    let serial = wizard_sim::runs::swarm::run(1, 12);
+    let parallel = wizard_sim::runs::swarm::run_parallel(1, 12, 3);
     assert_eq!(parallel.jobs, 3);
     assert_eq!(serial.runs, 12);
     assert_eq!(parallel.runs, serial.runs);
     assert_eq!(parallel.coverage, serial.coverage);
     assert_eq!(parallel.trace_hash, serial.trace_hash);
-    let seeds = |r: &wizard_sim::swarm::SwarmResult| -> Vec<u64> {
+    let seeds = |r: &wizard_sim::runs::swarm::SwarmResult| -> Vec<u64> {
         r.failures.iter().map(|f| f.seed).collect()
     };
     assert_eq!(seeds(&parallel), seeds(&serial));
     assert_ne!(
-        wizard_sim::swarm::run(2, 12).trace_hash,
+        wizard_sim::runs::swarm::run(2, 12).trace_hash,
         serial.trace_hash,
         "the trace hash tells batches apart"
     );
@@ -56,7 +66,7 @@ fn threads_change_only_the_wall_time() {
 /// up without such samples (below) is still a violation.
 #[test]
 fn busy_from_admitted_games_after_healing_is_no_stuck_level() {
-    let s = wizard_sim::swarm::scenario(406);
+    let s = wizard_sim::runs::swarm::scenario(406);
     let r = wizard_sim::run(s, 406).unwrap();
     assert!(r.violations.is_empty(), "{}", r.render());
     assert!(
@@ -68,7 +78,7 @@ fn busy_from_admitted_games_after_healing_is_no_stuck_level() {
 
 #[test]
 fn a_level_held_busy_without_load_after_healing_fails_liveness() {
-    let mut s = wizard_sim::swarm::scenario(406);
+    let mut s = wizard_sim::runs::swarm::scenario(406);
     s.env.insert("LOAD_FORCE_LEVEL".into(), "busy".into());
     let r = wizard_sim::run(s, 406).unwrap();
     assert!(

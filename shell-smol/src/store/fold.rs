@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
 use tracing::{debug, error, info, warn};
-use wizard_core::records::liveness::{Liveness, RowCount, RowKey, Rows as _};
+use wizard_core::machine::records::liveness::{Liveness, RowCount, RowKey, Rows as _};
 
 use super::journal;
 use super::rows::{key_columns, row_key_of};

@@ -25,7 +25,7 @@ pub mod sqlite;
 
 use std::time::Instant;
 
-use wizard_core::records::Record;
+use wizard_core::machine::records::Record;
 
 pub use sqlite::{
     FaultPoint, Faults, GENERATION_RESERVED_BYTES, GENERATION_ROTATE_BYTES, PENDING_FOLD_BYTES,

@@ -24,7 +24,7 @@
 //!   the record's JSON). Restore reads this shard's rows in `seq` order, streamed, and
 //!   decodes them on the other cores while reading ([`super::rows::decode_in_batches`]).
 //! - **Compaction** as in the SQLite store: the writer counts the rows a restore no
-//!   longer needs (`wizard_core::records::liveness`) and, once they outnumber the live
+//!   longer needs (`wizard_core::machine::records::liveness`) and, once they outnumber the live
 //!   ones and [`super::COMPACT_ROWS_MIN`], deletes them in one statement (frames
 //!   wait meanwhile).
 //! - **Ownership.** The writer's connection holds the session-level advisory lock
@@ -59,10 +59,10 @@ use postgres::fallible_iterator::FallibleIterator as _;
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Statement};
 use tracing::{debug, error, info, warn};
-use wizard_core::config::redact_password;
-use wizard_core::records::Record;
-use wizard_core::records::liveness::{Liveness, RowCount, RowKey, Rows as _};
-use wizard_core::shard::ShardId;
+use wizard_core::machine::records::Record;
+use wizard_core::machine::records::liveness::{Liveness, RowCount, RowKey, Rows as _};
+use wizard_core::vocabulary::config::redact_password;
+use wizard_core::vocabulary::shard::ShardId;
 
 use super::handoff::Handoff;
 use super::pg_copy::{self as copy, CopyError};

@@ -3,8 +3,8 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use wizard_core::records::Record;
-use wizard_core::records::liveness::{RowKey, RowKind};
+use wizard_core::machine::records::Record;
+use wizard_core::machine::records::liveness::{RowKey, RowKind};
 
 use super::StoreError;
 
@@ -123,7 +123,10 @@ pub(crate) fn decode_in_batches(
 pub(crate) fn key_columns(key: RowKey) -> (Option<i64>, Option<i64>, &'static str, Option<i64>) {
     let id = Some(key.id as i64);
     let (lobby, session) = match key.kind {
-        RowKind::Session | RowKind::SessionGone => (None, id),
+        // A profile's rows keep its id in the session column (never read as one).
+        RowKind::Session | RowKind::SessionGone | RowKind::Profile | RowKind::ProfileGone => {
+            (None, id)
+        }
         RowKind::Lobby | RowKind::Move | RowKind::LobbyGone => (id, None),
     };
     let game_no = matches!(key.kind, RowKind::Lobby | RowKind::Move).then_some(key.game_no as i64);
@@ -140,7 +143,9 @@ pub(crate) fn row_key_of(
 ) -> Option<RowKey> {
     let kind = RowKind::from_name(kind)?;
     let id = match kind {
-        RowKind::Session | RowKind::SessionGone => session,
+        RowKind::Session | RowKind::SessionGone | RowKind::Profile | RowKind::ProfileGone => {
+            session
+        }
         _ => lobby,
     };
     Some(RowKey {

@@ -52,7 +52,7 @@
 //!   [`LOG_BYTES_KEPT`].
 //! - **Small.** The writer only appends; it counts the rows a restore no longer needs
 //!   (older lobby and session records, an earlier game's moves, whatever a lobby or a
-//!   session that is gone left: `wizard_core::records::liveness`, the same fold as the
+//!   session that is gone left: `wizard_core::machine::records::liveness`, the same fold as the
 //!   restore) and, once they outnumber the live ones and [`COMPACT_ROWS_MIN`], deletes
 //!   them in one pass. So the file, and the restore time, follow the live games, not
 //!   the history, within a factor of two. Deleting as it went cost a B-tree page per
@@ -70,8 +70,8 @@ use std::time::{Duration, Instant};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use rusqlite::{Connection, OptionalExtension};
 use tracing::{debug, error, info, warn};
-use wizard_core::records::Record;
-use wizard_core::records::liveness::{Liveness, RowCount, RowKey};
+use wizard_core::machine::records::Record;
+use wizard_core::machine::records::liveness::{Liveness, RowCount, RowKey};
 
 use super::file::{self, Claim};
 use super::fold::{Writer, checkpoint, insert};

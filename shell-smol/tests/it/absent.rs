@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use wizard_core::wire::{ClientMessage, ErrorCode, LobbyStatus, ServerMessage};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, LobbyStatus, ServerMessage};
 
 use crate::client::{
     Player, TestServer, View, bounded, close_code, http, local, my_move, next_message, send,
@@ -112,6 +112,7 @@ fn at_max_sessions_a_new_player_evicts_a_session_that_holds_no_running_game() {
             &ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         )
         .await;
@@ -242,6 +243,7 @@ fn reconnects_are_rate_limited_per_address_but_a_running_game_player_gets_in() {
             &ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         )
         .await;

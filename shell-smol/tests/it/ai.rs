@@ -3,8 +3,8 @@
 
 use async_tungstenite::tungstenite::Message;
 use futures_lite::future::or;
-use wizard_core::game::{Event, Phase};
-use wizard_core::wire::{AiReply, AiRequest, decode_ai_request, encode_ai_reply};
+use wizard_core::vocabulary::game::{Event, Phase};
+use wizard_core::vocabulary::wire::{AiReply, AiRequest, decode_ai_request, encode_ai_reply};
 
 use crate::client::{Client, Player, TestServer, bounded, metric, next_text, ws};
 
@@ -72,7 +72,7 @@ fn decide_requests_reach_an_ai_service_with_the_secret_and_its_moves_are_applied
                 }
                 if let Some(action) = crate::client::my_move(&view) {
                     human
-                        .send(wizard_core::wire::ClientMessage::Action { action })
+                        .send(wizard_core::vocabulary::wire::ClientMessage::Action { action })
                         .await;
                 }
                 view = human.next_state().await;

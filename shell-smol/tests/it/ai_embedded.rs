@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_io::Timer;
 use futures_lite::FutureExt;
 use wizard_ai::service::{self, ServiceOptions};
-use wizard_core::config::AiServiceConfig;
-use wizard_core::wire::ClientMessage;
+use wizard_core::vocabulary::config::AiServiceConfig;
+use wizard_core::vocabulary::wire::ClientMessage;
 
 use crate::client::{Player, TestServer, bounded, http, metric, my_move};
 
@@ -65,7 +65,7 @@ fn start(
 async fn wait_for_ai(addr: SocketAddr) {
     loop {
         let (_, body) = http(addr, "GET", "/health", &[]).await;
-        if wizard_core::wire::decode_health(&body)
+        if wizard_core::vocabulary::wire::decode_health(&body)
             .unwrap()
             .ai
             .connections
@@ -193,7 +193,7 @@ fn an_overloaded_service_sheds_to_fallback_moves_on_both_transports() {
 }
 
 /// Embedded, an answer that comes before its move is due waits in the link's queue for
-/// the core task's next pass instead of waking it (`wizard_core::reply_wait`): with a
+/// the core task's next pass instead of waking it (`wizard_core::shell::reply_wait`): with a
 /// move delay, the core wakes about once per AI move (to apply it, reading the next
 /// seat's answer on the way), not once more for each answer.
 #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_io::Timer;
 use wizard_ai::service::{self, Ended, ServiceOptions};
-use wizard_core::config::{AiAgent, AiServiceConfig};
+use wizard_core::vocabulary::config::{AiAgent, AiServiceConfig};
 
 use crate::client::{Player, TestServer, bounded, http, metric, my_move};
 
@@ -31,7 +31,7 @@ fn options() -> ServiceOptions {
 async fn wait_for_ai(addr: SocketAddr, n: u64) {
     loop {
         let (_, body) = http(addr, "GET", "/health", &[]).await;
-        let health = wizard_core::wire::decode_health(&body).unwrap();
+        let health = wizard_core::vocabulary::wire::decode_health(&body).unwrap();
         if health.ai.connections == n {
             return;
         }
@@ -59,7 +59,7 @@ fn the_service_plays_ai_seats_and_reconnects_after_a_restart() {
         // Play until the AI service has decided some moves.
         while metric(addr, "wizard_moves_total{by=\"ai\"}").await < 6.0 {
             if let Some(action) = my_move(&view) {
-                ann.send(wizard_core::wire::ClientMessage::Action { action })
+                ann.send(wizard_core::vocabulary::wire::ClientMessage::Action { action })
                     .await;
             }
             view = ann.next_state().await;
@@ -90,7 +90,7 @@ fn a_wrong_secret_is_refused_with_a_clear_reason() {
     let (status, body) = bounded(10, http(server.addr, "GET", "/health", &[]));
     assert_eq!(status, 200);
     assert_eq!(
-        wizard_core::wire::decode_health(&body)
+        wizard_core::vocabulary::wire::decode_health(&body)
             .unwrap()
             .ai
             .connections,

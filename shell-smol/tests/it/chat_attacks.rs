@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 
 use async_io::Async;
 use async_tungstenite::tungstenite::client::IntoClientRequest;
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use crate::client::{Client, Player, TestServer, View, bounded, local, ws_from};
 

@@ -11,10 +11,10 @@ use async_tungstenite::tungstenite::client::IntoClientRequest;
 use async_tungstenite::tungstenite::http::HeaderValue;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::config::{AiServiceConfig, Config};
-use wizard_core::game::{Action, Event};
-use wizard_core::rng::Seed;
-use wizard_core::wire::{
+use wizard_core::vocabulary::config::{AiServiceConfig, Config};
+use wizard_core::vocabulary::game::{Action, Event};
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::{
     ClientMessage, ErrorCode, GameView, LobbyView, ServerMessage, decode_server, encode_client,
 };
 use wizard_server::ShutdownHandle;
@@ -244,6 +244,7 @@ impl Player {
         let hello = ClientMessage::Hello {
             token: token.map(str::to_owned),
             deltas: false,
+            profile_key: None,
         };
         send(&mut ws, &hello).await;
         let ServerMessage::Welcome {

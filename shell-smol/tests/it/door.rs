@@ -11,7 +11,7 @@ use async_io::{Async, Timer};
 use async_tungstenite::tungstenite::client::IntoClientRequest;
 use futures_lite::FutureExt;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use wizard_core::wire::ClientMessage;
+use wizard_core::vocabulary::wire::ClientMessage;
 
 use crate::client::{
     Player, TestServer, View, bounded, http, local, metric, metric_in, my_move, parse_response,
@@ -109,8 +109,8 @@ fn silent_sockets_from_one_address_lock_nobody_out() {
         // The storm only churned its own share of sockets (MAX_SOCKETS_PER_IP's
         // default) and held its share of the probe lane; past SOCKET_BURST and the lane
         // its sockets were closed at once.
-        let share = wizard_core::config::default_sockets_per_ip(10) as f64;
-        let lane = wizard_core::overload::door::PROBE_LANE_SOCKETS_PER_IP_MAX as f64;
+        let share = wizard_core::vocabulary::config::default_sockets_per_ip(10) as f64;
+        let lane = wizard_core::shell::door::PROBE_LANE_SOCKETS_PER_IP_MAX as f64;
         let evicted = metric(addr, "wizard_tcp_evicted_total").await;
         let rate_limited = metric(addr, "wizard_tcp_rate_limited_total").await;
         // SOCKET_BURST (40) at once, then SOCKET_RATE (20) a second while the storm
@@ -217,7 +217,7 @@ fn a_monitor_asking_back_to_back_past_socket_rate_is_always_answered() {
         assert!(body.starts_with("busy"), "{response}");
         // An address holding its share of the probe lane with silent sockets is refused
         // at once, and told so.
-        let held: Vec<_> = (0..wizard_core::overload::door::PROBE_LANE_SOCKETS_PER_IP_MAX)
+        let held: Vec<_> = (0..wizard_core::shell::door::PROBE_LANE_SOCKETS_PER_IP_MAX)
             .map(|_| tcp_from(addr, local(2)))
             .collect();
         let response = raw_from(addr, local(2), b"GET /health HTTP/1.1\r\n\r\n").await;
@@ -539,7 +539,12 @@ fn a_client_that_never_reads_is_cut_within_write_timeout_with_bounded_kernel_mem
         tcp.read_exact(&mut head).await.unwrap();
         let frame = |text: &str| {
             let mut f = Vec::new();
-            wizard_core::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
+            wizard_core::shell::ws::encode::client_frame(
+                &mut f,
+                0x81,
+                Some([0; 4]),
+                text.as_bytes(),
+            );
             f
         };
         tcp.write_all(&frame(r#"{"type":"hello","token":null}"#))
@@ -613,7 +618,7 @@ async fn raw_player(addr: SocketAddr, from: IpAddr) -> Async<TcpStream> {
 /// A masked client text frame (mask 0: the payload goes as is).
 fn client_frame(text: &str) -> Vec<u8> {
     let mut f = Vec::new();
-    wizard_core::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
+    wizard_core::shell::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
     f
 }
 
@@ -678,8 +683,8 @@ fn a_slow_reader_gets_every_frame_whole_after_partial_writes() {
                 let (opcode, payload) = server_frame(&mut tcp).await;
                 assert_eq!(opcode, 1, "not a text frame");
                 let text = String::from_utf8(payload).expect("a text frame cut or spliced");
-                match wizard_core::wire::decode_server(&text) {
-                    Ok(wizard_core::wire::ServerMessage::Error { .. }) => errors += 1,
+                match wizard_core::vocabulary::wire::decode_server(&text) {
+                    Ok(wizard_core::vocabulary::wire::ServerMessage::Error { .. }) => errors += 1,
                     Ok(_) => {}
                     Err(e) => panic!("{e:?}: {text}"),
                 }

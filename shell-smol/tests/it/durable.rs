@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use wizard_core::config::Config;
-use wizard_core::game::Observation;
-use wizard_core::rng::Seed;
-use wizard_core::wire::ClientMessage;
+use wizard_core::vocabulary::config::Config;
+use wizard_core::vocabulary::game::Observation;
+use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::ClientMessage;
 
 use super::client::{Player, TestServer, bounded, close_code};
 
@@ -37,7 +37,7 @@ impl Drop for TempDir {
 
 /// Ann's game with two AI seats (slow enough not to move during the test), and her
 /// first move when the deal starts with her.
-async fn start_game(player: &mut Player) -> wizard_core::wire::GameView {
+async fn start_game(player: &mut Player) -> wizard_core::vocabulary::wire::GameView {
     player.create_lobby("Ann").await;
     player.send(ClientMessage::AddAi { level: None }).await;
     player.send(ClientMessage::AddAi { level: None }).await;
@@ -514,8 +514,8 @@ fn load_generator_bots_come_back_after_ten_kill_9s_and_a_sigterm() {
 /// every commit (8 MB a second at 1000 paced games).
 #[test]
 fn the_write_ahead_log_stays_bounded_under_steady_writes() {
-    use wizard_core::records::Record;
-    use wizard_core::session::SessionId;
+    use wizard_core::machine::records::Record;
+    use wizard_core::machine::session::SessionId;
     use wizard_server::store::Store;
     let dir = TempDir::new();
     let path = dir.0.join("wizard.db");
@@ -610,9 +610,9 @@ fn frames(rows_per_frame: &[&[(u64, &str)]]) -> (Vec<u8>, Vec<usize>) {
 }
 
 /// Session `n`'s record, for the store tests.
-fn session(n: u64) -> wizard_core::records::Record {
-    wizard_core::records::Record::Session {
-        session: wizard_core::session::SessionId(n),
+fn session(n: u64) -> wizard_core::machine::records::Record {
+    wizard_core::machine::records::Record::Session {
+        session: wizard_core::machine::session::SessionId(n),
         player_id: format!("p{n}"),
         token_sha256: format!("{n:064x}"),
     }
@@ -632,7 +632,7 @@ fn open_store_folding_on_stop(
     path: &std::path::Path,
 ) -> (
     wizard_server::store::Store,
-    Vec<wizard_core::records::Record>,
+    Vec<wizard_core::machine::records::Record>,
 ) {
     let interval = std::time::Duration::from_secs(3600);
     wizard_server::store::Store::open_sqlite(path, interval).unwrap()
@@ -963,8 +963,8 @@ fn a_fold_keeps_the_generation_until_it_is_half_full() {
     let seqs: Vec<u64> = read.rows.iter().map(|(seq, _)| *seq).collect();
     assert_eq!(seqs, [1, 2, 3]);
     // Past half full: the next fold starts a new generation and deletes this one.
-    let big = |n: u64| wizard_core::records::Record::Session {
-        session: wizard_core::session::SessionId(n),
+    let big = |n: u64| wizard_core::machine::records::Record::Session {
+        session: wizard_core::machine::session::SessionId(n),
         player_id: "x".repeat(64 * 1024),
         token_sha256: format!("{n:064x}"),
     };
@@ -983,8 +983,8 @@ fn a_fold_keeps_the_generation_until_it_is_half_full() {
 /// that are gone leave nothing, while everything stays readable throughout.
 #[test]
 fn the_store_compacts_what_a_restore_no_longer_needs() {
-    use wizard_core::records::Record;
-    use wizard_core::session::SessionId;
+    use wizard_core::machine::records::Record;
+    use wizard_core::machine::session::SessionId;
     use wizard_server::store::Store;
     let session = |n: u64, round: u64| Record::Session {
         session: SessionId(n),
@@ -1023,10 +1023,10 @@ fn the_store_compacts_what_a_restore_no_longer_needs() {
 /// falls in.
 #[test]
 fn an_open_reads_many_batches_in_order_and_names_a_damaged_row() {
-    use wizard_core::game::Action;
-    use wizard_core::io::MoveSource;
-    use wizard_core::records::Record;
-    use wizard_core::session::{LobbyId, SessionId};
+    use wizard_core::machine::records::Record;
+    use wizard_core::machine::session::{LobbyId, SessionId};
+    use wizard_core::vocabulary::game::Action;
+    use wizard_core::vocabulary::io::MoveSource;
     use wizard_server::store::Store;
     let record = |n: u64| {
         if n.is_multiple_of(3) {

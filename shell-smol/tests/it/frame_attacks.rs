@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use async_io::Async;
 use futures_lite::FutureExt;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use wizard_core::wire::{ErrorCode, ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ErrorCode, ServerMessage, decode_server};
 
 use crate::client::{Player, TestServer, bounded, metric};
 
@@ -22,7 +22,7 @@ const MASK: [u8; 4] = [0xa1, 0x5e, 0x07, 0x99];
 /// A client frame; `first` is the whole first byte, `mask` false sends it unmasked.
 fn raw(first: u8, mask: bool, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    wizard_core::ws::encode::client_frame(&mut out, first, mask.then_some(MASK), payload);
+    wizard_core::shell::ws::encode::client_frame(&mut out, first, mask.then_some(MASK), payload);
     out
 }
 
@@ -273,7 +273,8 @@ fn an_honest_player_plays_beside_the_attackers() {
             assert!(view.game.is_some());
             // A few more round trips while the attacks go on.
             for _ in 0..5 {
-                host.send(wizard_core::wire::ClientMessage::StartGame).await;
+                host.send(wizard_core::vocabulary::wire::ClientMessage::StartGame)
+                    .await;
                 assert_eq!(host.next_error().await, ErrorCode::NotAllowed);
             }
         };

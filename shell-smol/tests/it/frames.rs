@@ -6,7 +6,7 @@ use async_io::Async;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::wire::{ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ServerMessage, decode_server};
 
 use crate::client::{TestServer, bounded, close_code, next_text, ws};
 

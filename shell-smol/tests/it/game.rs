@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 
 use futures_lite::future::zip;
-use wizard_core::game::{Event, Phase};
-use wizard_core::wire::{ClientMessage, ErrorCode};
+use wizard_core::vocabulary::game::{Event, Phase};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode};
 
 use crate::client::{Player, TestServer, View, bounded, close_code, metric, my_move};
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use futures_lite::io::AsyncRead;
 use proptest::prelude::*;
-use wizard_core::config::Config;
-use wizard_core::upgrade::{Route, UpgradeRequest, check_upgrade, route};
+use wizard_core::shell::upgrade::{Route, UpgradeRequest, check_upgrade, route};
+use wizard_core::vocabulary::config::Config;
 use wizard_server::head::{HEAD_BYTES_MAX, HEADERS_MAX, HeadError, read_head};
 
 /// Hands out `chunks` one read at a time, then the end of the stream; counts the bytes

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 
 use async_tungstenite::tungstenite::Message;
 use wizard_ai::service::{self, ServiceOptions};
-use wizard_core::config::{AiAgent, AiServiceConfig};
-use wizard_core::wire::ClientMessage;
+use wizard_core::vocabulary::config::{AiAgent, AiServiceConfig};
+use wizard_core::vocabulary::wire::ClientMessage;
 
 use crate::client::{Player, TestServer, bounded, http, metric, my_move};
 

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use async_tungstenite::tungstenite::Message;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use crate::client::{
     Player, TestServer, bounded, close_code, http, local, metric, my_move, next_text, send,
@@ -233,7 +233,12 @@ fn a_client_that_stops_reading_is_cut_and_costs_no_memory() {
         let frame = |text: &str| {
             // A masked client text frame (mask 0: the payload goes as is).
             let mut f = Vec::new();
-            wizard_core::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
+            wizard_core::shell::ws::encode::client_frame(
+                &mut f,
+                0x81,
+                Some([0; 4]),
+                text.as_bytes(),
+            );
             f
         };
         tcp.write_all(&frame(r#"{"type":"hello","token":null}"#))
@@ -289,6 +294,7 @@ async fn hello_when_room(addr: std::net::SocketAddr, from: std::net::IpAddr) -> 
             &ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         )
         .await;
@@ -332,6 +338,7 @@ fn a_player_of_a_running_game_gets_back_in_when_the_server_is_full() {
             &ClientMessage::Hello {
                 token: None,
                 deltas: false,
+                profile_key: None,
             },
         )
         .await;

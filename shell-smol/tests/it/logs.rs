@@ -53,7 +53,7 @@ fn text_logs_into_a_pipe_carry_no_colour_codes() {
 fn a_games_start_and_end_are_logged() {
     use super::client::{Player, bounded, my_move};
     use super::durable::{Process, TempDir};
-    use wizard_core::wire::ClientMessage;
+    use wizard_core::vocabulary::wire::ClientMessage;
 
     let dir = TempDir::new();
     std::fs::create_dir_all(&dir.0).unwrap();

@@ -23,6 +23,7 @@ mod limits;
 mod logs;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod profiles;
 mod proxy;
 mod routes;
 mod shards;

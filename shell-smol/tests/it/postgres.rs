@@ -11,11 +11,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_lite::StreamExt;
-use wizard_core::game::Observation;
-use wizard_core::records::Record;
-use wizard_core::session::SessionId;
-use wizard_core::shard::ShardId;
-use wizard_core::wire::{ClientMessage, ServerMessage, decode_server};
+use wizard_core::machine::records::Record;
+use wizard_core::machine::session::SessionId;
+use wizard_core::vocabulary::game::Observation;
+use wizard_core::vocabulary::shard::ShardId;
+use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server};
 use wizard_server::pg_store::{PgStore, lock_key};
 
 use super::client::{Player, bounded};
@@ -348,6 +348,17 @@ fn a_game_survives_ten_kill_9s_on_postgres() {
     };
     let url = pg.database("kills");
     a_game_survives_kill_9s(pg.dir(), &url, &[("SHARD_ID", "K")], 10);
+}
+
+/// A rated game's profile update on PostgreSQL: committed with the game's last move,
+/// so it survives `kill -9` and is counted once.
+#[test]
+fn a_rated_game_s_rating_survives_kill_9_on_postgres() {
+    let Some(pg) = Postgres::start("a_rated_game_s_rating_survives_kill_9_on_postgres") else {
+        return;
+    };
+    let url = pg.database("ratings");
+    super::profiles::rating_survives_kill_9(pg.dir(), &url, &[("SHARD_ID", "K")]);
 }
 
 /// Waits (bounded) until `log` holds `line`.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use async_tungstenite::tungstenite::client::IntoClientRequest;
 use async_tungstenite::tungstenite::http::HeaderValue;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 mod routes;
 

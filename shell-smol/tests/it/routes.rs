@@ -5,7 +5,7 @@ use std::net::TcpStream;
 
 use async_io::Async;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use wizard_core::wire::decode_health;
+use wizard_core::vocabulary::wire::decode_health;
 
 use crate::client::{TestServer, bounded, http, metric_in, ws};
 

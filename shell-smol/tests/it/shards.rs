@@ -3,7 +3,7 @@
 //! their shard, the other shard sends them home with `wrong_shard`, `/ws/<id>` routes,
 //! and `/health` names the shard.
 
-use wizard_core::wire::{ClientMessage, ServerMessage, decode_health};
+use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_health};
 
 use crate::client::{Player, TestServer, bounded, http, next_message, send, ws};
 
@@ -11,7 +11,7 @@ use crate::client::{Player, TestServer, bounded, http, next_message, send, ws};
 async fn wrong_shard(ws: &mut crate::client::Client) -> String {
     match next_message(ws).await {
         ServerMessage::Error {
-            code: wizard_core::wire::ErrorCode::WrongShard,
+            code: wizard_core::vocabulary::wire::ErrorCode::WrongShard,
             shard: Some(shard),
             ..
         } => shard,
@@ -55,6 +55,7 @@ fn codes_and_tokens_are_sent_to_their_shard() {
         let hello = ClientMessage::Hello {
             token: Some(host.token.clone()),
             deltas: false,
+            profile_key: None,
         };
         send(&mut stray, &hello).await;
         assert_eq!(wrong_shard(&mut stray).await, "A");

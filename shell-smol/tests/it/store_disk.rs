@@ -7,8 +7,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use wizard_core::game::Observation;
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
+use wizard_core::vocabulary::game::Observation;
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::client::{Player, bounded, metric_in};
 use super::durable::{Process, TempDir, extends, play, progress, table};
@@ -500,12 +500,12 @@ fn a_game_that_cannot_be_replayed_is_set_aside_and_its_player_told() {
         )
         .unwrap();
     assert!(seq > 0 && !body.is_empty());
-    let bad = wizard_core::records::Record::Move {
-        lobby: wizard_core::session::LobbyId(1),
+    let bad = wizard_core::machine::records::Record::Move {
+        lobby: wizard_core::machine::session::LobbyId(1),
         game_no: 1,
         seat: 0,
-        action: wizard_core::game::Action::Bid { bid: 200 },
-        by: wizard_core::io::MoveSource::Human,
+        action: wizard_core::vocabulary::game::Action::Bid { bid: 200 },
+        by: wizard_core::vocabulary::io::MoveSource::Human,
         autoplayed: false,
     };
     let next: i64 = conn

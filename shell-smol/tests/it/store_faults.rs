@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use wizard_core::records::Record;
-use wizard_core::session::SessionId;
+use wizard_core::machine::records::Record;
+use wizard_core::machine::session::SessionId;
 use wizard_server::store::{FaultPoint, Faults, SqliteOptions, Store};
 
 use super::durable::TempDir;

@@ -3,7 +3,7 @@
 //! the seats, and chat reaches seats and spectators as plain text, with its history
 //! sent to a late spectator and `CHAT_RATE` enforced.
 
-use wizard_core::wire::{ClientMessage, ErrorCode, ServerMessage};
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use crate::client::{Player, TestServer, bounded};
 

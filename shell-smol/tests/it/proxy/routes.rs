@@ -1,6 +1,6 @@
 //! Every route of the server through Caddy with the deployment's own `deploy/Caddyfile`,
 //! compared with what the server answers directly. The routes are not listed here: they
-//! come from the server's route table (`wizard_core::upgrade::ROUTES`) and its embedded
+//! come from the server's route table (`wizard_core::shell::upgrade::ROUTES`) and its embedded
 //! web files and their aliases (`wizard_server::assets`), so a file or an alias the proxy
 //! does not serve fails the Caddy test, and a route this file does not say how the proxy
 //! should answer fails [`every_route_of_the_server_is_covered`] (no Caddy needed).
@@ -9,7 +9,7 @@ use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use wizard_core::upgrade::{Methods, PathPattern, ROUTES};
+use wizard_core::shell::upgrade::{Methods, PathPattern, ROUTES};
 use wizard_server::assets::{ALIASES, ASSETS};
 
 use super::{Proxy, Server, caddy};
@@ -40,12 +40,14 @@ const THROUGH_PROXY: &[(&str, Through)] = &[
     ("/ws/{id}", Through::Same),
     // The AI service's route is never reachable from outside.
     ("/internal/ai", Through::Refused(403)),
+    ("/leaderboard", Through::Same),
+    ("/profiles/{id}", Through::Same),
 ];
 
 /// Pages the server is to serve, not routes yet: the Caddyfile passes them on already,
 /// so through it they get the server's own answer (its `404` with a body today, where
 /// Caddy's file server would answer an empty `404`).
-const PASSED_AHEAD: &[&str] = &["/leaderboard", "/profiles/p1", "/games/g1"];
+const PASSED_AHEAD: &[&str] = &["/games/g1"];
 
 /// The server's shard id for this test, so that `/ws/{id}` has a route that upgrades.
 const SHARD: &str = "A";
@@ -64,7 +66,7 @@ fn every_route_of_the_server_is_covered() {
         let pattern = spec.pattern.to_string();
         assert!(
             expectation(&pattern).is_some(),
-            "the server serves {pattern} (core/src/upgrade.rs ROUTES), but the proxy test \
+            "the server serves {pattern} (core/src/shell/upgrade.rs ROUTES), but the proxy test \
              does not say what it answers through deploy/Caddyfile: pass it in the \
              Caddyfile (or refuse it there) and add it to THROUGH_PROXY in {}",
             file!()

@@ -1,0 +1,9 @@
+//! The actors around the server: players' clients and what they play, abusers, the AI
+//! service, and the context they act on.
+
+pub mod ai;
+pub mod attack;
+pub mod client;
+pub mod client_recv;
+pub mod ctx;
+pub mod play;

@@ -1,0 +1,11 @@
+//! The checkers of the server's promises: the per-input checker, what each game's
+//! players are shown (the oracle, the views, leaks), progress and session expiry.
+
+pub mod checker;
+pub mod expiry;
+pub mod game_log;
+pub mod games;
+pub mod leak;
+pub mod oracle;
+pub mod progress;
+pub mod seat_view;

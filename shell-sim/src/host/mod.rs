@@ -1,0 +1,12 @@
+//! The simulated shell around the real `wizard_core::Server`, as shell-smol has it: the
+//! core task's loop, the executor, the door, frame readers, outbound queues and writers,
+//! the load probe and the shell's own endings of connections and of the process.
+
+pub mod core_task;
+pub mod door;
+pub mod executor;
+pub mod frames;
+pub mod lifecycle;
+pub mod outbox;
+pub mod probe;
+pub mod writer;

@@ -1,0 +1,136 @@
+//! The figures of the cost model fitted against the real server, read at compile time
+//! from the one file `bench/calibrate.sh` writes (`fixtures/sim-calibration.json`):
+//! the figures, the commit they were measured on, the code paths they model (CI fails
+//! once a later commit changes one: `bench/calibration_fresh.sh`), and each point's
+//! real and simulated figures, from which docs/SIMULATION.md's table is generated
+//! ([`Calibration::markdown`], `wizard-sim calibration-doc`).
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+/// The figures file, as compiled in.
+pub const CALIBRATION_JSON: &str = include_str!("../../../fixtures/sim-calibration.json");
+
+/// The fitted figures (CPU microseconds, at `speed_factor` 1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figures {
+    pub read_us: f64,
+    pub write_us: f64,
+    pub fallback_move_us: f64,
+    pub ai_embedded_us: f64,
+    pub ai_embedded_heuristic_us: f64,
+    pub idle_floor_us_per_s: f64,
+}
+
+/// One calibration point as measured: the real server's and the simulator's level
+/// changes and saturated moves a second.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Point {
+    pub scenario: String,
+    pub real_levels: String,
+    pub sim_levels: String,
+    pub worst_gap_s: f64,
+    pub real_moves_per_s: f64,
+    pub sim_moves_per_s: f64,
+}
+
+/// The figures file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    pub about: String,
+    /// The commit the real server was measured on.
+    pub measured_on: String,
+    /// The command that measures and rewrites this file.
+    pub command: String,
+    /// The code paths whose cost the figures model.
+    pub paths: Vec<String>,
+    pub figures: Figures,
+    pub points: Vec<Point>,
+}
+
+/// The compiled-in calibration (a broken file fails every run at once, and the tests).
+pub fn calibration() -> &'static Calibration {
+    static PARSED: OnceLock<Calibration> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        serde_json::from_str(CALIBRATION_JSON)
+            .unwrap_or_else(|e| panic!("fixtures/sim-calibration.json: {e}"))
+    })
+}
+
+/// The markers around the generated part of docs/SIMULATION.md.
+pub const DOC_BEGIN: &str = "<!-- calibration: generated from fixtures/sim-calibration.json by `cargo run -p wizard-sim -- calibration-doc --write`; do not edit -->";
+pub const DOC_END: &str = "<!-- calibration: end -->";
+
+impl Calibration {
+    /// The figures and the points as docs/SIMULATION.md states them (between
+    /// [`DOC_BEGIN`] and [`DOC_END`]).
+    pub fn markdown(&self) -> String {
+        let f = &self.figures;
+        let short = self.measured_on.get(..7).unwrap_or(&self.measured_on);
+        let mut s = format!(
+            "Measured on commit {short} (`{}` rewrites the figures and this table):\n\n\
+             | figure | value |\n|---|---:|\n\
+             | `read_us`, `write_us` (a frame read, a frame written) | {} us, {} us |\n\
+             | `fallback_move_us` (the fallback player deciding a move) | {} us |\n\
+             | `ai_embedded_us` (an embedded `search` decision, on the quota) | {} us |\n\
+             | `ai_embedded_heuristic_us` (a decision degraded to the heuristic) | {} us |\n\
+             | `idle_floor_us_per_s` (the idle server's CPU) | {} us a second |\n\n\
+             | point | level changes, real | level changes, simulated | worst gap | moves/s saturated, real | simulated | sim / real |\n\
+             |---|---|---|---:|---:|---:|---:|\n",
+            self.command,
+            f.read_us,
+            f.write_us,
+            f.fallback_move_us,
+            f.ai_embedded_us,
+            f.ai_embedded_heuristic_us,
+            f.idle_floor_us_per_s
+        );
+        for p in &self.points {
+            let ratio = if p.real_moves_per_s > 0.0 {
+                p.sim_moves_per_s / p.real_moves_per_s
+            } else {
+                f64::NAN
+            };
+            s.push_str(&format!(
+                "| `{}` | {} | {} | {:.2} s | {:.0} | {:.0} | {ratio:.2} |\n",
+                p.scenario,
+                p.real_levels,
+                p.sim_levels,
+                p.worst_gap_s,
+                p.real_moves_per_s,
+                p.sim_moves_per_s
+            ));
+        }
+        s
+    }
+
+    /// `doc` with its generated part replaced by [`markdown`](Self::markdown) (`None`:
+    /// the markers are missing).
+    pub fn rewrite_doc(&self, doc: &str) -> Option<String> {
+        let begin = doc.find(DOC_BEGIN)? + DOC_BEGIN.len();
+        let end = doc[begin..].find(DOC_END)? + begin;
+        Some(format!(
+            "{}\n{}{}",
+            &doc[..begin],
+            self.markdown(),
+            &doc[end..]
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_parses_and_names_a_commit() {
+        let c = calibration();
+        assert_eq!(c.measured_on.len(), 40, "a full commit id");
+        assert!(c.figures.ai_embedded_us > 0.0);
+        assert!(!c.paths.is_empty());
+    }
+}

@@ -1,0 +1,166 @@
+//! The cost model: how much CPU time the server thread spends on each piece of work.
+//!
+//! Core figures come from the core's criterion benchmarks on the development machine
+//! (`cargo bench -p wizard-core --bench server`/`--bench game`): a move in a game of
+//! four humans with its four personal states took 4.8 us, of which about 1.8 us is the
+//! move and 0.75 us each state (the share of `broadcast_filtered` in a profile of the
+//! same run); a message dropped by the flood limiter 34 ns; a `hello` 0.48 us with its
+//! outputs; an observation built (0.33 us) and encoded (1.0 us) for the AI service.
+//! (The core has since got to 3.2 us per move; the model keeps the figures it was
+//! calibrated with.) The figures fitted against the real server (a frame read and
+//! written, the fallback player's move, the embedded AI's decisions, the idle floor)
+//! are read from the calibration file (`model/calibration.rs`,
+//! `fixtures/sim-calibration.json`), which `bench/calibrate.sh` rewrites; the file's
+//! commit says when they were measured. The model under-counts wake-ups at low
+//! load (the real server's CPU per move is 60 us at 1000 paced games, mostly per
+//! wake-up), which matters little for overload, where the loop is busy and batches.
+//! `speed_factor` scales everything: 2.0 models a machine twice as slow.
+//!
+//! Two costs are not per input. The idle floor, the idle server's CPU a second
+//! (wake-ups of every thread), charged to the quota in every CFS period (`cpu.rs`).
+//! And the embedded AI (`EMBEDDED_AI=1`): its workers run in the server's process, so
+//! each decision's CPU comes out of the server's quota, one figure for a decision of
+//! the primary agent (`search`) and one for a decision degraded to the heuristic, link
+//! and wake-ups included. Both are calibration figures.
+//!
+//! A durable store (a scenario whose `STORE` is not `memory`) adds, per record (a move
+//! makes 1.002 of them), 0.05 us on the core thread and 1.7 us of the writer thread's
+//! fold and sync, charged to the quota: `cargo bench -p wizard-server --bench store`
+//! (`store_second`: 1000 moves in commits of 3, then a fold and sync, 1.62 to 1.99 ms
+//! of the process's CPU; the committing thread's own share 48.6 to 53.6 us) and `cargo
+//! bench -p wizard-core --bench server` (a move with records kept and taken against
+//! without: the same within 0.1 us), three runs each on 3 December 2026.
+
+use serde::{Deserialize, Serialize};
+
+/// CPU microseconds per unit of work, at `speed_factor` 1.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CostModel {
+    pub speed_factor: f64,
+    /// One wake-up of the event loop (epoll, timers, executor).
+    pub wake_us: f64,
+    /// Accepting a connection and its HTTP upgrade.
+    pub open_us: f64,
+    /// Tearing a connection down.
+    pub close_us: f64,
+    /// Reading one frame: websocket parsing and JSON decoding in the reader task.
+    pub read_us: f64,
+    /// Writing one frame: websocket framing and the share of a write syscall.
+    pub write_us: f64,
+    /// Core: a player message that the token bucket dropped.
+    pub dropped_us: f64,
+    /// Core: `hello` (a new session, without its outputs).
+    pub hello_us: f64,
+    /// Core: a move's rules work, without its outputs.
+    pub action_us: f64,
+    /// Core: any other player message, without its outputs.
+    pub message_us: f64,
+    /// Core: an AI reply, a close, a timeout, a load sample.
+    pub other_us: f64,
+    /// Core: building and encoding one `state` output.
+    pub state_us: f64,
+    /// Core: building and encoding one `decide` request for the AI service.
+    pub ai_request_us: f64,
+    /// Core: encoding one small output (`error`, `server_status`, `welcome`).
+    pub small_us: f64,
+    /// The idle server's CPU a second (wake-ups of every thread), charged to the quota;
+    /// not scaled by `speed_factor` (a measured figure).
+    pub idle_floor_us_per_s: f64,
+    /// One decision of the embedded service's primary agent (`search`), charged to the
+    /// quota (`EMBEDDED_AI=1`).
+    pub ai_embedded_us: f64,
+    /// One decision the embedded service degraded to the heuristic, charged likewise.
+    pub ai_embedded_heuristic_us: f64,
+    /// Core: the fallback player deciding one move (its heuristic on the seat's
+    /// observation), on top of the move's own work.
+    pub fallback_move_us: f64,
+    /// A durable store (`STORE` not `memory`), on the core thread, per record: the
+    /// core building it and the commit copying it into the journal, before the pass's
+    /// frames go out.
+    pub store_record_us: f64,
+    /// The store's writer thread folding one record into SQLite and syncing, charged
+    /// to the quota (another thread of the process, like the embedded AI).
+    pub store_fold_us: f64,
+}
+
+impl Default for CostModel {
+    /// The criterion figures above, and the fitted ones from the calibration file.
+    fn default() -> Self {
+        let fitted = crate::model::calibration::calibration().figures;
+        CostModel {
+            speed_factor: 1.0,
+            wake_us: 4.0,
+            open_us: 40.0,
+            close_us: 8.0,
+            read_us: fitted.read_us,
+            write_us: fitted.write_us,
+            dropped_us: 0.04,
+            hello_us: 0.3,
+            action_us: 1.8,
+            message_us: 1.0,
+            other_us: 0.5,
+            state_us: 0.75,
+            ai_request_us: 1.5,
+            small_us: 0.2,
+            idle_floor_us_per_s: fitted.idle_floor_us_per_s,
+            ai_embedded_us: fitted.ai_embedded_us,
+            ai_embedded_heuristic_us: fitted.ai_embedded_heuristic_us,
+            fallback_move_us: fitted.fallback_move_us,
+            store_record_us: 0.05,
+            store_fold_us: 1.7,
+        }
+    }
+}
+
+/// The kind of a handled input, for its base cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkKind {
+    Open,
+    Close,
+    Dropped,
+    Hello,
+    Action,
+    Message,
+    Other,
+}
+
+/// The frames one handled input sent, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub frames: usize,
+    pub states: usize,
+    pub ai_requests: usize,
+    pub smalls: usize,
+}
+
+impl CostModel {
+    /// CPU time of one handled input that sent `sent` (the reader's and writers' shell
+    /// costs are added separately).
+    pub fn core_us(&self, kind: WorkKind, sent: Sent) -> f64 {
+        let base = match kind {
+            WorkKind::Open => self.open_us,
+            WorkKind::Close => self.close_us,
+            WorkKind::Dropped => self.dropped_us,
+            WorkKind::Hello => self.hello_us,
+            WorkKind::Action => self.action_us,
+            WorkKind::Message => self.message_us,
+            WorkKind::Other => self.other_us,
+        };
+        base + self.state_us * sent.states as f64
+            + self.ai_request_us * sent.ai_requests as f64
+            + self.small_us * sent.smalls as f64
+    }
+
+    /// Scales modelled microseconds by the speed factor into whole microseconds.
+    pub fn scaled_us(&self, us: f64) -> u64 {
+        let v = us * self.speed_factor.max(0.0);
+        if v.is_finite() && v > 0.0 {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let r = v.round() as u64;
+            r
+        } else {
+            0
+        }
+    }
+}

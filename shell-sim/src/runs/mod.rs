@@ -1,0 +1,9 @@
+//! A run: scenarios, the driver that pops events and hands them to their actors, the
+//! phases and the timeline, the report, and the swarm of random scenarios.
+
+pub mod driver;
+pub mod feed;
+pub mod phase;
+pub mod report;
+pub mod scenario;
+pub mod swarm;

@@ -1,0 +1,36 @@
+//! The calibration file and the documentation agree: docs/SIMULATION.md's calibration
+//! part is the one generated from `fixtures/sim-calibration.json`, and every point it
+//! names is a scenario of `fixtures/scenarios/`.
+
+use std::path::PathBuf;
+
+use wizard_sim::model::calibration::calibration;
+
+#[test]
+fn the_doc_states_the_figures_of_the_calibration_file() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let doc = std::fs::read_to_string(root.join("docs/SIMULATION.md")).unwrap();
+    let generated = calibration()
+        .rewrite_doc(&doc)
+        .expect("docs/SIMULATION.md has the calibration markers");
+    assert!(
+        generated == doc,
+        "docs/SIMULATION.md's calibration part differs from fixtures/sim-calibration.json: \
+         run `cargo run -p wizard-sim -- calibration-doc --write`"
+    );
+    for p in &calibration().points {
+        let path = root.join(format!("fixtures/scenarios/{}.json", p.scenario));
+        assert!(path.exists(), "{} names no scenario", p.scenario);
+    }
+}
+
+#[test]
+fn the_default_cost_model_takes_the_fitted_figures() {
+    let cost = wizard_sim::model::cost::CostModel::default();
+    let f = calibration().figures;
+    assert_eq!(cost.ai_embedded_us, f.ai_embedded_us);
+    assert_eq!(cost.ai_embedded_heuristic_us, f.ai_embedded_heuristic_us);
+    assert_eq!(cost.fallback_move_us, f.fallback_move_us);
+    assert_eq!(cost.idle_floor_us_per_s, f.idle_floor_us_per_s);
+    assert_eq!((cost.read_us, cost.write_us), (f.read_us, f.write_us));
+}
