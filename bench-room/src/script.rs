@@ -146,6 +146,7 @@ pub fn record() -> Result<Script, RecordError> {
             seat,
             ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         );

@@ -70,6 +70,7 @@ impl Table {
                 conn,
                 ClientMessage::Hello {
                     token: None,
+                    deltas: false,
                     profile_key: None,
                 },
             ));
@@ -204,6 +205,7 @@ fn benches(c: &mut Criterion) {
                 ConnId(9),
                 ClientMessage::Hello {
                     token: None,
+                    deltas: false,
                     profile_key: None,
                 },
             ),
@@ -253,6 +255,7 @@ fn benches(c: &mut Criterion) {
                         conn,
                         ClientMessage::Hello {
                             token: None,
+                            deltas: false,
                             profile_key: None,
                         },
                     ),

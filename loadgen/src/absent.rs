@@ -88,6 +88,7 @@ async fn hello(ctx: &Ctx, from: IpAddr, attack: Attack, w: Window) -> Option<Ws>
         &mut ws,
         &ClientMessage::Hello {
             token: None,
+            deltas: false,
             profile_key: None,
         },
     )

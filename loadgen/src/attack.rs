@@ -208,6 +208,7 @@ async fn storm(ctx: &Rc<Ctx>, from: std::net::IpAddr, w: Window) {
             &mut ws,
             &ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         )
@@ -262,6 +263,7 @@ async fn flood(ctx: &Rc<Ctx>, attack: Attack, from: std::net::IpAddr, w: Window)
             &mut ws,
             &ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         )

@@ -8,6 +8,7 @@ use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
 use wizard_core::vocabulary::game::{Action, Phase};
+use wizard_core::vocabulary::wire::held::{HeldState, Taken};
 use wizard_core::vocabulary::wire::{
     ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client, peek,
 };
@@ -108,10 +109,13 @@ pub(super) async fn player(
     // `resume`: the game part of the last state, and when the connection ended.
     let mut last_game = String::new();
     let mut broke: Option<(Instant, String)> = None;
+    // With deltas: the state as this bot holds it (PROTOCOL.md 7.5).
+    let mut held = HeldState::default();
     let _ = send(
         &mut ws,
         &ClientMessage::Hello {
             token: None,
+            deltas: s.deltas,
             profile_key: None,
         },
     )
@@ -209,9 +213,30 @@ pub(super) async fn player(
                 }
                 ended = Some(code);
             }
-            Wake::Message(Some(Ok(Message::Text(text)))) if peek::frame_type(&text) == "state" => {
+            Wake::Message(Some(Ok(Message::Text(text))))
+                if matches!(peek::frame_type(&text), "state" | "delta") =>
+            {
+                ctx.stats.borrow_mut().state_bytes += text.len() as u64;
+                let text = if s.deltas {
+                    match held.take(&text) {
+                        Ok(Taken::Full | Taken::Delta) => held.text(),
+                        Ok(Taken::Gap) => {
+                            count_error(&ctx, "delta gap");
+                            if !send(&mut ws, &ClientMessage::Resync).await {
+                                break;
+                            }
+                            continue;
+                        }
+                        Ok(Taken::Other) | Err(_) => {
+                            count_error(&ctx, "undecodable");
+                            continue;
+                        }
+                    }
+                } else {
+                    text.as_str()
+                };
                 let want_events = (host && ctx.measuring(now)) || awaiting.is_some();
-                let Some(state) = seen.state(&text, want_events) else {
+                let Some(state) = seen.state(text, want_events) else {
                     count_error(&ctx, "undecodable");
                     continue;
                 };
@@ -441,7 +466,9 @@ pub(super) async fn player(
                         }
                     }
                     // A `state` that does not start as the core writes it.
-                    ServerMessage::State { .. } => count_error(&ctx, "state layout"),
+                    ServerMessage::State { .. } | ServerMessage::Delta { .. } => {
+                        count_error(&ctx, "state layout")
+                    }
                 }
             }
             Wake::Message(Some(Ok(_))) => {}
@@ -505,6 +532,7 @@ async fn rejoin(ctx: &Ctx, from: std::net::IpAddr, token: Option<&str>) -> Optio
         if let Some(mut ws) = open_at(ctx, from, false, &path).await {
             let hello = ClientMessage::Hello {
                 token: token.map(str::to_owned),
+                deltas: ctx.settings.deltas,
                 profile_key: None,
             };
             let _ = send(&mut ws, &hello).await;

@@ -131,6 +131,7 @@ async fn newcomer(ctx: &Ctx, ws: &mut net::Ws) -> bool {
         ws,
         &ClientMessage::Hello {
             token: None,
+            deltas: false,
             profile_key: None,
         },
     )

@@ -33,6 +33,7 @@ pub(super) async fn idle_run(ctx: &Rc<Ctx>, server: &procfs::Sampler) -> Value {
             &mut ws,
             &ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         )

@@ -146,6 +146,9 @@ pub struct Settings {
     /// token, as PROTOCOL.md 6.1 asks of clients, and plays on; it checks that nothing
     /// it saw of its game is missing or changed.
     pub resume: bool,
+    /// The game bots say `hello {deltas: true}` and hold their state from deltas
+    /// (PROTOCOL.md 7.5; `--deltas 0`: full states, as older clients).
+    pub deltas: bool,
     /// Follow shard routes (PROTOCOL.md 6.3): guests join at `/ws/<the code's shard>`,
     /// bots come back at `/ws/<their token's shard>`, and every connection that lands
     /// on a shard not owning its code or token is counted as misrouted (`shards.rs`).
@@ -198,6 +201,7 @@ impl Settings {
             newcomer_every: Duration::ZERO,
             newcomer_lobby: true,
             resume: false,
+            deltas: true,
             shard_routes: false,
             resume_log: None,
             idle: 0,
@@ -273,6 +277,7 @@ impl Settings {
             "stall_after_s": self.stall_after.as_secs_f64(),
             "health_every_ms": self.health_every.as_millis() as u64,
             "rejoin_every_s": self.rejoin_every.as_secs_f64(),
+            "deltas": self.deltas,
             "newcomer_every_s": self.newcomer_every.as_secs_f64(),
             "newcomer_lobby": self.newcomer_lobby,
             "resume": self.resume,
@@ -351,6 +356,8 @@ pub struct Stats {
     pub health_failed: u64,
     /// Honest connections the server closed or dropped (any code) before the end.
     pub honest_closed: u64,
+    /// Bytes of the `state` and `delta` frames the game bots received (the whole run).
+    pub state_bytes: u64,
     /// Running games that went `stall_after` without a move.
     pub stalled: u64,
     /// Longest time a running game went without a move, in microseconds.
@@ -412,6 +419,7 @@ impl Stats {
             health_latency: histogram(),
             health_failed: 0,
             honest_closed: 0,
+            state_bytes: 0,
             stalled: 0,
             move_gap_max_us: 0,
             rejoined: 0,
@@ -701,6 +709,7 @@ fn finish(
             "refused": stats.honest_refused(),
             "timed_out": r.timed_out,
             "closed_by_server": stats.honest_closed,
+            "state_bytes": stats.state_bytes,
             "health_failed": stats.health_failed,
             "stalled": stats.stalled,
             "move_gap_max_ms": stats.move_gap_max_us as f64 / 1000.0,

@@ -9,7 +9,7 @@
 //!     [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S]
 //!     [--stall-after S]
 //!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
-//!     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE]
+//!     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1]
 //!     [--idle N] [--history FILE|none] [--label TEXT]
 //! wizard-bench compare [--history FILE] [--last N]
 //! wizard-bench table [--history FILE] [--last N]
@@ -175,6 +175,7 @@ fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
                     | "--newcomer-every"
                     | "--newcomer-lobby"
                     | "--resume"
+                    | "--deltas"
                     | "--shard-routes"
                     | "--resume-log"
                     | "--worker-start-unix-ms"
@@ -222,6 +223,7 @@ fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
                     "--newcomer-every" => s.newcomer_every = secs(v, k)?,
                     "--newcomer-lobby" => s.newcomer_lobby = v != "0",
                     "--resume" => s.resume = v != "0",
+                    "--deltas" => s.deltas = v != "0",
                     "--shard-routes" => s.shard_routes = v != "0",
                     "--resume-log" => s.resume_log = Some(PathBuf::from(v)),
                     "--history" => {
@@ -303,6 +305,7 @@ const RUN_FLAGS: &[&str] = &[
     "--newcomer-every",
     "--newcomer-lobby",
     "--resume",
+    "--deltas",
     "--shard-routes",
     "--resume-log",
     "--worker-start-unix-ms",
@@ -359,7 +362,7 @@ fn usage() -> String {
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
      [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
      [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
-     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--idle N] [--history FILE|none] [--label TEXT]\n       \
+     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \
      wizard-bench table [--history FILE] [--last N]\n       \
      wizard-bench attack-table [--history FILE] [--last N]\n       \

@@ -156,6 +156,7 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
         &mut ws,
         &ClientMessage::Hello {
             token: None,
+            deltas: false,
             profile_key: None,
         },
     )
@@ -279,6 +280,7 @@ async fn create_probe(args: Args, refused_busy: Arc<AtomicU64>, created: Arc<Ato
         &mut ws,
         &ClientMessage::Hello {
             token: None,
+            deltas: false,
             profile_key: None,
         },
     )

@@ -89,6 +89,7 @@ async fn arrive(addr: SocketAddr, k: usize) -> Option<Ws> {
     if !send(&mut ws, &ClientMessage::Hello {
             token: None,
             profile_key: None,
+            deltas: false,
         }).await {
         return None;
     }

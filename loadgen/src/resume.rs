@@ -44,6 +44,7 @@ pub(super) async fn reconnect(ctx: &Ctx, from: IpAddr, token: &str, index: usize
         };
         let hello = ClientMessage::Hello {
             token: Some(token.to_owned()),
+            deltas: ctx.settings.deltas,
             profile_key: None,
         };
         if !send(&mut ws, &hello).await {

@@ -344,6 +344,7 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
         &mut host,
         &ClientMessage::Hello {
             token: None,
+            deltas: false,
             profile_key: None,
         },
     )
@@ -376,6 +377,7 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
             &mut ws,
             &ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         )

@@ -122,8 +122,11 @@ export class Connection {
       return;
     }
     this.ws = ws;
+    // Lean frames (PROTOCOL.md 7.5): the state this connection holds and its seq.
+    this.held = null;
+    this.resyncing = false;
     ws.addEventListener('open', () => {
-      ws.send(JSON.stringify({ type: 'hello', token: this.token || null }));
+      ws.send(JSON.stringify({ type: 'hello', token: this.token || null, deltas: true }));
     });
     ws.addEventListener('message', (ev) => {
       let msg;
@@ -131,6 +134,13 @@ export class Connection {
         msg = JSON.parse(ev.data);
       } catch {
         return;
+      }
+      if (msg.type === 'state') {
+        this.held = msg;
+        this.resyncing = false;
+      } else if (msg.type === 'delta') {
+        msg = this.patched(ws, msg);
+        if (!msg) return;
       }
       if (msg.type === 'error' && msg.code === 'wrong_shard' && SHARD_ID.test(msg.shard ?? '')
         && this.shardHops < SHARD_HOPS_MAX) {
@@ -185,6 +195,23 @@ export class Connection {
     });
   }
 
+  /** The full `state` a `delta` makes of the one held, or null after a gap (then a
+   * `resync` is sent, once, until a full `state` comes). */
+  patched(ws, delta) {
+    if (!this.held || this.held.seq !== delta.base) {
+      if (!this.resyncing && ws.readyState === WebSocket.OPEN) {
+        this.resyncing = true;
+        ws.send(JSON.stringify({ type: 'resync' }));
+      }
+      return null;
+    }
+    const next = mergePatch(this.held, delta.patch);
+    next.seq = delta.seq;
+    next.events = delta.events;
+    this.held = next;
+    return next;
+  }
+
   scheduleReconnect() {
     const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** this.attempt);
     // "Equal jitter": half fixed, half random, so a restarted server is not hit by
@@ -202,4 +229,16 @@ export class Connection {
     this.ws.send(JSON.stringify(msg));
     return true;
   }
+}
+
+/** RFC 7386 JSON Merge Patch: a new value; the objects it changes are new objects
+ * (members keep their place, new ones go last), the rest is shared with `target`. */
+export function mergePatch(target, patch) {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
 }

@@ -12,6 +12,7 @@
 
 mod absent;
 mod conns;
+mod deltas;
 mod durable;
 mod games;
 mod players;
@@ -86,6 +87,9 @@ struct Conn {
     /// game coming back (admitted past the cap or rate) or anything else (refused with
     /// `busy` and 1013, for this reason), for at most [`HELLO_GRACE_US`].
     waiting: Option<RefuseReason>,
+    /// What a connection that takes deltas last received (PROTOCOL.md 7.5); `None`
+    /// for every other (boxed: most connections pay only for the pointer).
+    deltas: Option<Box<deltas::DeltaView>>,
 }
 
 /// The `error` text of `hello_required`.
@@ -328,6 +332,14 @@ impl Server {
 
     /// Handles one input at `now`, appending every consequence to `out`.
     pub fn handle(&mut self, now: Time, input: Input, out: &mut Vec<Output>) {
+        let start = out.len();
+        self.handle_input(now, input, out);
+        if let Some(new) = out.get_mut(start..) {
+            self.frame_states(new);
+        }
+    }
+
+    fn handle_input(&mut self, now: Time, input: Input, out: &mut Vec<Output>) {
         debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
         let now = now.max(self.now);
         self.now = now;

@@ -12,6 +12,15 @@
 //!   connection, and its client knows how many it missed;
 //! - `Every` frame keeps its place (dropping a state with events would lose them).
 //!
+//! The frames of a connection that takes deltas (PROTOCOL.md 7.5) form a chain: each
+//! `delta` builds on the numbered frame before it. There a replaced `Newest` frame is
+//! never simply dropped: a replaced `delta` is merged into its successor in the chain
+//! (the next numbered frame queued, or the new one), which then starts from the
+//! replaced one's `base` with the two patches composed; a full `state` replaced by
+//! one after it just goes. A full `state` followed by a `delta` stays (the delta needs
+//! it), and so does a delta whose patch cannot be composed with its successor's; the
+//! next `Newest` frame that may go goes instead, if any.
+//!
 //! A queue past `OUTBOUND_QUEUE_MESSAGES` frames or `OUTBOUND_QUEUE_BYTES` bytes once
 //! no chat line is left to drop is overflowed: its reader is too slow, it drops what it
 //! holds and the connection ends. After a close was asked for, or once overflowed,
@@ -24,6 +33,7 @@
 use std::collections::VecDeque;
 
 pub use crate::vocabulary::io::Delivery;
+use crate::vocabulary::wire::held::{self, Link};
 use crate::vocabulary::wire::{self, CloseCode, ServerMessage};
 
 /// A queued frame, with whatever the shell keeps beside it.
@@ -101,17 +111,8 @@ impl<T> OutQueue<T> {
         if !self.accepting() {
             return Pushed::Refused;
         }
-        let mut replaced = false;
-        if delivery == Delivery::Newest
-            && let Some(old) = self
-                .frames
-                .iter()
-                .position(|f| f.delivery == Delivery::Newest)
-            && let Some(old) = self.frames.remove(old)
-        {
-            self.bytes = self.bytes.saturating_sub(old.text.len());
-            replaced = true;
-        }
+        let mut text = text;
+        let replaced = delivery == Delivery::Newest && self.replace_newest(&mut text);
         self.bytes = self.bytes.saturating_add(text.len());
         if delivery == Delivery::Chat {
             self.chat = self.chat.saturating_add(1);
@@ -138,6 +139,57 @@ impl<T> OutQueue<T> {
         } else {
             Pushed::Queued { frames }
         }
+    }
+
+    /// Makes way for the `Newest` frame `text`: the oldest queued `Newest` frame that
+    /// may go goes (see the module documentation); false when none may.
+    fn replace_newest(&mut self, text: &mut String) -> bool {
+        let mut from = 0;
+        while let Some(at) = self
+            .frames
+            .iter()
+            .skip(from)
+            .position(|f| f.delivery == Delivery::Newest)
+            .map(|p| p + from)
+        {
+            from = at + 1;
+            let old = held::link(&self.frames[at].text);
+            // Its successor in the chain: the next numbered frame, or the new one.
+            let next = self
+                .frames
+                .iter()
+                .skip(at + 1)
+                .position(|f| held::link(&f.text) != Link::Plain)
+                .map(|p| p + at + 1);
+            let next_link = held::link(next.map_or(text.as_str(), |n| &self.frames[n].text));
+            match (old, next_link) {
+                (Link::Plain, _) | (_, Link::Plain) | (Link::Full | Link::Delta, Link::Full) => {}
+                (Link::Delta, Link::Delta) => {
+                    let next_text = next.map_or(text.as_str(), |n| &self.frames[n].text);
+                    let Some(merged) = held::merge_deltas(&self.frames[at].text, next_text) else {
+                        continue;
+                    };
+                    match next {
+                        Some(n) => {
+                            let f = &mut self.frames[n];
+                            self.bytes = self
+                                .bytes
+                                .saturating_sub(f.text.len())
+                                .saturating_add(merged.len());
+                            f.text = merged;
+                        }
+                        None => *text = merged,
+                    }
+                }
+                // A full state cannot go before a delta that builds on it.
+                (Link::Full, Link::Delta) => continue,
+            }
+            if let Some(old) = self.frames.remove(at) {
+                self.bytes = self.bytes.saturating_sub(old.text.len());
+            }
+            return true;
+        }
+        false
     }
 
     /// Drops the oldest queued chat line: it becomes the `chat_gap` note, or, when one

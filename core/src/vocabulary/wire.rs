@@ -17,6 +17,8 @@
 mod ai;
 mod codec;
 mod codes;
+pub mod held;
+pub mod merge_patch;
 pub mod peek;
 
 use serde::{Deserialize, Serialize};
@@ -48,9 +50,15 @@ pub enum ClientMessage {
     Hello {
         #[serde(default)]
         token: Option<String>,
+        /// The client takes `delta` frames after its first full `state` (PROTOCOL.md
+        /// 7.5); absent is false, and then nothing changes for it.
+        #[serde(default, skip_serializing_if = "is_false")]
+        deltas: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         profile_key: Option<ProfileKey>,
     },
+    /// Asks for a full `state` (after a `delta` whose `base` is not the last `seq`).
+    Resync,
     /// `public`: listed by `list_tables` (PROTOCOL.md 7.2).
     CreateLobby {
         name: String,
@@ -123,6 +131,7 @@ impl ClientMessage {
     pub fn type_name(&self) -> &'static str {
         match self {
             ClientMessage::Hello { .. } => "hello",
+            ClientMessage::Resync => "resync",
             ClientMessage::CreateLobby { .. } => "create_lobby",
             ClientMessage::JoinLobby { .. } => "join_lobby",
             ClientMessage::LeaveLobby => "leave_lobby",
@@ -216,6 +225,21 @@ pub enum ServerMessage {
     /// reader's queue dropped them so that chat never costs it the connection, or a
     /// history replay was cut short.
     ChatGap { missed: u32 },
+    /// The change from the `state` numbered `base` to the one numbered `seq`, for a
+    /// client that said `hello {deltas: true}` (PROTOCOL.md 7.5): `patch` is a JSON
+    /// Merge Patch of the state's `lobby` and `game` ([`merge_patch`]); `events` are
+    /// the new state's. (Decoded into a tree its members lose their order: apply the
+    /// patch to the text with [`merge_patch::apply`] for exact views.)
+    Delta {
+        seq: u64,
+        base: u64,
+        patch: serde_json::Value,
+        events: Vec<Event>,
+    },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A profile as its owner sees it in `welcome` (never its key).
@@ -325,7 +349,9 @@ pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
         "hello" => fields::<HelloFields>(text, "hello").map(|f| ClientMessage::Hello {
             token: f.token,
             profile_key: f.profile_key,
+            deltas: f.deltas,
         })?,
+        "resync" => ClientMessage::Resync,
         "create_lobby" => {
             fields::<CreateFields>(text, "create_lobby").map(|f| ClientMessage::CreateLobby {
                 name: f.name,
@@ -434,6 +460,12 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
         }),
         "tables" => fields::<TablesFields>(text, "tables")
             .map(|f| ServerMessage::Tables { tables: f.tables }),
+        "delta" => fields::<DeltaFields>(text, "delta").map(|f| ServerMessage::Delta {
+            seq: f.seq,
+            base: f.base,
+            patch: f.patch,
+            events: f.events,
+        }),
         other => Err(unknown_type(other)),
     }
 }
@@ -458,6 +490,16 @@ struct HelloFields {
     token: Option<String>,
     #[serde(default)]
     profile_key: Option<ProfileKey>,
+    #[serde(default)]
+    deltas: bool,
+}
+
+#[derive(Deserialize)]
+struct DeltaFields {
+    seq: u64,
+    base: u64,
+    patch: serde_json::Value,
+    events: Vec<Event>,
 }
 
 #[derive(Deserialize)]

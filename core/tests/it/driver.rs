@@ -10,6 +10,7 @@ use wizard_core::vocabulary::config::Config;
 use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::io::{ConnKind, Input, Note, Output};
 use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::held::{self, HeldState, Link, Taken};
 use wizard_core::vocabulary::wire::{self, ClientMessage, CloseCode};
 use wizard_core::{Server, Time};
 
@@ -37,6 +38,13 @@ pub struct Driver {
     /// Every output ever, in order (for determinism hashes).
     pub transcript: Vec<String>,
     welcomes: u64,
+    /// Connections with an odd id say `hello {deltas: true}` (PROTOCOL.md 7.5); their
+    /// deltas are applied to what they hold, and [`Driver::last`] shows the full
+    /// `state` each one made (so every check of a view checks what deltas carry).
+    pub deltas_on_odd: bool,
+    held: BTreeMap<ConnId, HeldState>,
+    /// `delta` frames received.
+    pub deltas: u64,
 }
 
 pub fn config(pairs: &[(&str, &str)]) -> Config {
@@ -53,13 +61,48 @@ impl Driver {
             last: Vec::new(),
             transcript: Vec::new(),
             welcomes: 0,
+            deltas_on_odd: false,
+            held: BTreeMap::new(),
+            deltas: 0,
         }
+    }
+
+    /// The frame as a client without deltas would have it: a numbered `state` or a
+    /// `delta` becomes the full `state` the connection now holds. A delta must build on
+    /// what the connection holds, and carry nothing its view does not show.
+    fn as_full(&mut self, conn: ConnId, text: &str) -> Option<String> {
+        if !self.deltas_on_odd || !matches!(held::link(text), Link::Full | Link::Delta) {
+            return None;
+        }
+        let view = self.held.entry(conn).or_default();
+        let taken = view.take(text).expect("a state or delta that parses");
+        assert!(
+            matches!(taken, Taken::Full | Taken::Delta),
+            "{taken:?}: {text}"
+        );
+        if taken == Taken::Delta {
+            self.deltas += 1;
+            for card in text.split('"').filter(|t| is_card(t)) {
+                assert!(
+                    view.text().contains(&format!("\"{card}\"")),
+                    "conn {conn}: {card} in a delta but not in the view: {text}"
+                );
+            }
+        }
+        Some(view.text().to_string())
     }
 
     pub fn input(&mut self, input: Input) -> &[Output] {
         self.last.clear();
         let mut out = Vec::new();
         self.server.handle(self.now, input, &mut out);
+        for o in &mut out {
+            if let Output::Send { conn, text, .. } = o
+                && let Some(full) = self.as_full(*conn, text)
+            {
+                *text = full;
+            }
+        }
         for o in &out {
             self.transcript
                 .push(format!("{}:{o:?}", self.now.as_micros()));
@@ -161,6 +204,7 @@ impl Driver {
             conn,
             &ClientMessage::Hello {
                 token: token.map(str::to_string),
+                deltas: self.deltas_on_odd && conn.0 % 2 == 1,
                 profile_key: None,
             },
         );
@@ -219,6 +263,22 @@ impl Driver {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// Whether `t` is a card code (`h12`, `W1`, `J4`).
+fn is_card(t: &str) -> bool {
+    let mut chars = t.chars();
+    match chars.next() {
+        Some('c' | 'd' | 'h' | 's') => chars
+            .as_str()
+            .parse::<u8>()
+            .is_ok_and(|n| (2..=14).contains(&n)),
+        Some('W' | 'J') => chars
+            .as_str()
+            .parse::<u8>()
+            .is_ok_and(|n| (1..=4).contains(&n)),
+        _ => false,
     }
 }
 

@@ -8,6 +8,7 @@ mod bot;
 mod cards;
 mod cgroup;
 mod config;
+mod deltas;
 mod docs_links;
 mod door;
 mod driver;

@@ -263,3 +263,85 @@ fn a_note_already_taken_is_not_added_to_a_new_one_starts() {
     q.push(line(6, 10), Delivery::Chat, 0);
     assert_eq!(q.take_all().len(), 1, "no gap: the share was free again");
 }
+
+mod deltas {
+    //! A slow reader's queue of a connection that takes deltas (PROTOCOL.md 7.5):
+    //! whatever is replaced, the client never meets a gap, ends holding the newest
+    //! state, and receives every event, in order.
+
+    use proptest::prelude::*;
+    use wizard_core::shell::outqueue::{Delivery, OutQueue, Pushed};
+    use wizard_core::vocabulary::wire::held::{self, HeldState, Taken};
+
+    /// One change: the game's fields (`a` may become null: a full state) and whether
+    /// it carries an event.
+    type Change = (Option<u8>, u8, u8, bool);
+
+    fn state(c: &Change, event: u32) -> String {
+        let a = c.0.map_or("null".to_string(), |a| a.to_string());
+        let events = if c.3 {
+            format!("[{event}]")
+        } else {
+            "[]".into()
+        };
+        format!(
+            r#"{{"type":"state","lobby":null,"game":{{"a":{a},"b":[{}],"c":{{"d":{}}}}},"events":{events}}}"#,
+            c.1, c.2
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn replaced_deltas_merge_and_the_client_never_meets_a_gap(
+            changes in prop::collection::vec(
+                ((prop::option::weighted(0.9, 0..3u8), 0..3u8, 0..3u8, prop::bool::weighted(0.3)), 0..3usize),
+                1..60,
+            ),
+        ) {
+            let mut q: OutQueue<()> = OutQueue::new(10_000, 10_000_000);
+            let mut client = HeldState::default();
+            let (mut last, mut seq) = (None::<String>, 0u64);
+            let (mut sent_events, mut got_events) = (Vec::new(), Vec::new());
+            let take = |frame: &str, client: &mut HeldState, got: &mut Vec<u32>| {
+                let taken = client.take(frame).unwrap();
+                assert!(matches!(taken, Taken::Full | Taken::Delta), "{taken:?}: {frame}");
+                let v: serde_json::Value = serde_json::from_str(client.text()).unwrap();
+                got.extend(v["events"].as_array().unwrap().iter().map(|e| e.as_u64().unwrap() as u32));
+            };
+            for (i, (change, drain)) in changes.iter().enumerate() {
+                let text = state(change, i as u32);
+                if change.3 {
+                    sent_events.push(i as u32);
+                }
+                seq += 1;
+                let mut frame = String::new();
+                let ok = last
+                    .as_deref()
+                    .is_some_and(|l| held::delta_frame(l, &text, seq, &mut frame).is_ok());
+                if !ok {
+                    frame = held::numbered_state(&text, seq);
+                }
+                last = Some(text);
+                let delivery = if change.3 { Delivery::Every } else { Delivery::Newest };
+                let pushed = q.push(frame, delivery, ());
+                let queued = matches!(pushed, Pushed::Queued { .. } | Pushed::Replaced { .. });
+                prop_assert!(queued, "{:?}", pushed);
+                for _ in 0..*drain {
+                    if let Some(f) = q.pop_front() {
+                        take(&f.text, &mut client, &mut got_events);
+                    }
+                }
+                // Without drains the queue holds the events and at most two states more.
+                let (frames, _) = q.len();
+                prop_assert!(frames <= sent_events.len() + 3, "{frames} frames");
+            }
+            while let Some(f) = q.pop_front() {
+                take(&f.text, &mut client, &mut got_events);
+            }
+            prop_assert_eq!(Some(client.text()), last.as_deref());
+            prop_assert_eq!(got_events, sent_events);
+        }
+    }
+}

@@ -5,6 +5,8 @@ use serde_json::{Value, json};
 use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::io::{Note, Output};
 
+use wizard_core::vocabulary::wire::held::{HeldState, Taken};
+
 use super::driver::{Driver, check_no_hand_leaks, config};
 
 /// No delays, and a message rate the scripted players cannot exceed (they do not wait).
@@ -235,4 +237,153 @@ fn the_same_seed_and_inputs_give_the_same_outputs() {
         d.transcript.join("\n") != first,
         "another seed gives another game"
     );
+}
+
+/// Four humans of `conns` (hello already said) sit at one table and start.
+fn seat_four(d: &mut Driver, conns: [ConnId; 4]) {
+    d.send_json(conns[0], json!({"type": "create_lobby", "name": "Ann"}));
+    let code = last_lobby_code(d, conns[0]);
+    for (i, &c) in conns.iter().enumerate().skip(1) {
+        d.send_json(
+            c,
+            json!({"type": "join_lobby", "code": code, "name": format!("P{i}")}),
+        );
+    }
+    d.send_json(conns[0], json!({"type": "start_game"}));
+    assert!(d.last_errors(conns[0]).is_empty());
+}
+
+/// The lobby code in the last frame `conn` got (a full state, numbered or not).
+fn last_lobby_code(d: &Driver, conn: ConnId) -> String {
+    d.last
+        .iter()
+        .find_map(|o| match o {
+            Output::Send { conn: c, text, .. } if *c == conn => {
+                let v: Value = serde_json::from_str(text).ok()?;
+                v["lobby"]["code"].as_str().map(str::to_string)
+            }
+            _ => None,
+        })
+        .expect("a state with the lobby")
+}
+
+/// Plays four humans to the end, each its first legal action, and returns the bytes of
+/// the `state` and `delta` frames each received from the game's start on. With
+/// `deltas` the clients hold their views from deltas ([`HeldState`]).
+fn four_humans_bytes(deltas: bool) -> [usize; 4] {
+    let mut d = Driver::new(config(FAST), 11);
+    let conns = [ConnId(1), ConnId(2), ConnId(3), ConnId(4)];
+    for c in conns {
+        d.open(c, &format!("10.0.0.{}", c.0));
+        d.send_json(c, json!({"type": "hello", "token": null, "deltas": deltas}));
+    }
+    let mut held: Vec<HeldState> = vec![HeldState::default(); 4];
+    let mut bytes = [0usize; 4];
+    let feed = |d: &Driver, held: &mut Vec<HeldState>, bytes: &mut [usize; 4]| {
+        for o in &d.last {
+            if let Output::Send { conn, text, .. } = o
+                && let Some(i) = conns.iter().position(|c| c == conn)
+                && matches!(held[i].take(text), Ok(Taken::Full | Taken::Delta))
+            {
+                bytes[i] += text.len();
+            }
+        }
+    };
+    seat_four(&mut d, conns);
+    feed(&d, &mut held, &mut bytes);
+    bytes = [0; 4];
+    for _ in 0..5000 {
+        let mover = (0..4).find_map(|i| {
+            let v: Value = serde_json::from_str(held[i].text()).ok()?;
+            let a = v["game"]["observation"]["legal_actions"].get(0)?.clone();
+            Some((i, a))
+        });
+        let Some((i, action)) = mover else {
+            let v: Value = serde_json::from_str(held[0].text()).unwrap();
+            assert_eq!(v["game"]["observation"]["phase"], "finished");
+            return bytes;
+        };
+        let outputs = d
+            .send_json(conns[i], json!({"type": "action", "action": action}))
+            .to_vec();
+        check_no_hand_leaks(&outputs);
+        feed(&d, &mut held, &mut bytes);
+    }
+    panic!("the game did not finish");
+}
+
+#[test]
+fn four_humans_receive_a_fraction_of_the_bytes_with_deltas() {
+    let plain = four_humans_bytes(false);
+    let lean = four_humans_bytes(true);
+    for (p, l) in plain.iter().zip(&lean) {
+        eprintln!("state bytes per seat: {p} full, {l} with deltas");
+        assert!(l * 3 < *p, "{l} bytes with deltas, {p} without");
+    }
+}
+
+/// A client that missed a delta (a gap) sends one `resync` and gets one full `state`,
+/// after which the deltas apply again.
+#[test]
+fn a_dropped_delta_costs_one_resync_and_one_full_state() {
+    let mut d = Driver::new(config(FAST), 12);
+    let conns = [ConnId(1), ConnId(2), ConnId(3), ConnId(4)];
+    for c in conns {
+        d.open(c, &format!("10.0.0.{}", c.0));
+        d.send_json(c, json!({"type": "hello", "token": null, "deltas": true}));
+    }
+    seat_four(&mut d, conns);
+    let mut held: Vec<HeldState> = vec![HeldState::default(); 4];
+    for o in &d.last {
+        if let Output::Send { conn, text, .. } = o {
+            held[conns.iter().position(|c| c == conn).unwrap()]
+                .take(text)
+                .unwrap();
+        }
+    }
+    let (mut dropped, mut gaps, mut resyncs, mut deltas_after) = (false, 0, 0, 0);
+    for step in 0..60 {
+        let (i, action) = (0..4)
+            .find_map(|i| {
+                let v: Value = serde_json::from_str(held[i].text()).ok()?;
+                Some((i, v["game"]["observation"]["legal_actions"].get(0)?.clone()))
+            })
+            .expect("someone to move");
+        let outputs = d
+            .send_json(conns[i], json!({"type": "action", "action": action}))
+            .to_vec();
+        for o in &outputs {
+            let Output::Send { conn, text, .. } = o else {
+                continue;
+            };
+            let k = conns.iter().position(|c| c == conn).unwrap();
+            if k == 1 && step == 10 && !dropped && text.starts_with(r#"{"type":"delta""#) {
+                dropped = true; // lost on its way
+                continue;
+            }
+            match held[k].take(text).unwrap() {
+                Taken::Gap => {
+                    assert_eq!(k, 1);
+                    gaps += 1;
+                    resyncs += 1;
+                    let answer = d.send_json(conns[1], json!({"type": "resync"})).to_vec();
+                    let frames: Vec<&String> = answer
+                        .iter()
+                        .filter_map(|o| match o {
+                            Output::Send { conn, text, .. } if *conn == conns[1] => Some(text),
+                            _ => None,
+                        })
+                        .collect();
+                    assert_eq!(frames.len(), 1, "{frames:?}");
+                    assert!(frames[0].starts_with(r#"{"type":"state","seq":"#));
+                    assert_eq!(held[1].take(frames[0]), Ok(Taken::Full));
+                }
+                Taken::Delta if k == 1 && resyncs > 0 => deltas_after += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(dropped);
+    assert_eq!((gaps, resyncs), (1, 1));
+    assert!(deltas_after > 10, "{deltas_after} deltas after the resync");
 }

@@ -497,6 +497,8 @@ proptest! {
             ("MAX_SPECTATORS", "2"), ("CHAT_RATE", "3"),
         ]);
         let mut d = Driver::new(cfg, seed);
+        // Half the connections take deltas: every view check covers them too.
+        d.deltas_on_odd = true;
         let mut w = World::default();
         prelude(&mut d, &mut w, games, with_ai, hidden_bids)?;
         if overloaded {

@@ -22,6 +22,7 @@ use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::io::{BadFrame, ConnKind, Delivery, Input, Output};
 use wizard_core::vocabulary::load::LoadSample;
 use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::wire::held::{HeldState, Taken};
 use wizard_core::{Server, Time};
 
 /// Keys a line may carry besides its one input.
@@ -58,6 +59,103 @@ struct Replay {
     server: Server,
     now: Time,
     vars: Vars,
+    /// The same server fed the same inputs, but whose clients all say
+    /// `hello {deltas: true}` (PROTOCOL.md 7.5), and what each of its connections
+    /// holds after the frames it received: always what `server` sent in full.
+    twin: Server,
+    held: BTreeMap<u64, HeldState>,
+    /// Full states and deltas the twin sent, and their bytes, against those of
+    /// `server`.
+    tally: Tally,
+}
+
+/// Frames and bytes of the states sent with and without deltas.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    full: usize,
+    deltas: usize,
+    plain_bytes: usize,
+    delta_bytes: usize,
+}
+
+/// Checks the twin's outputs of one input against the server's: the same frames, but
+/// every `state` numbered or sent as a delta, which the connection's [`HeldState`]
+/// turns into exactly the server's frame.
+fn check_twin(
+    plain: &[Output],
+    twin: &[Output],
+    held: &mut BTreeMap<u64, HeldState>,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    if plain.len() != twin.len() {
+        return Err(format!(
+            "with deltas {} outputs instead of {}",
+            twin.len(),
+            plain.len()
+        ));
+    }
+    for (p, t) in plain.iter().zip(twin) {
+        let (
+            Output::Send {
+                conn,
+                text,
+                delivery,
+            },
+            Output::Send {
+                conn: tconn,
+                text: ttext,
+                delivery: tdelivery,
+            },
+        ) = (p, t)
+        else {
+            if p != t {
+                return Err(format!("with deltas {t:?} instead of {p:?}"));
+            }
+            continue;
+        };
+        if conn != tconn || delivery != tdelivery {
+            return Err(format!("with deltas {t:?} instead of {p:?}"));
+        }
+        if !text.starts_with(r#"{"type":"state","#) {
+            if text != ttext {
+                return Err(format!("with deltas {ttext} instead of {text}"));
+            }
+            continue;
+        }
+        let view = held.entry(conn.0).or_default();
+        let before = view.seq();
+        match view.take(ttext) {
+            Ok(Taken::Full) => tally.full += 1,
+            Ok(Taken::Delta) => tally.deltas += 1,
+            other => return Err(format!("{other:?} for {ttext}")),
+        }
+        if view.seq() != Some(before.map_or(1, |s| s + 1)) {
+            return Err(format!("seq after {before:?} in {ttext}"));
+        }
+        if view.text() != text {
+            return Err(format!(
+                "the view with deltas differs\n  plain: {text}\n  delta: {ttext}\n  held:  {}",
+                view.text()
+            ));
+        }
+        tally.plain_bytes += text.len();
+        tally.delta_bytes += ttext.len();
+    }
+    Ok(())
+}
+
+/// The twin's input for a line: a client's `hello` asks for deltas.
+fn twin_input_of(key: &str, arg: &Value, vars: &Vars) -> Result<Input, String> {
+    if key == "send"
+        && let Some(msg) = arg.get("msg")
+        && msg["type"] == "hello"
+    {
+        let mut msg = substitute(msg, vars)?;
+        msg["deltas"] = Value::Bool(true);
+        let text = serde_json::to_string(&msg).map_err(|e| e.to_string())?;
+        return Ok(Input::from_text(conn_of(arg)?, ConnKind::Player, &text));
+    }
+    input_of(key, arg, vars)
 }
 
 /// Where a line came from, for messages.
@@ -376,9 +474,12 @@ impl Replay {
             .map_err(|e| format!("bad config: {e}"))?;
         let seed = header.get("seed").and_then(Value::as_u64).unwrap_or(1);
         Ok(Replay {
-            server: Server::new(config, Seed::from_u64(seed), Time::ZERO),
+            server: Server::new(config.clone(), Seed::from_u64(seed), Time::ZERO),
             now: Time::ZERO,
             vars: Vars::new(),
+            twin: Server::new(config, Seed::from_u64(seed), Time::ZERO),
+            held: BTreeMap::new(),
+            tally: Tally::default(),
         })
     }
 
@@ -410,7 +511,11 @@ impl Replay {
             self.run_until(ms_to_time(field(arg, "until")?)?, &mut out)?;
         } else {
             let input = input_of(key, arg, &self.vars)?;
+            let twin_input = twin_input_of(key, arg, &self.vars)?;
             self.server.handle(self.now, input, &mut out);
+            let mut twin_out = Vec::new();
+            self.twin.handle(self.now, twin_input, &mut twin_out);
+            check_twin(&out, &twin_out, &mut self.held, &mut self.tally)?;
         }
         Ok(out.iter().filter_map(output_value).collect())
     }
@@ -441,7 +546,11 @@ impl Replay {
             }
             last = Some(deadline);
             self.now = self.now.max(deadline);
+            let from = out.len();
             self.server.handle(self.now, Input::Timeout, out);
+            let mut twin_out = Vec::new();
+            self.twin.handle(self.now, Input::Timeout, &mut twin_out);
+            check_twin(&out[from..], &twin_out, &mut self.held, &mut self.tally)?;
             if out.len() > RUN_OUTPUTS_MAX {
                 return Err(format!(
                     "more than {RUN_OUTPUTS_MAX} outputs before {until}"
@@ -481,6 +590,11 @@ impl Replay {
 
 /// Replays one transcript; the error names the file and line.
 fn replay(path: &Path) -> Result<usize, String> {
+    replay_tally(path).map(|(inputs, _)| inputs)
+}
+
+/// Replays one transcript and tallies its twin's deltas.
+fn replay_tally(path: &Path) -> Result<(usize, Tally), String> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: {e}"))?;
     let mut replay: Option<Replay> = None;
@@ -510,7 +624,7 @@ fn replay(path: &Path) -> Result<usize, String> {
     if inputs == 0 {
         return Err(format!("{file}: no inputs"));
     }
-    Ok(inputs)
+    Ok((inputs, replay.map(|r| r.tally).unwrap_or_default()))
 }
 
 #[test]
@@ -530,6 +644,20 @@ fn protocol_transcripts_replay() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+/// The twin of every transcript (above) checked each view it sent with deltas; here
+/// most of the game's views must have gone as deltas (its turn timer's deadline
+/// becomes `null` whenever an AI seat is to act, and each of those goes full).
+#[test]
+fn deltas_rebuild_every_view_of_the_game_transcript() {
+    let path = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/protocol/game.jsonl"
+    ));
+    let (_, tally) = replay_tally(path).unwrap();
+    assert!(tally.deltas > tally.full, "{tally:?}");
+    assert!(tally.delta_bytes < tally.plain_bytes * 2 / 3, "{tally:?}");
 }
 
 #[test]

@@ -88,6 +88,7 @@ fn client_messages_decode() {
             r#"{"type":"hello","token":null}"#,
             ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         ),
@@ -95,6 +96,7 @@ fn client_messages_decode() {
             r#"{"type":"hello"}"#,
             ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         ),
@@ -102,6 +104,7 @@ fn client_messages_decode() {
             r#"{"type":"hello","token":"abc-_12"}"#,
             ClientMessage::Hello {
                 token: Some("abc-_12".into()),
+                deltas: false,
                 profile_key: None,
             },
         ),
@@ -213,6 +216,7 @@ fn unknown_fields_are_ignored_everywhere() {
             r#"{"type":"hello","token":"t","extra":[1,{"a":null}],"v":2}"#,
             ClientMessage::Hello {
                 token: Some("t".into()),
+                deltas: false,
                 profile_key: None,
             },
         ),
@@ -383,7 +387,8 @@ fn junk_client_messages_are_typed_errors() {
         decode_client(&deep),
         Ok(ClientMessage::Hello {
             token: None,
-            profile_key: None
+            deltas: false,
+            profile_key: None,
         })
     );
     let deep = format!(r#"{{"type":"action","action":{open}{close}}}"#);
@@ -544,10 +549,12 @@ fn every_client_message() -> Vec<ClientMessage> {
         },
         ClientMessage::Hello {
             token: None,
+            deltas: false,
             profile_key: None,
         },
         ClientMessage::Hello {
             token: Some("s3cr3t".into()),
+            deltas: true,
             profile_key: None,
         },
         ClientMessage::CreateLobby {
@@ -812,6 +819,7 @@ fn encodings_follow_the_protocol_text() {
         (
             encode_client(&ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             }),
             r#"{"type":"hello","token":null}"#,

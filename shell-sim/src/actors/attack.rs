@@ -125,6 +125,7 @@ impl Attacker {
         if self.spec.kind != AttackKind::Storm {
             let hello = wire::encode_client(&ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             });
             cx.q.push(

@@ -217,6 +217,7 @@ impl Client {
                 now,
                 &ClientMessage::Hello {
                     token,
+                    deltas: false,
                     profile_key: None,
                 },
             );

@@ -62,6 +62,7 @@ impl Client {
                 Ok(ServerMessage::ChatGap { .. }) => cx.report.cover("chat_gap"),
                 Ok(
                     ServerMessage::State { .. }
+                    | ServerMessage::Delta { .. }
                     | ServerMessage::Chat { .. }
                     | ServerMessage::Profile { .. }
                     | ServerMessage::ProfileDeleted { .. }

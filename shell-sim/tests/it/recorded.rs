@@ -145,6 +145,7 @@ impl Recorder {
             conn,
             ClientMessage::Hello {
                 token,
+                deltas: false,
                 profile_key: None,
             },
         );

@@ -111,6 +111,7 @@ fn at_max_sessions_a_new_player_evicts_a_session_that_holds_no_running_game() {
             &mut late,
             &ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         )
@@ -250,6 +251,7 @@ fn reconnects_are_rate_limited_per_address_but_a_running_game_player_gets_in() {
             &mut d,
             &ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         )

@@ -243,6 +243,7 @@ impl Player {
     pub async fn hello_with_status(mut ws: Client, token: Option<&str>) -> (Player, bool, View) {
         let hello = ClientMessage::Hello {
             token: token.map(str::to_owned),
+            deltas: false,
             profile_key: None,
         };
         send(&mut ws, &hello).await;

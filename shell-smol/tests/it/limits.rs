@@ -302,6 +302,7 @@ async fn hello_when_room(addr: std::net::SocketAddr, from: std::net::IpAddr) -> 
             &mut ws,
             &ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         )
@@ -345,6 +346,7 @@ fn a_player_of_a_running_game_gets_back_in_when_the_server_is_full() {
             &mut cat,
             &ClientMessage::Hello {
                 token: None,
+                deltas: false,
                 profile_key: None,
             },
         )

@@ -13,6 +13,7 @@ async fn hello_with_key(ws: &mut Client, key: Option<&str>) -> Option<(String, u
     let hello = ClientMessage::Hello {
         token: None,
         profile_key: key.map(|k| ProfileKey(k.to_owned())),
+        deltas: false,
     };
     send(ws, &hello).await;
     loop {

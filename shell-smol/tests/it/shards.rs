@@ -54,6 +54,7 @@ fn codes_and_tokens_are_sent_to_their_shard() {
         let mut stray = ws(b.addr, "/ws", &[]).await.unwrap();
         let hello = ClientMessage::Hello {
             token: Some(host.token.clone()),
+            deltas: false,
             profile_key: None,
         };
         send(&mut stray, &hello).await;

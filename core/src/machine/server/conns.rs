@@ -42,6 +42,7 @@ impl Server {
             closing: false,
             counted: false,
             waiting: None,
+            deltas: None,
         };
         let key = IpKey::new(ip);
         let refusal = match kind {

@@ -43,7 +43,13 @@ impl Server {
         }
         let session = self.conns.get(&conn).and_then(|c| c.session);
         let Some(session) = session else {
-            if let ClientMessage::Hello { token, profile_key } = message {
+            if let ClientMessage::Hello {
+                token,
+                profile_key,
+                deltas,
+            } = message
+            {
+                self.set_deltas(conn, deltas);
                 let key = profile_key.as_ref().map(|k| k.0.as_str());
                 self.hello(now, conn, token.as_deref(), key, out);
             } else {
@@ -62,8 +68,22 @@ impl Server {
             self.send_error(conn, e.code(), &e.message(), None, out);
             return;
         }
+        if matches!(
+            message,
+            ClientMessage::CreateLobby { .. }
+                | ClientMessage::JoinLobby { .. }
+                | ClientMessage::Spectate { .. }
+                | ClientMessage::Resync
+        ) {
+            // The full `state` that a join and a resync send (PROTOCOL.md 7.5).
+            self.send_full_next(conn);
+        }
         let result = match message {
             ClientMessage::Hello { .. } => Err(LobbyError::NotAllowed("Already said hello.")),
+            ClientMessage::Resync => {
+                self.send_state(now, session, out);
+                Ok(())
+            }
             ClientMessage::Spectate { code, name } => {
                 self.drop_ticket(session);
                 self.spectate(now, conn, session, &code, &name, out)

@@ -50,6 +50,7 @@ impl Server {
                 ClientMessage::LeaveLobby
                     | ClientMessage::Chat { .. }
                     | ClientMessage::Hello { .. }
+                    | ClientMessage::Resync
             )
     }
 
