@@ -86,11 +86,16 @@ async fn next(ws: &mut Ws) -> Option<ServerMessage> {
 /// Connects and says hello; the connection once its `state` came.
 async fn arrive(addr: SocketAddr, k: usize) -> Option<Ws> {
     let mut ws = connect(addr, "/ws", source_ip(0, k / PER_IP)).await.ok()?;
-    if !send(&mut ws, &ClientMessage::Hello {
+    if !send(
+        &mut ws,
+        &ClientMessage::Hello {
             token: None,
             profile_key: None,
             deltas: false,
-        }).await {
+        },
+    )
+    .await
+    {
         return None;
     }
     while !matches!(next(&mut ws).await?, ServerMessage::State { .. }) {}

@@ -10,7 +10,6 @@
 //! full in constant time. At most `PROFILES_MAX` profiles exist at once.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use rand::Rng as _;
 use rand_chacha::ChaCha12Rng;
@@ -27,16 +26,7 @@ pub const PROFILE_KEY_BYTES: usize = 30;
 pub const PROFILE_ID_CHARS: usize = 12;
 const LOCATOR_BYTES: usize = 8;
 
-/// A profile key as a client sends it: a secret, so its `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ProfileKey(pub String);
-
-impl fmt::Debug for ProfileKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProfileKey(..)")
-    }
-}
+pub use crate::vocabulary::ids::ProfileKey;
 
 /// SHA-256 of a profile key's bytes.
 pub type KeyDigest = [u8; 32];

@@ -93,19 +93,7 @@ pub fn rate(before: &[Rating], scores: &[i64]) -> Vec<Rating> {
         .collect()
 }
 
-/// A rating figure in a message or a record: an `f64` equal to another only with the
-/// same bits, so that the types that carry one can be compared whole (`Eq`).
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Figure(pub f64);
-
-impl PartialEq for Figure {
-    fn eq(&self, other: &Figure) -> bool {
-        self.0.to_bits() == other.0.to_bits()
-    }
-}
-
-impl Eq for Figure {}
+pub use crate::vocabulary::figure::Figure;
 
 /// The fixed rating of an AI level, which its seats take part in every update with
 /// and which no game changes. Measured by self-play with this model

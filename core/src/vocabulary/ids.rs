@@ -1,6 +1,7 @@
 //! The ids of the server's things: connections ([`ConnId`], numbered by the shell),
 //! sessions ([`SessionId`]) and lobbies ([`LobbyId`]), numbered by the machine. Each is
-//! never reused within one server's life and prints as its bare number.
+//! never reused within one server's life and prints as its bare number. A profile key ([`ProfileKey`]) is the secret a
+//! profile signs in with.
 
 use std::fmt;
 
@@ -59,5 +60,16 @@ impl fmt::Display for SessionId {
 impl fmt::Display for LobbyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
+    }
+}
+
+/// A profile key as a client sends it: a secret, so its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ProfileKey(pub String);
+
+impl fmt::Debug for ProfileKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProfileKey(..)")
     }
 }

@@ -8,6 +8,7 @@
 //! read). Nothing here imports the machine or the shell contract.
 
 pub mod config;
+pub mod figure;
 pub mod game;
 pub mod ids;
 pub mod io;

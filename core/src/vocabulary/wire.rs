@@ -23,9 +23,9 @@ pub mod peek;
 
 use serde::{Deserialize, Serialize};
 
-use crate::machine::profiles::ProfileKey;
-use crate::machine::rating::Figure;
+use crate::vocabulary::figure::Figure;
 use crate::vocabulary::game::{Action, AiLevel, BidRestriction, Event, Observation, Options, Seat};
+use crate::vocabulary::ids::ProfileKey;
 use crate::vocabulary::load::LoadLevel;
 
 use codec::{envelope, fields, to_json, unknown_type};

@@ -81,10 +81,14 @@ pub(super) fn rating_survives_kill_9(dir: &TempDir, store: &str, env: &[(&str, &
         let mut ws = ws_from(addr, local(1)).await;
         assert_eq!(hello_with_key(&mut ws, None).await, None);
         let key = create_profile(&mut ws, "Ann").await.expect("a profile");
-        send(&mut ws, &ClientMessage::CreateLobby {
+        send(
+            &mut ws,
+            &ClientMessage::CreateLobby {
                 name: "Ann".into(),
                 public: false,
-            }).await;
+            },
+        )
+        .await;
         send(&mut ws, &ClientMessage::AddAi { level: None }).await;
         send(&mut ws, &ClientMessage::AddAi { level: None }).await;
         send(&mut ws, &ClientMessage::StartGame).await;
