@@ -1,7 +1,7 @@
 //! The ids of the server's things: connections ([`ConnId`], numbered by the shell),
 //! sessions ([`SessionId`]) and lobbies ([`LobbyId`]), numbered by the machine. Each is
-//! never reused within one server's life and prints as its bare number. A profile key ([`ProfileKey`]) is the secret a
-//! profile signs in with.
+//! never reused within one server's life and prints as its bare number. A profile key
+//! ([`ProfileKey`]) is the secret a profile signs in with.
 
 use std::fmt;
 
