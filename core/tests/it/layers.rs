@@ -1,6 +1,7 @@
 //! The wings' order, read from the sources: the vocabulary imports neither the machine
 //! nor the shell contract, and the shell contract does not import the machine (a shell
 //! reaches the machine only through `Server`, which it names itself).
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 

@@ -125,7 +125,8 @@ fn the_next_wake_is_the_first_deadline_rounded_up_to_the_grid() {
 #[test]
 fn the_next_wake_folds_the_core_deadline_with_the_answer_needed_first() {
     // (now, core deadline, requests asked (id, needed_at), wake)
-    let cases: [(u64, Option<u64>, &[(u64, u64)], Option<u64>); 6] = [
+    type Case<'a> = (u64, Option<u64>, &'a [(u64, u64)], Option<u64>);
+    let cases: [Case; 6] = [
         (0, None, &[], None),
         (0, Some(3 * G + 1), &[], Some(4 * G)),
         (0, None, &[(1, G + 2)], Some(2 * G)),

@@ -331,11 +331,11 @@ impl Host {
         if self.finished_at.is_some() {
             return;
         }
-        if let Some(at) = pass::next_wake(self.server.poll_timeout(), &self.replies, now) {
-            if self.timer_scheduled != Some(at) {
-                self.timer_scheduled = Some(at);
-                q.push(at, Ev::CoreTimer);
-            }
+        if let Some(at) = pass::next_wake(self.server.poll_timeout(), &self.replies, now)
+            && self.timer_scheduled != Some(at)
+        {
+            self.timer_scheduled = Some(at);
+            q.push(at, Ev::CoreTimer);
         }
     }
 
