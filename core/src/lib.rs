@@ -6,21 +6,38 @@
 //!
 //! # The drive contract
 //!
+//! Everything a shell calls, in one place (the shell wing, [`shell`], holds the
+//! rules a shell applies around these calls):
+//!
 //! ```text
 //! Server::new(config: Config, seed: Seed, now: Time) -> Server
 //! server.handle(now: Time, input: Input, out: &mut Vec<Output>)   // appends all consequences
 //! server.poll_timeout() -> Option<(Time, WakeReason)>             // next deadline and why
+//! // a durable shell: records in and out
+//! server.keep_records()                  server.take_records() -> Vec<Record>
+//! Server::restore(config, seed, now, records) -> Result<Server, RestoreError>
+//! server.set_aside()                     // the games a restore could not replay
+//! // the getters a shell reads after a pass
+//! server.health()  server.gauges()  server.counters()  server.level()
+//! server.accepting_games()  server.is_finished()  server.config()
+//! server.take_profile_changes()  server.leaderboard_json()  server.profile_json(id)
+//! // one pass of the loop (shell::pass)
+//! Pass::begin(now) -> Pass    pass.drain(shell, next, handle)    pass.timeout(deadline)
+//! pass::next_wake(server.poll_timeout(), &reply_waits, now) -> Option<Time>
 //! ```
 //!
+//! (The exact signatures are on [`Server`] and [`shell::pass`]; the simulator also
+//! calls the checks `check_absent`, `check_audiences` and `check_quick_play`.)
+//!
 //! - [`Time`] is microseconds since the server's start. `now` never goes backwards (the
-//!   core clamps it, and debug builds assert). A [`io::Input::Timeout`] may come early,
+//!   core clamps it, and debug builds assert). A [`vocabulary::io::Input::Timeout`] may come early,
 //!   late or twice: every deadline is re-checked when it fires.
-//! - [`io::Input`] is what the world reports: a websocket opened (after the shell applied
-//!   [`upgrade`]'s policy), a decoded player message or an undecodable frame, a
+//! - [`vocabulary::io::Input`] is what the world reports: a websocket opened (after the shell applied
+//!   [`shell::upgrade`]'s policy), a decoded player message or an undecodable frame, a
 //!   forbidden frame, an AI service message, a connection closed, a load sample, a
 //!   timeout, shutdown.
-//! - [`io::Output`] is what the core asks for: send a text frame, hand a decide request
-//!   to an in-process AI service, close a connection with a code, or a [`io::Note`] for
+//! - [`vocabulary::io::Output`] is what the core asks for: send a text frame, hand a decide request
+//!   to an in-process AI service, close a connection with a code, or a [`vocabulary::io::Note`] for
 //!   logs and metrics.
 //! - `handle` cannot fail: client misbehaviour becomes an `error` message or a close.
 //!
@@ -51,16 +68,28 @@
 //! }
 //! ```
 //!
-//! # Modules
+//! # Modules: three wings
 //!
-//! - [`server`]: the top-level machine; [`session`], [`lobby`], [`turns`],
-//!   [`ai_bridge`] are its sub-machines, and [`overload`] holds the rate limiters,
-//!   connection limiter, load levels, circuit breaker and cgroup parsers.
-//! - [`game`]: the rules engine, observations and the heuristic fallback player.
-//! - [`wire`]: the messages of PROTOCOL.md; [`config`]: every setting; [`upgrade`]: the
-//!   HTTP routing and upgrade policy; [`shard`]: which shard a code or token names;
-//!   [`time`], [`rng`], [`timers`], [`stats`].
-//! - [`ws`]: the websocket frame layer (decoder, encoder, per-frame budget).
+//! - [`machine`]: the state machines, driven only through [`Server`]:
+//!   [`machine::server`] (the top-level machine and its parts), [`machine::session`],
+//!   [`machine::lobby`], [`machine::turns`], [`machine::matchmaker`],
+//!   [`machine::ai_bridge`], [`machine::audience`], [`machine::profiles`],
+//!   [`machine::rating`], [`machine::removed`], [`machine::records`],
+//!   [`machine::timers`], [`machine::overload`].
+//! - [`vocabulary`]: the words the machine and the shells share, importing neither:
+//!   [`vocabulary::ids`], [`vocabulary::time`], [`vocabulary::rng`],
+//!   [`vocabulary::names`], [`vocabulary::shard`], [`vocabulary::game`] (the rules
+//!   engine, observations, the fallback player), [`vocabulary::wire`] (the messages of
+//!   PROTOCOL.md), [`vocabulary::config`] (every setting), [`vocabulary::io`] (inputs and
+//!   outputs), [`vocabulary::limiter`], [`vocabulary::load`], [`vocabulary::stats`],
+//!   [`vocabulary::figure`].
+//! - [`shell`]: the contract every shell applies, never importing the machine:
+//!   [`shell::pass`], [`shell::executor`], [`shell::outqueue`], [`shell::keepalive`],
+//!   [`shell::reply_wait`], [`shell::upgrade`], [`shell::ws`], [`shell::door`],
+//!   [`shell::probe`], [`shell::cgroup`], [`shell::readiness`].
+//!
+//! `core/tests/it/layers.rs` holds the wings' order: vocabulary imports neither wing,
+//! the shell wing does not import the machine.
 
 pub mod machine;
 #[cfg(feature = "planted-bugs")]
