@@ -148,7 +148,7 @@ impl HeldState {
     }
 }
 
-/// What kind of frame a slow reader's queue holds ([`crate::outqueue`]): the frames
+/// What kind of frame a slow reader's queue holds (`shell/outqueue.rs`): the frames
 /// of a delta connection form a chain, each `delta` building on the frame before.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Link {
