@@ -103,6 +103,10 @@ pub fn split(game: &str) -> Option<SeatView<'_>> {
     };
     c.key(b"{\"you\":")?;
     let you = c.number()??;
+    // The game's public id, the same in every view of it.
+    if c.key(b",\"id\":").is_some() {
+        c.scalar()?;
+    }
     c.key(b",\"observation\":")?;
     let start = c.at;
     let observation = game.get(start..game.len().checked_sub(1)?)?;
