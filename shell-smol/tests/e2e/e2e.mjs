@@ -59,6 +59,36 @@ const watchdog = setTimeout(() => {
   process.exit(1);
 }, TOTAL_LIMIT_MS);
 
+// The full `state`s a page's websocket makes of its frames: the web client takes
+// deltas (PROTOCOL.md 7.5), so a scenario that reads the wire keeps the state each
+// `delta` patches, as the client does. `track(frame)` returns the full state a
+// `state` or an applicable `delta` makes, else null.
+function stateTracker() {
+  let held = null;
+  return (m) => {
+    if (m.type === 'state') {
+      held = m;
+      return m;
+    }
+    if (m.type === 'delta' && held && held.seq === m.base) {
+      held = { ...mergePatch(held, m.patch), seq: m.seq, events: m.events };
+      return held;
+    }
+    return null;
+  };
+}
+
+// RFC 7386: objects merge member by member, null deletes, anything else replaces.
+function mergePatch(target, patch) {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}
+
 function log(...args) {
   console.log(`[${new Date().toISOString().slice(11, 19)}]`, ...args);
 }
@@ -439,9 +469,9 @@ async function main() {
   // which has no limit on active games (the restart below comes after).
   await tableScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
   // Spectators and table chat, also on the durable server.
-  await watchScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
+  await watchScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE, stateTracker });
   // AI levels.
-  await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE });
+  await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE, stateTracker });
   // Public tables and quick play.
   await quickScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
   // Shards: wrong_shard followed by the client behind HAProxy. HAProxy forwards the

@@ -7,18 +7,21 @@ import { join } from 'node:path';
 const OFFERED = '#action-bar [data-testid^="bid-"]:not(:disabled), #action-bar [data-testid^="trump-"]:not(:disabled), #hand [data-testid^="card-"]:not(:disabled)';
 
 export async function levelScenarios(t) {
-  const { scenario, newPage, assert, visible, log, OUT, URL } = t;
+  const { scenario, newPage, assert, visible, log, OUT, URL, stateTracker } = t;
 
   await scenario('AI levels: the host adds an Easy and a Strong AI, the lobby shows both, the game plays', async () => {
     const { context, page } = await newPage('lev', { width: 1280, height: 800 });
     // The lobby as the server sends it, to check the levels on the wire too.
     const lobbies = [];
-    page.on('websocket', (ws) => ws.on('framereceived', (f) => {
-      try {
-        const m = JSON.parse(f.payload);
-        if (m.type === 'state' && m.lobby) lobbies.push(m.lobby);
-      } catch { /* not ours to judge */ }
-    }));
+    page.on('websocket', (ws) => {
+      const track = stateTracker();
+      ws.on('framereceived', (f) => {
+        try {
+          const m = track(JSON.parse(f.payload));
+          if (m && m.lobby) lobbies.push(m.lobby);
+        } catch { /* not ours to judge */ }
+      });
+    });
     await page.goto(URL);
     await page.getByTestId('name-input').fill('Lev');
     await page.getByTestId('create-lobby').click();

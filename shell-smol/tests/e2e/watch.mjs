@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 
 export async function watchScenarios(t) {
-  const { scenario, newPage, assert, visible, text, log, OUT, URL } = t;
+  const { scenario, newPage, assert, visible, text, log, OUT, URL, stateTracker } = t;
   const ann = await newPage('ann', { width: 1280, height: 800 });
   const bea = await newPage('bea', { width: 1280, height: 800 });
   const zed = await newPage('zed', { width: 1280, height: 800 });
@@ -16,16 +16,24 @@ export async function watchScenarios(t) {
   const zedFrames = [];
   // Called (and cleared) after each frame the spectator receives.
   let onZedFrame = [];
-  zed.page.on('websocket', (ws) => ws.on('framereceived', (f) => {
-    try {
-      zedFrames.push(JSON.parse(f.payload));
-    } catch {
-      zedFrames.push({ type: 'unparsable', raw: String(f.payload) });
-    }
-    const waiting = onZedFrame;
-    onZedFrame = [];
-    for (const resolve of waiting) resolve();
-  }));
+  // A `delta` is kept as it came and, after it, the full state it makes (deltas:
+  // PROTOCOL.md 7.5), so the checks below read both.
+  zed.page.on('websocket', (ws) => {
+    const track = stateTracker();
+    ws.on('framereceived', (f) => {
+      try {
+        const m = JSON.parse(f.payload);
+        zedFrames.push(m);
+        const full = m.type === 'delta' ? track(m) : (track(m), null);
+        if (full) zedFrames.push(full);
+      } catch {
+        zedFrames.push({ type: 'unparsable', raw: String(f.payload) });
+      }
+      const waiting = onZedFrame;
+      onZedFrame = [];
+      for (const resolve of waiting) resolve();
+    });
+  });
   let code = '';
   let started = false;
 
@@ -127,6 +135,13 @@ export async function watchScenarios(t) {
       if (o.phase === 'bidding' && o.options.hidden_bids && o.has_bid.includes(false)) {
         assert(o.bids.every((b) => b === null), `a hidden bid reached the spectator: ${JSON.stringify(o.bids)}`);
       }
+    }
+    // Nor in a delta as it came: a patch holds no card of a hand and no legal action.
+    for (const d of zedFrames.filter((f) => f.type === 'delta')) {
+      const o = d.patch?.game?.observation;
+      if (!o) continue;
+      assert(!Array.isArray(o.hand) || o.hand.length === 0, `a hand reached the spectator in a delta: ${JSON.stringify(o.hand)}`);
+      assert(!Array.isArray(o.legal_actions) || o.legal_actions.length === 0, 'legal actions reached the spectator in a delta');
     }
     assert(states.some((s) => s.game.observation.has_bid.some(Boolean) && s.game.observation.has_bid.includes(false)), 'frames while some had bid and some had not');
     // No card of the players' hands is anywhere in the spectator's page.
