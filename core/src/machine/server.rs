@@ -399,6 +399,7 @@ impl Server {
             Input::LoadSample(sample) => self.on_sample(sample, out),
             Input::Timeout => {}
             Input::Shutdown => self.on_shutdown(now, out),
+            Input::SharedProfiles(news) => self.learn_profiles(&news),
         }
         self.run_due(now, out);
         self.sync_quick_play_timer();
