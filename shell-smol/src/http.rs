@@ -76,6 +76,8 @@ pub struct Ctx {
     /// The server's clock: the keepalive's grid is on it, so that every connection's
     /// looks share wake-ups.
     pub clock: Clock,
+    /// Profile lookups in the store every shard shares (with the PostgreSQL store).
+    pub directory: Option<Arc<crate::store::Directory>>,
 }
 
 /// A checked websocket upgrade, ready for its 101 response.
@@ -320,7 +322,8 @@ async fn websocket(
             .await;
         return None;
     }
-    let params = ConnParams::new(config, ctx.clock, conn, kind);
+    let mut params = ConnParams::new(config, ctx.clock, conn, kind);
+    params.directory = ctx.directory.clone();
     // From now on the core task writes the frames it routes here itself when it can.
     outbox.attach(Arc::clone(&tcp));
     let stats = Arc::clone(&ctx.stats);
@@ -447,6 +450,7 @@ mod tests {
             gate: Arc::clone(&gate),
             executors: Arc::new(Priorities::default()),
             clock,
+            directory: None,
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let peer = listener.local_addr().unwrap();

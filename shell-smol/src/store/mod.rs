@@ -11,6 +11,8 @@
 //!   [`Backend`], the one store the core task commits to. The store's series in
 //!   `/metrics`: [`metrics`].
 
+#[cfg(feature = "postgres")]
+pub mod directory;
 pub mod file;
 pub mod fold;
 pub(crate) mod handoff;
@@ -26,6 +28,33 @@ pub mod sqlite;
 use std::time::Instant;
 
 use wizard_core::machine::records::Record;
+
+#[cfg(feature = "postgres")]
+pub use directory::{Directory, Pending};
+
+/// Without PostgreSQL there is no store shared by shards: nothing to look up.
+#[cfg(not(feature = "postgres"))]
+#[derive(Debug)]
+pub struct Directory;
+
+#[cfg(not(feature = "postgres"))]
+impl Directory {
+    pub fn lookup(&self, _: &wizard_core::vocabulary::wire::ClientMessage) -> Option<Pending> {
+        None
+    }
+}
+
+/// Without PostgreSQL no lookup is ever on its way.
+#[cfg(not(feature = "postgres"))]
+#[derive(Debug)]
+pub struct Pending;
+
+#[cfg(not(feature = "postgres"))]
+impl Pending {
+    pub async fn news(self) -> Option<wizard_core::vocabulary::profile::SharedProfiles> {
+        None
+    }
+}
 
 pub use sqlite::{
     FaultPoint, Faults, GENERATION_RESERVED_BYTES, GENERATION_ROTATE_BYTES, PENDING_FOLD_BYTES,
