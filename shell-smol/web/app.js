@@ -3,6 +3,11 @@
 // bid and trump suit comes from `game.observation.legal_actions`.
 
 import { Connection } from './net.js';
+import {
+  adoptKeyLink, changeText, initProfile, onProfileMessage, profileKey, ratingText, refreshProfile,
+  renderProfileCard, seenRating, signedIn,
+} from './profile.js';
+import { pageFromUrl, showPage } from './pages.js';
 import { initAlerts, setMyTurn } from './alerts.js';
 import { chatLobby, chatWasRefused, initChat, onChat, onChatGap, renderAudience, resetChat } from './chat.js';
 import {
@@ -158,6 +163,12 @@ function onMessage(msg) {
       S.requeue = !!S.queued;
       resetChat();
       if (msg.name && !$('name-input').value) $('name-input').value = msg.name;
+      onProfileMessage(msg);
+      break;
+    case 'profile':
+    case 'profile_deleted':
+      onProfileMessage(msg);
+      if (msg.type === 'profile' && !$('name-input').value) $('name-input').value = msg.name;
       break;
     case 'server_status':
       S.status = { load: msg.load, accepting_games: !!msg.accepting_games };
@@ -366,6 +377,7 @@ function render() {
   S.view = view;
   document.body.dataset.view = view;
   if (view === 'home') renderHome();
+  if (view === 'home' && changed) refreshProfile();
   if (view === 'lobby') renderLobby();
   if (view === 'game') renderGame();
   else setMyTurn(false);
@@ -442,6 +454,8 @@ function renderQuick() {
 
 function renderHome() {
   renderQuick();
+  renderProfileCard();
+  $('create-profile').disabled = !S.connected;
   const accepting = acceptingGames();
   $('busy-notice').hidden = accepting;
   const create = $('create-lobby');
@@ -485,6 +499,11 @@ function renderLobby() {
         badges.push(h('span', { class: 'badge badge-level', 'data-testid': `level-${p.id}` }, level));
       }
       if (!p.connected && !p.is_ai) badges.push(h('span', { class: 'badge badge-off' }, 'Offline'));
+      if (p.rating != null) {
+        // A profile's seat (PROTOCOL.md 7.3): its shown rating.
+        badges.push(h('span', { class: 'badge badge-rating', 'data-testid': `rating-${p.id}` }, `Rating ${ratingText(p.rating)}`));
+        if (p.id === S.me && p.profile_id === signedIn()?.id) seenRating(p.rating);
+      }
       const remove = host && p.id !== S.me
         ? h('button', {
           type: 'button', class: 'btn btn-small btn-ghost', 'data-testid': `remove-${p.id}`,
@@ -924,14 +943,24 @@ function renderEnd(o) {
     ...ranking.map((r) => h('li', { class: `rank-row place-${r.place}${r.player === S.game.you ? ' rank-you' : ''}` },
       h('span', { class: 'rank-place' }, `${r.place}.`),
       h('span', { class: 'rank-name' }, r.player === S.game.you ? `${ps[r.player]?.name ?? 'You'} (you)` : ps[r.player]?.name ?? `Seat ${r.player + 1}`),
-      h('span', { class: 'rank-score' }, `${r.score} points`))),
+      h('span', { class: 'rank-score' }, `${r.score} points`),
+      rankRating(ps[r.player], r.player))),
   );
+  const mine = ps[S.game.you];
+  if (mine?.rating != null && mine.profile_id === signedIn()?.id) seenRating(mine.rating);
   const winners = ranking.filter((r) => r.place === 1);
   $('end-title').textContent = winners.some((r) => r.player === S.game.you)
     ? 'You win!'
     : `${winners.map((r) => ps[r.player]?.name).join(' and ')} ${winners.length > 1 ? 'win' : 'wins'}!`;
   $('return-to-lobby').hidden = !isHost();
   $('end-wait').hidden = isHost();
+}
+
+/** A rated seat's new rating and its change at the end of a game. */
+function rankRating(p, seat) {
+  if (!p || p.rating == null) return null;
+  const change = p.rating_change != null ? ` (${changeText(p.rating_change)})` : '';
+  return h('span', { class: 'rank-rating', 'data-testid': `rating-change-${seat}` }, `rating ${ratingText(p.rating)}${change}`);
 }
 
 // ---------------------------------------------------------------- controls
@@ -1096,9 +1125,17 @@ function wire() {
   });
 }
 
-const conn = new Connection({ onMessage, onStatus });
-initAlerts($('sound-toggle'));
-initChat(send);
-wire();
-conn.start();
-render();
+const conn = new Connection({ onMessage, onStatus, profileKey });
+const page = pageFromUrl();
+adoptKeyLink();
+if (page) {
+  // A profile page or the leaderboard: public JSON, no game connection.
+  showPage(page);
+} else {
+  initAlerts($('sound-toggle'));
+  initChat(send);
+  initProfile({ send, toast, restart: () => conn.reconnect(), nameValue });
+  wire();
+  conn.start();
+  render();
+}

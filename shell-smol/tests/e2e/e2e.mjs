@@ -17,7 +17,9 @@
 // and the sound toggle; a spectator of a running game by its watch link (no hand or
 // hidden bid in any frame or in the page) and table chat (plain text, mute, rate-limit
 // toast); behind HAProxy, an invite link and a watch link for a lobby on another shard
-// (shards.mjs); no errors in any browser console.
+// (shards.mjs); profiles: create, reload, a rated game, the profile page, the
+// leaderboard, forget, the key link, delete (profiles.mjs); no errors in any browser
+// console.
 // WEB_DIR=<folder> serves the client's files from that folder instead of the server's
 // embedded copy (e.g. the files of an older commit, to see a new test fail on them).
 
@@ -30,6 +32,7 @@ import { watchScenarios } from './watch.mjs';
 import { levelScenarios } from './levels.mjs';
 import { shardScenarios } from './shards.mjs';
 import { quickScenarios } from './quick.mjs';
+import { profileScenarios } from './profiles.mjs';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
@@ -474,6 +477,8 @@ async function main() {
   await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE, stateTracker });
   // Public tables and quick play.
   await quickScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
+  // Profiles and ratings: a rated game of six seats (10 rounds) played to the end.
+  await profileScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE, playToEnd });
   // Shards: wrong_shard followed by the client behind HAProxy. HAProxy forwards the
   // websocket routes only: the pages' files come from the web folder.
   if (SHARD_URL) {
