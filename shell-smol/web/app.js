@@ -1128,11 +1128,11 @@ function wire() {
 const conn = new Connection({ onMessage, onStatus, profileKey });
 const page = pageFromUrl();
 adoptKeyLink();
+initAlerts($('sound-toggle'));
 if (page) {
   // A profile page or the leaderboard: public JSON, no game connection.
   showPage(page);
 } else {
-  initAlerts($('sound-toggle'));
   initChat(send);
   initProfile({ send, toast, restart: () => conn.reconnect(), nameValue });
   wire();
