@@ -55,7 +55,7 @@ impl Server {
             .map(|l| TableView {
                 code: l.code().to_owned(),
                 host: l
-                    .seat_of(l.host())
+                    .seat_of_player(l.host())
                     .and_then(|s| l.seats().get(usize::from(s)))
                     .map(|s| s.name.clone())
                     .unwrap_or_default(),
@@ -267,7 +267,7 @@ impl Server {
         }
         let humans = self.lobbies.get(lobby).map_or(0, |l| l.seats().len());
         for _ in humans..usize::from(group.seats) {
-            let _ = self.lobbies.add_ai(lobby, &host_id, AiLevel::Normal, &[]);
+            let _ = self.lobbies.add_ai(lobby, host, AiLevel::Normal, &[]);
         }
         self.lobbies.set_public(lobby, true);
         let ai = group.ai_seats();
@@ -290,7 +290,7 @@ impl Server {
                 .map(|t| now.since_us(t.since))
                 .collect(),
         }));
-        if self.begin_game(now, lobby, &host_id, out).is_err() {
+        if self.begin_game(now, lobby, host, out).is_err() {
             // Cannot happen with 3 to 6 seats; the players still see their lobby.
             self.broadcast(now, lobby, &[], out);
         }
