@@ -67,6 +67,7 @@ impl Client {
                     | ServerMessage::Profile { .. }
                     | ServerMessage::ProfileDeleted { .. }
                     | ServerMessage::Queued { .. }
+                    | ServerMessage::Matched { .. }
                     | ServerMessage::Tables { .. },
                 )
                 | Err(_) => {}
