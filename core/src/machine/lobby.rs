@@ -357,6 +357,15 @@ impl Lobby {
             .and_then(|i| Seat::try_from(i).ok())
     }
 
+    /// The session in the host's seat, when a human sits there.
+    pub fn host_session(&self) -> Option<SessionId> {
+        let seat = self.seat_of_player(&self.host)?;
+        match self.seats.get(usize::from(seat))?.occupant {
+            Occupant::Human(session) => Some(session),
+            Occupant::Ai(_) => None,
+        }
+    }
+
     /// Whether `session` sits in the host's seat.
     pub fn is_host(&self, session: SessionId) -> bool {
         self.seat_of(session)

@@ -437,6 +437,9 @@ impl Server {
         self.sync_away(now, lobby, out);
         self.broadcast(now, lobby, &[], out);
         self.send_history(now, conn, lobby, out);
+        if new {
+            self.reserved_seat_taken(now, lobby, out);
+        }
         Ok(())
     }
 
