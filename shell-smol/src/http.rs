@@ -516,6 +516,12 @@ mod tests {
             gate: Arc::clone(&gate),
             executors: Arc::new(Priorities::default()),
             clock,
+            history: None,
+            games_rate: Mutex::new(KeyedRateLimiter::new(
+                wizard_core::vocabulary::limiter::Rate::per_minute(60),
+                60,
+                16,
+            )),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let peer = listener.local_addr().unwrap();
