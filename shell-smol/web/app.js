@@ -8,6 +8,7 @@ import {
   renderProfileCard, seenRating, signedIn,
 } from './profile.js';
 import { pageFromUrl, showPage } from './pages.js';
+import { initReplay, openReplay } from './replay.js';
 import { initAlerts, setMyTurn } from './alerts.js';
 import { chatLobby, chatWasRefused, initChat, onChat, onChatGap, renderAudience, resetChat } from './chat.js';
 import {
@@ -160,7 +161,8 @@ function onMessage(msg) {
     case 'welcome':
       S.me = msg.player_id;
       S.rewatch = !!S.watching;
-      S.requeue = !!S.queued;
+      // A ticket matched on another shard is not queued again: its table waits there.
+      S.requeue = !!S.queued && !S.queued.matched;
       resetChat();
       if (msg.name && !$('name-input').value) $('name-input').value = msg.name;
       onProfileMessage(msg);
@@ -191,6 +193,10 @@ function onMessage(msg) {
     case 'queued':
       if (S.queued && S.queued.since == null) S.queued.since = performance.now();
       render();
+      break;
+    case 'matched':
+      // The connection follows it to the table's shard (net.js); the waiting view stays.
+      if (S.queued) S.queued.matched = true;
       break;
     case 'tables':
       S.tables = msg.tables ?? [];
@@ -1096,6 +1102,9 @@ function wire() {
   $('leave-game').addEventListener('click', leaveGame);
   $('end-leave').addEventListener('click', leaveGame);
   $('return-to-lobby').addEventListener('click', () => send({ type: 'return_to_lobby' }));
+  $('open-replay').addEventListener('click', () => {
+    if (S.game?.id) openReplay(S.game.id);
+  });
   $('take-over').addEventListener('click', () => {
     S.replaced = false;
     $('replaced-banner').hidden = true;
@@ -1136,6 +1145,7 @@ if (page) {
   initChat(send);
   initProfile({ send, toast, restart: () => conn.reconnect(), nameValue });
   wire();
+  initReplay();
   conn.start();
   render();
 }

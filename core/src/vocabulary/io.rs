@@ -98,11 +98,14 @@ pub enum Input {
     /// before that message): the core takes each profile newer than its own copy, and
     /// forgets one deleted on another shard.
     SharedProfiles(SharedProfiles),
+    /// The shards' shared quick-play pool formed a group here or matched a ticket of
+    /// this shard elsewhere (a shell that keeps that pool).
+    Pool(crate::vocabulary::pool::PoolEvent),
 }
 
 impl Input {
     /// Every [`Input::kind_name`], for labels declared ahead.
-    pub const KIND_NAMES: [&'static str; 10] = [
+    pub const KIND_NAMES: [&'static str; 11] = [
         "opened",
         "message",
         "undecodable",
@@ -113,6 +116,7 @@ impl Input {
         "timeout",
         "shutdown",
         "shared_profiles",
+        "pool",
     ];
 
     /// The input's kind, as a metric label.
@@ -128,6 +132,7 @@ impl Input {
             Input::Timeout => "timeout",
             Input::Shutdown => "shutdown",
             Input::SharedProfiles(_) => "shared_profiles",
+            Input::Pool(_) => "pool",
         }
     }
 
