@@ -72,17 +72,26 @@ export async function profileScenarios(t) {
     assert(await text(page, 'profile-page-name') === 'Percival', 'the page names the profile');
     assert(Number(await text(page, 'profile-page-rating')) === after, 'the page shows the rating');
     assert(await text(page, 'profile-page-games') === '1', 'the page counts the game');
-    const recent = await page.getByTestId('recent-game').count();
-    if (recent > 0) {
-      const link = await page.getByTestId('recent-game').first().locator('a').getAttribute('href');
-      assert(/^\/\?replay=[^&]+$/.test(link), `a recent game links to its replay: ${link}`);
-    } else {
-      await visible(page, 'recent-none');
+    // The recent games (the store's history, written a moment after the game's end).
+    for (let i = 0; i < 20 && (await page.getByTestId('recent-game').count()) === 0; i++) {
+      await page.waitForTimeout(250);
+      await page.reload();
+      await visible(page, 'profile-page-name');
     }
+    assert(await page.getByTestId('recent-game').count() === 1, 'the rated game is among the recent games');
+    const row = page.getByTestId('recent-game').first();
+    const cells = await row.locator('td').allTextContents();
+    assert(cells[3].startsWith('Percival, ') && cells[3].split(', ').length === 6, `the game's players: ${cells[3]}`);
+    assert(/^[1-6]$/.test(cells[1]) && Number.isFinite(Number(cells[2])), `place and score: ${cells}`);
+    const replay = await row.locator('a').getAttribute('href');
+    assert(/^\/\?replay=[0-9a-f]+$/.test(replay), `a recent game links to its replay: ${replay}`);
     await page.screenshot({ path: join(OUT, 'profile-page.png') });
+    // The link opens the replay viewer on that game.
+    await row.locator('a').click();
+    await visible(page, 'replay');
 
     // The leaderboard: the AI levels' fixed ratings; one game is not enough to be listed.
-    await page.getByTestId('page-leaderboard').click();
+    await page.goto(`${URL}/?leaderboard`);
     await visible(page, 'leaderboard-ai-strong');
     for (const level of ['easy', 'normal', 'strong']) {
       const cells = await page.getByTestId(`leaderboard-ai-${level}`).locator('td').allTextContents();
