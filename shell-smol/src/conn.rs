@@ -73,8 +73,6 @@ pub struct ConnParams {
     /// The server's clock, which the keepalive's grid is on.
     pub clock: Clock,
     pub write_timeout: Duration,
-    /// Profile lookups in the store every shard shares (the PostgreSQL store only).
-    pub directory: Option<Arc<Directory>>,
 }
 
 impl ConnParams {
@@ -90,12 +88,18 @@ impl ConnParams {
                 end: 0,
                 read_at: Instant::now(),
                 drained: false,
+                directory: None,
             }),
             keepalive: Keepalive::new(&config.shell),
             clock,
             write_timeout: Duration::from_micros(config.shell.write_timeout_us),
-            directory: None,
         }
+    }
+
+    /// Profile lookups in the store every shard shares (the PostgreSQL store only),
+    /// kept with the reading state on the heap.
+    pub fn set_directory(&mut self, directory: Option<Arc<Directory>>) {
+        self.read.directory = directory;
     }
 }
 
@@ -111,6 +115,8 @@ struct ReadState {
     read_at: Instant,
     /// The last read filled less than `buf`: the socket was empty (see [`read_some`]).
     drained: bool,
+    /// Profile lookups in the store every shard shares (the PostgreSQL store only).
+    directory: Option<Arc<Directory>>,
 }
 
 impl ReadState {
@@ -203,7 +209,6 @@ struct Links<'a> {
     t: Timing,
     /// Where the writer times the answers to the player's frames.
     frame_answer: &'a Histogram,
-    directory: Option<&'a Directory>,
 }
 
 /// Runs an upgraded connection until it ends, then reports [`Input::Closed`]; the
@@ -229,7 +234,6 @@ pub async fn run(
         last_heard: &last_heard,
         t,
         frame_answer: &stats.core.frame_answer_seconds,
-        directory: p.directory.as_deref(),
     };
     // Built in place: futures bound to locals and then moved into `or` would take room
     // twice in this task's future (rustc does not overlap moved-from locals).
@@ -413,7 +417,7 @@ async fn read_frames(
                     let input = Input::from_text(conn, kind, &text);
                     // A profile named by a player's message is looked up in the store
                     // every shard shares; the core hears the answer first.
-                    let pending = match (&input, links.directory) {
+                    let pending = match (&input, st.directory.as_deref()) {
                         (Input::Message { message, .. }, Some(d)) if kind == ConnKind::Player => {
                             d.lookup(message)
                         }

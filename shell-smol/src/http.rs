@@ -392,7 +392,7 @@ async fn websocket(
         return None;
     }
     let mut params = ConnParams::new(config, ctx.clock, conn, kind);
-    params.directory = ctx.directory.clone();
+    params.set_directory(ctx.directory.clone());
     // From now on the core task writes the frames it routes here itself when it can.
     outbox.attach(Arc::clone(&tcp));
     let stats = Arc::clone(&ctx.stats);
