@@ -277,6 +277,17 @@ async fn serve(
         executors: Arc::clone(&ex),
         clock,
     });
+    #[cfg(feature = "postgres")]
+    let pool = match (&ctx.config.shell.store, ctx.config.shard) {
+        (StoreSpec::Postgres(url), Some(shard)) => {
+            server.share_quick_play();
+            let pool = store::pool::SharedPool::start(url, shard, &ctx.config, ctx.inbox.clone())
+                .map_err(RunError::Thread)?;
+            info!(shard = %shard, "Quick play: the shards' shared pool in PostgreSQL");
+            Some(pool)
+        }
+        _ => None,
+    };
     let core = CoreTask {
         server,
         clock,
@@ -287,6 +298,8 @@ async fn serve(
         logs: LogLimiter::default(),
         store,
         ai,
+        #[cfg(feature = "postgres")]
+        pool,
     };
     // Its own task: raced against the core task in one future, every wake-up of the
     // core polled the listener too (an `accept4` that fails with EAGAIN each time).

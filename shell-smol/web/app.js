@@ -156,7 +156,8 @@ function onMessage(msg) {
     case 'welcome':
       S.me = msg.player_id;
       S.rewatch = !!S.watching;
-      S.requeue = !!S.queued;
+      // A ticket matched on another shard is not queued again: its table waits there.
+      S.requeue = !!S.queued && !S.queued.matched;
       resetChat();
       if (msg.name && !$('name-input').value) $('name-input').value = msg.name;
       break;
@@ -181,6 +182,10 @@ function onMessage(msg) {
     case 'queued':
       if (S.queued && S.queued.since == null) S.queued.since = performance.now();
       render();
+      break;
+    case 'matched':
+      // The connection follows it to the table's shard (net.js); the waiting view stays.
+      if (S.queued) S.queued.matched = true;
       break;
     case 'tables':
       S.tables = msg.tables ?? [];

@@ -56,7 +56,9 @@ pub enum Occupant {
 /// One place at the table.
 #[derive(Clone, Debug)]
 pub struct SeatInfo {
-    /// The session's player id, or `ai-xxxxxxxx`.
+    /// The id the seat is shown and recorded with: its player's (kept when the AI
+    /// plays on for a player), or `ai-xxxxxxxx`. Lookups by a session go through
+    /// [`Occupant::Human`] instead.
     pub player_id: String,
     pub name: String,
     pub occupant: Occupant,
@@ -355,11 +357,37 @@ impl Lobby {
         self.status != LobbyStatus::Playing && self.away_since.is_some()
     }
 
-    pub fn seat_of(&self, player_id: &str) -> Option<Seat> {
+    /// The seat `session` holds as a human. A seat the AI plays on for a player keeps
+    /// the player's id ([`SeatInfo::player_id`]) but no session.
+    pub fn seat_of(&self, session: SessionId) -> Option<Seat> {
+        self.seats
+            .iter()
+            .position(|s| s.occupant == Occupant::Human(session))
+            .and_then(|i| Seat::try_from(i).ok())
+    }
+
+    /// The seat shown with `player_id` (a client names seats by it).
+    pub fn seat_of_player(&self, player_id: &str) -> Option<Seat> {
         self.seats
             .iter()
             .position(|s| s.player_id == player_id)
             .and_then(|i| Seat::try_from(i).ok())
+    }
+
+    /// The session in the host's seat, when a human sits there.
+    pub fn host_session(&self) -> Option<SessionId> {
+        let seat = self.seat_of_player(&self.host)?;
+        match self.seats.get(usize::from(seat))?.occupant {
+            Occupant::Human(session) => Some(session),
+            Occupant::Ai(_) => None,
+        }
+    }
+
+    /// Whether `session` sits in the host's seat.
+    pub fn is_host(&self, session: SessionId) -> bool {
+        self.seat_of(session)
+            .and_then(|s| self.seats.get(usize::from(s)))
+            .is_some_and(|s| s.player_id == self.host)
     }
 
     /// Sessions of the human seats, in seat order.
@@ -563,18 +591,16 @@ impl LobbyManager {
         self.by_code.get(&code.trim().to_ascii_uppercase()).copied()
     }
 
-    /// Whether a new lobby fits under `MAX_LOBBIES` once `player_id` has left `current`
+    /// Whether a new lobby fits under `MAX_LOBBIES` once `session` has left `current`
     /// (leaving deletes a lobby when it was its last human).
-    pub fn has_room(&self, current: Option<LobbyId>, player_id: &str) -> bool {
-        self.has_room_for_new() || self.is_sole_human(current, player_id)
+    pub fn has_room(&self, current: Option<LobbyId>, session: SessionId) -> bool {
+        self.has_room_for_new() || self.is_sole_human(current, session)
     }
 
-    /// Whether `player_id` is the only human of `lobby` (leaving would delete it).
-    pub fn is_sole_human(&self, lobby: Option<LobbyId>, player_id: &str) -> bool {
-        lobby.and_then(|id| self.lobbies.get(&id)).is_some_and(|l| {
-            l.seats
-                .iter()
-                .all(|s| s.is_ai() || s.player_id == player_id)
-        })
+    /// Whether `session` is the only human of `lobby` (leaving would delete it).
+    pub fn is_sole_human(&self, lobby: Option<LobbyId>, session: SessionId) -> bool {
+        lobby
+            .and_then(|id| self.lobbies.get(&id))
+            .is_some_and(|l| l.humans().all(|h| h == session))
     }
 }

@@ -21,6 +21,8 @@ pub mod metrics;
 #[cfg(feature = "postgres")]
 mod pg_copy;
 #[cfg(feature = "postgres")]
+pub mod pool;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod rows;
 pub mod sqlite;

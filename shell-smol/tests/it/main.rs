@@ -27,6 +27,7 @@ mod postgres;
 mod profiles;
 mod proxy;
 mod quick;
+mod quick_shards;
 mod routes;
 mod shards;
 mod statics;

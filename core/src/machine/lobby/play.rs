@@ -11,18 +11,19 @@ use crate::vocabulary::game::Seat;
 use crate::vocabulary::game::types::PLAYERS_MAX;
 use crate::vocabulary::game::types::PLAYERS_MIN;
 use crate::vocabulary::ids::LobbyId;
+use crate::vocabulary::ids::SessionId;
 use crate::vocabulary::wire::LobbyStatus;
 
 use super::LobbyManager;
 
 impl LobbyManager {
     /// Checks that `host` may start the game now (admission is the caller's check).
-    pub fn can_start(&self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
+    pub fn can_start(&self, id: LobbyId, host: SessionId) -> Result<(), LobbyError> {
         let lobby = self
             .lobbies
             .get(&id)
             .ok_or(LobbyError::NotFound("No such lobby."))?;
-        if lobby.host != host {
+        if !lobby.is_host(host) {
             return Err(LobbyError::NotAllowed("Only the host can do that."));
         }
         if lobby.status != LobbyStatus::Waiting {
@@ -41,7 +42,7 @@ impl LobbyManager {
     pub fn start(
         &mut self,
         id: LobbyId,
-        host: &str,
+        host: SessionId,
         seed: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), LobbyError> {
@@ -148,7 +149,7 @@ impl LobbyManager {
     }
 
     /// Back to the waiting room after a finished game.
-    pub fn return_to_lobby(&mut self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
+    pub fn return_to_lobby(&mut self, id: LobbyId, host: SessionId) -> Result<(), LobbyError> {
         let lobby = self.host_lobby(id, host, LobbyStatus::Finished)?;
         lobby.status = LobbyStatus::Waiting;
         lobby.record_changed = true;

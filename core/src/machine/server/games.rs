@@ -41,11 +41,11 @@ impl Server {
         action: Action,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
-        let (lobby, player_id) = self.lobby_of(session)?;
+        let lobby = self.lobby_of(session)?;
         let seat = self
             .lobbies
             .get(lobby)
-            .and_then(|l| l.seat_of(&player_id))
+            .and_then(|l| l.seat_of(session))
             .ok_or(LobbyError::NotFound("You have no seat in this lobby."))?;
         let mut events = Vec::new();
         self.lobbies.apply(lobby, seat, action, &mut events)?;
