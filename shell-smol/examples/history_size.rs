@@ -31,6 +31,7 @@ fn folder_bytes(dir: &Path) -> u64 {
 fn main() {
     let (mut games, mut reads) = (2_000u64, 500usize);
     let mut dir = std::env::temp_dir().join(format!("wizard-history-{}", std::process::id()));
+    use lexopt::ValueExt as _;
     let mut args = lexopt::Parser::from_env();
     while let Some(arg) = args.next().expect("arguments") {
         use lexopt::Arg::Long;
