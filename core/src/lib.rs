@@ -20,7 +20,8 @@
 //! // the getters a shell reads after a pass
 //! server.health()  server.gauges()  server.counters()  server.level()
 //! server.accepting_games()  server.is_finished()  server.config()
-//! server.take_profile_changes()  server.leaderboard_json()  server.profile_json(id)
+//! server.watch_profiles()  server.take_profile_changes()  // the profile pages' cache
+//! server.leaderboard_json()  server.profile_json(id)
 //! // one pass of the loop (shell::pass)
 //! Pass::begin(now) -> Pass    pass.drain(shell, next, handle)    pass.timeout(deadline)
 //! pass::next_wake(server.poll_timeout(), &reply_waits, now) -> Option<Time>
