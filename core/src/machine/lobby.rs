@@ -104,6 +104,11 @@ pub struct Lobby {
     game_id: Option<String>,
     /// Moves applied to the current game.
     moves: u64,
+    /// The current game's moves in order, for its history record at the end.
+    log: Vec<(Seat, Action)>,
+    /// When the current game started, milliseconds since the Unix epoch (while
+    /// playing or finished; 0 when not known).
+    started_ms: u64,
     /// Whose turn is running since when, and what the AI has decided.
     turns: TurnBook,
     /// The address of the session that created the lobby, charged for it.
@@ -142,6 +147,8 @@ impl Lobby {
             seed: None,
             game_id: None,
             moves: 0,
+            log: Vec::new(),
+            started_ms: 0,
             turns: TurnBook::default(),
             owner,
             away_since: None,
@@ -213,6 +220,16 @@ impl Lobby {
     /// The current game's seed (while playing or finished).
     pub fn seed(&self) -> Option<u64> {
         self.seed
+    }
+
+    /// The current game's moves in order.
+    pub fn log(&self) -> &[(Seat, Action)] {
+        &self.log
+    }
+
+    /// When the current game started, milliseconds since the Unix epoch.
+    pub fn started_ms(&self) -> u64 {
+        self.started_ms
     }
 
     /// The current game's public id as recorded (while playing or finished).
@@ -355,6 +372,15 @@ impl Lobby {
             .iter()
             .position(|s| s.player_id == player_id)
             .and_then(|i| Seat::try_from(i).ok())
+    }
+
+    /// The session in the host's seat, when a human sits there.
+    pub fn host_session(&self) -> Option<SessionId> {
+        let seat = self.seat_of_player(&self.host)?;
+        match self.seats.get(usize::from(seat))?.occupant {
+            Occupant::Human(session) => Some(session),
+            Occupant::Ai(_) => None,
+        }
     }
 
     /// Whether `session` sits in the host's seat.

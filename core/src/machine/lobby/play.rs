@@ -58,6 +58,7 @@ impl LobbyManager {
         lobby.game_no += 1;
         lobby.seed = Some(seed);
         lobby.moves = 0;
+        lobby.log.clear();
         lobby.status = LobbyStatus::Playing;
         lobby.record_changed = true;
         lobby.turns = TurnBook::default();
@@ -94,6 +95,7 @@ impl LobbyManager {
         game.apply(seat, action, events)
             .map_err(LobbyError::Illegal)?;
         lobby.moves += 1;
+        lobby.log.push((seat, action));
         if game.phase() == Phase::Finished {
             lobby.status = LobbyStatus::Finished;
             lobby.record_changed = true;
@@ -111,10 +113,12 @@ impl LobbyManager {
         Ok(())
     }
 
-    /// Names the game just started (`state.game.id`).
-    pub fn set_game_id(&mut self, id: LobbyId, game_id: String) {
+    /// Names the game just started (`state.game.id`) and when it started
+    /// (milliseconds since the Unix epoch).
+    pub fn set_game_id(&mut self, id: LobbyId, game_id: String, started_ms: u64) {
         if let Some(lobby) = self.lobbies.get_mut(&id) {
             lobby.game_id = Some(game_id);
+            lobby.started_ms = started_ms;
             lobby.record_changed = true;
         }
     }
@@ -159,6 +163,8 @@ impl LobbyManager {
             }
         }
         lobby.moves = 0;
+        lobby.log = Vec::new();
+        lobby.started_ms = 0;
         lobby.turns = TurnBook::default();
         self.reindex_idle(id);
         self.reindex_table(id);

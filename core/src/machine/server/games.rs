@@ -84,6 +84,8 @@ impl Server {
             self.counters.games_finished += 1;
             // The ratings' records follow the last move's, in the same batch.
             self.rate_game(lobby);
+            // History after the ratings: the game's record says whether it was rated.
+            self.record_history(now, lobby);
             out.push(Output::Note(Note::GameFinished { lobby }));
             // Its disconnected humans no longer hold a seat in a running game.
             self.sync_lobby_evictable(lobby);

@@ -437,6 +437,9 @@ impl Server {
         self.sync_away(now, lobby, out);
         self.broadcast(now, lobby, &[], out);
         self.send_history(now, conn, lobby, out);
+        if new {
+            self.reserved_seat_taken(now, lobby, out);
+        }
         Ok(())
     }
 
@@ -533,7 +536,8 @@ impl Server {
         self.lobbies.start(lobby, host, seed, &mut events)?;
         // 80 random bits, apart from the seed's stream: an id tells nothing of the deal.
         let game_id = rng::hex_id(&mut self.game_ids, GAME_ID_CHARS);
-        self.lobbies.set_game_id(lobby, game_id);
+        let started_ms = self.wall_ms(now);
+        self.lobbies.set_game_id(lobby, game_id, started_ms);
         self.counters.games_started += 1;
         let players = self
             .lobbies
