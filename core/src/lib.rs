@@ -17,6 +17,9 @@
 //! server.keep_records()                  server.take_records() -> Vec<Record>
 //! Server::restore(config, seed, now, records) -> Result<Server, RestoreError>
 //! server.set_aside()                     // the games a restore could not replay
+//! server.set_wall_clock(epoch_ms)        // the dates history records carry
+//! // a shard that keeps the shared quick-play pool
+//! server.share_quick_play()              server.take_pool_changes() -> Vec<PoolChange>
 //! // the getters a shell reads after a pass
 //! server.health()  server.gauges()  server.counters()  server.level()
 //! server.accepting_games()  server.is_finished()  server.config()
@@ -83,7 +86,7 @@
 //!   engine, observations, the fallback player), [`vocabulary::wire`] (the messages of
 //!   PROTOCOL.md), [`vocabulary::config`] (every setting), [`vocabulary::io`] (inputs and
 //!   outputs), [`vocabulary::limiter`], [`vocabulary::load`], [`vocabulary::stats`],
-//!   [`vocabulary::figure`].
+//!   [`vocabulary::figure`], [`vocabulary::pool`].
 //! - [`shell`]: the contract every shell applies, never importing the machine:
 //!   [`shell::pass`], [`shell::executor`], [`shell::outqueue`], [`shell::keepalive`],
 //!   [`shell::reply_wait`], [`shell::upgrade`], [`shell::ws`], [`shell::door`],
