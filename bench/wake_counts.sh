@@ -10,7 +10,7 @@
 #   2. `perf stat` on the system call tracepoints (cheap: the server's batching does not
 #      change): all calls, futex, epoll_pwait, sendto, recvfrom, read, write, epoll_ctl,
 #      timerfd_settime;
-#   3. `strace -c -f` (slows the server, so moves batch more; the brief's tool).
+#   3. `strace -c -f` (slows the server, so moves batch more).
 # Figures only: nothing is asserted. Usage:
 #   bench/wake_counts.sh base=/tmp/base/wizard-server new=target/release/wizard-server
 # Env: BENCH (the wizard-bench binary), GAMES (100), WINDOW (6), RUNS (2),

@@ -17,10 +17,14 @@
 //! server.keep_records()                  server.take_records() -> Vec<Record>
 //! Server::restore(config, seed, now, records) -> Result<Server, RestoreError>
 //! server.set_aside()                     // the games a restore could not replay
+//! server.set_wall_clock(epoch_ms)        // the dates history records carry
+//! // a shard that keeps the shared quick-play pool
+//! server.share_quick_play()              server.take_pool_changes() -> Vec<PoolChange>
 //! // the getters a shell reads after a pass
 //! server.health()  server.gauges()  server.counters()  server.level()
 //! server.accepting_games()  server.is_finished()  server.config()
-//! server.take_profile_changes()  server.leaderboard_json()  server.profile_json(id)
+//! server.watch_profiles()  server.take_profile_changes()  // the profile pages' cache
+//! server.leaderboard_json()  server.profile_json(id)
 //! // one pass of the loop (shell::pass)
 //! Pass::begin(now) -> Pass    pass.drain(shell, next, handle)    pass.timeout(deadline)
 //! pass::next_wake(server.poll_timeout(), &reply_waits, now) -> Option<Time>
@@ -82,7 +86,7 @@
 //!   engine, observations, the fallback player), [`vocabulary::wire`] (the messages of
 //!   PROTOCOL.md), [`vocabulary::config`] (every setting), [`vocabulary::io`] (inputs and
 //!   outputs), [`vocabulary::limiter`], [`vocabulary::load`], [`vocabulary::stats`],
-//!   [`vocabulary::figure`].
+//!   [`vocabulary::figure`], [`vocabulary::pool`].
 //! - [`shell`]: the contract every shell applies, never importing the machine:
 //!   [`shell::pass`], [`shell::executor`], [`shell::outqueue`], [`shell::keepalive`],
 //!   [`shell::reply_wait`], [`shell::upgrade`], [`shell::ws`], [`shell::door`],

@@ -94,7 +94,8 @@ impl Woken {
         })
     }
 
-    /// Whether a wake-up is pending (for tests).
+    /// Whether a wake-up is pending.
+    #[cfg(test)]
     pub fn is_pending(&self) -> bool {
         self.0.lock().pending
     }

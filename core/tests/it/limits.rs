@@ -753,7 +753,7 @@ enum BreakerOp {
     Tick,
 }
 
-/// The reference: the same rules, written as the brief states them.
+/// The reference: the same rules, written in their plainest form.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum RefState {
     Closed(u32),

@@ -36,13 +36,6 @@ struct Held {
     level: AiLevel,
 }
 
-/// Why the heuristic decided instead of the primary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Degraded {
-    Queue,
-    Slow,
-}
-
 /// The simulated AI service.
 #[derive(Debug)]
 pub struct AiService {

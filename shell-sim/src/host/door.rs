@@ -180,9 +180,4 @@ impl Host {
                 .push((now, format!("full sockets over the cap {}", caps.cap)));
         }
     }
-
-    /// Silent sockets held now.
-    pub fn silent_open(&self) -> usize {
-        self.silent.len()
-    }
 }

@@ -27,13 +27,6 @@ use crate::vocabulary::wire::{self, ErrorCode, LobbyStatus, ProfileView, ServerM
 use super::Server;
 
 impl Server {
-    /// The rating of the profile `session` is signed in with, if any (for matching
-    /// players by skill).
-    pub fn profile_rating(&self, session: SessionId) -> Option<Rating> {
-        let id = self.sessions.get(session)?.profile.as_ref()?;
-        Some(self.profiles.get(id)?.rating)
-    }
-
     /// The profile registry (for `/profiles/<id>` and `/leaderboard`).
     pub fn profiles(&self) -> &crate::machine::profiles::ProfileRegistry {
         &self.profiles

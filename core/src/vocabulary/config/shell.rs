@@ -43,12 +43,6 @@ pub enum StoreSpec {
     Postgres(String),
 }
 
-impl StoreSpec {
-    pub fn is_durable(&self) -> bool {
-        !matches!(self, StoreSpec::Memory)
-    }
-}
-
 impl FromStr for StoreSpec {
     type Err = ();
     fn from_str(text: &str) -> Result<StoreSpec, ()> {
