@@ -85,6 +85,7 @@ fn the_route_table() {
             "/internal/ai",
             "/leaderboard",
             "/profiles/{id}",
+            "/games/{id}",
             "/{file}"
         ],
         "the routes changed: update the docs and this list"
