@@ -71,6 +71,7 @@ impl Client {
                     | ServerMessage::Profile { .. }
                     | ServerMessage::ProfileDeleted { .. }
                     | ServerMessage::Queued { .. }
+                    | ServerMessage::Matched { .. }
                     | ServerMessage::Tables { .. },
                 )
                 | Err(_) => {}
