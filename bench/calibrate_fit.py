@@ -92,15 +92,18 @@ def main():
         figures = fit(on, figures, lambda f, x: {**f, "ai_embedded_us": round(base[0] * x, 1),
                                                  "ai_embedded_heuristic_us": round(base[1] * x, 1)},
                       1.0, sim_bin, out_dir, load)
+    # The idle floor with the embedded AI's workers and without, each from its own
+    # points' quiet seconds.
+    for points, key in ((on, "idle_floor_ai_on_us_per_s"), (off, "idle_floor_ai_off_us_per_s")):
         idle = []
-        for p, rows in on:
+        for p, rows in points:
             quota = float(re.match(r"calib_(\d+)_", p)[1]) / 100
             quiet = [r["cpu"] for r in rows if r["t"] > load + 8]
             if quiet:
                 quiet.sort()
                 idle.append(quiet[len(quiet) // 2] * quota * 1e6)
         if idle:
-            figures["idle_floor_us_per_s"] = round(sum(idle) / len(idle), -2)
+            figures[key] = round(sum(idle) / len(idle), -2)
     out = []
     for p in names:
         sim_txt = run_sim(sim_bin, p, figures, out_dir)

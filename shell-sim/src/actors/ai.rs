@@ -24,6 +24,7 @@ use wizard_core::vocabulary::io::ConnKind;
 use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply, AiRequest};
 
 use crate::actors::ctx::Ctx;
+use crate::model::cpu::Cpu;
 use crate::model::dist::{Dist, secs_to_us};
 use crate::model::net::{Arrive, Ev, Owner};
 use crate::runs::scenario::{AiFaultKind, AiSpec};
@@ -53,6 +54,23 @@ pub struct AiService {
     pub answered: u64,
     /// Linked in process (`EMBEDDED_AI=1`) rather than over websockets.
     pub in_process: bool,
+    /// In process: the server's CPU as it stands, for the workers' share of it.
+    pub process_cpu: Option<ProcessCpu>,
+    /// Decisions of the primary agent (`search`) and of the heuristic, started.
+    pub started: (u64, u64),
+}
+
+/// The server process's CPU as the embedded AI's workers get it: a decision needs its
+/// CPU (`search_us` or `heuristic_us`, the cost model's) from the quota the event loop
+/// also uses, so under throttling it takes longer than its own time, and the admission
+/// machine, which times the primary agent, degrades more decisions to the heuristic,
+/// as the real server's workers do.
+#[derive(Clone, Debug)]
+pub struct ProcessCpu {
+    /// A copy of the quota's state, used up by the decisions started from it.
+    pub cpu: Cpu,
+    pub search_us: u64,
+    pub heuristic_us: u64,
 }
 
 const AI_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 99, 0, 1));
@@ -82,6 +100,8 @@ impl AiService {
             degraded_slow: 0,
             answered: 0,
             in_process,
+            process_cpu: None,
+            started: (0, 0),
         }
     }
 
@@ -313,7 +333,20 @@ impl AiService {
                         }
                     };
                     let factor = self.fault(AiFaultKind::Slow).unwrap_or(1.0).max(1.0);
-                    let took_us = dist.scaled(factor).sample_us(&mut self.rng).max(1);
+                    let mut took_us = dist.scaled(factor).sample_us(&mut self.rng).max(1);
+                    if let Some(p) = &mut self.process_cpu {
+                        // Waiting for the quota comes on top of the decision's own time.
+                        let cpu_us = match job.agent {
+                            JobAgent::Primary => p.search_us,
+                            JobAgent::Heuristic => p.heuristic_us,
+                        };
+                        let wall_us = p.cpu.run(now, cpu_us).since_us(now);
+                        took_us += wall_us.saturating_sub(cpu_us);
+                    }
+                    match job.agent {
+                        JobAgent::Primary => self.started.0 += 1,
+                        JobAgent::Heuristic => self.started.1 += 1,
+                    }
                     let conn = self.held.get(&job.request_id).map_or(ConnId(0), |h| h.conn);
                     cx.q.push(
                         now.plus_us(took_us),

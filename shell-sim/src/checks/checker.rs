@@ -82,6 +82,10 @@ impl Checker {
         let fresh = Checker {
             samples: std::mem::take(&mut self.samples),
             deleted_running: std::mem::take(&mut self.deleted_running),
+            // Lobby ids survive the restore: a game an abuser started before the kill
+            // is still its (swarm seed 523: its restored lobby deleted once no human
+            // was left).
+            started_by: std::mem::take(&mut self.started_by),
             games: self.games.restarted(),
             ..Checker::default()
         };

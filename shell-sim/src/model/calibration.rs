@@ -21,7 +21,10 @@ pub struct Figures {
     pub fallback_move_us: f64,
     pub ai_embedded_us: f64,
     pub ai_embedded_heuristic_us: f64,
-    pub idle_floor_us_per_s: f64,
+    /// The idle server's CPU a second with the embedded AI's workers (`EMBEDDED_AI=1`)
+    /// and without them.
+    pub idle_floor_ai_on_us_per_s: f64,
+    pub idle_floor_ai_off_us_per_s: f64,
 }
 
 /// One calibration point as measured: the real server's and the simulator's level
@@ -78,7 +81,7 @@ impl Calibration {
              | `fallback_move_us` (the fallback player deciding a move) | {} us |\n\
              | `ai_embedded_us` (an embedded `search` decision, on the quota) | {} us |\n\
              | `ai_embedded_heuristic_us` (a decision degraded to the heuristic) | {} us |\n\
-             | `idle_floor_us_per_s` (the idle server's CPU) | {} us a second |\n\n\
+             | `idle_floor_ai_on_us_per_s`, `idle_floor_ai_off_us_per_s` (the idle server's CPU with the embedded AI and without) | {} us, {} us a second |\n\n\
              | point | level changes, real | level changes, simulated | worst gap | moves/s saturated, real | simulated | sim / real |\n\
              |---|---|---|---:|---:|---:|---:|\n",
             self.command,
@@ -87,7 +90,8 @@ impl Calibration {
             f.fallback_move_us,
             f.ai_embedded_us,
             f.ai_embedded_heuristic_us,
-            f.idle_floor_us_per_s
+            f.idle_floor_ai_on_us_per_s,
+            f.idle_floor_ai_off_us_per_s
         );
         for p in &self.points {
             let ratio = if p.real_moves_per_s > 0.0 {

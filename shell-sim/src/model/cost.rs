@@ -65,8 +65,9 @@ pub struct CostModel {
     /// Core: encoding one small output (`error`, `server_status`, `welcome`).
     pub small_us: f64,
     /// The idle server's CPU a second (wake-ups of every thread), charged to the quota;
-    /// not scaled by `speed_factor` (a measured figure).
-    pub idle_floor_us_per_s: f64,
+    /// not scaled by `speed_factor` (a measured figure). Null: the calibration's figure
+    /// for the server with the embedded AI or without ([`CostModel::idle_floor_us_per_s`]).
+    pub idle_floor_us_per_s: Option<f64>,
     /// One decision of the embedded service's primary agent (`search`), charged to the
     /// quota (`EMBEDDED_AI=1`).
     pub ai_embedded_us: f64,
@@ -103,13 +104,26 @@ impl Default for CostModel {
             state_us: 0.75,
             ai_request_us: 1.5,
             small_us: 0.2,
-            idle_floor_us_per_s: fitted.idle_floor_us_per_s,
+            idle_floor_us_per_s: None,
             ai_embedded_us: fitted.ai_embedded_us,
             ai_embedded_heuristic_us: fitted.ai_embedded_heuristic_us,
             fallback_move_us: fitted.fallback_move_us,
             store_record_us: 0.05,
             store_fold_us: 1.7,
         }
+    }
+}
+
+impl CostModel {
+    /// The idle floor of a server with the embedded AI's workers (`ai_on`) or without:
+    /// the scenario's figure, else the calibration's.
+    pub fn idle_floor_us_per_s(&self, ai_on: bool) -> f64 {
+        let fitted = crate::model::calibration::calibration().figures;
+        self.idle_floor_us_per_s.unwrap_or(if ai_on {
+            fitted.idle_floor_ai_on_us_per_s
+        } else {
+            fitted.idle_floor_ai_off_us_per_s
+        })
     }
 }
 

@@ -108,13 +108,17 @@ impl Sim {
         // The floor is the real server's, measured: `speed_factor` does not scale it (a
         // scenario of a slower machine sets its own). Scaled, at four times slower and a
         // tenth of a core it would read 58 % of the quota idle, busy for good.
-        let floor_us_per_s = scenario.cost.idle_floor_us_per_s.max(0.0).round() as u64;
+        let ai_embedded = scenario.ai.is_some() && config.shell.embedded_ai;
+        let floor_us_per_s = scenario
+            .cost
+            .idle_floor_us_per_s(ai_embedded)
+            .max(0.0)
+            .round() as u64;
         let cpu = Cpu::new(
             scenario.cpu_quota_cores,
             ms_to_us(scenario.cfs_period_ms),
             floor_us_per_s,
         );
-        let ai_embedded = scenario.ai.is_some() && config.shell.embedded_ai;
         let mut host = Host::new(server, cpu, scenario.cost, scenario.window_bytes);
         host.durable = durable;
         let latency = scenario.latency_ms.unwrap_or(Dist::Const(1.0));
@@ -347,6 +351,7 @@ impl Sim {
             Ev::SlowRead { conn, bytes } => self.slow_read(now, conn, bytes),
             Ev::AiInProcess { conn, request } => {
                 if let Some(ai) = &mut self.ai {
+                    ai.process_cpu = Some(process_cpu(&self.host));
                     ai.deliver_in_process(&mut cx, now, conn, *request);
                 }
             }
@@ -394,6 +399,9 @@ impl Sim {
                 ..
             } => {
                 if let Some(ai) = &mut self.ai {
+                    if self.ai_embedded {
+                        ai.process_cpu = Some(process_cpu(&self.host));
+                    }
                     ai.done(&mut cx, now, request_id, agent, took_us);
                     if self.ai_embedded {
                         let cost = &self.host.cost;
@@ -455,6 +463,16 @@ impl Sim {
             Ev::Heal => self.heal(now),
             Ev::End => {}
         }
+    }
+}
+
+/// The server's CPU as the embedded AI's workers find it (`actors/ai.rs`).
+fn process_cpu(host: &Host) -> crate::actors::ai::ProcessCpu {
+    let cost = &host.cost;
+    crate::actors::ai::ProcessCpu {
+        cpu: host.cpu.clone(),
+        search_us: cost.scaled_us(cost.ai_embedded_us),
+        heuristic_us: cost.scaled_us(cost.ai_embedded_heuristic_us),
     }
 }
 

@@ -294,6 +294,13 @@ impl Sim {
         if self.ai_embedded_decisions > 0 {
             r.counters
                 .insert("ai_embedded_decisions".into(), self.ai_embedded_decisions);
+            if let Some(ai) = &self.ai {
+                // Decisions started by the primary agent (`search`), in per mille.
+                let (search, heuristic) = ai.started;
+                let share = search * 1000 / (search + heuristic).max(1);
+                r.counters
+                    .insert("ai_embedded_search_per_mille".into(), share);
+            }
             r.cover("ai_embedded");
         }
         if self.host.states_replaced > 0 {

@@ -9,7 +9,8 @@ use rand::RngExt;
 
 use crate::model::dist::{Dist, fork};
 use crate::runs::scenario::{
-    AiFault, AiFaultKind, AiSpec, Arrivals, Attack, AttackKind, Pace, Retry, Scenario, Tables,
+    AiFault, AiFaultKind, AiSpec, Arrivals, Attack, AttackKind, Pace, Restart, Retry, Scenario,
+    Tables,
 };
 
 /// The coverage facts a swarm batch must reach.
@@ -63,6 +64,10 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     // The shell's own work on the quota, and its own endings of a connection and of
     // the process.
     "ai_embedded",
+    // The process killed and restored from its store, and a player resuming in the
+    // game it played, judged against what it saw before the kill.
+    "restart",
+    "restart_resumed",
     "close_sent_4000",
     "close_sent_1009",
     "keepalive_timeout",
@@ -255,7 +260,30 @@ pub fn scenario(seed: u64) -> Scenario {
     walk_aways(seed, &mut s);
     spectators(seed, &mut s);
     chat(seed, &mut s);
+    restarts(seed, &mut s);
     s
+}
+
+/// Restarts, from a stream of their own so that every draw above stays as it was: in
+/// one scenario of six the process is killed once or twice during the fault phase,
+/// down for 0.2 to 2 s, and restored from its durable store (`STORE` set; not where a
+/// SIGTERM with the memory store was drawn, whose 1001 endings it would change).
+fn restarts(seed: u64, s: &mut Scenario) {
+    let mut r = fork(seed, 0x4E57);
+    if !r.random_bool(1.0 / 6.0) || (s.shutdown_at_s > 0.0 && !s.durable()) {
+        return;
+    }
+    s.env.insert("STORE".into(), "sqlite:wizard-sim.db".into());
+    let end = s.duration_s.max(2.0);
+    let mut at_s = r.random_range(1.0..end - 0.5);
+    for _ in 0..r.random_range(1..3) {
+        let down_s = r.random_range(0.2..2.0);
+        s.restarts.push(Restart { at_s, down_s });
+        at_s += down_s + r.random_range(1.0..5.0);
+        if at_s >= end {
+            break;
+        }
+    }
 }
 
 /// Crowds and chat, from a stream of their own so that every draw above stays as it

@@ -31,6 +31,10 @@ fn the_default_cost_model_takes_the_fitted_figures() {
     assert_eq!(cost.ai_embedded_us, f.ai_embedded_us);
     assert_eq!(cost.ai_embedded_heuristic_us, f.ai_embedded_heuristic_us);
     assert_eq!(cost.fallback_move_us, f.fallback_move_us);
-    assert_eq!(cost.idle_floor_us_per_s, f.idle_floor_us_per_s);
+    assert_eq!(cost.idle_floor_us_per_s(true), f.idle_floor_ai_on_us_per_s);
+    assert_eq!(
+        cost.idle_floor_us_per_s(false),
+        f.idle_floor_ai_off_us_per_s
+    );
     assert_eq!((cost.read_us, cost.write_us), (f.read_us, f.write_us));
 }

@@ -49,6 +49,10 @@ reaches! {
     // Hidden bids in the bidding phase (hidden-bid leaks), spectators' views.
     hidden_bids: "views_hidden_bids" at 12;
     spectators: "views_spectators" at 1;
+    // The process killed and restored from its store, and a player resuming in its
+    // game, held to what it saw before the kill.
+    restarted: "restart" at 22;
+    resumed: "restart_resumed" at 22;
 }
 
 reaches! {

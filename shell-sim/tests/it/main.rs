@@ -18,6 +18,7 @@ mod limits;
 mod metastability;
 mod reconnect;
 mod recorded;
+mod restart;
 mod seed_overload;
 mod shell_events;
 mod stalls;
