@@ -100,6 +100,8 @@ struct Bot {
     code: Option<String>,
     /// A host's channel to its guests, for the lobby code.
     code_tx: Option<async_channel::Sender<String>>,
+    /// The source address of its connections.
+    from: std::net::IpAddr,
     /// Where the first connection went (a shard's route).
     path: String,
     host: bool,
@@ -134,38 +136,10 @@ pub(super) async fn player(
     code_tx: Option<async_channel::Sender<String>>,
 ) {
     let s = &ctx.settings;
-    let index = g * s.humans + h;
-    let from = source_ip(0, index / s.per_ip);
-    // A guest joins at its lobby's shard; a host creates at the run's path.
-    let path = super::shards::route(&ctx, code.as_deref());
-    let Some(mut ws) = open_at(&ctx, from, false, &path).await else {
+    let mut bot = Bot::new(ctx.clone(), g, h, arrival, one_game, code, code_tx);
+    let from = bot.from;
+    let Some(mut ws) = open_at(&ctx, from, false, &bot.path).await else {
         return;
-    };
-    let mut bot = Bot {
-        ctx: ctx.clone(),
-        g,
-        h,
-        index,
-        arrival,
-        one_game,
-        code,
-        host: code_tx.is_some(),
-        code_tx,
-        path,
-        step: Step::Hello,
-        accepting: true,
-        pending: None,
-        awaiting: None,
-        moves_scheduled: 0,
-        retry_at: None,
-        you: None,
-        ai_needed: s.seats - s.humans,
-        token: None,
-        rejoins: !s.rejoin_every.is_zero() && h + 1 == s.humans,
-        rejoin_due: false,
-        last_rejoin: Instant::now(),
-        last_game: String::new(),
-        broke: None,
     };
     let mut seen = Seen::default();
     let mut ended: Option<u16> = None;
@@ -215,42 +189,7 @@ pub(super) async fn player(
             })
             .await;
         let now = Instant::now();
-        let next = match event {
-            Wake::Timer if now >= ctx.deadline => Next::Stop,
-            Wake::Timer => bot.on_timer(&mut ws, now).await,
-            Wake::Message(None) | Wake::Message(Some(Err(_))) => bot.on_end(now, None),
-            Wake::Message(Some(Ok(Message::Close(frame)))) => {
-                let code = frame.map_or(1005, |f| u16::from(f.code));
-                bot.on_end(now, Some(code))
-            }
-            Wake::Message(Some(Ok(Message::Text(text))))
-                if matches!(peek::frame_type(&text), "state" | "delta") =>
-            {
-                ctx.stats.borrow_mut().state_bytes += text.len() as u64;
-                match state_text(&ctx, &mut ws, &mut held, &text).await {
-                    Ok(text) => {
-                        let want_events =
-                            (bot.host && ctx.measuring(now)) || bot.awaiting.is_some();
-                        match seen.state(text, want_events) {
-                            Some(state) => bot.on_state(&mut ws, &state, now).await,
-                            None => {
-                                count_error(&ctx, "undecodable");
-                                Next::Go
-                            }
-                        }
-                    }
-                    Err(next) => next,
-                }
-            }
-            Wake::Message(Some(Ok(Message::Text(text)))) => match decode_server(text.as_str()) {
-                Ok(message) => bot.on_message(message, now),
-                Err(_) => {
-                    count_error(&ctx, "undecodable");
-                    Next::Go
-                }
-            },
-            Wake::Message(Some(Ok(_))) => Next::Go,
-        };
+        let next = bot.on_wake(&mut ws, &mut seen, &mut held, event, now).await;
         match next {
             Next::Go => {}
             Next::Stop => break,
@@ -287,6 +226,96 @@ async fn state_text<'t>(
 }
 
 impl Bot {
+    /// A bot about to connect: player `h` of game `g`, a guest with `code` or the host
+    /// with `code_tx`.
+    fn new(
+        ctx: Rc<Ctx>,
+        g: usize,
+        h: usize,
+        arrival: Instant,
+        one_game: bool,
+        code: Option<String>,
+        code_tx: Option<async_channel::Sender<String>>,
+    ) -> Bot {
+        let s = &ctx.settings;
+        let index = g * s.humans + h;
+        Bot {
+            from: source_ip(0, index / s.per_ip),
+            // A guest joins at its lobby's shard; a host creates at the run's path.
+            path: super::shards::route(&ctx, code.as_deref()),
+            g,
+            h,
+            index,
+            arrival,
+            one_game,
+            code,
+            host: code_tx.is_some(),
+            code_tx,
+            step: Step::Hello,
+            accepting: true,
+            pending: None,
+            awaiting: None,
+            moves_scheduled: 0,
+            retry_at: None,
+            you: None,
+            ai_needed: s.seats - s.humans,
+            token: None,
+            rejoins: !s.rejoin_every.is_zero() && h + 1 == s.humans,
+            rejoin_due: false,
+            last_rejoin: Instant::now(),
+            last_game: String::new(),
+            broke: None,
+            ctx,
+        }
+    }
+
+    /// What woke the loop: the timer, the connection's end, a state, or another frame.
+    async fn on_wake(
+        &mut self,
+        ws: &mut Ws,
+        seen: &mut Seen,
+        held: &mut HeldState,
+        event: Wake,
+        now: Instant,
+    ) -> Next {
+        match event {
+            Wake::Timer if now >= self.ctx.deadline => Next::Stop,
+            Wake::Timer => self.on_timer(ws, now).await,
+            Wake::Message(None) | Wake::Message(Some(Err(_))) => self.on_end(now, None),
+            Wake::Message(Some(Ok(Message::Close(frame)))) => {
+                let code = frame.map_or(1005, |f| u16::from(f.code));
+                self.on_end(now, Some(code))
+            }
+            Wake::Message(Some(Ok(Message::Text(text))))
+                if matches!(peek::frame_type(&text), "state" | "delta") =>
+            {
+                self.ctx.stats.borrow_mut().state_bytes += text.len() as u64;
+                match state_text(&self.ctx, ws, held, &text).await {
+                    Ok(text) => {
+                        let want_events =
+                            (self.host && self.ctx.measuring(now)) || self.awaiting.is_some();
+                        match seen.state(text, want_events) {
+                            Some(state) => self.on_state(ws, &state, now).await,
+                            None => {
+                                count_error(&self.ctx, "undecodable");
+                                Next::Go
+                            }
+                        }
+                    }
+                    Err(next) => next,
+                }
+            }
+            Wake::Message(Some(Ok(Message::Text(text)))) => match decode_server(text.as_str()) {
+                Ok(message) => self.on_message(message, now),
+                Err(_) => {
+                    count_error(&self.ctx, "undecodable");
+                    Next::Go
+                }
+            },
+            Wake::Message(Some(Ok(_))) => Next::Go,
+        }
+    }
+
     /// The connection ended before the run with `code`: counted, and come back with the
     /// token; `None` if the server did not take it back.
     async fn resume(&mut self, from: std::net::IpAddr, code: u16) -> Option<Ws> {
