@@ -583,7 +583,9 @@ impl Bot {
             // Nor do they keep profiles.
             ServerMessage::Profile { .. } | ServerMessage::ProfileDeleted { .. } => {}
             // Nor queue for quick play or list tables.
-            ServerMessage::Queued { .. } | ServerMessage::Tables { .. } => {}
+            ServerMessage::Queued { .. }
+            | ServerMessage::Matched { .. }
+            | ServerMessage::Tables { .. } => {}
             ServerMessage::Error {
                 code,
                 retry_after_ms,
