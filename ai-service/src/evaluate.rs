@@ -216,30 +216,34 @@ impl Table<'_> {
         })
     }
 
+    /// The agent playing `seat`: the candidate at its seat, the references cycling
+    /// through the seats after it.
+    fn agent_at(&self, seat: Seat, candidate_seat: Seat) -> Result<&dyn Agent, EvalError> {
+        if seat == candidate_seat {
+            return Ok(self.candidate);
+        }
+        let players = self.players;
+        let k = usize::from((seat + players - candidate_seat - 1) % players);
+        match self.references.get(k % self.references.len().max(1)) {
+            Some(a) => Ok(a.as_ref()),
+            None => Err(EvalError::NoReferences),
+        }
+    }
+
     fn play_game(
         &self,
         deal_seed: u64,
         candidate_seat: Seat,
         times_us: &mut Vec<u64>,
     ) -> Result<GameResult, EvalError> {
-        let (config, players, candidate, references) =
-            (self.config, self.players, self.candidate, self.references);
+        let (config, players) = (self.config, self.players);
         let mut events = Vec::new();
         let mut game =
             Game::new(players, config.options, deal_seed, &mut events).map_err(EvalError::Setup)?;
         let agent_seed = deal_seed ^ (u64::from(candidate_seat) << 48);
         let mut decision_index = vec![0u64; usize::from(players)];
         while let Some(seat) = game.next_to_act() {
-            let agent: &dyn Agent = if seat == candidate_seat {
-                candidate
-            } else {
-                // Seats after the candidate's cycle through the references.
-                let k = usize::from((seat + players - candidate_seat - 1) % players);
-                match references.get(k % references.len().max(1)) {
-                    Some(a) => a.as_ref(),
-                    None => return Err(EvalError::NoReferences),
-                }
-            };
+            let agent = self.agent_at(seat, candidate_seat)?;
             let obs = game.observation(seat);
             let index = decision_index.get(usize::from(seat)).copied().unwrap_or(0);
             let mut rng = decision_rng(agent_seed, seat, index);
@@ -266,38 +270,42 @@ impl Table<'_> {
                     detail: format!("illegal {action:?}: {e}"),
                 })?;
         }
-        let c = usize::from(candidate_seat);
-        let mut rounds = 0;
-        let mut bids_hit = 0;
-        for e in &events {
-            if let Event::RoundFinished { bids, tricks, .. } = e {
-                rounds += 1;
-                if bids.get(c).is_some() && bids.get(c) == tricks.get(c) {
-                    bids_hit += 1;
-                }
+        Ok(game_result(&events, game.scores(), candidate_seat, players))
+    }
+}
+
+/// The candidate's figures from a finished game's `events` and `scores`.
+fn game_result(events: &[Event], scores: &[i32], candidate_seat: Seat, players: u8) -> GameResult {
+    let c = usize::from(candidate_seat);
+    let mut rounds = 0;
+    let mut bids_hit = 0;
+    for e in events {
+        if let Event::RoundFinished { bids, tricks, .. } = e {
+            rounds += 1;
+            if bids.get(c).is_some() && bids.get(c) == tricks.get(c) {
+                bids_hit += 1;
             }
         }
-        let scores = game.scores();
-        let mine = f64::from(scores.get(c).copied().unwrap_or(0));
-        let total: f64 = scores.iter().map(|&s| f64::from(s)).sum();
-        let n = f64::from(players);
-        let best = scores.iter().copied().max().unwrap_or(0);
-        let sharing = scores.iter().filter(|&&s| s == best).count();
-        #[allow(clippy::cast_precision_loss)]
-        let win = if mine == f64::from(best) {
-            1.0 / sharing as f64
-        } else {
-            0.0
-        };
-        Ok(GameResult {
-            diff_table: mine - total / n,
-            diff_others: mine - (total - mine) / (n - 1.0),
-            candidate_score: mine,
-            table_mean: total / n,
-            win,
-            rounds,
-            bids_hit,
-        })
+    }
+    let mine = f64::from(scores.get(c).copied().unwrap_or(0));
+    let total: f64 = scores.iter().map(|&s| f64::from(s)).sum();
+    let n = f64::from(players);
+    let best = scores.iter().copied().max().unwrap_or(0);
+    let sharing = scores.iter().filter(|&&s| s == best).count();
+    #[allow(clippy::cast_precision_loss)]
+    let win = if mine == f64::from(best) {
+        1.0 / sharing as f64
+    } else {
+        0.0
+    };
+    GameResult {
+        diff_table: mine - total / n,
+        diff_others: mine - (total - mine) / (n - 1.0),
+        candidate_score: mine,
+        table_mean: total / n,
+        win,
+        rounds,
+        bids_hit,
     }
 }
 

@@ -162,40 +162,14 @@ pub fn search(
     if candidates.len() == 1 {
         return Ok(fallback(Fallback::Interchangeable));
     }
-    let worlds_max = match (budget.iterations_max, budget.deadline) {
-        (Some(n), _) => n.max(1),
-        (None, Some(_)) => u32::MAX,
-        (None, None) => config.worlds_default.max(1),
+    let round = Round {
+        obs,
+        knowledge: &knowledge,
+        base: &base,
+        heuristic: &heuristic,
+        config,
     };
-    let viewer = knowledge.viewer;
-    let mut race = Race::new(
-        candidates.len(),
-        config.stop_z,
-        config.stop_loss,
-        config.stop_worlds_min,
-        config.stop_tie_worlds_min,
-    );
-    let mut worlds = 0u32;
-    let mut hands = [0u64; SEATS_MAX];
-    let mut pool = Vec::with_capacity(60);
-    while worlds < worlds_max && !race.decided() {
-        if worlds > 0 && budget.deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        knowledge.sample(rng, &mut hands, &mut pool);
-        let mut world = base;
-        world.hands = hands;
-        fill_hidden_bids(obs, &mut world, &heuristic);
-        let weight =
-            f64::from(knowledge.log_weight(obs, &world, &heuristic, config.bid_sigma)).exp();
-        race.world(weight, |c| {
-            let mut sim = world;
-            sim.apply(viewer, candidates[c]);
-            sim.roll_out(&heuristic);
-            value(&sim, viewer, config.opponent_weight)
-        });
-        worlds += 1;
-    }
+    let (race, worlds) = round.race(&candidates, budget, rng);
     let values: Vec<(Action, f64)> = candidates
         .iter()
         .enumerate()
@@ -214,6 +188,60 @@ pub fn search(
         values,
         fallback: None,
     })
+}
+
+/// What each sampled world of a search is built from: the seat's observation and
+/// knowledge, the round as it stands, the heuristic playing it out.
+struct Round<'a> {
+    obs: &'a Observation,
+    knowledge: &'a Knowledge,
+    base: &'a Sim,
+    heuristic: &'a Heuristic,
+    config: &'a SearchConfig,
+}
+
+impl Round<'_> {
+    /// Races `candidates` over sampled worlds until the race is decided or the budget
+    /// (worlds or deadline) is spent: the race, and the worlds it saw.
+    fn race(&self, candidates: &[Action], budget: &Budget, rng: &mut impl Rng) -> (Race, u32) {
+        let (obs, knowledge, config) = (self.obs, self.knowledge, self.config);
+        let (base, heuristic) = (*self.base, self.heuristic);
+        let worlds_max = match (budget.iterations_max, budget.deadline) {
+            (Some(n), _) => n.max(1),
+            (None, Some(_)) => u32::MAX,
+            (None, None) => config.worlds_default.max(1),
+        };
+        let viewer = knowledge.viewer;
+        let mut race = Race::new(
+            candidates.len(),
+            config.stop_z,
+            config.stop_loss,
+            config.stop_worlds_min,
+            config.stop_tie_worlds_min,
+        );
+        let mut worlds = 0u32;
+        let mut hands = [0u64; SEATS_MAX];
+        let mut pool = Vec::with_capacity(60);
+        while worlds < worlds_max && !race.decided() {
+            if worlds > 0 && budget.deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            knowledge.sample(rng, &mut hands, &mut pool);
+            let mut world = base;
+            world.hands = hands;
+            fill_hidden_bids(obs, &mut world, heuristic);
+            let weight =
+                f64::from(knowledge.log_weight(obs, &world, heuristic, config.bid_sigma)).exp();
+            race.world(weight, |c| {
+                let mut sim = world;
+                sim.apply(viewer, candidates[c]);
+                sim.roll_out(heuristic);
+                value(&sim, viewer, config.opponent_weight)
+            });
+            worlds += 1;
+        }
+        (race, worlds)
+    }
 }
 
 /// What a finished rollout is worth to `viewer`.

@@ -11,28 +11,10 @@ const USAGE: &str = "usage: [BIND=127.0.0.1:8000] [ROOM_MAX_CONNECTIONS=N] \
 wizard-bench-room --help | --version\n";
 
 fn main() -> ExitCode {
-    let mut stderr = std::io::stderr();
-    // No flags but these two, read with lexopt as the other binaries do.
-    let mut parser = lexopt::Parser::from_env();
-    match parser.next() {
-        Ok(None) => {}
-        Ok(Some(lexopt::Arg::Short('h') | lexopt::Arg::Long("help"))) => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Some(lexopt::Arg::Short('V') | lexopt::Arg::Long("version"))) => {
-            println!("wizard-bench-room {}", env!("CARGO_PKG_VERSION"));
-            return ExitCode::SUCCESS;
-        }
-        Ok(Some(other)) => {
-            let _ = write!(stderr, "wizard-bench-room: {}\n{USAGE}", other.unexpected());
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            let _ = write!(stderr, "wizard-bench-room: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    if let Some(exit) = flags() {
+        return exit;
     }
+    let mut stderr = std::io::stderr();
     let env: Vec<(String, String)> = std::env::vars().collect();
     let settings = match wizard_bench_room::Settings::from_pairs(
         env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -82,4 +64,30 @@ fn main() -> ExitCode {
     );
     wizard_bench_room::serve(listener, settings, script);
     ExitCode::SUCCESS
+}
+
+/// The command line: no flags but `--help` and `--version`, read with lexopt as the
+/// other binaries do; the exit status when the program should stop there.
+fn flags() -> Option<ExitCode> {
+    let mut stderr = std::io::stderr();
+    let mut parser = lexopt::Parser::from_env();
+    match parser.next() {
+        Ok(None) => None,
+        Ok(Some(lexopt::Arg::Short('h') | lexopt::Arg::Long("help"))) => {
+            print!("{USAGE}");
+            Some(ExitCode::SUCCESS)
+        }
+        Ok(Some(lexopt::Arg::Short('V') | lexopt::Arg::Long("version"))) => {
+            println!("wizard-bench-room {}", env!("CARGO_PKG_VERSION"));
+            Some(ExitCode::SUCCESS)
+        }
+        Ok(Some(other)) => {
+            let _ = write!(stderr, "wizard-bench-room: {}\n{USAGE}", other.unexpected());
+            Some(ExitCode::from(2))
+        }
+        Err(e) => {
+            let _ = write!(stderr, "wizard-bench-room: {e}\n{USAGE}");
+            Some(ExitCode::from(2))
+        }
+    }
 }

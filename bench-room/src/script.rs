@@ -135,29 +135,7 @@ pub fn record() -> Result<Script, RecordError> {
         server: Server::new(config, Seed::from_u64(17), Time::ZERO),
         now: Time::ZERO,
     };
-    let mut hello = Vec::new();
-    for seat in 0..SEATS {
-        r.input(Input::Opened {
-            conn: conn(seat),
-            kind: ConnKind::Player,
-            ip: std::net::IpAddr::from([10, 0, 0, seat as u8 + 1]),
-        });
-        let got = r.send(
-            seat,
-            ClientMessage::Hello {
-                token: None,
-                deltas: false,
-                profile_key: None,
-            },
-        );
-        if seat == 0 {
-            hello = got[0]
-                .iter()
-                .filter(|t| peek::frame_type(t) != "welcome")
-                .map(|t| Utf8Bytes::from(t.clone()))
-                .collect();
-        }
-    }
+    let hello = r.hello_all();
     let created = r.send(
         0,
         ClientMessage::CreateLobby {
@@ -182,49 +160,8 @@ pub fn record() -> Result<Script, RecordError> {
         joined.push(got[..=guest].to_vec());
     }
     let started = r.send(0, ClientMessage::StartGame);
-    let mut latest: [Vec<String>; SEATS] = started.clone();
+    let steps = r.play(started.clone())?;
     let started = bytes(started);
-    let mut steps = Vec::new();
-    loop {
-        // The seat to act, from the views: the one whose view says it is its turn.
-        let mut next: Option<(usize, Action)> = None;
-        let mut finished = false;
-        for (seat, frames) in latest.iter().enumerate() {
-            let Some((lobby, game)) = last_state(frames) else {
-                continue;
-            };
-            finished |= lobby.is_some_and(|l| l.status == LobbyStatus::Finished);
-            if let Some(g) = game
-                && g.you.is_some()
-                && g.observation.to_act == g.you
-                && let Some(action) = g.observation.legal_actions.first()
-            {
-                next = Some((seat, *action));
-            }
-        }
-        if finished {
-            break;
-        }
-        let (mover, action) = next.ok_or_else(|| fail("no seat to act in a running game"))?;
-        if steps.len() >= STEPS_MAX {
-            return Err(fail("the game did not finish"));
-        }
-        let got = r.send(mover, ClientMessage::Action { action });
-        if got.iter().any(Vec::is_empty) {
-            return Err(RecordError(format!(
-                "move {} reached not every seat",
-                steps.len()
-            )));
-        }
-        // A seat whose view did not change this move keeps its last one for the search.
-        for (seat, frames) in got.iter().enumerate() {
-            latest[seat] = frames.clone();
-        }
-        steps.push(Step {
-            mover: mover as u8,
-            frames: bytes(got),
-        });
-    }
     let returned = bytes(r.send(0, ClientMessage::ReturnToLobby));
     if returned.iter().any(Vec::is_empty) {
         return Err(fail("return_to_lobby reached not every seat"));
@@ -238,4 +175,88 @@ pub fn record() -> Result<Script, RecordError> {
         steps,
         returned,
     })
+}
+
+impl Recorder {
+    /// Every seat connects and says hello: the frames the first got after its
+    /// `welcome`.
+    fn hello_all(&mut self) -> Vec<Utf8Bytes> {
+        let mut hello = Vec::new();
+        for seat in 0..SEATS {
+            self.input(Input::Opened {
+                conn: conn(seat),
+                kind: ConnKind::Player,
+                ip: std::net::IpAddr::from([10, 0, 0, seat as u8 + 1]),
+            });
+            let got = self.send(
+                seat,
+                ClientMessage::Hello {
+                    token: None,
+                    deltas: false,
+                    profile_key: None,
+                },
+            );
+            if seat == 0 {
+                hello = got[0]
+                    .iter()
+                    .filter(|t| peek::frame_type(t) != "welcome")
+                    .map(|t| Utf8Bytes::from(t.clone()))
+                    .collect();
+            }
+        }
+        hello
+    }
+
+    /// The started game played to its end, each move by the seat whose view says it is
+    /// its turn; `latest` holds each seat's frames of the last input that reached it.
+    fn play(&mut self, mut latest: [Vec<String>; SEATS]) -> Result<Vec<Step>, RecordError> {
+        let fail = |what: &str| RecordError(what.to_owned());
+        let mut steps = Vec::new();
+        loop {
+            let (finished, next) = to_act(&latest);
+            if finished {
+                return Ok(steps);
+            }
+            let (mover, action) = next.ok_or_else(|| fail("no seat to act in a running game"))?;
+            if steps.len() >= STEPS_MAX {
+                return Err(fail("the game did not finish"));
+            }
+            let got = self.send(mover, ClientMessage::Action { action });
+            if got.iter().any(Vec::is_empty) {
+                return Err(RecordError(format!(
+                    "move {} reached not every seat",
+                    steps.len()
+                )));
+            }
+            // A seat whose view did not change this move keeps its last one for the search.
+            for (seat, frames) in got.iter().enumerate() {
+                latest[seat] = frames.clone();
+            }
+            steps.push(Step {
+                mover: mover as u8,
+                frames: bytes(got),
+            });
+        }
+    }
+}
+
+/// From each seat's latest frames: whether the game finished, and the seat to act
+/// with its first legal action.
+fn to_act(latest: &[Vec<String>; SEATS]) -> (bool, Option<(usize, Action)>) {
+    let mut next: Option<(usize, Action)> = None;
+    let mut finished = false;
+    for (seat, frames) in latest.iter().enumerate() {
+        let Some((lobby, game)) = last_state(frames) else {
+            continue;
+        };
+        finished |= lobby.is_some_and(|l| l.status == LobbyStatus::Finished);
+        if let Some(g) = game
+            && g.you.is_some()
+            && g.observation.to_act == g.you
+            && let Some(action) = g.observation.legal_actions.first()
+        {
+            next = Some((seat, *action));
+        }
+    }
+    (finished, next)
 }

@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
-use wizard_core::vocabulary::game::{Action, Phase};
+use wizard_core::vocabulary::game::{Action, Event, Phase};
 use wizard_core::vocabulary::wire::held::{HeldState, Taken};
 use wizard_core::vocabulary::wire::{
-    ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server, encode_client, peek,
+    ClientMessage, ErrorCode, LobbyStatus, LobbyView, ServerMessage, decode_server, encode_client,
+    peek,
 };
 
 use super::net::{Ws, connect, source_ip};
-use super::seen::Seen;
+use super::seen::{Seen, StateSeen};
 use crate::{Ctx, Exec};
 
 /// Where a player stands in its script.
@@ -69,6 +70,60 @@ pub(super) enum Wake {
     Timer,
 }
 
+/// How a player's loop goes on after one wake-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    Go,
+    /// Close the connection and stop.
+    Stop,
+    /// The connection ended before the run did, with this close code (1006: none).
+    Ended(u16),
+}
+
+impl Next {
+    /// `Go` if a send went out, `Stop` if the connection is gone.
+    fn sent(ok: bool) -> Next {
+        if ok { Next::Go } else { Next::Stop }
+    }
+}
+
+/// One bot human's script and what it remembers across frames and connections.
+struct Bot {
+    ctx: Rc<Ctx>,
+    g: usize,
+    h: usize,
+    /// The player's index in the run, numbering its source address and think times.
+    index: usize,
+    arrival: Instant,
+    one_game: bool,
+    /// A guest's lobby code.
+    code: Option<String>,
+    /// A host's channel to its guests, for the lobby code.
+    code_tx: Option<async_channel::Sender<String>>,
+    /// The source address of its connections.
+    from: std::net::IpAddr,
+    /// Where the first connection went (a shard's route).
+    path: String,
+    host: bool,
+    step: Step,
+    accepting: bool,
+    pending: Option<Pending>,
+    awaiting: Option<Pending>,
+    /// Moves scheduled, numbering the think times (`--think-jitter-ms`).
+    moves_scheduled: u64,
+    retry_at: Option<Instant>,
+    you: Option<u8>,
+    ai_needed: usize,
+    token: Option<String>,
+    /// The last human of each game is the one that leaves and comes back.
+    rejoins: bool,
+    rejoin_due: bool,
+    last_rejoin: Instant,
+    /// `resume`: the game part of the last state, and when the connection ended.
+    last_game: String,
+    broke: Option<(Instant, String)>,
+}
+
 /// One bot human. The host (`code_tx` set) creates the lobby, adds the AI seats and
 /// starts games; guests join with `code`.
 pub(super) async fn player(
@@ -81,34 +136,13 @@ pub(super) async fn player(
     code_tx: Option<async_channel::Sender<String>>,
 ) {
     let s = &ctx.settings;
-    let index = g * s.humans + h;
-    let from = source_ip(0, index / s.per_ip);
-    // A guest joins at its lobby's shard; a host creates at the run's path.
-    let path = super::shards::route(&ctx, code.as_deref());
-    let Some(mut ws) = open_at(&ctx, from, false, &path).await else {
+    let mut bot = Bot::new(ctx.clone(), g, h, arrival, one_game, code, code_tx);
+    let from = bot.from;
+    let Some(mut ws) = open_at(&ctx, from, false, &bot.path).await else {
         return;
     };
-    let host = code_tx.is_some();
-    let mut step = Step::Hello;
-    let mut accepting = true;
-    let mut pending: Option<Pending> = None;
-    let mut awaiting: Option<Pending> = None;
-    // Moves scheduled, numbering the think times (`--think-jitter-ms`).
-    let mut moves_scheduled: u64 = 0;
-    let mut retry_at: Option<Instant> = None;
-    let mut you: Option<u8> = None;
-    let mut ai_needed = s.seats - s.humans;
     let mut seen = Seen::default();
-    let mut token: Option<String> = None;
-    // Set when the connection ended before the run did: its close code (1006: none).
     let mut ended: Option<u16> = None;
-    // The last human of each game is the one that leaves and comes back.
-    let rejoins = !s.rejoin_every.is_zero() && h + 1 == s.humans;
-    let mut rejoin_due = false;
-    let mut last_rejoin = Instant::now();
-    // `resume`: the game part of the last state, and when the connection ended.
-    let mut last_game = String::new();
-    let mut broke: Option<(Instant, String)> = None;
     // With deltas: the state as this bot holds it (PROTOCOL.md 7.5).
     let mut held = HeldState::default();
     let _ = send(
@@ -124,41 +158,30 @@ pub(super) async fn player(
         if let Some(code) = ended.take() {
             // The connection ended before the run: come back with the token if the
             // server restarted or crashed (`resume`), or stop.
-            let Some(t) = token.as_deref().filter(|_| s.resume && resumable(code)) else {
+            if !(s.resume && resumable(code)) || bot.token.is_none() {
                 break;
-            };
-            {
-                let mut st = ctx.stats.borrow_mut();
-                st.closed();
-                *st.resume_ended.entry(code).or_default() += 1;
             }
-            broke = Some((Instant::now(), std::mem::take(&mut last_game)));
-            let Some(back) = super::resume::reconnect(&ctx, from, t, index).await else {
-                ctx.stats.borrow_mut().resume_failed += 1;
+            let Some(back) = bot.resume(from, code).await else {
                 return;
             };
             ws = back;
             seen = Seen::default();
-            (pending, awaiting, retry_at) = (None, None, None);
         }
-        if rejoin_due && pending.is_none() && awaiting.is_none() {
-            rejoin_due = false;
+        if bot.rejoin_due && bot.pending.is_none() && bot.awaiting.is_none() {
+            bot.rejoin_due = false;
             let _ = ws.close(None).await;
             ctx.stats.borrow_mut().closed();
-            let Some(back) = rejoin(&ctx, from, token.as_deref()).await else {
+            let Some(back) = rejoin(&ctx, from, bot.token.as_deref()).await else {
                 return;
             };
             ws = back;
             seen = Seen::default();
-            last_rejoin = Instant::now();
+            bot.last_rejoin = Instant::now();
         }
-        let mut wake = ctx.deadline;
-        if let Some(p) = pending {
-            wake = wake.min(p.at);
-        }
-        if let Some(r) = retry_at {
-            wake = wake.min(r);
-        }
+        let wake = [bot.pending.map(|p| p.at), bot.retry_at]
+            .into_iter()
+            .flatten()
+            .fold(ctx.deadline, Instant::min);
         let event = async { Wake::Message(ws.next().await) }
             .or(async {
                 Timer::at(wake).await;
@@ -166,318 +189,455 @@ pub(super) async fn player(
             })
             .await;
         let now = Instant::now();
-        match event {
-            Wake::Timer => {
-                if now >= ctx.deadline {
-                    break;
-                }
-                if let Some(p) = pending.filter(|p| p.at <= now) {
-                    pending = None;
-                    awaiting = Some(p);
-                    if !send(&mut ws, &ClientMessage::Action { action: p.action }).await {
-                        break;
-                    }
-                }
-                if retry_at.is_some_and(|r| r <= now) {
-                    retry_at = None;
-                    let message = match step {
-                        Step::Creating => ClientMessage::CreateLobby {
-                            name: format!("Bench {g}"),
-                            public: false,
-                        },
-                        _ => ClientMessage::StartGame,
-                    };
-                    if !send(&mut ws, &message).await {
-                        break;
-                    }
-                }
-            }
-            Wake::Message(None) | Wake::Message(Some(Err(_))) => {
-                if now >= ctx.deadline {
-                    break;
-                }
-                ctx.stats.borrow_mut().honest_closed += 1;
-                ended = Some(1006);
-            }
-            Wake::Message(Some(Ok(Message::Close(frame)))) => {
-                let code = frame.map_or(1005, |f| u16::from(f.code));
-                let mut st = ctx.stats.borrow_mut();
-                if now >= ctx.deadline {
-                    break;
-                }
-                st.honest_closed += 1;
-                match code {
-                    1013 => st.refusals.close_1013 += 1,
-                    1008 => st.refusals.close_1008 += 1,
-                    _ => {}
-                }
-                ended = Some(code);
-            }
-            Wake::Message(Some(Ok(Message::Text(text))))
-                if matches!(peek::frame_type(&text), "state" | "delta") =>
-            {
-                ctx.stats.borrow_mut().state_bytes += text.len() as u64;
-                let text = if s.deltas {
-                    match held.take(&text) {
-                        Ok(Taken::Full | Taken::Delta) => held.text(),
-                        Ok(Taken::Gap) => {
-                            count_error(&ctx, "delta gap");
-                            if !send(&mut ws, &ClientMessage::Resync).await {
-                                break;
-                            }
-                            continue;
-                        }
-                        Ok(Taken::Other) | Err(_) => {
-                            count_error(&ctx, "undecodable");
-                            continue;
-                        }
-                    }
-                } else {
-                    text.as_str()
-                };
-                let want_events = (host && ctx.measuring(now)) || awaiting.is_some();
-                let Some(state) = seen.state(text, want_events) else {
-                    count_error(&ctx, "undecodable");
-                    continue;
-                };
-                if s.resume {
-                    if let Some((at, before)) = broke.take() {
-                        back_in_game(&ctx, at, &before, state.game, state.lobby.is_some());
-                        super::shards::resume_event(&ctx, token.as_deref(), at);
-                    }
-                    last_game.clear();
-                    last_game.push_str(state.game);
-                }
-                let events = &state.events;
-                if let Some((seat, _)) = state.turn {
-                    you = Some(seat);
-                }
-                // Moves applied: counted once per game, from the host's view.
-                if host && ctx.measuring(now) {
-                    let moved = events.iter().filter(|e| e.mover().is_some()).count() as u64;
-                    ctx.stats.borrow_mut().moves += moved;
-                    if moved > 0 {
-                        ctx.game_moved(g, now);
-                    }
-                }
-                if let (Some(Pending { intended, .. }), Some(seat)) = (awaiting, you)
-                    && events.iter().any(|e| e.mover() == Some(seat))
-                {
-                    awaiting = None;
-                    rejoin_due = rejoins
-                        && ctx.measuring(now)
-                        && now.duration_since(last_rejoin) >= s.rejoin_every;
-                    if ctx.measuring(intended) {
-                        let mut st = ctx.stats.borrow_mut();
-                        st.human_moves += 1;
-                        let us = now.saturating_duration_since(intended).as_micros();
-                        st.move_latency.saturating_record(us as u64);
-                    }
-                }
-                let Some(lobby) = state.lobby else {
-                    if step == Step::Hello {
-                        if let Some(code) = &code {
-                            step = Step::Filling;
-                            let join = ClientMessage::JoinLobby {
-                                code: code.clone(),
-                                name: format!("G{h}"),
-                            };
-                            if !send(&mut ws, &join).await {
-                                break;
-                            }
-                        } else if host {
-                            step = Step::Creating;
-                            let create = ClientMessage::CreateLobby {
-                                name: format!("Bench {g}"),
-                                public: false,
-                            };
-                            if !accepting && one_game {
-                                ctx.stats.borrow_mut().refusals.busy_create += 1;
-                                break;
-                            }
-                            if !send(&mut ws, &create).await {
-                                break;
-                            }
-                        }
-                    }
-                    continue;
-                };
-                if host && step == Step::Creating {
-                    step = Step::Filling;
-                    ctx.stats.borrow_mut().lobbies += 1;
-                    super::shards::check_lobby(&ctx, token.as_deref(), &lobby.code);
-                    if let Some(tx) = &code_tx {
-                        for _ in 1..s.humans {
-                            let _ = tx.try_send(lobby.code.clone());
-                        }
-                    }
-                }
-                if host && step == Step::Filling && ai_needed > 0 {
-                    while ai_needed > 0 {
-                        ai_needed -= 1;
-                        if !send(&mut ws, &ClientMessage::AddAi { level: None }).await {
-                            break;
-                        }
-                    }
-                }
-                let ready = lobby.players.len() >= s.seats;
-                let status = lobby.status;
-                match status {
-                    LobbyStatus::Waiting
-                        if host
-                            && ready
-                            && matches!(step, Step::Filling | Step::Returned)
-                            && retry_at.is_none() =>
-                    {
-                        step = Step::Starting;
-                        if !send(&mut ws, &ClientMessage::StartGame).await {
-                            break;
-                        }
-                    }
-                    LobbyStatus::Playing if step != Step::Playing => {
-                        if host {
-                            ctx.game_playing(g, true, now);
-                            let mut st = ctx.stats.borrow_mut();
-                            st.games_started += 1;
-                            if one_game {
-                                let us = now.saturating_duration_since(arrival).as_micros();
-                                st.start_latency.saturating_record(us as u64);
-                            }
-                        }
-                        step = Step::Playing;
-                    }
-                    LobbyStatus::Finished if step == Step::Playing => {
-                        if host {
-                            ctx.game_playing(g, false, now);
-                            let scored = every_round_scored(state.game);
-                            super::shards::game_finished(&ctx, &lobby.code);
-                            let mut st = ctx.stats.borrow_mut();
-                            st.games_finished += 1;
-                            if !scored {
-                                st.games_unscored += 1;
-                            }
-                        }
-                        pending = None;
-                        awaiting = None;
-                        if one_game {
-                            break;
-                        }
-                        if host {
-                            step = Step::Returned;
-                            if !send(&mut ws, &ClientMessage::ReturnToLobby).await {
-                                break;
-                            }
-                        } else {
-                            step = Step::Filling;
-                        }
-                    }
-                    _ => {}
-                }
-                // Our turn per the latest state: schedule the move (once per turn).
-                if status == LobbyStatus::Playing
-                    && pending.is_none()
-                    && awaiting.is_none()
-                    && let Some(Some(game)) = state.game_to_act_on()
-                {
-                    let obs = &game.observation;
-                    if game.you.is_some()
-                        && obs.to_act == game.you
-                        && obs.phase != Phase::Finished
-                        && let Some(action) = obs.legal_actions.first()
-                    {
-                        let think = Duration::from_micros(super::think_us(
-                            s.think,
-                            s.think_jitter,
-                            index,
-                            moves_scheduled,
-                        ));
-                        moves_scheduled += 1;
-                        pending = Some(Pending {
-                            at: now + think,
-                            intended: now + think,
-                            action: *action,
-                        });
-                    }
-                }
-            }
-            Wake::Message(Some(Ok(Message::Text(text)))) => {
-                let Ok(message) = decode_server(text.as_str()) else {
-                    count_error(&ctx, "undecodable");
-                    continue;
-                };
-                match message {
-                    ServerMessage::Welcome { token: t, .. } => {
-                        ctx.stats.borrow_mut().welcomed += 1;
-                        if token.is_none() {
-                            super::shards::check_welcome(&ctx, &path, &t);
-                        }
-                        token = Some(t);
-                    }
-                    ServerMessage::ServerStatus {
-                        accepting_games, ..
-                    } => accepting = accepting_games,
-                    // The load generator's players do not chat.
-                    ServerMessage::Chat { .. } | ServerMessage::ChatGap { .. } => {}
-                    // Nor do they keep profiles.
-                    ServerMessage::Profile { .. } | ServerMessage::ProfileDeleted { .. } => {}
-                    // Nor queue for quick play or list tables.
-                    ServerMessage::Queued { .. }
-                    | ServerMessage::Matched { .. }
-                    | ServerMessage::Tables { .. } => {}
-                    ServerMessage::Error {
-                        code: err,
-                        retry_after_ms,
-                        ..
-                    } => {
-                        if err == ErrorCode::RateLimited
-                            && let Some(p) = awaiting.take()
-                        {
-                            // The move was dropped: send it again when allowed; its
-                            // latency still counts from the first intended time.
-                            let wait = Duration::from_millis(retry_after_ms.unwrap_or(100).max(1));
-                            pending = Some(Pending {
-                                at: now + wait,
-                                ..p
-                            });
-                        }
-                        let give_up = {
-                            let mut st = ctx.stats.borrow_mut();
-                            match (err, step) {
-                                (ErrorCode::Busy, Step::Creating) => st.refusals.busy_create += 1,
-                                (ErrorCode::Busy, Step::Starting) => st.refusals.busy_start += 1,
-                                (ErrorCode::Busy, _) => st.refusals.busy_connection += 1,
-                                (ErrorCode::RateLimited, _) => st.refusals.rate_limited += 1,
-                                (other, _) => {
-                                    *st.errors.entry(format!("{other:?}")).or_default() += 1
-                                }
-                            }
-                            if err == ErrorCode::WrongShard {
-                                st.misroute(format!("wrong_shard at {path}"));
-                            }
-                            err == ErrorCode::Busy
-                                && matches!(step, Step::Creating | Step::Starting)
-                        };
-                        if give_up {
-                            if one_game {
-                                // Open-loop arrivals take a refusal as the answer.
-                                break;
-                            }
-                            // As PROTOCOL.md 6.2 asks: no sooner than `busy` says.
-                            let wait = retry_after_ms.unwrap_or(1000).max(1);
-                            retry_at = Some(now + Duration::from_millis(wait));
-                        }
-                    }
-                    // A `state` that does not start as the core writes it.
-                    ServerMessage::State { .. } | ServerMessage::Delta { .. } => {
-                        count_error(&ctx, "state layout")
-                    }
-                }
-            }
-            Wake::Message(Some(Ok(_))) => {}
+        let next = bot.on_wake(&mut ws, &mut seen, &mut held, event, now).await;
+        match next {
+            Next::Go => {}
+            Next::Stop => break,
+            Next::Ended(code) => ended = Some(code),
         }
     }
     let _ = ws.close(None).await;
     ctx.stats.borrow_mut().closed();
+}
+
+/// A `state` or `delta` frame as the whole state's text: itself without deltas, the
+/// held state after it with them; `Err` when there is no state to read (a gap asks for
+/// a resync).
+async fn state_text<'t>(
+    ctx: &Ctx,
+    ws: &mut Ws,
+    held: &'t mut HeldState,
+    text: &'t str,
+) -> Result<&'t str, Next> {
+    if !ctx.settings.deltas {
+        return Ok(text);
+    }
+    match held.take(text) {
+        Ok(Taken::Full | Taken::Delta) => Ok(held.text()),
+        Ok(Taken::Gap) => {
+            count_error(ctx, "delta gap");
+            Err(Next::sent(send(ws, &ClientMessage::Resync).await))
+        }
+        Ok(Taken::Other) | Err(_) => {
+            count_error(ctx, "undecodable");
+            Err(Next::Go)
+        }
+    }
+}
+
+impl Bot {
+    /// A bot about to connect: player `h` of game `g`, a guest with `code` or the host
+    /// with `code_tx`.
+    fn new(
+        ctx: Rc<Ctx>,
+        g: usize,
+        h: usize,
+        arrival: Instant,
+        one_game: bool,
+        code: Option<String>,
+        code_tx: Option<async_channel::Sender<String>>,
+    ) -> Bot {
+        let s = &ctx.settings;
+        let index = g * s.humans + h;
+        Bot {
+            from: source_ip(0, index / s.per_ip),
+            // A guest joins at its lobby's shard; a host creates at the run's path.
+            path: super::shards::route(&ctx, code.as_deref()),
+            g,
+            h,
+            index,
+            arrival,
+            one_game,
+            code,
+            host: code_tx.is_some(),
+            code_tx,
+            step: Step::Hello,
+            accepting: true,
+            pending: None,
+            awaiting: None,
+            moves_scheduled: 0,
+            retry_at: None,
+            you: None,
+            ai_needed: s.seats - s.humans,
+            token: None,
+            rejoins: !s.rejoin_every.is_zero() && h + 1 == s.humans,
+            rejoin_due: false,
+            last_rejoin: Instant::now(),
+            last_game: String::new(),
+            broke: None,
+            ctx,
+        }
+    }
+
+    /// What woke the loop: the timer, the connection's end, a state, or another frame.
+    async fn on_wake(
+        &mut self,
+        ws: &mut Ws,
+        seen: &mut Seen,
+        held: &mut HeldState,
+        event: Wake,
+        now: Instant,
+    ) -> Next {
+        match event {
+            Wake::Timer if now >= self.ctx.deadline => Next::Stop,
+            Wake::Timer => self.on_timer(ws, now).await,
+            Wake::Message(None) | Wake::Message(Some(Err(_))) => self.on_end(now, None),
+            Wake::Message(Some(Ok(Message::Close(frame)))) => {
+                let code = frame.map_or(1005, |f| u16::from(f.code));
+                self.on_end(now, Some(code))
+            }
+            Wake::Message(Some(Ok(Message::Text(text))))
+                if matches!(peek::frame_type(&text), "state" | "delta") =>
+            {
+                self.ctx.stats.borrow_mut().state_bytes += text.len() as u64;
+                match state_text(&self.ctx, ws, held, &text).await {
+                    Ok(text) => {
+                        let want_events =
+                            (self.host && self.ctx.measuring(now)) || self.awaiting.is_some();
+                        match seen.state(text, want_events) {
+                            Some(state) => self.on_state(ws, &state, now).await,
+                            None => {
+                                count_error(&self.ctx, "undecodable");
+                                Next::Go
+                            }
+                        }
+                    }
+                    Err(next) => next,
+                }
+            }
+            Wake::Message(Some(Ok(Message::Text(text)))) => match decode_server(text.as_str()) {
+                Ok(message) => self.on_message(message, now),
+                Err(_) => {
+                    count_error(&self.ctx, "undecodable");
+                    Next::Go
+                }
+            },
+            Wake::Message(Some(Ok(_))) => Next::Go,
+        }
+    }
+
+    /// The connection ended before the run with `code`: counted, and come back with the
+    /// token; `None` if the server did not take it back.
+    async fn resume(&mut self, from: std::net::IpAddr, code: u16) -> Option<Ws> {
+        let token = self.token.as_deref()?;
+        {
+            let mut st = self.ctx.stats.borrow_mut();
+            st.closed();
+            *st.resume_ended.entry(code).or_default() += 1;
+        }
+        self.broke = Some((Instant::now(), std::mem::take(&mut self.last_game)));
+        let Some(back) = super::resume::reconnect(&self.ctx, from, token, self.index).await else {
+            self.ctx.stats.borrow_mut().resume_failed += 1;
+            return None;
+        };
+        (self.pending, self.awaiting, self.retry_at) = (None, None, None);
+        Some(back)
+    }
+
+    /// A timer fired before the deadline: send the move or the retry that is due.
+    async fn on_timer(&mut self, ws: &mut Ws, now: Instant) -> Next {
+        if let Some(p) = self.pending.filter(|p| p.at <= now) {
+            self.pending = None;
+            self.awaiting = Some(p);
+            if !send(ws, &ClientMessage::Action { action: p.action }).await {
+                return Next::Stop;
+            }
+        }
+        if self.retry_at.is_some_and(|r| r <= now) {
+            self.retry_at = None;
+            let message = match self.step {
+                Step::Creating => self.create_lobby(),
+                _ => ClientMessage::StartGame,
+            };
+            return Next::sent(send(ws, &message).await);
+        }
+        Next::Go
+    }
+
+    fn create_lobby(&self) -> ClientMessage {
+        ClientMessage::CreateLobby {
+            name: format!("Bench {}", self.g),
+            public: false,
+        }
+    }
+
+    /// The connection ended, with a close `code` or without one (`None`): counted,
+    /// unless the run is over.
+    fn on_end(&mut self, now: Instant, code: Option<u16>) -> Next {
+        if now >= self.ctx.deadline {
+            return Next::Stop;
+        }
+        let mut st = self.ctx.stats.borrow_mut();
+        st.honest_closed += 1;
+        match code {
+            Some(1013) => st.refusals.close_1013 += 1,
+            Some(1008) => st.refusals.close_1008 += 1,
+            _ => {}
+        }
+        Next::Ended(code.unwrap_or(1006))
+    }
+
+    /// A whole state: the moves it shows counted, then the script's next step.
+    async fn on_state(&mut self, ws: &mut Ws, state: &StateSeen<'_, '_>, now: Instant) -> Next {
+        if self.ctx.settings.resume {
+            if let Some((at, before)) = self.broke.take() {
+                back_in_game(&self.ctx, at, &before, state.game, state.lobby.is_some());
+                super::shards::resume_event(&self.ctx, self.token.as_deref(), at);
+            }
+            self.last_game.clear();
+            self.last_game.push_str(state.game);
+        }
+        if let Some((seat, _)) = state.turn {
+            self.you = Some(seat);
+        }
+        self.count_moves(&state.events, now);
+        let Some(lobby) = state.lobby else {
+            return self.before_lobby(ws).await;
+        };
+        if self.host && self.step == Step::Creating {
+            self.step = Step::Filling;
+            self.ctx.stats.borrow_mut().lobbies += 1;
+            super::shards::check_lobby(&self.ctx, self.token.as_deref(), &lobby.code);
+            if let Some(tx) = &self.code_tx {
+                for _ in 1..self.ctx.settings.humans {
+                    let _ = tx.try_send(lobby.code.clone());
+                }
+            }
+        }
+        if self.host && self.step == Step::Filling {
+            while self.ai_needed > 0 {
+                self.ai_needed -= 1;
+                if !send(ws, &ClientMessage::AddAi { level: None }).await {
+                    break;
+                }
+            }
+        }
+        if self.on_status(ws, lobby, state.game, now).await == Next::Stop {
+            return Next::Stop;
+        }
+        if lobby.status == LobbyStatus::Playing {
+            self.schedule_move(state, now);
+        }
+        Next::Go
+    }
+
+    /// Moves applied, counted once per game from the host's view; and this bot's own
+    /// awaited move, timed from when it was meant to be sent.
+    fn count_moves(&mut self, events: &[Event], now: Instant) {
+        let ctx = &self.ctx;
+        if self.host && ctx.measuring(now) {
+            let moved = events.iter().filter(|e| e.mover().is_some()).count() as u64;
+            ctx.stats.borrow_mut().moves += moved;
+            if moved > 0 {
+                ctx.game_moved(self.g, now);
+            }
+        }
+        if let (Some(Pending { intended, .. }), Some(seat)) = (self.awaiting, self.you)
+            && events.iter().any(|e| e.mover() == Some(seat))
+        {
+            self.awaiting = None;
+            self.rejoin_due = self.rejoins
+                && ctx.measuring(now)
+                && now.duration_since(self.last_rejoin) >= ctx.settings.rejoin_every;
+            if ctx.measuring(intended) {
+                let mut st = ctx.stats.borrow_mut();
+                st.human_moves += 1;
+                let us = now.saturating_duration_since(intended).as_micros();
+                st.move_latency.saturating_record(us as u64);
+            }
+        }
+    }
+
+    /// A state with no lobby: after hello, a guest joins its lobby and a host creates one.
+    async fn before_lobby(&mut self, ws: &mut Ws) -> Next {
+        if self.step != Step::Hello {
+            return Next::Go;
+        }
+        if let Some(code) = &self.code {
+            self.step = Step::Filling;
+            let join = ClientMessage::JoinLobby {
+                code: code.clone(),
+                name: format!("G{}", self.h),
+            };
+            return Next::sent(send(ws, &join).await);
+        }
+        if !self.host {
+            return Next::Go;
+        }
+        self.step = Step::Creating;
+        if !self.accepting && self.one_game {
+            self.ctx.stats.borrow_mut().refusals.busy_create += 1;
+            return Next::Stop;
+        }
+        Next::sent(send(ws, &self.create_lobby()).await)
+    }
+
+    /// The lobby's status against the script: a full lobby started, a started game
+    /// counted, a finished one counted and returned to the lobby (or the end of a
+    /// one-game run).
+    async fn on_status(
+        &mut self,
+        ws: &mut Ws,
+        lobby: &LobbyView,
+        game: &str,
+        now: Instant,
+    ) -> Next {
+        let ctx = &self.ctx;
+        let ready = lobby.players.len() >= ctx.settings.seats;
+        match lobby.status {
+            LobbyStatus::Waiting
+                if self.host
+                    && ready
+                    && matches!(self.step, Step::Filling | Step::Returned)
+                    && self.retry_at.is_none() =>
+            {
+                self.step = Step::Starting;
+                Next::sent(send(ws, &ClientMessage::StartGame).await)
+            }
+            LobbyStatus::Playing if self.step != Step::Playing => {
+                if self.host {
+                    ctx.game_playing(self.g, true, now);
+                    let mut st = ctx.stats.borrow_mut();
+                    st.games_started += 1;
+                    if self.one_game {
+                        let us = now.saturating_duration_since(self.arrival).as_micros();
+                        st.start_latency.saturating_record(us as u64);
+                    }
+                }
+                self.step = Step::Playing;
+                Next::Go
+            }
+            LobbyStatus::Finished if self.step == Step::Playing => {
+                if self.host {
+                    ctx.game_playing(self.g, false, now);
+                    let scored = every_round_scored(game);
+                    super::shards::game_finished(ctx, &lobby.code);
+                    let mut st = ctx.stats.borrow_mut();
+                    st.games_finished += 1;
+                    if !scored {
+                        st.games_unscored += 1;
+                    }
+                }
+                self.pending = None;
+                self.awaiting = None;
+                if self.one_game {
+                    return Next::Stop;
+                }
+                if self.host {
+                    self.step = Step::Returned;
+                    Next::sent(send(ws, &ClientMessage::ReturnToLobby).await)
+                } else {
+                    self.step = Step::Filling;
+                    Next::Go
+                }
+            }
+            _ => Next::Go,
+        }
+    }
+
+    /// Our turn per the latest state: schedule the move (once per turn).
+    fn schedule_move(&mut self, state: &StateSeen<'_, '_>, now: Instant) {
+        if self.pending.is_some() || self.awaiting.is_some() {
+            return;
+        }
+        let Some(Some(game)) = state.game_to_act_on() else {
+            return;
+        };
+        let obs = &game.observation;
+        if game.you.is_some()
+            && obs.to_act == game.you
+            && obs.phase != Phase::Finished
+            && let Some(action) = obs.legal_actions.first()
+        {
+            let s = &self.ctx.settings;
+            let think = Duration::from_micros(super::think_us(
+                s.think,
+                s.think_jitter,
+                self.index,
+                self.moves_scheduled,
+            ));
+            self.moves_scheduled += 1;
+            self.pending = Some(Pending {
+                at: now + think,
+                intended: now + think,
+                action: *action,
+            });
+        }
+    }
+
+    /// Any frame but a state.
+    fn on_message(&mut self, message: ServerMessage, now: Instant) -> Next {
+        match message {
+            ServerMessage::Welcome { token: t, .. } => {
+                self.ctx.stats.borrow_mut().welcomed += 1;
+                if self.token.is_none() {
+                    super::shards::check_welcome(&self.ctx, &self.path, &t);
+                }
+                self.token = Some(t);
+            }
+            ServerMessage::ServerStatus {
+                accepting_games, ..
+            } => self.accepting = accepting_games,
+            // The load generator's players do not chat.
+            ServerMessage::Chat { .. } | ServerMessage::ChatGap { .. } => {}
+            // Nor do they keep profiles.
+            ServerMessage::Profile { .. } | ServerMessage::ProfileDeleted { .. } => {}
+            // Nor queue for quick play or list tables.
+            ServerMessage::Queued { .. }
+            | ServerMessage::Matched { .. }
+            | ServerMessage::Tables { .. } => {}
+            ServerMessage::Error {
+                code,
+                retry_after_ms,
+                ..
+            } => return self.on_error(code, retry_after_ms, now),
+            // A `state` that does not start as the core writes it.
+            ServerMessage::State { .. } | ServerMessage::Delta { .. } => {
+                count_error(&self.ctx, "state layout")
+            }
+        }
+        Next::Go
+    }
+
+    /// An error frame: a rate-limited move sent again when allowed; a `busy` refusal
+    /// of a create or a start retried no sooner than it says (or, open-loop, the end).
+    fn on_error(&mut self, err: ErrorCode, retry_after_ms: Option<u64>, now: Instant) -> Next {
+        if err == ErrorCode::RateLimited
+            && let Some(p) = self.awaiting.take()
+        {
+            // The move was dropped: send it again when allowed; its
+            // latency still counts from the first intended time.
+            let wait = Duration::from_millis(retry_after_ms.unwrap_or(100).max(1));
+            self.pending = Some(Pending {
+                at: now + wait,
+                ..p
+            });
+        }
+        let give_up = {
+            let mut st = self.ctx.stats.borrow_mut();
+            match (err, self.step) {
+                (ErrorCode::Busy, Step::Creating) => st.refusals.busy_create += 1,
+                (ErrorCode::Busy, Step::Starting) => st.refusals.busy_start += 1,
+                (ErrorCode::Busy, _) => st.refusals.busy_connection += 1,
+                (ErrorCode::RateLimited, _) => st.refusals.rate_limited += 1,
+                (other, _) => *st.errors.entry(format!("{other:?}")).or_default() += 1,
+            }
+            if err == ErrorCode::WrongShard {
+                st.misroute(format!("wrong_shard at {}", self.path));
+            }
+            err == ErrorCode::Busy && matches!(self.step, Step::Creating | Step::Starting)
+        };
+        if give_up {
+            if self.one_game {
+                // Open-loop arrivals take a refusal as the answer.
+                return Next::Stop;
+            }
+            // As PROTOCOL.md 6.2 asks: no sooner than `busy` says.
+            let wait = retry_after_ms.unwrap_or(1000).max(1);
+            self.retry_at = Some(now + Duration::from_millis(wait));
+        }
+        Next::Go
+    }
 }
 
 /// Whether a connection that ended with `code` is one a client comes back from: the

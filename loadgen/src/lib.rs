@@ -569,10 +569,30 @@ async fn run_async(ex: Exec, settings: Settings) -> Result<Report, String> {
         return finish(ctx, t0, idle, None, None);
     }
 
+    let mut tasks = spawn_games(&ex, &ctx, t0);
+    if settings.phases > 0 {
+        return phases::run(&ex, &ctx, tasks, &server, t0).await;
+    }
+    if let Some(attack) = settings.attack {
+        let w = Window {
+            start: window_start,
+            end: deadline,
+        };
+        for i in 0..settings.attack_conns.max(1) {
+            tasks.push(ex.spawn(attack_task(ctx.clone(), attack, i, w)));
+        }
+    }
+
+    let (server_json, own_json) = sample_window(&ctx, &server, &own, tasks).await;
+    finish(ctx, t0, Value::Null, Some(server_json), Some(own_json))
+}
+
+/// The games' tasks: open loop (arrival g at the window's start + g / rate, whatever
+/// happened to earlier ones), or `games` games started over the ramp.
+fn spawn_games(ex: &Exec, ctx: &Rc<Ctx>, t0: Instant) -> Vec<smol::Task<()>> {
+    let settings = &ctx.settings;
     let mut tasks = Vec::new();
     if settings.arrival_rate > 0.0 {
-        // Open loop: arrival g at window start + g / rate, whatever happened to
-        // earlier ones.
         let ctx2 = ctx.clone();
         let ex2 = ex.clone();
         tasks.push(ex.spawn(async move {
@@ -601,21 +621,19 @@ async fn run_async(ex: Exec, settings: Settings) -> Result<Report, String> {
             tasks.push(ex.spawn(game(ex.clone(), ctx.clone(), g, at, false)));
         }
     }
-    if settings.phases > 0 {
-        return phases::run(&ex, &ctx, tasks, &server, t0).await;
-    }
-    if let Some(attack) = settings.attack {
-        let w = Window {
-            start: window_start,
-            end: deadline,
-        };
-        for i in 0..settings.attack_conns.max(1) {
-            tasks.push(ex.spawn(attack_task(ctx.clone(), attack, i, w)));
-        }
-    }
+    tasks
+}
 
-    // Sample the server: CPU at the window's start and end, RSS every second.
-    Timer::at(window_start).await;
+/// Samples the server over the window (CPU at its start and end, RSS every second) and
+/// this process (CPU), then waits for `tasks` to close; the two windows as JSON.
+async fn sample_window(
+    ctx: &Ctx,
+    server: &procfs::Sampler,
+    own: &procfs::Sampler,
+    tasks: Vec<smol::Task<()>>,
+) -> (Value, Value) {
+    let deadline = ctx.deadline;
+    Timer::at(ctx.window_start).await;
     let server_start = server.sample();
     let own_start = own.sample();
     let mut rss_max = server_start.as_ref().map_or(0, |s| s.rss_kib);
@@ -637,9 +655,10 @@ async fn run_async(ex: Exec, settings: Settings) -> Result<Report, String> {
         Timer::after(Duration::from_secs(5)).await;
     })
     .await;
-    let server_json = procfs::window_json(server_start, server_end, rss_max, settings.server_pid);
+    let pid = ctx.settings.server_pid;
+    let server_json = procfs::window_json(server_start, server_end, rss_max, pid);
     let own_json = procfs::window_json(own_start, own_end, 0, Some(std::process::id()));
-    finish(ctx, t0, Value::Null, Some(server_json), Some(own_json))
+    (server_json, own_json)
 }
 
 fn finish(

@@ -127,122 +127,8 @@ fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
             let mut s = bench::Settings::new(addr);
             s.path = path;
             s.history = Some(PathBuf::from(DEFAULT_HISTORY));
-            for (k, v) in &pairs {
-                let v = v.as_str();
-                match k.as_str() {
-                    "--url" => {}
-                    "--server-pid" => s.server_pid = Some(num(Some(v), k, 0u32)?),
-                    "--games" => s.games = num(Some(v), k, 0)?,
-                    "--humans" => s.humans = num(Some(v), k, 0)?,
-                    "--seats" => s.seats = num(Some(v), k, 0)?,
-                    "--pacing" => {
-                        s.pacing = match v {
-                            "realistic" => bench::Pacing::Realistic,
-                            "full" => bench::Pacing::Full,
-                            _ => {
-                                return Err(Exit::Usage(format!(
-                                    "--pacing: realistic or full, not {v:?}"
-                                )));
-                            }
-                        };
-                        s.think = match s.pacing {
-                            bench::Pacing::Realistic => Duration::from_millis(1500),
-                            bench::Pacing::Full => Duration::ZERO,
-                        };
-                    }
-                    "--think-ms"
-                    | "--think-jitter-ms"
-                    | "--duration"
-                    | "--ramp"
-                    | "--warmup"
-                    | "--per-ip"
-                    | "--arrival-rate"
-                    | "--attack"
-                    | "--attack-conns"
-                    | "--attack-count"
-                    | "--attack-ips"
-                    | "--idle"
-                    | "--history"
-                    | "--label"
-                    | "--attack-rate"
-                    | "--attack-cpus"
-                    | "--phases"
-                    | "--phase-duration"
-                    | "--baseline-duration"
-                    | "--stall-after"
-                    | "--health-every-ms"
-                    | "--rejoin-every"
-                    | "--newcomer-every"
-                    | "--newcomer-lobby"
-                    | "--resume"
-                    | "--deltas"
-                    | "--shard-routes"
-                    | "--resume-log"
-                    | "--worker-start-unix-ms"
-                    | "--worker-end-unix-ms" => {}
-                    other => return Err(Exit::Usage(format!("unknown argument {other}"))),
-                }
-            }
-            // Second pass: options that override what --pacing set.
-            for (k, v) in &pairs {
-                let v = v.as_str();
-                match k.as_str() {
-                    "--think-ms" => s.think = Duration::from_millis(num(Some(v), k, 0)?),
-                    "--think-jitter-ms" => {
-                        s.think_jitter = Duration::from_millis(num(Some(v), k, 0)?);
-                    }
-                    "--duration" => s.duration = secs(v, k)?,
-                    "--ramp" => s.ramp = secs(v, k)?,
-                    "--warmup" => s.warmup = secs(v, k)?,
-                    "--per-ip" => s.per_ip = num(Some(v), k, 0)?,
-                    "--arrival-rate" => s.arrival_rate = num(Some(v), k, 0.0)?,
-                    "--attack" => {
-                        s.attack = Some(bench::Attack::parse(v).ok_or_else(|| {
-                            format!("--attack: {}, not {v:?}", bench::Attack::names())
-                        })?);
-                    }
-                    "--attack-conns" => s.attack_conns = num(Some(v), k, 0)?,
-                    "--attack-count" => s.attack_count = num(Some(v), k, 0)?,
-                    "--attack-ips" => s.attack_ips = num(Some(v), k, 0)?,
-                    "--idle" => s.idle = num(Some(v), k, 0)?,
-                    "--attack-rate" => s.attack_rate = num(Some(v), k, 0.0)?,
-                    "--attack-cpus" => {
-                        s.attack_cpus = v
-                            .split(',')
-                            .map(|c| num(Some(c.trim()), k, 0usize))
-                            .collect::<Result<_, _>>()?;
-                    }
-                    "--phases" => s.phases = num(Some(v), k, 0)?,
-                    "--phase-duration" => s.phase_duration = secs(v, k)?,
-                    "--baseline-duration" => s.baseline_duration = secs(v, k)?,
-                    "--stall-after" => s.stall_after = secs(v, k)?,
-                    "--health-every-ms" => {
-                        s.health_every = Duration::from_millis(num(Some(v), k, 0)?)
-                    }
-                    "--rejoin-every" => s.rejoin_every = secs(v, k)?,
-                    "--newcomer-every" => s.newcomer_every = secs(v, k)?,
-                    "--newcomer-lobby" => s.newcomer_lobby = v != "0",
-                    "--resume" => s.resume = v != "0",
-                    "--deltas" => s.deltas = v != "0",
-                    "--shard-routes" => s.shard_routes = v != "0",
-                    "--resume-log" => s.resume_log = Some(PathBuf::from(v)),
-                    "--history" => {
-                        s.history = (v != "none").then(|| PathBuf::from(v));
-                    }
-                    "--label" => s.label = v.to_owned(),
-                    "--worker-start-unix-ms" | "--worker-end-unix-ms" => {
-                        let ms = num(Some(v), k, 0u64)?;
-                        let (mut a, mut b) = s.worker_window_unix_ms.unwrap_or((ms, ms));
-                        if k == "--worker-start-unix-ms" {
-                            a = ms;
-                        } else {
-                            b = ms;
-                        }
-                        s.worker_window_unix_ms = Some((a, b));
-                    }
-                    _ => {}
-                }
-            }
+            set_shape(&mut s, &pairs)?;
+            set_overrides(&mut s, &pairs)?;
             if s.arrival_rate > 0.0 && get("--games").is_none() {
                 // Arrivals go on for the whole duration unless capped with --games.
                 s.games = 0;
@@ -251,24 +137,155 @@ fn real_main(mut args: Vec<String>) -> Result<String, Exit> {
             if s.worker_window_unix_ms.is_some() {
                 return bench::attack_worker(s).map_err(Exit::Failed);
             }
-            let report = bench::run(s).map_err(Exit::Failed)?;
-            let mut out = String::new();
-            if let Some(phases) = report.line["phases"].as_array() {
-                for p in phases {
-                    out.push_str(&format!("PHASE {p}\n"));
-                }
-                out.push_str(&format!("MATRIX {}\n", report.line["results"]["matrix"]));
-            }
-            out.push_str(&bench::summary(&report.line));
-            if report.line["phases"].is_array() {
-                out.push_str(&bench::phase_table(&report.line));
-            }
-            if let Some(h) = report.line["history"].as_str() {
-                out.push_str(&format!("appended to {h}\n"));
-            }
-            Ok(out)
+            run(s)
         }
     }
+}
+
+/// `run`'s first pass over its flags: the run's shape and `--pacing` (which sets the
+/// think time), every other flag of `run` known and left to [`set_overrides`].
+fn set_shape(s: &mut bench::Settings, pairs: &[(String, String)]) -> Result<(), Exit> {
+    for (k, v) in pairs {
+        let v = v.as_str();
+        match k.as_str() {
+            "--url" => {}
+            "--server-pid" => s.server_pid = Some(num(Some(v), k, 0u32)?),
+            "--games" => s.games = num(Some(v), k, 0)?,
+            "--humans" => s.humans = num(Some(v), k, 0)?,
+            "--seats" => s.seats = num(Some(v), k, 0)?,
+            "--pacing" => {
+                s.pacing = match v {
+                    "realistic" => bench::Pacing::Realistic,
+                    "full" => bench::Pacing::Full,
+                    _ => {
+                        return Err(Exit::Usage(format!(
+                            "--pacing: realistic or full, not {v:?}"
+                        )));
+                    }
+                };
+                s.think = match s.pacing {
+                    bench::Pacing::Realistic => Duration::from_millis(1500),
+                    bench::Pacing::Full => Duration::ZERO,
+                };
+            }
+            "--think-ms"
+            | "--think-jitter-ms"
+            | "--duration"
+            | "--ramp"
+            | "--warmup"
+            | "--per-ip"
+            | "--arrival-rate"
+            | "--attack"
+            | "--attack-conns"
+            | "--attack-count"
+            | "--attack-ips"
+            | "--idle"
+            | "--history"
+            | "--label"
+            | "--attack-rate"
+            | "--attack-cpus"
+            | "--phases"
+            | "--phase-duration"
+            | "--baseline-duration"
+            | "--stall-after"
+            | "--health-every-ms"
+            | "--rejoin-every"
+            | "--newcomer-every"
+            | "--newcomer-lobby"
+            | "--resume"
+            | "--deltas"
+            | "--shard-routes"
+            | "--resume-log"
+            | "--worker-start-unix-ms"
+            | "--worker-end-unix-ms" => {}
+            other => return Err(Exit::Usage(format!("unknown argument {other}"))),
+        }
+    }
+    Ok(())
+}
+
+/// `run`'s second pass: options that override what `--pacing` set.
+fn set_overrides(s: &mut bench::Settings, pairs: &[(String, String)]) -> Result<(), Exit> {
+    for (k, v) in pairs {
+        let v = v.as_str();
+        match k.as_str() {
+            "--think-ms" => s.think = Duration::from_millis(num(Some(v), k, 0)?),
+            "--think-jitter-ms" => {
+                s.think_jitter = Duration::from_millis(num(Some(v), k, 0)?);
+            }
+            "--duration" => s.duration = secs(v, k)?,
+            "--ramp" => s.ramp = secs(v, k)?,
+            "--warmup" => s.warmup = secs(v, k)?,
+            "--per-ip" => s.per_ip = num(Some(v), k, 0)?,
+            "--arrival-rate" => s.arrival_rate = num(Some(v), k, 0.0)?,
+            "--attack" => {
+                s.attack =
+                    Some(bench::Attack::parse(v).ok_or_else(|| {
+                        format!("--attack: {}, not {v:?}", bench::Attack::names())
+                    })?);
+            }
+            "--attack-conns" => s.attack_conns = num(Some(v), k, 0)?,
+            "--attack-count" => s.attack_count = num(Some(v), k, 0)?,
+            "--attack-ips" => s.attack_ips = num(Some(v), k, 0)?,
+            "--idle" => s.idle = num(Some(v), k, 0)?,
+            "--attack-rate" => s.attack_rate = num(Some(v), k, 0.0)?,
+            "--attack-cpus" => {
+                s.attack_cpus = v
+                    .split(',')
+                    .map(|c| num(Some(c.trim()), k, 0usize))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--phases" => s.phases = num(Some(v), k, 0)?,
+            "--phase-duration" => s.phase_duration = secs(v, k)?,
+            "--baseline-duration" => s.baseline_duration = secs(v, k)?,
+            "--stall-after" => s.stall_after = secs(v, k)?,
+            "--health-every-ms" => s.health_every = Duration::from_millis(num(Some(v), k, 0)?),
+            "--rejoin-every" => s.rejoin_every = secs(v, k)?,
+            "--newcomer-every" => s.newcomer_every = secs(v, k)?,
+            "--newcomer-lobby" => s.newcomer_lobby = v != "0",
+            "--resume" => s.resume = v != "0",
+            "--deltas" => s.deltas = v != "0",
+            "--shard-routes" => s.shard_routes = v != "0",
+            "--resume-log" => s.resume_log = Some(PathBuf::from(v)),
+            "--history" => {
+                s.history = (v != "none").then(|| PathBuf::from(v));
+            }
+            "--label" => s.label = v.to_owned(),
+            "--worker-start-unix-ms" | "--worker-end-unix-ms" => {
+                let ms = num(Some(v), k, 0u64)?;
+                let (mut a, mut b) = s.worker_window_unix_ms.unwrap_or((ms, ms));
+                if k == "--worker-start-unix-ms" {
+                    a = ms;
+                } else {
+                    b = ms;
+                }
+                s.worker_window_unix_ms = Some((a, b));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs the load and writes its report: the phases and their matrix, the summary, the
+/// history line's file.
+fn run(s: bench::Settings) -> Result<String, Exit> {
+    let report = bench::run(s).map_err(Exit::Failed)?;
+    let mut out = String::new();
+    if let Some(phases) = report.line["phases"].as_array() {
+        for p in phases {
+            out.push_str(&format!("PHASE {p}\n"));
+        }
+        out.push_str(&format!("MATRIX {}\n", report.line["results"]["matrix"]));
+    }
+    out.push_str(&bench::summary(&report.line));
+    if report.line["phases"].is_array() {
+        out.push_str(&bench::phase_table(&report.line));
+    }
+    if let Some(h) = report.line["history"].as_str() {
+        out.push_str(&format!("appended to {h}\n"));
+    }
+    Ok(out)
 }
 
 /// Flags of `run` (each takes a value); the last two are set by a phased run for its

@@ -30,7 +30,7 @@ use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use futures_lite::{FutureExt, StreamExt};
 use wizard_core::vocabulary::game::{Event, Phase};
 use wizard_core::vocabulary::wire::{
-    ClientMessage, ErrorCode, LobbyStatus, ServerMessage, decode_server,
+    ClientMessage, ErrorCode, GameView, LobbyStatus, ServerMessage, decode_server,
 };
 use wizard_core::vocabulary::wire::{decode_health, encode_client};
 
@@ -161,52 +161,8 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
         },
     )
     .await;
-    let mut accepting = true;
-    // Create the lobby (retry while refused) and add the AI seats.
-    let mut seats = 0;
-    let mut asked = false;
-    while seats < args.ai + 1 {
-        if shared.stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let Some(message) = recv(&mut ws).await else {
-            return;
-        };
-        match message {
-            ServerMessage::ServerStatus {
-                accepting_games, ..
-            } => accepting = accepting_games,
-            ServerMessage::State { lobby: None, .. } if !asked && accepting => {
-                asked = true;
-                send(
-                    &mut ws,
-                    &ClientMessage::CreateLobby {
-                        name: format!("Load {i}"),
-                        public: false,
-                    },
-                )
-                .await;
-            }
-            ServerMessage::State { lobby: Some(l), .. } => {
-                seats = l.players.len();
-                if seats < args.ai + 1 {
-                    send(&mut ws, &ClientMessage::AddAi { level: None }).await;
-                }
-            }
-            ServerMessage::Error { .. } => {
-                Timer::after(Duration::from_millis(500)).await;
-                send(
-                    &mut ws,
-                    &ClientMessage::CreateLobby {
-                        name: format!("Load {i}"),
-                        public: false,
-                    },
-                )
-                .await;
-                asked = true;
-            }
-            _ => {}
-        }
+    if !seat_table(&mut ws, i, &args, &shared).await {
+        return;
     }
     shared.ready.fetch_add(1, Ordering::Relaxed);
     while shared.ready.load(Ordering::Relaxed) < args.games as u64 {
@@ -238,25 +194,7 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
                 {
                     shared.games_finished.fetch_add(1, Ordering::Relaxed);
                 }
-                match (lobby.status, game) {
-                    (LobbyStatus::Playing, Some(g)) => {
-                        let obs = &g.observation;
-                        if g.you.is_some()
-                            && obs.to_act == g.you
-                            && obs.phase != Phase::Finished
-                            && let Some(action) = obs.legal_actions.first()
-                        {
-                            send(&mut ws, &ClientMessage::Action { action: *action }).await;
-                        }
-                    }
-                    (LobbyStatus::Finished, _) => {
-                        send(&mut ws, &ClientMessage::ReturnToLobby).await;
-                    }
-                    (LobbyStatus::Waiting, _) => {
-                        send(&mut ws, &ClientMessage::StartGame).await;
-                    }
-                    _ => {}
-                }
+                play(&mut ws, lobby.status, game).await;
             }
             ServerMessage::Error {
                 code: ErrorCode::Busy,
@@ -269,6 +207,72 @@ async fn game(i: usize, args: Args, shared: Arc<Shared>) {
             }
             _ => {}
         }
+    }
+}
+
+/// Creates the lobby (again while refused) and adds the AI seats; `false` when told to
+/// stop or the connection ended first.
+async fn seat_table(ws: &mut Ws, i: usize, args: &Args, shared: &Shared) -> bool {
+    let create = ClientMessage::CreateLobby {
+        name: format!("Load {i}"),
+        public: false,
+    };
+    let mut accepting = true;
+    let mut seats = 0;
+    let mut asked = false;
+    while seats < args.ai + 1 {
+        if shared.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some(message) = recv(ws).await else {
+            return false;
+        };
+        match message {
+            ServerMessage::ServerStatus {
+                accepting_games, ..
+            } => accepting = accepting_games,
+            ServerMessage::State { lobby: None, .. } if !asked && accepting => {
+                asked = true;
+                send(ws, &create).await;
+            }
+            ServerMessage::State { lobby: Some(l), .. } => {
+                seats = l.players.len();
+                if seats < args.ai + 1 {
+                    send(ws, &ClientMessage::AddAi { level: None }).await;
+                }
+            }
+            ServerMessage::Error { .. } => {
+                Timer::after(Duration::from_millis(500)).await;
+                send(ws, &create).await;
+                asked = true;
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+/// The human's answer to a state: its move on its turn, back to the lobby after a
+/// game, a new game from the lobby.
+async fn play(ws: &mut Ws, status: LobbyStatus, game: Option<GameView>) {
+    match (status, game) {
+        (LobbyStatus::Playing, Some(g)) => {
+            let obs = &g.observation;
+            if g.you.is_some()
+                && obs.to_act == g.you
+                && obs.phase != Phase::Finished
+                && let Some(action) = obs.legal_actions.first()
+            {
+                send(ws, &ClientMessage::Action { action: *action }).await;
+            }
+        }
+        (LobbyStatus::Finished, _) => {
+            send(ws, &ClientMessage::ReturnToLobby).await;
+        }
+        (LobbyStatus::Waiting, _) => {
+            send(ws, &ClientMessage::StartGame).await;
+        }
+        _ => {}
     }
 }
 
@@ -436,117 +440,25 @@ async fn timeline(args: Args, shared: Arc<Shared>) -> bool {
         "{:>5}  {:<10}  {:>8}  {:>5}  {:>9}  {:>6}  {:>5}  {}",
         "t (s)", "level", "lag (ms)", "CPU", "throttled", "moves", "games", "event"
     )];
-    let print = |line: &String| println!("{line}");
-    print(&lines[0]);
-    let mut first_overloaded: Option<f64> = None;
-    let mut moves_overloaded = 0u64;
-    let mut busy_while_overloaded = false;
-    let mut normal_after_load: Option<(f64, f64)> = None;
-    let mut last_moves = 0u64;
-    let mut load_stopped_at: Option<f64> = None;
-    let mut load_gone_at: Option<f64> = None;
-    let mut last_level = String::from("normal");
+    println!("{}", lines[0]);
+    let mut story = Story {
+        last_level: String::from("normal"),
+        ..Story::default()
+    };
     let mut tick = 0u64;
     loop {
         tick += 1;
         Timer::at(start + Duration::from_secs(tick)).await;
         let t = start.elapsed().as_secs_f64();
-        let mut event = String::new();
-        if load_stopped_at.is_none() && t >= args.load_secs as f64 {
-            shared.stop.store(true, Ordering::Relaxed);
-            load_stopped_at = Some(t);
-            event.push_str("load stops; ");
-        }
-        let moves = shared.moves.load(Ordering::Relaxed);
-        let delta = moves - last_moves;
-        last_moves = moves;
-        let health = http_get(args.addr, "/health")
-            .await
-            .and_then(|b| decode_health(&b).ok());
-        let Some(h) = health else {
-            let line = format!("{t:>5.1}  (no /health answer within 3 s)");
-            print(&line);
-            lines.push(line);
-            continue;
-        };
-        let level = h.load.to_string();
-        if level != last_level {
-            event.push_str(&format!("{last_level} -> {level}; "));
-            last_level = level.clone();
-        }
-        // The load is gone when the client stopped, or earlier when no game could
-        // restart after overload refused new games and no move was made any more.
-        if load_gone_at.is_none()
-            && (load_stopped_at.is_some() || (first_overloaded.is_some() && delta == 0))
-        {
-            load_gone_at = Some(t);
-            if load_stopped_at.is_none() {
-                event.push_str("no moves: running games over, new ones refused; ");
-            }
-        }
-        if level == "overloaded" {
-            first_overloaded.get_or_insert(t);
-            moves_overloaded += delta;
-            if refused_busy.load(Ordering::Relaxed) > 0 && !busy_while_overloaded {
-                busy_while_overloaded = true;
-                event.push_str("create_lobby refused with busy; ");
-            }
-        }
-        let line = format!(
-            "{t:>5.1}  {level:<10}  {:>8.1}  {:>5.2}  {:>9.2}  {delta:>6}  {:>5}  {}",
-            h.loop_lag * 1e3,
-            h.cpu,
-            h.throttled,
-            h.active_games,
-            event.trim_end_matches("; ")
-        );
-        print(&line);
+        let (line, over) = story.second(t, &args, &shared, &refused_busy).await;
+        println!("{line}");
         lines.push(line);
-        if let (Some(stopped), Some(gone)) = (load_stopped_at, load_gone_at)
-            && level == "normal"
-            && first_overloaded.is_some()
-        {
-            normal_after_load = Some((t - gone, t - stopped));
-            break;
-        }
-        if load_stopped_at.is_some_and(|s| t - s > args.recover_secs as f64) {
+        if over {
             break;
         }
     }
     drop(probe);
-    let mut ok = true;
-    let mut check = |pass: bool, what: String| {
-        ok &= pass;
-        let line = format!("{} {what}", if pass { "PASS" } else { "FAIL" });
-        println!("{line}");
-        lines.push(line);
-    };
-    check(
-        first_overloaded.is_some_and(|t| t <= 5.5),
-        format!("overloaded within 5 s (first seen at {first_overloaded:?} s)"),
-    );
-    check(
-        busy_while_overloaded,
-        format!(
-            "create_lobby refused with busy while overloaded ({} refusals, {} lobbies created)",
-            refused_busy.load(Ordering::Relaxed),
-            created.load(Ordering::Relaxed)
-        ),
-    );
-    check(
-        moves_overloaded > 0,
-        format!("moves made while overloaded: {moves_overloaded}"),
-    );
-    let recovered = match normal_after_load {
-        Some((gone, stopped)) => {
-            format!("{gone:.1} s after the last move, {stopped:.1} s after the client stopped")
-        }
-        None => format!("not within {} s", args.recover_secs),
-    };
-    check(
-        normal_after_load.is_some_and(|(gone, _)| gone <= args.recover_secs as f64),
-        format!("back to normal after the load stopped: {recovered}"),
-    );
+    let ok = story.check(&args, &refused_busy, &created, &mut lines);
     let summary = format!(
         "total moves {}, games finished {}, starts refused {}",
         shared.moves.load(Ordering::Relaxed),
@@ -559,6 +471,138 @@ async fn timeline(args: Args, shared: Arc<Shared>) -> bool {
         let _ = std::fs::write(path, lines.join("\n") + "\n");
     }
     ok
+}
+
+/// What the timeline saw of the overload story, second by second (times in seconds
+/// from the start).
+#[derive(Debug, Default)]
+struct Story {
+    first_overloaded: Option<f64>,
+    moves_overloaded: u64,
+    busy_while_overloaded: bool,
+    /// Back to normal: (after the load was gone, after the client stopped).
+    normal_after_load: Option<(f64, f64)>,
+    last_moves: u64,
+    load_stopped_at: Option<f64>,
+    load_gone_at: Option<f64>,
+    last_level: String,
+}
+
+impl Story {
+    /// The second at `t`: the load stopped when its time is up, `/health` read, the
+    /// story's events noted; its table line, and whether the timeline is over.
+    async fn second(
+        &mut self,
+        t: f64,
+        args: &Args,
+        shared: &Shared,
+        refused_busy: &AtomicU64,
+    ) -> (String, bool) {
+        let mut event = String::new();
+        if self.load_stopped_at.is_none() && t >= args.load_secs as f64 {
+            shared.stop.store(true, Ordering::Relaxed);
+            self.load_stopped_at = Some(t);
+            event.push_str("load stops; ");
+        }
+        let moves = shared.moves.load(Ordering::Relaxed);
+        let delta = moves - self.last_moves;
+        self.last_moves = moves;
+        let health = http_get(args.addr, "/health")
+            .await
+            .and_then(|b| decode_health(&b).ok());
+        let Some(h) = health else {
+            return (format!("{t:>5.1}  (no /health answer within 3 s)"), false);
+        };
+        let level = h.load.to_string();
+        if level != self.last_level {
+            event.push_str(&format!("{} -> {level}; ", self.last_level));
+            self.last_level = level.clone();
+        }
+        // The load is gone when the client stopped, or earlier when no game could
+        // restart after overload refused new games and no move was made any more.
+        if self.load_gone_at.is_none()
+            && (self.load_stopped_at.is_some() || (self.first_overloaded.is_some() && delta == 0))
+        {
+            self.load_gone_at = Some(t);
+            if self.load_stopped_at.is_none() {
+                event.push_str("no moves: running games over, new ones refused; ");
+            }
+        }
+        if level == "overloaded" {
+            self.first_overloaded.get_or_insert(t);
+            self.moves_overloaded += delta;
+            if refused_busy.load(Ordering::Relaxed) > 0 && !self.busy_while_overloaded {
+                self.busy_while_overloaded = true;
+                event.push_str("create_lobby refused with busy; ");
+            }
+        }
+        let line = format!(
+            "{t:>5.1}  {level:<10}  {:>8.1}  {:>5.2}  {:>9.2}  {delta:>6}  {:>5}  {}",
+            h.loop_lag * 1e3,
+            h.cpu,
+            h.throttled,
+            h.active_games,
+            event.trim_end_matches("; ")
+        );
+        if let (Some(stopped), Some(gone)) = (self.load_stopped_at, self.load_gone_at)
+            && level == "normal"
+            && self.first_overloaded.is_some()
+        {
+            self.normal_after_load = Some((t - gone, t - stopped));
+            return (line, true);
+        }
+        let over = self
+            .load_stopped_at
+            .is_some_and(|s| t - s > args.recover_secs as f64);
+        (line, over)
+    }
+
+    /// The overload story's checks, each printed and added to `lines`; whether all
+    /// passed.
+    fn check(
+        &self,
+        args: &Args,
+        refused_busy: &AtomicU64,
+        created: &AtomicU64,
+        lines: &mut Vec<String>,
+    ) -> bool {
+        let mut ok = true;
+        let mut check = |pass: bool, what: String| {
+            ok &= pass;
+            let line = format!("{} {what}", if pass { "PASS" } else { "FAIL" });
+            println!("{line}");
+            lines.push(line);
+        };
+        let first_overloaded = self.first_overloaded;
+        check(
+            first_overloaded.is_some_and(|t| t <= 5.5),
+            format!("overloaded within 5 s (first seen at {first_overloaded:?} s)"),
+        );
+        check(
+            self.busy_while_overloaded,
+            format!(
+                "create_lobby refused with busy while overloaded ({} refusals, {} lobbies created)",
+                refused_busy.load(Ordering::Relaxed),
+                created.load(Ordering::Relaxed)
+            ),
+        );
+        check(
+            self.moves_overloaded > 0,
+            format!("moves made while overloaded: {}", self.moves_overloaded),
+        );
+        let recovered = match self.normal_after_load {
+            Some((gone, stopped)) => {
+                format!("{gone:.1} s after the last move, {stopped:.1} s after the client stopped")
+            }
+            None => format!("not within {} s", args.recover_secs),
+        };
+        check(
+            self.normal_after_load
+                .is_some_and(|(gone, _)| gone <= args.recover_secs as f64),
+            format!("back to normal after the load stopped: {recovered}"),
+        );
+        ok
+    }
 }
 
 /// Runs the mode with its arguments (after `overload`); failure when a check fails.

@@ -190,32 +190,35 @@ pub fn run(args: &[String]) -> std::process::ExitCode {
             eprintln!("{e}");
             std::process::ExitCode::FAILURE
         }
-        Ok(seated) => {
-            let mut ms: Vec<f64> = seated
-                .iter()
-                .flatten()
-                .map(|(d, _)| d.as_secs_f64() * 1000.0)
-                .collect();
-            ms.sort_by(f64::total_cmp);
-            let with_ai = seated.iter().flatten().filter(|(_, ai)| *ai).count();
-            let at = |q: f64| {
-                let i = ((ms.len() as f64 * q).ceil() as usize).clamp(1, ms.len().max(1)) - 1;
-                ms.get(i).copied().unwrap_or(f64::NAN)
-            };
-            println!(
-                "players {} seated {} with_ai {} p50_ms {:.1} p99_ms {:.1} max_ms {:.1}",
-                args.players,
-                ms.len(),
-                with_ai,
-                at(0.5),
-                at(0.99),
-                ms.last().copied().unwrap_or(f64::NAN)
-            );
-            if ms.len() == args.players {
-                std::process::ExitCode::SUCCESS
-            } else {
-                std::process::ExitCode::FAILURE
-            }
-        }
+        Ok(seated) => report(args.players, &seated),
+    }
+}
+
+/// Prints the seat waits' percentiles; success when every player was seated.
+fn report(players: usize, seated: &[Option<(Duration, bool)>]) -> std::process::ExitCode {
+    let mut ms: Vec<f64> = seated
+        .iter()
+        .flatten()
+        .map(|(d, _)| d.as_secs_f64() * 1000.0)
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    let with_ai = seated.iter().flatten().filter(|(_, ai)| *ai).count();
+    let at = |q: f64| {
+        let i = ((ms.len() as f64 * q).ceil() as usize).clamp(1, ms.len().max(1)) - 1;
+        ms.get(i).copied().unwrap_or(f64::NAN)
+    };
+    println!(
+        "players {} seated {} with_ai {} p50_ms {:.1} p99_ms {:.1} max_ms {:.1}",
+        players,
+        ms.len(),
+        with_ai,
+        at(0.5),
+        at(0.99),
+        ms.last().copied().unwrap_or(f64::NAN)
+    );
+    if ms.len() == players {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
     }
 }

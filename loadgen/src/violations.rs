@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server};
 
 use super::absent::{Answer, answer};
-use super::net::source_ip;
+use super::net::{Ws, source_ip};
 use super::raw::{self, Reader, frame, text};
 use crate::Ctx;
 use crate::attack::Window;
@@ -339,31 +339,7 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
     let Some(mut host) = open(ctx, source_ip(1, 0), true).await else {
         return;
     };
-    let mut code = None;
-    let _ = send(
-        &mut host,
-        &ClientMessage::Hello {
-            token: None,
-            deltas: false,
-            profile_key: None,
-        },
-    )
-    .await;
-    let _ = send(
-        &mut host,
-        &ClientMessage::CreateLobby {
-            name: "Host".into(),
-            public: false,
-        },
-    )
-    .await;
-    while let Answer::Message(m) = answer(&mut host, until).await {
-        if let ServerMessage::State { lobby: Some(l), .. } = m {
-            code = Some(l.code);
-            break;
-        }
-    }
-    let Some(code) = code else {
+    let Some(code) = host_lobby(&mut host, until).await else {
         ctx.stats.borrow_mut().closed();
         return;
     };
@@ -373,41 +349,7 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
         let Some(mut ws) = open(ctx, source_ip(1, 1 + k), true).await else {
             continue;
         };
-        let _ = send(
-            &mut ws,
-            &ClientMessage::Hello {
-                token: None,
-                deltas: false,
-                profile_key: None,
-            },
-        )
-        .await;
-        let join = ClientMessage::JoinLobby {
-            code: code.clone(),
-            name: name.into(),
-        };
-        let _ = send(&mut ws, &join).await;
-        let mut id = None;
-        let outcome = loop {
-            match answer(&mut ws, until).await {
-                Answer::Message(ServerMessage::Welcome { player_id, .. }) => id = Some(player_id),
-                Answer::Message(ServerMessage::Error { code, .. }) => {
-                    break format!("refused: {}", code.name());
-                }
-                Answer::Message(ServerMessage::State { lobby: Some(l), .. }) => {
-                    if let Some(p) = l.players.iter().find(|p| Some(&p.id) == id.as_ref()) {
-                        break if p.name == name.trim() {
-                            "accepted as sent".to_owned()
-                        } else {
-                            format!("renamed to {:?}", p.name)
-                        };
-                    }
-                }
-                Answer::Message(_) => {}
-                Answer::Closed(c) => break format!("closed {c}"),
-                Answer::Timeout => break "none".to_owned(),
-            }
-        };
+        let outcome = join_as(&mut ws, &code, name, until).await;
         let mut st = ctx.stats.borrow_mut();
         if outcome == "accepted as sent" {
             st.attack.accepted += 1;
@@ -424,5 +366,73 @@ pub(super) async fn names(ctx: &Ctx, i: usize, w: Window) {
     for mut ws in guests.into_iter().chain([host]) {
         let _ = ws.close(None).await;
         ctx.stats.borrow_mut().closed();
+    }
+}
+
+/// The host says hello and creates its lobby: the lobby's code, or `None` if none came
+/// by `until`.
+async fn host_lobby(host: &mut Ws, until: Instant) -> Option<String> {
+    let _ = send(
+        host,
+        &ClientMessage::Hello {
+            token: None,
+            deltas: false,
+            profile_key: None,
+        },
+    )
+    .await;
+    let _ = send(
+        host,
+        &ClientMessage::CreateLobby {
+            name: "Host".into(),
+            public: false,
+        },
+    )
+    .await;
+    while let Answer::Message(m) = answer(host, until).await {
+        if let ServerMessage::State { lobby: Some(l), .. } = m {
+            return Some(l.code);
+        }
+    }
+    None
+}
+
+/// A look-alike says hello and joins the lobby `code` as `name`: what became of its
+/// name (accepted as sent, renamed, refused, closed, or no answer by `until`).
+async fn join_as(ws: &mut Ws, code: &str, name: &str, until: Instant) -> String {
+    let _ = send(
+        ws,
+        &ClientMessage::Hello {
+            token: None,
+            deltas: false,
+            profile_key: None,
+        },
+    )
+    .await;
+    let join = ClientMessage::JoinLobby {
+        code: code.to_owned(),
+        name: name.into(),
+    };
+    let _ = send(ws, &join).await;
+    let mut id = None;
+    loop {
+        match answer(ws, until).await {
+            Answer::Message(ServerMessage::Welcome { player_id, .. }) => id = Some(player_id),
+            Answer::Message(ServerMessage::Error { code, .. }) => {
+                return format!("refused: {}", code.name());
+            }
+            Answer::Message(ServerMessage::State { lobby: Some(l), .. }) => {
+                if let Some(p) = l.players.iter().find(|p| Some(&p.id) == id.as_ref()) {
+                    return if p.name == name.trim() {
+                        "accepted as sent".to_owned()
+                    } else {
+                        format!("renamed to {:?}", p.name)
+                    };
+                }
+            }
+            Answer::Message(_) => {}
+            Answer::Closed(c) => return format!("closed {c}"),
+            Answer::Timeout => return "none".to_owned(),
+        }
     }
 }

@@ -412,56 +412,7 @@ async fn read_frames(
             if read.proves_life() {
                 links.last_heard.touch();
             }
-            match read {
-                Read::Text(text) => {
-                    let input = Input::from_text(conn, kind, &text);
-                    // A profile named by a player's message is looked up in the store
-                    // every shard shares; the core hears the answer first.
-                    let pending = match (&input, st.directory.as_deref()) {
-                        (Input::Message { message, .. }, Some(d)) if kind == ConnKind::Player => {
-                            d.lookup(message)
-                        }
-                        _ => None,
-                    };
-                    // A player's frame is timed to its answer; the AI's answers go to
-                    // players, not back on its socket.
-                    let msg = match kind {
-                        ConnKind::Player => CoreMsg::Frame {
-                            input,
-                            arrived: st.read_at,
-                        },
-                        ConnKind::Ai | ConnKind::AiInProcess => CoreMsg::Input(input),
-                    };
-                    match pending {
-                        Some(pending) => Step {
-                            wait: Some(Box::pin(after_lookup(inbox, pending, msg))),
-                            stop: None,
-                        },
-                        None => Step {
-                            wait: try_forward(inbox, msg)?,
-                            stop: None,
-                        },
-                    }
-                }
-                Read::Ping(payload) => {
-                    links.outbox.pong(payload);
-                    Step::NEXT
-                }
-                Read::Pong | Read::Fragment | Read::Dropped => Step::NEXT,
-                // The writer answers and ends the task.
-                Read::Close(code) => {
-                    links.outbox.peer_closed(code);
-                    Step {
-                        wait: None,
-                        stop: Some(End::Peer),
-                    }
-                }
-                // Stop reading; the writer sends the close the core asks for.
-                Read::Fail(frame) => Step {
-                    wait: try_forward(inbox, CoreMsg::Input(Input::BadFrame { conn, frame }))?,
-                    stop: Some(End::BadFrame),
-                },
-            }
+            on_frame(read, links, inbox, conn, kind, st.read_at, st.directory.as_deref())?
         };
         if let Some(wait) = step.wait
             && wait.await.is_err()
@@ -480,6 +431,67 @@ async fn read_frames(
             futures_lite::future::yield_now().await;
         }
     }
+}
+
+/// What the reader does with one frame read: forward it to the core (with the wait
+/// for room in its inbox when full), answer a ping, or stop reading. A player's frame
+/// is timed from `arrived`.
+fn on_frame<'i>(
+    read: Read,
+    links: Links<'_>,
+    inbox: &'i Sender<CoreMsg>,
+    conn: ConnId,
+    kind: ConnKind,
+    arrived: Instant,
+    directory: Option<&Directory>,
+) -> Result<Step<'i>, End> {
+    Ok(match read {
+        Read::Text(text) => {
+            let input = Input::from_text(conn, kind, &text);
+            // A profile named by a player's message is looked up in the store every
+            // shard shares; the core hears the answer first.
+            let pending = match (&input, directory) {
+                (Input::Message { message, .. }, Some(d)) if kind == ConnKind::Player => {
+                    d.lookup(message)
+                }
+                _ => None,
+            };
+            // A player's frame is timed to its answer; the AI's answers go to
+            // players, not back on its socket.
+            let msg = match kind {
+                ConnKind::Player => CoreMsg::Frame { input, arrived },
+                ConnKind::Ai | ConnKind::AiInProcess => CoreMsg::Input(input),
+            };
+            match pending {
+                Some(pending) => Step {
+                    wait: Some(Box::pin(after_lookup(inbox, pending, msg))),
+                    stop: None,
+                },
+                None => Step {
+                    wait: try_forward(inbox, msg)?,
+                    stop: None,
+                },
+            }
+        }
+        Read::Ping(payload) => {
+            links.outbox.pong(payload);
+            Step::NEXT
+        }
+        Read::Pong | Read::Fragment | Read::Dropped => Step::NEXT,
+        // The writer answers and ends the task.
+        Read::Close(code) => {
+            links.outbox.peer_closed(code);
+            Step {
+                wait: None,
+                stop: Some(End::Peer),
+            }
+        }
+        // Stop reading; the writer sends the close the core asks for.
+        Read::Fail(frame) => Step {
+            wait: try_forward(inbox, CoreMsg::Input(Input::BadFrame { conn, frame }))?,
+            stop: Some(End::BadFrame),
+        },
+    })
 }
 
 /// Reads and discards until the peer's end of stream (then [`End::Peer`]), for at most
@@ -589,26 +601,29 @@ async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
         }
         match finish {
             Some(Finish::Closed(code)) => {
-                // Give the peer a moment to answer with its close: the close
-                // handshake is over once the reader saw the peer's (it wakes
-                // this writer), else after LINGER. Waiting for the peer's end
-                // of stream instead held every connection, and a durable
-                // shutdown's exit, for LINGER after a browser had answered.
-                let answered = async {
-                    while !links.outbox.peer_has_closed() {
-                        woken.wait().await;
-                    }
-                };
-                let linger = async {
-                    Timer::after(LINGER).await;
-                };
-                Box::pin(answered.or(linger)).await;
+                await_peer_close(links, woken).await;
                 return End::Closed(code);
             }
             Some(Finish::Answered) => return End::Peer,
             None => {}
         }
     }
+}
+
+/// Gives the peer a moment to answer with its close: the close handshake is over once
+/// the reader saw the peer's (it wakes this writer), else after [`LINGER`]. Waiting for
+/// the peer's end of stream instead held every connection, and a durable shutdown's
+/// exit, for `LINGER` after a browser had answered.
+async fn await_peer_close(links: Links<'_>, woken: &Woken) {
+    let answered = async {
+        while !links.outbox.peer_has_closed() {
+            woken.wait().await;
+        }
+    };
+    let linger = async {
+        Timer::after(LINGER).await;
+    };
+    Box::pin(answered.or(linger)).await;
 }
 
 /// Every frame of `batch` in one buffer: first the bytes an earlier write left (a frame

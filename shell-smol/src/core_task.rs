@@ -163,6 +163,21 @@ struct State {
 }
 
 impl State {
+    fn new() -> State {
+        State {
+            conns: HashMap::new(),
+            out: Vec::with_capacity(256),
+            pass: 0,
+            loopback: Vec::new(),
+            held: VecDeque::new(),
+            held_frames: 0,
+            held_bytes: 0,
+            touched: Vec::new(),
+            scratch: Vec::with_capacity(4096),
+            replies: ReplyWait::default(),
+        }
+    }
+
     /// Whether the held passes reached [`HELD_FRAMES_MAX`] or [`HELD_BYTES_MAX`].
     fn held_full(&self) -> bool {
         self.held_frames >= HELD_FRAMES_MAX || self.held_bytes >= HELD_BYTES_MAX
@@ -261,160 +276,210 @@ impl CoreTask {
     /// frames of that pass are not sent, and the process should exit, so that it
     /// restarts from what was committed.
     pub async fn run(mut self) -> Result<(), crate::RunError> {
-        let mut st = State {
-            conns: HashMap::new(),
-            out: Vec::with_capacity(256),
-            pass: 0,
-            loopback: Vec::new(),
-            held: VecDeque::new(),
-            held_frames: 0,
-            held_bytes: 0,
-            touched: Vec::new(),
-            scratch: Vec::with_capacity(4096),
-            replies: ReplyWait::default(),
-        };
-        if let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) {
-            let ip = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
-            let kind = ConnKind::AiInProcess;
-            let now = self.clock.now();
-            self.handle(now, Input::Opened { conn, kind, ip }, &mut st);
-            self.published.publish(&self.server);
-            let (out, pass) = (std::mem::take(&mut st.out), st.pass);
-            self.route(&mut st, out, pass, now);
-        }
+        let mut st = State::new();
+        self.open_embedded_ai(&mut st);
         let mut hard_stop: Option<Instant> = None;
         let mut shutdown_open = true;
         let mut timer = Deadline::default();
         loop {
-            // The core's next deadline or the embedded AI's first answer needed later,
-            // on the grid; the hard stop after a shutdown; a store that retries by
-            // itself says when.
-            let wake_at =
-                pass::next_wake(self.server.poll_timeout(), &st.replies, self.clock.now())
-                    .map(|t| self.clock.instant(t));
-            let retry_at = self.store.as_ref().and_then(|s| s.retry_at());
-            timer.set([wake_at, hard_stop, retry_at].into_iter().flatten().min());
-            // With too much held, or while the store cannot commit, nothing new is
-            // taken until the store catches up: running games pause.
-            let full = st.held_full() || self.store_unavailable();
-            let wake = if full {
-                self.wait_for_store(&mut timer, shutdown_open).await
-            } else if st.loopback.is_empty() {
-                let answers = st.replies.wake_on_answer(self.clock.now());
-                self.wait(&mut timer, shutdown_open, answers).await
-            } else {
-                Wake::Loopback
-            };
+            let (wake, full) = self
+                .next_wake(&mut st, &mut timer, hard_stop, shutdown_open)
+                .await;
             ShellStats::bump(&self.stats.core_wakeups);
             st.pass += 1;
             let pass = Pass::begin(self.clock.now());
             let now = pass.now();
             let inputs_before = self.stats.core_inputs.load(Ordering::Relaxed);
             match wake {
-                Wake::Msg(msg) => self.apply(now, msg, &mut st),
-                Wake::AiReply(answered) => {
-                    st.replies.answered(answered.reply.request_id());
-                    self.ai_reply(now, answered, &mut st);
-                }
-                Wake::Loopback => {
-                    for input in std::mem::take(&mut st.loopback) {
-                        ShellStats::bump(&self.stats.core_inputs);
-                        self.handle(now, input, &mut st);
-                    }
-                }
-                Wake::Deadline => {
-                    if let Some(store) = self.store.as_mut() {
-                        store.retry(Instant::now(), false);
-                    }
-                    if !full {
-                        self.handle(now, Input::Timeout, &mut st);
-                    }
-                }
-                Wake::Store => {
-                    if let Some(store) = self.store.as_mut() {
-                        store.retry(Instant::now(), true);
-                    }
-                    if let Some(e) = self.store.as_ref().and_then(|s| s.failed()) {
-                        return Err(self.store_lost(e));
-                    }
-                }
+                Wake::Closed => break,
                 Wake::Shutdown => {
                     shutdown_open = false;
-                    if self.store.is_some() {
-                        info!(
-                            "Shutting down: games are kept in the store; closing everyone with 1012"
-                        );
-                    } else {
-                        info!(
-                            "Shutting down: refusing new games, closing everyone after the grace period"
-                        );
-                    }
-                    self.handle(now, Input::Shutdown, &mut st);
-                    let grace = Duration::from_micros(self.server.config().shutdown_grace_us);
-                    hard_stop = Some(Instant::now() + grace + SHUTDOWN_EXTRA);
+                    hard_stop = Some(self.shut_down(now, &mut st));
                 }
-                Wake::Closed => break,
+                wake => self.on_wake(wake, now, full, &mut st)?,
             }
             if !full {
-                let mut shell = (&mut self, &mut st);
-                pass.drain(
-                    &mut shell,
-                    |(task, _)| task.inbox.try_recv().ok(),
-                    |(task, st), now, msg| task.apply(now, msg, st),
-                );
-                pass.drain(
-                    &mut shell,
-                    |(task, _)| task.ai.as_ref()?.link.replies().try_recv().ok(),
-                    |(task, st), now, answered| {
-                        st.replies.answered(answered.reply.request_id());
-                        task.ai_reply(now, answered, st);
-                    },
-                );
-                if let Some(timeout) = pass.timeout(self.server.poll_timeout()) {
-                    self.handle(now, timeout, &mut st);
-                }
+                self.drain_pass(&pass, &mut st);
             }
             let inputs = self.stats.core_inputs.load(Ordering::Relaxed) - inputs_before;
             if inputs > 0 {
                 self.stats.core.batch_inputs.observe(inputs as f64);
             }
-            // Before routing: a client that sees this batch's frames and then asks
-            // `/health` or `/metrics` finds them counted.
-            self.published.publish(&self.server);
-            self.published.publish_profiles(&mut self.server);
-            #[cfg(feature = "postgres")]
-            if let Some(pool) = &self.pool {
-                pool.push(self.server.take_pool_changes());
-            }
-            // Commit before acknowledge: nothing of this pass is sent before its records
-            // are in the store.
-            let records = self.server.take_records();
-            let mut ticket = None;
-            if let (Some(store), false) = (self.store.as_mut(), records.is_empty()) {
-                match store.commit(records) {
-                    Ok(t) => ticket = Some(t),
-                    Err(e) => {
-                        st.out.clear();
-                        return Err(crate::RunError::StoreFailed(e));
-                    }
-                }
-                ShellStats::bump(&self.stats.store_commits);
-            }
-            self.route_or_hold(&mut st, ticket, now);
-            self.release(&mut st, now);
-            self.publish_store();
+            self.end_pass(&mut st, now)?;
             if self.server.is_finished() || hard_stop.is_some_and(|h| Instant::now() >= h) {
                 break;
             }
         }
-        // The last passes' frames (the closes among them) once their records are in,
-        // waiting [`COMMIT_WAIT_MAX`] at most: what was acknowledged is in the store
-        // already, what was not is nobody's loss.
+        self.flush_held(&mut st, &mut timer).await?;
+        self.drain_closes(&mut st).await;
+        // The store's last sync happens when it is dropped, after the closes.
+        drop(self.store.take());
+        Ok(())
+    }
+
+    /// The embedded AI's in-process connection, opened before the first pass.
+    fn open_embedded_ai(&mut self, st: &mut State) {
+        let Some(conn) = self.ai.as_ref().map(|ai| ai.conn) else {
+            return;
+        };
+        let ip = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+        let kind = ConnKind::AiInProcess;
+        let now = self.clock.now();
+        self.handle(now, Input::Opened { conn, kind, ip }, st);
+        self.published.publish(&self.server);
+        let (out, pass) = (std::mem::take(&mut st.out), st.pass);
+        self.route(st, out, pass, now);
+    }
+
+    /// Waits for what starts the next pass, and says whether the pass is `full` (too
+    /// much held, or a store that cannot commit: nothing new is taken until the store
+    /// catches up, so running games pause).
+    async fn next_wake(
+        &self,
+        st: &mut State,
+        timer: &mut Deadline,
+        hard_stop: Option<Instant>,
+        shutdown_open: bool,
+    ) -> (Wake, bool) {
+        // The core's next deadline or the embedded AI's first answer needed later,
+        // on the grid; the hard stop after a shutdown; a store that retries by
+        // itself says when.
+        let wake_at = pass::next_wake(self.server.poll_timeout(), &st.replies, self.clock.now())
+            .map(|t| self.clock.instant(t));
+        let retry_at = self.store.as_ref().and_then(|s| s.retry_at());
+        timer.set([wake_at, hard_stop, retry_at].into_iter().flatten().min());
+        let full = st.held_full() || self.store_unavailable();
+        let wake = if full {
+            self.wait_for_store(timer, shutdown_open).await
+        } else if st.loopback.is_empty() {
+            let answers = st.replies.wake_on_answer(self.clock.now());
+            self.wait(timer, shutdown_open, answers).await
+        } else {
+            Wake::Loopback
+        };
+        (wake, full)
+    }
+
+    /// The input that woke the pass (neither a shutdown nor the end), into the core;
+    /// fails when the store failed.
+    fn on_wake(
+        &mut self,
+        wake: Wake,
+        now: Time,
+        full: bool,
+        st: &mut State,
+    ) -> Result<(), crate::RunError> {
+        match wake {
+            Wake::Msg(msg) => self.apply(now, msg, st),
+            Wake::AiReply(answered) => {
+                st.replies.answered(answered.reply.request_id());
+                self.ai_reply(now, answered, st);
+            }
+            Wake::Loopback => {
+                for input in std::mem::take(&mut st.loopback) {
+                    ShellStats::bump(&self.stats.core_inputs);
+                    self.handle(now, input, st);
+                }
+            }
+            Wake::Deadline => {
+                if let Some(store) = self.store.as_mut() {
+                    store.retry(Instant::now(), false);
+                }
+                if !full {
+                    self.handle(now, Input::Timeout, st);
+                }
+            }
+            Wake::Store => {
+                if let Some(store) = self.store.as_mut() {
+                    store.retry(Instant::now(), true);
+                }
+                if let Some(e) = self.store.as_ref().and_then(|s| s.failed()) {
+                    return Err(self.store_lost(e));
+                }
+            }
+            Wake::Shutdown | Wake::Closed => {}
+        }
+        Ok(())
+    }
+
+    /// The shutdown signal: the core told, and the hard stop after its grace period.
+    fn shut_down(&mut self, now: Time, st: &mut State) -> Instant {
+        if self.store.is_some() {
+            info!("Shutting down: games are kept in the store; closing everyone with 1012");
+        } else {
+            info!("Shutting down: refusing new games, closing everyone after the grace period");
+        }
+        self.handle(now, Input::Shutdown, st);
+        let grace = Duration::from_micros(self.server.config().shutdown_grace_us);
+        Instant::now() + grace + SHUTDOWN_EXTRA
+    }
+
+    /// The rest of the pass's bounded batch: what else waits in the inbox and from the
+    /// embedded AI, then the pass's trailing timeout if one is due.
+    fn drain_pass(&mut self, pass: &Pass, st: &mut State) {
+        let mut shell = (&mut *self, &mut *st);
+        pass.drain(
+            &mut shell,
+            |(task, _)| task.inbox.try_recv().ok(),
+            |(task, st), now, msg| task.apply(now, msg, st),
+        );
+        pass.drain(
+            &mut shell,
+            |(task, _)| task.ai.as_ref()?.link.replies().try_recv().ok(),
+            |(task, st), now, answered| {
+                st.replies.answered(answered.reply.request_id());
+                task.ai_reply(now, answered, st);
+            },
+        );
+        if let Some(timeout) = pass.timeout(self.server.poll_timeout()) {
+            self.handle(pass.now(), timeout, st);
+        }
+    }
+
+    /// After the pass's inputs: the figures published, the records committed, then the
+    /// frames routed (or held until their records are durable).
+    fn end_pass(&mut self, st: &mut State, now: Time) -> Result<(), crate::RunError> {
+        // Before routing: a client that sees this batch's frames and then asks
+        // `/health` or `/metrics` finds them counted.
+        self.published.publish(&self.server);
+        self.published.publish_profiles(&mut self.server);
+        #[cfg(feature = "postgres")]
+        if let Some(pool) = &self.pool {
+            pool.push(self.server.take_pool_changes());
+        }
+        // Commit before acknowledge: nothing of this pass is sent before its records
+        // are in the store.
+        let records = self.server.take_records();
+        let mut ticket = None;
+        if let (Some(store), false) = (self.store.as_mut(), records.is_empty()) {
+            match store.commit(records) {
+                Ok(t) => ticket = Some(t),
+                Err(e) => {
+                    st.out.clear();
+                    return Err(crate::RunError::StoreFailed(e));
+                }
+            }
+            ShellStats::bump(&self.stats.store_commits);
+        }
+        self.route_or_hold(st, ticket, now);
+        self.release(st, now);
+        self.publish_store();
+        Ok(())
+    }
+
+    /// The last passes' frames (the closes among them) once their records are in,
+    /// waiting [`COMMIT_WAIT_MAX`] at most: what was acknowledged is in the store
+    /// already, what was not is nobody's loss.
+    async fn flush_held(
+        &mut self,
+        st: &mut State,
+        timer: &mut Deadline,
+    ) -> Result<(), crate::RunError> {
         let given_up = Instant::now() + COMMIT_WAIT_MAX;
         while !st.held.is_empty() {
             let retry_at = self.store.as_ref().and_then(|s| s.retry_at());
             timer.set(Some(retry_at.map_or(given_up, |r| r.min(given_up))));
-            let wake = self.wait_for_store(&mut timer, false).await;
+            let wake = self.wait_for_store(timer, false).await;
             if Instant::now() >= given_up {
                 return Err(
                     self.store_lost(format!("no commit for {} s", COMMIT_WAIT_MAX.as_secs()))
@@ -426,11 +491,8 @@ impl CoreTask {
             if let Some(e) = self.store.as_ref().and_then(|s| s.failed()) {
                 return Err(self.store_lost(e));
             }
-            self.release(&mut st, self.clock.now());
+            self.release(st, self.clock.now());
         }
-        self.drain_closes(&mut st).await;
-        // The store's last sync happens when it is dropped, after the closes.
-        drop(self.store.take());
         Ok(())
     }
 

@@ -20,6 +20,7 @@ mod keepalive;
 mod layers;
 mod levels;
 mod limits;
+mod long_functions;
 mod matchmaker;
 mod names;
 mod outqueue;
