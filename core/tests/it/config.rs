@@ -288,6 +288,7 @@ const OTHER: &[(&str, &str)] = &[
     ("SPECTATE_RATE", "0.5"),
     ("QUICK_PLAY_WAIT", "12"),
     ("QUICK_PLAY_INTERVAL", "0.25"),
+    ("QUICK_PLAY_JOIN_WAIT", "7"),
     ("QUICK_PLAY_MAX", "33"),
     ("LIST_TABLES_RATE", "1.5"),
     ("LIST_TABLES_BURST", "4"),
@@ -418,6 +419,7 @@ fn every_field_is_covered() {
         spectators_state_interval_us,
         quick_play_wait_us,
         quick_play_interval_us,
+        quick_play_join_wait_us,
         quick_play_max,
         list_tables_rate_per_min,
         list_tables_burst,
@@ -443,6 +445,7 @@ fn every_field_is_covered() {
         (quick_play_wait_us, quick_play_interval_us, quick_play_max),
         (12 * S, 250_000, Some(33))
     );
+    assert_eq!(quick_play_join_wait_us, 7 * S);
     assert_eq!((list_tables_rate_per_min, list_tables_burst), (1.5, 4));
     assert_eq!((removed_player_ttl_us, removed_players_max), (0, 0));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
