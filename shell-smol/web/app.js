@@ -3,6 +3,7 @@
 // bid and trump suit comes from `game.observation.legal_actions`.
 
 import { Connection } from './net.js';
+import { initReplay, openReplay } from './replay.js';
 import { initAlerts, setMyTurn } from './alerts.js';
 import { chatLobby, chatWasRefused, initChat, onChat, onChatGap, renderAudience, resetChat } from './chat.js';
 import {
@@ -1072,6 +1073,9 @@ function wire() {
   $('leave-game').addEventListener('click', leaveGame);
   $('end-leave').addEventListener('click', leaveGame);
   $('return-to-lobby').addEventListener('click', () => send({ type: 'return_to_lobby' }));
+  $('open-replay').addEventListener('click', () => {
+    if (S.game?.id) openReplay(S.game.id);
+  });
   $('take-over').addEventListener('click', () => {
     S.replaced = false;
     $('replaced-banner').hidden = true;
@@ -1105,5 +1109,6 @@ const conn = new Connection({ onMessage, onStatus });
 initAlerts($('sound-toggle'));
 initChat(send);
 wire();
+initReplay();
 conn.start();
 render();

@@ -16,6 +16,7 @@ mod conns;
 mod deltas;
 mod durable;
 mod games;
+mod history;
 mod players;
 mod profiles;
 mod quick;
@@ -162,6 +163,9 @@ pub struct Server {
     /// Profiles changed since a shell last asked, while one watches
     /// ([`Server::watch_profiles`]).
     profile_changes: Option<std::collections::BTreeSet<String>>,
+    /// The wall clock at [`Time`] zero, milliseconds since the Unix epoch, as the shell
+    /// told it ([`Server::set_wall_clock`]): history's dates are this plus `now`.
+    wall_epoch_ms: u64,
     /// New player connections per address (`RECONNECT_RATE`).
     reconnect_rate: KeyedRateLimiter<IpKey>,
     /// `join_lobby` and `spectate` with an unknown code per address (`JOIN_FAIL_RATE`).
@@ -306,6 +310,7 @@ impl Server {
             profile_rate,
             game_ids: rng::fork(&seed, Purpose::GameIds),
             profile_changes: None,
+            wall_epoch_ms: 0,
             retry_rng: rng::fork(&seed, Purpose::Retry),
             breaker_was: bridge.breaker_state(),
             bridge,

@@ -18,6 +18,7 @@ mod frame_attacks;
 mod frames;
 mod game;
 mod head_fuzz;
+mod history;
 mod latency;
 mod limits;
 mod logs;

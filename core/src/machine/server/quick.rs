@@ -56,7 +56,7 @@ impl Server {
             .map(|l| TableView {
                 code: l.code().to_owned(),
                 host: l
-                    .seat_of(l.host())
+                    .seat_of_player(l.host())
                     .and_then(|s| l.seats().get(usize::from(s)))
                     .map(|s| s.name.clone())
                     .unwrap_or_default(),
@@ -284,7 +284,7 @@ impl Server {
         let humans = self.lobbies.get(lobby).map_or(0, |l| l.seats().len());
         let ai = group.ai_seats().saturating_sub(reserved);
         for _ in humans..humans + usize::from(ai) {
-            let _ = self.lobbies.add_ai(lobby, &host_id, AiLevel::Normal, &[]);
+            let _ = self.lobbies.add_ai(lobby, host, AiLevel::Normal, &[]);
         }
         let size = usize::from(group.seats.saturating_sub(PLAYERS_MIN));
         if let Some(n) = self
@@ -310,7 +310,7 @@ impl Server {
             return Some(lobby);
         }
         self.lobbies.set_public(lobby, true);
-        if self.begin_game(now, lobby, &host_id, out).is_err() {
+        if self.begin_game(now, lobby, host, out).is_err() {
             // Cannot happen with 3 to 6 seats; the players still see their lobby.
             self.broadcast(now, lobby, &[], out);
         }

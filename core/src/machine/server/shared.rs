@@ -213,13 +213,15 @@ impl Server {
         if l.status() != wire::LobbyStatus::Waiting || l.seats().iter().all(|s| s.is_ai()) {
             return;
         }
-        let host = l.host().to_owned();
+        let Some(host) = l.host_session() else {
+            return;
+        };
         let short = usize::from(PLAYERS_MIN).saturating_sub(l.seats().len());
         for _ in 0..usize::from(left).max(short) {
-            let _ = self.lobbies.add_ai(lobby, &host, AiLevel::Normal, &[]);
+            let _ = self.lobbies.add_ai(lobby, host, AiLevel::Normal, &[]);
         }
         self.lobbies.set_public(lobby, true);
-        if self.begin_game(now, lobby, &host, out).is_err() {
+        if self.begin_game(now, lobby, host, out).is_err() {
             self.broadcast(now, lobby, &[], out);
         }
     }
