@@ -4,8 +4,14 @@
 //! send to the `state` of its running game is kept. Prints p50, p99 and the largest,
 //! and how many players were seated with AI seats.
 //!
+//! Across shards, `--addr` names each shard as `ID=HOST:PORT`, once per shard: the
+//! players are spread over them in turn, and a player told `matched {code, shard}`
+//! follows it as the web client does (a new connection to that shard, `hello`,
+//! `join_lobby`); its time runs until the game's `state` there. `moved` counts them.
+//!
 //! ```text
 //! wizard-bench quick --addr 127.0.0.1:8000 [--players N] [--seats S]
+//! wizard-bench quick --addr A=127.0.0.1:8001 --addr B=127.0.0.1:8002 [--players N]
 //! ```
 
 #![allow(clippy::print_stderr)]
@@ -21,7 +27,7 @@ use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server,
 use crate::net::{Ws, connect, raise_nofile_limit, source_ip};
 
 /// `quick`'s usage line.
-pub const USAGE: &str = "usage: wizard-bench quick --addr HOST:PORT [--players N] [--seats S]\n";
+pub const USAGE: &str = "usage: wizard-bench quick --addr [ID=]HOST:PORT [--addr ID=HOST:PORT ...] [--players N] [--seats S]\n";
 
 /// Players per source address (under the server's `MAX_CONNECTIONS_PER_IP`).
 const PER_IP: usize = 5;
@@ -29,24 +35,24 @@ const PER_IP: usize = 5;
 const SEAT_TIMEOUT: Duration = Duration::from_secs(120);
 
 struct Args {
-    addr: SocketAddr,
+    /// The shards (an empty id for a server without shards), players spread in turn.
+    addrs: Vec<(String, SocketAddr)>,
     players: usize,
     seats: u8,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut parser = lexopt::Parser::from_args(args.iter().cloned());
-    let mut addr = None;
+    let mut addrs = Vec::new();
     let (mut players, mut seats) = (30, 4);
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
             lexopt::Arg::Long("addr") => {
                 let v = parser.value().map_err(|e| e.to_string())?;
-                addr = Some(
-                    v.to_string_lossy()
-                        .parse()
-                        .map_err(|_| "--addr: HOST:PORT")?,
-                );
+                let v = v.to_string_lossy();
+                let (id, at) = v.split_once('=').unwrap_or(("", &v));
+                let at = at.parse().map_err(|_| "--addr: [ID=]HOST:PORT")?;
+                addrs.push((id.to_owned(), at));
             }
             lexopt::Arg::Long("players") => {
                 let v = parser.value().map_err(|e| e.to_string())?;
@@ -62,8 +68,11 @@ fn parse(args: &[String]) -> Result<Args, String> {
             other => return Err(format!("unexpected {other:?}")),
         }
     }
+    if addrs.is_empty() {
+        return Err("--addr is required".to_owned());
+    }
     Ok(Args {
-        addr: addr.ok_or("--addr is required")?,
+        addrs,
         players,
         seats,
     })
@@ -102,21 +111,30 @@ async fn arrive(addr: SocketAddr, k: usize) -> Option<Ws> {
     Some(ws)
 }
 
-/// Queues and waits for the running game: the time to seat and whether AI seats are
-/// at the table.
+/// What one player's wait came to.
+struct Seated {
+    wait: Duration,
+    /// AI seats at its table.
+    ai: bool,
+    /// Told `matched`: seated on another shard.
+    moved: bool,
+}
+
+/// Queues and waits for the running game (following `matched` to its shard).
 async fn queue(
     mut ws: Ws,
     k: usize,
     seats: u8,
+    shards: Arc<Vec<(String, SocketAddr)>>,
     go: async_channel::Receiver<()>,
-) -> Option<(Duration, bool)> {
+) -> Option<Seated> {
     let _ = go.recv().await;
     let name = format!("Q{k}");
     let start = Instant::now();
     if !send(
         &mut ws,
         &ClientMessage::QuickPlay {
-            name,
+            name: name.clone(),
             seats: Some(seats),
         },
     )
@@ -124,6 +142,7 @@ async fn queue(
     {
         return None;
     }
+    let mut moved = false;
     loop {
         match next(&mut ws).await? {
             ServerMessage::State {
@@ -132,7 +151,27 @@ async fn queue(
                 ..
             } => {
                 let ai = lobby.players.iter().any(|p| p.is_ai);
-                return Some((start.elapsed(), ai));
+                return Some(Seated {
+                    wait: start.elapsed(),
+                    ai,
+                    moved,
+                });
+            }
+            ServerMessage::Matched { code, shard } if !moved => {
+                let addr = shards.iter().find(|(id, _)| *id == shard)?.1;
+                ws = arrive(addr, k).await?;
+                if !send(
+                    &mut ws,
+                    &ClientMessage::JoinLobby {
+                        code,
+                        name: name.clone(),
+                    },
+                )
+                .await
+                {
+                    return None;
+                }
+                moved = true;
             }
             ServerMessage::Error { code, message, .. } => {
                 eprintln!("player {k}: {code:?} {message}");
@@ -157,20 +196,27 @@ pub fn run(args: &[String]) -> std::process::ExitCode {
     let result = smol::block_on(ex.run(async {
         let mut conns = Vec::with_capacity(args.players);
         for k in 0..args.players {
-            match arrive(args.addr, k).await {
+            let addr = args
+                .addrs
+                .get(k % args.addrs.len())
+                .map(|(_, a)| *a)
+                .ok_or("no --addr")?;
+            match arrive(addr, k).await {
                 Some(ws) => conns.push(ws),
                 None => return Err(format!("player {k} could not connect")),
             }
         }
         let (go_tx, go_rx) = async_channel::bounded::<()>(1);
+        let shards = Arc::new(args.addrs.clone());
         let tasks: Vec<_> = conns
             .into_iter()
             .enumerate()
             .map(|(k, ws)| {
                 let go = go_rx.clone();
                 let seats = args.seats;
+                let shards = Arc::clone(&shards);
                 ex.spawn(async move {
-                    futures_lite::future::or(queue(ws, k, seats, go), async {
+                    futures_lite::future::or(queue(ws, k, seats, shards, go), async {
                         async_io::Timer::after(SEAT_TIMEOUT).await;
                         None
                     })
@@ -195,23 +241,25 @@ pub fn run(args: &[String]) -> std::process::ExitCode {
 }
 
 /// Prints the seat waits' percentiles; success when every player was seated.
-fn report(players: usize, seated: &[Option<(Duration, bool)>]) -> std::process::ExitCode {
+fn report(players: usize, seated: &[Option<Seated>]) -> std::process::ExitCode {
     let mut ms: Vec<f64> = seated
         .iter()
         .flatten()
-        .map(|(d, _)| d.as_secs_f64() * 1000.0)
+        .map(|s| s.wait.as_secs_f64() * 1000.0)
         .collect();
     ms.sort_by(f64::total_cmp);
-    let with_ai = seated.iter().flatten().filter(|(_, ai)| *ai).count();
+    let with_ai = seated.iter().flatten().filter(|s| s.ai).count();
+    let moved = seated.iter().flatten().filter(|s| s.moved).count();
     let at = |q: f64| {
         let i = ((ms.len() as f64 * q).ceil() as usize).clamp(1, ms.len().max(1)) - 1;
         ms.get(i).copied().unwrap_or(f64::NAN)
     };
     println!(
-        "players {} seated {} with_ai {} p50_ms {:.1} p99_ms {:.1} max_ms {:.1}",
+        "players {} seated {} with_ai {} moved {} p50_ms {:.1} p99_ms {:.1} max_ms {:.1}",
         players,
         ms.len(),
         with_ai,
+        moved,
         at(0.5),
         at(0.99),
         ms.last().copied().unwrap_or(f64::NAN)

@@ -2,7 +2,9 @@
 //! widening with the wait, the wait running out with AI seats, the bound, cancelling.
 
 use wizard_core::Time;
-use wizard_core::machine::matchmaker::{Group, MatchConfig, Matchmaker, QueueError};
+use wizard_core::machine::matchmaker::{
+    Group, MatchConfig, Matchmaker, QueueError, Ticket, form_groups,
+};
 
 const SEC: u64 = 1_000_000;
 
@@ -184,4 +186,63 @@ fn random_traffic_keeps_the_promises() {
         }
         m.check().unwrap();
     }
+}
+
+fn ticket(key: u32, seats: u8, rating_milli: i64, since_s: u64) -> Ticket<u32> {
+    Ticket {
+        key,
+        seats,
+        rating_milli,
+        since: Time(since_s * SEC),
+    }
+}
+
+/// The rule over a pool kept elsewhere (the shards' shared pool) forms what the pool's
+/// own passes form from the same tickets: close ratings together, the far one waiting
+/// until its spread has widened or its wait runs out.
+#[test]
+fn form_groups_applies_the_pool_s_rule_to_tickets_held_elsewhere() {
+    let config = pool(100).config();
+    let tickets = [
+        ticket(1, 3, 0, 0),
+        ticket(2, 3, 1_000, 1),
+        ticket(3, 3, 40_000, 2),
+        ticket(4, 3, 500, 3),
+        ticket(5, 4, 0, 3),
+    ];
+    let groups = form_groups(config, Time(4 * SEC), tickets);
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_eq!(keys(&groups[0]), vec![1, 2, 4], "oldest first");
+    assert!(!groups[0].waited_out);
+    // The same tickets held in a pool and polled at a pass give the same table.
+    let mut m = pool(100);
+    for t in tickets {
+        m.hold(t).unwrap();
+    }
+    let mut out = Vec::new();
+    assert!(m.next_wake().is_some());
+    m.poll(Time(31 * SEC), &mut out);
+    assert!(out.iter().any(|g| keys(g) == vec![1, 2, 4]), "{out:?}");
+    // After the wait the far ticket and the lone table of 4 are seated with AI.
+    let late = form_groups(config, Time(40 * SEC), [tickets[2], tickets[4]]);
+    assert_eq!(late.len(), 2);
+    assert!(late.iter().all(|g| g.waited_out && g.players.len() == 1));
+    assert_eq!(late.iter().map(Group::ai_seats).sum::<u8>(), 2 + 3);
+}
+
+/// `hold` keeps tickets without grouping them, under the same bound, replacing a
+/// key's own ticket.
+#[test]
+fn hold_keeps_tickets_without_grouping_them() {
+    let mut m = pool(3);
+    for k in 0..3 {
+        m.hold(ticket(k, 3, 0, u64::from(k))).unwrap();
+    }
+    assert_eq!(m.len(), 3, "a table's worth, not grouped");
+    assert_eq!(m.hold(ticket(9, 3, 0, 5)), Err(QueueError::Full));
+    m.hold(ticket(1, 4, 0, 7)).unwrap();
+    assert_eq!(m.len(), 3);
+    assert_eq!(m.ticket(1).map(|t| t.seats), Some(4));
+    assert_eq!(m.hold(ticket(8, 7, 0, 0)), Err(QueueError::BadSeats));
+    m.check().unwrap();
 }

@@ -4,7 +4,10 @@
 //!
 //! - **One thread, one connection** per shard ([`SharedPool::start`]), apart from the
 //!   store's writer: the pool never delays a commit. It wakes every `QUICK_PLAY_INTERVAL`,
-//!   or at once (at most every [`CYCLE_GAP_MIN`]) when the core hands it a change.
+//!   or at once (at most every [`CYCLE_GAP_MIN`]) when the core hands it a change; while
+//!   its shard has tickets waiting it also looks every [`MATCHED_POLL`] for those that
+//!   another shard seated, so that a player is told `matched` without waiting for the
+//!   next interval.
 //! - **A cycle** writes the core's ticket changes ([`PoolChange`]), renews this shard's
 //!   lease ([`lease_us`]), hands the core the tickets of this shard that another shard
 //!   seated (`matched`), then, holding the transaction-level advisory lock
@@ -32,6 +35,7 @@
 //! - Tickets are not kept across a restart: a process that takes a shard deletes that
 //!   shard's tickets first, and their players queue again.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -56,6 +60,9 @@ pub const CHANGES_MAX: usize = 65_536;
 pub const CYCLE_GAP_MIN: Duration = Duration::from_millis(20);
 /// Any statement of the pool (the advisory lock's wait among them), at most.
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// While this shard has tickets waiting, how often the thread looks for those another
+/// shard seated (one indexed `DELETE ... RETURNING`), between full cycles.
+pub const MATCHED_POLL: Duration = Duration::from_millis(50);
 /// After a failed cycle, before trying again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -82,7 +89,9 @@ CREATE TABLE IF NOT EXISTS wizard_quick_tickets (
 CREATE INDEX IF NOT EXISTS wizard_quick_tickets_free
     ON wizard_quick_tickets (since_us) WHERE group_id IS NULL;
 CREATE INDEX IF NOT EXISTS wizard_quick_tickets_group
-    ON wizard_quick_tickets (group_id) WHERE group_id IS NOT NULL;";
+    ON wizard_quick_tickets (group_id) WHERE group_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS wizard_quick_tickets_matched
+    ON wizard_quick_tickets (shard) WHERE code IS NOT NULL;";
 
 /// PostgreSQL's clock in microseconds since the epoch.
 const NOW_US: &str = "(extract(epoch from clock_timestamp()) * 1000000)::bigint";
@@ -154,6 +163,7 @@ impl SharedPool {
             client: None,
             pending: Vec::new(),
             fresh: true,
+            waiting: BTreeSet::new(),
             groups_formed: Arc::clone(&groups_formed),
         };
         let thread = std::thread::Builder::new()
@@ -207,6 +217,8 @@ struct Worker {
     pending: Vec<PoolChange>,
     /// This process has not yet cleared its shard's tickets of an earlier process.
     fresh: bool,
+    /// This shard's sessions with a ticket in the table (at most `QUICK_PLAY_MAX`).
+    waiting: BTreeSet<u64>,
     groups_formed: Arc<AtomicU64>,
 }
 
@@ -217,9 +229,11 @@ impl Worker {
     fn run(&mut self) {
         let interval = Duration::from_micros(self.config.interval_us.max(1000));
         let mut last = Instant::now() - interval;
+        let mut last_look = Instant::now();
         loop {
             {
-                let (queue, wake) = &*self.queue;
+                let shared = Arc::clone(&self.queue);
+                let (queue, wake) = &*shared;
                 let mut q = lock_queue(queue);
                 loop {
                     if q.stop {
@@ -230,13 +244,26 @@ impl Worker {
                     if woken || since >= interval {
                         break;
                     }
-                    let wait = if q.changes.is_empty() {
+                    if !self.waiting.is_empty() && last_look.elapsed() >= MATCHED_POLL {
+                        drop(q);
+                        last_look = Instant::now();
+                        if let Err(e) = self.look_for_matched() {
+                            warn!(error = %e, "Quick-play pool: a cycle failed; trying again");
+                            self.client = None;
+                        }
+                        q = lock_queue(queue);
+                        continue;
+                    }
+                    let mut wait = if q.changes.is_empty() {
                         interval - since
                     } else {
                         CYCLE_GAP_MIN.saturating_sub(since)
                     };
+                    if !self.waiting.is_empty() {
+                        wait = wait.min(MATCHED_POLL.saturating_sub(last_look.elapsed()));
+                    }
                     q = wake
-                        .wait_timeout(q, wait)
+                        .wait_timeout(q, wait.max(Duration::from_millis(1)))
                         .unwrap_or_else(|e| e.into_inner())
                         .0;
                 }
@@ -293,13 +320,38 @@ impl Worker {
             return Err(e);
         }
         self.fresh = false;
-        let matched = self.take_matched(&me)?;
-        for event in matched {
-            self.tell_core(event);
+        for change in &changes {
+            match change {
+                PoolChange::Put { session, .. } => {
+                    self.waiting.insert(session.0);
+                }
+                PoolChange::Drop { session } => {
+                    self.waiting.remove(&session.0);
+                }
+                PoolChange::Seated { .. } | PoolChange::Refused { .. } => {}
+            }
         }
+        self.look_for_matched()?;
         let formed = self.form(&me)?;
         for event in formed {
+            if let PoolEvent::Formed { local, .. } = &event {
+                for s in local {
+                    self.waiting.remove(&s.0);
+                }
+            }
             self.groups_formed.fetch_add(1, Ordering::Relaxed);
+            self.tell_core(event);
+        }
+        Ok(())
+    }
+
+    /// Hands the core this shard's tickets that another shard seated.
+    fn look_for_matched(&mut self) -> Result<(), String> {
+        let me = self.name.clone();
+        for event in self.take_matched(&me)? {
+            if let PoolEvent::Matched { session, .. } = &event {
+                self.waiting.remove(&session.0);
+            }
             self.tell_core(event);
         }
         Ok(())
