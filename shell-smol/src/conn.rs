@@ -412,7 +412,15 @@ async fn read_frames(
             if read.proves_life() {
                 links.last_heard.touch();
             }
-            on_frame(read, links, inbox, conn, kind, st.read_at, st.directory.as_deref())?
+            on_frame(
+                read,
+                links,
+                inbox,
+                conn,
+                kind,
+                st.read_at,
+                st.directory.as_deref(),
+            )?
         };
         if let Some(wait) = step.wait
             && wait.await.is_err()
