@@ -5,7 +5,7 @@
 # shows that some seed fails, naming the first one and its first violation. A bug no
 # seed up to SEEDS (200) catches fails the check. With nothing planted the hooks do
 # nothing, and the CI's swarm test holds that 200 seeds pass.
-#   shell-sim/planted-bugs.sh [bug ...]      (default: all seven)
+#   shell-sim/planted-bugs.sh [bug ...]      (default: all eight)
 # Env: SEEDS (200), CHUNK (seeds per swarm call, 20), JOBS (2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ SEEDS=${SEEDS:-200}
 CHUNK=${CHUNK:-20}
 JOBS=${JOBS:-2}
 BUGS=("$@")
-[ ${#BUGS[@]} -gt 0 ] || BUGS=(wrong_score lost_event missed_broadcast hand_leak hidden_bid_leak events_replaceable chat_lost)
+[ ${#BUGS[@]} -gt 0 ] || BUGS=(wrong_score lost_event missed_broadcast hand_leak hidden_bid_leak events_replaceable chat_lost lost_commit)
 cargo build -p wizard-sim --features planted-bugs --locked
 BIN="${CARGO_TARGET_DIR:-target}/debug/wizard-sim"
 LOG=$(mktemp)

@@ -24,10 +24,13 @@ pub enum Bug {
     EventsReplaceable = 6,
     /// A chat line skips the first connection of its lobby.
     ChatLost = 7,
+    /// A killed process's store loses its last commit (the hook is in the simulator's
+    /// store, `shell-sim/src/host/restart.rs`: the core only names it).
+    LostCommit = 8,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 7] = [
+    pub const ALL: [Bug; 8] = [
         Bug::WrongScore,
         Bug::LostEvent,
         Bug::MissedBroadcast,
@@ -35,6 +38,7 @@ impl Bug {
         Bug::HiddenBidLeak,
         Bug::EventsReplaceable,
         Bug::ChatLost,
+        Bug::LostCommit,
     ];
 
     /// The name a harness selects it by.
@@ -47,6 +51,7 @@ impl Bug {
             Bug::HiddenBidLeak => "hidden_bid_leak",
             Bug::EventsReplaceable => "events_replaceable",
             Bug::ChatLost => "chat_lost",
+            Bug::LostCommit => "lost_commit",
         }
     }
 

@@ -421,7 +421,9 @@ pub(super) async fn player(
                     // Nor do they keep profiles.
                     ServerMessage::Profile { .. } | ServerMessage::ProfileDeleted { .. } => {}
                     // Nor queue for quick play or list tables.
-                    ServerMessage::Queued { .. } | ServerMessage::Tables { .. } => {}
+                    ServerMessage::Queued { .. }
+                    | ServerMessage::Matched { .. }
+                    | ServerMessage::Tables { .. } => {}
                     ServerMessage::Error {
                         code: err,
                         retry_after_ms,

@@ -3,8 +3,8 @@
 //! `If-None-Match`, and a gzip body when the request's `Accept-Encoding` allows it.
 //!
 //! The files are not versioned: `index.html` loads `/style.css` and `/app.js` by fixed
-//! names and `app.js` imports `./net.js`, `./cards.js`, `./alerts.js` and `./chat.js`, so a file's name does not
-//! change when its content does, and no file may be cached as immutable (a browser
+//! names and `app.js` imports `./net.js`, `./cards.js`, `./alerts.js`, `./chat.js` and
+//! `./replay.js`, so a file's name does not change when its content does, and no file may be cached as immutable (a browser
 //! would keep an old `app.js` beside a new server). Every file therefore goes out with
 //! `Cache-Control: no-cache`: the browser keeps its copy but asks on every load with
 //! `If-None-Match`, and gets a `304` without a body until a new build changes the file.
@@ -67,6 +67,11 @@ pub const ASSETS: &[Asset] = &[
         name: "chat.js",
         content_type: JS,
         body: include_bytes!("../web/chat.js"),
+    },
+    Asset {
+        name: "replay.js",
+        content_type: JS,
+        body: include_bytes!("../web/replay.js"),
     },
 ];
 

@@ -115,6 +115,10 @@ pub struct CoreTask {
     pub store: Option<crate::store::Backend>,
     /// The embedded AI service (`EMBEDDED_AI=1`), linked in process.
     pub ai: Option<Embedded>,
+    /// The shards' shared quick-play pool (sharded on PostgreSQL): the core's ticket
+    /// changes go there after every pass.
+    #[cfg(feature = "postgres")]
+    pub pool: Option<crate::store::pool::SharedPool>,
 }
 
 enum Wake {
@@ -378,6 +382,10 @@ impl CoreTask {
             // `/health` or `/metrics` finds them counted.
             self.published.publish(&self.server);
             self.published.publish_profiles(&mut self.server);
+            #[cfg(feature = "postgres")]
+            if let Some(pool) = &self.pool {
+                pool.push(self.server.take_pool_changes());
+            }
             // Commit before acknowledge: nothing of this pass is sent before its records
             // are in the store.
             let records = self.server.take_records();

@@ -11,8 +11,8 @@
 //! [`crate::assets`] (ETag, `304`, gzip); every other answer is `no-store`.
 
 use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_channel::Sender;
@@ -26,6 +26,7 @@ use wizard_core::shell::readiness::{NotReady, encode_ready, ready_status};
 use wizard_core::shell::upgrade::{Reject, Route, UpgradeRequest, check_upgrade, client_ip, route};
 use wizard_core::vocabulary::config::Config;
 use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::limiter::{IpKey, KeyedRateLimiter};
 
 use crate::assets::{self, Conditions};
 use crate::conn::{self, ConnParams};
@@ -36,6 +37,7 @@ use crate::metrics::{self, ShellStats};
 use crate::outbox::Outbox;
 use crate::priority::Priorities;
 use crate::snapshot::Published;
+use crate::store::history::{Query, ReadError, Reader};
 
 pub use crate::head::HEAD_BYTES_MAX;
 
@@ -76,6 +78,21 @@ pub struct Ctx {
     /// The server's clock: the keepalive's grid is on it, so that every connection's
     /// looks share wake-ups.
     pub clock: Clock,
+    /// The store's history reader (`None` without a store that keeps history).
+    pub history: Option<Arc<Reader>>,
+    /// `GAMES_RATE` per client address (at most `IP_TABLE_MAX` addresses).
+    pub games_rate: Mutex<KeyedRateLimiter<IpKey>>,
+}
+
+impl Ctx {
+    /// Takes one `/games/<id>` request from `ip`'s budget.
+    fn games_rate_allows(&self, ip: std::net::IpAddr) -> bool {
+        let now = self.clock.now();
+        self.games_rate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .try_take(&IpKey::new(ip), now)
+    }
 }
 
 /// A checked websocket upgrade, ready for its 101 response.
@@ -242,17 +259,69 @@ async fn answer_request(
             reply.send(200, "application/json", body.as_bytes()).await
         }
         Route::Profile(id) => match ctx.published.profile(id) {
-            Some(body) => reply.send(200, "application/json", body.as_bytes()).await,
-            None => {
-                reply
-                    .send(404, "application/json", b"{\"error\":\"not_found\"}")
-                    .await
+            Some(body) => {
+                let body = with_recent_games(ctx, id, &body).await;
+                reply.send(200, "application/json", body.as_bytes()).await
             }
+            None => reply.send(404, "application/json", NOT_FOUND_JSON).await,
         },
+        // A finished game from the store's history, off the core task; the address's
+        // GAMES_RATE first (each answer may read the store and replay a game).
+        Route::Game(id) => {
+            if ctx.games_rate_allows(client) {
+                answer_game(&reply, ctx, id).await;
+            } else {
+                ShellStats::bump(&ctx.stats.http_rate_limited);
+                let body = b"{\"error\":\"rate_limited\"}";
+                reply.send(429, "application/json", body).await;
+            }
+        }
         Route::MethodNotAllowed => reply.send(405, "text/plain", b"method not allowed\n").await,
         Route::NotFound => reply.send(404, "text/plain", b"not found\n").await,
     }
     None
+}
+
+/// The JSON body of a `404` on the JSON routes.
+const NOT_FOUND_JSON: &[u8] = b"{\"error\":\"not_found\"}";
+
+/// Whether `id` has the shape of a game id (hex, at most 64 characters): anything
+/// else is not looked up.
+fn is_game_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The profile page `body` with its `recent_games` from the store's history (left
+/// empty when there is no history, or its reader is busy).
+async fn with_recent_games(ctx: &Ctx, id: &str, body: &str) -> String {
+    const EMPTY: &str = "\"recent_games\":[]";
+    let Some(reader) = &ctx.history else {
+        return body.to_owned();
+    };
+    match reader.ask(Query::Recent(id.to_owned())).await {
+        Ok(Some(lines)) if body.contains(EMPTY) => {
+            body.replacen(EMPTY, &format!("\"recent_games\":{lines}"), 1)
+        }
+        _ => body.to_owned(),
+    }
+}
+
+/// `GET /games/<id>`: the finished game's body from the history reader, `404` for
+/// a game that is not finished (running, unknown, or past `HISTORY_DAYS`).
+async fn answer_game(reply: &Reply<'_>, ctx: &Ctx, id: &str) {
+    let answer = match &ctx.history {
+        Some(reader) if is_game_id(id) => reader.ask(Query::Game(id.to_owned())).await,
+        _ => Ok(None),
+    };
+    match answer {
+        Ok(Some(body)) => reply.send(200, "application/json", body.as_bytes()).await,
+        Ok(None) => reply.send(404, "application/json", NOT_FOUND_JSON).await,
+        Err(ReadError::Busy) => reply.busy("history reader busy").await,
+        Err(ReadError::Failed) => {
+            let body = b"{\"error\":\"unavailable\"}";
+            reply.send(503, "application/json", body).await
+        }
+    }
 }
 
 /// The upgrade the policy admitted, with its 101 response.
@@ -447,6 +516,12 @@ mod tests {
             gate: Arc::clone(&gate),
             executors: Arc::new(Priorities::default()),
             clock,
+            history: None,
+            games_rate: Mutex::new(KeyedRateLimiter::new(
+                wizard_core::vocabulary::limiter::Rate::per_minute(60),
+                60,
+                16,
+            )),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let peer = listener.local_addr().unwrap();

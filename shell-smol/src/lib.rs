@@ -48,7 +48,9 @@ use wizard_core::Server;
 use wizard_core::shell::door::DoorRefusal;
 use wizard_core::vocabulary::config::{AiServiceConfig, Config, StoreSpec};
 use wizard_core::vocabulary::ids::ConnId;
+use wizard_core::vocabulary::limiter::{KeyedRateLimiter, rate_from};
 use wizard_core::vocabulary::rng::Seed;
+use wizard_core::vocabulary::time::US_PER_SEC;
 
 use crate::core_task::{Clock, CoreTask, INBOX_CAPACITY};
 use crate::http::Ctx;
@@ -250,7 +252,22 @@ async fn serve(
         .detach();
     // The static files' digests and gzip bodies, before the first page load.
     assets::prepare();
+    let history = match &store {
+        Some(store::Backend::Sqlite(sqlite)) => {
+            Some(Arc::new(store::history::Reader::sqlite(sqlite.path())))
+        }
+        #[cfg(feature = "postgres")]
+        Some(store::Backend::Postgres(pg)) => pg.history_reader().map(Arc::new),
+        None => None,
+    };
+    let games_rate = KeyedRateLimiter::new(
+        rate_from(config.shell.games_rate_per_min, 60 * US_PER_SEC),
+        (config.shell.games_rate_per_min.ceil().max(1.0)) as u64,
+        config.ip_table_entries_max,
+    );
     let ctx = Arc::new(Ctx {
+        history,
+        games_rate: std::sync::Mutex::new(games_rate),
         config,
         inbox,
         stats: Arc::clone(&stats),
@@ -260,6 +277,17 @@ async fn serve(
         executors: Arc::clone(&ex),
         clock,
     });
+    #[cfg(feature = "postgres")]
+    let pool = match (&ctx.config.shell.store, ctx.config.shard) {
+        (StoreSpec::Postgres(url), Some(shard)) => {
+            server.share_quick_play();
+            let pool = store::pool::SharedPool::start(url, shard, &ctx.config, ctx.inbox.clone())
+                .map_err(RunError::Thread)?;
+            info!(shard = %shard, "Quick play: the shards' shared pool in PostgreSQL");
+            Some(pool)
+        }
+        _ => None,
+    };
     let core = CoreTask {
         server,
         clock,
@@ -270,6 +298,8 @@ async fn serve(
         logs: LogLimiter::default(),
         store,
         ai,
+        #[cfg(feature = "postgres")]
+        pool,
     };
     // Its own task: raced against the core task in one future, every wake-up of the
     // core polled the listener too (an `accept4` that fails with EAGAIN each time).
@@ -290,7 +320,8 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
     let (store, records) = match &config.shell.store {
         StoreSpec::Memory => {
             let clock = Clock::new(Instant::now());
-            let server = Server::new(config.clone(), seed, clock.now());
+            let mut server = Server::new(config.clone(), seed, clock.now());
+            set_wall_clock(&mut server, clock);
             return Ok(Opened {
                 store: None,
                 server,
@@ -300,6 +331,7 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
         StoreSpec::Sqlite(path) => {
             let options = store::SqliteOptions {
                 init: config.shell.store_init,
+                history: history_options(config),
                 busy_timeout: Duration::from_micros(config.shell.store_busy_timeout_us),
                 ..store::SqliteOptions::new(Duration::from_micros(
                     config.shell.store_sync_interval_us,
@@ -310,14 +342,15 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
                     .map_err(failed)?;
             (store::Backend::Sqlite(store), records)
         }
-        StoreSpec::Postgres(url) => open_postgres(url, config.shard)?,
+        StoreSpec::Postgres(url) => open_postgres(url, config.shard, history_options(config))?,
     };
     // The clock starts at the restore: timers and session lifetimes count from it.
     let clock = Clock::new(Instant::now());
     let started = Instant::now();
     let count = records.len();
-    let server = Server::restore(config.clone(), seed, clock.now(), records)
+    let mut server = Server::restore(config.clone(), seed, clock.now(), records)
         .map_err(|e| RunError::Store(e.to_string()))?;
+    set_wall_clock(&mut server, clock);
     for lost in server.set_aside() {
         error!(
             lobby = lost.lobby.0,
@@ -343,14 +376,31 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
     })
 }
 
+/// Tells the core the wall clock at its time zero (history's dates).
+fn set_wall_clock(server: &mut Server, clock: Clock) {
+    let since_zero_ms = clock.now().as_micros() / 1000;
+    server.set_wall_clock(store::history::wall_ms().saturating_sub(since_zero_ms));
+}
+
+/// `HISTORY_DAYS` and its purge, as the stores take them.
+fn history_options(config: &Config) -> store::history::HistoryOptions {
+    store::history::HistoryOptions {
+        days: config.history_days,
+        purge_interval: Duration::from_micros(config.shell.history_purge_interval_us),
+        purge_rows_max: config.shell.history_purge_rows_max,
+    }
+}
+
 /// The PostgreSQL store at `url` for `shard`, and what it holds.
 #[cfg(feature = "postgres")]
 fn open_postgres(
     url: &str,
     shard: Option<wizard_core::vocabulary::shard::ShardId>,
+    history: store::history::HistoryOptions,
 ) -> Result<(store::Backend, Vec<wizard_core::machine::records::Record>), RunError> {
     let (store, records) =
-        store::postgres::PgStore::open(url, shard).map_err(|e| RunError::Store(e.to_string()))?;
+        store::postgres::PgStore::open_with(url, shard, store::COMPACT_ROWS_MIN, history)
+            .map_err(|e| RunError::Store(e.to_string()))?;
     Ok((store::Backend::Postgres(store), records))
 }
 
@@ -359,6 +409,7 @@ fn open_postgres(
 fn open_postgres(
     _url: &str,
     _shard: Option<wizard_core::vocabulary::shard::ShardId>,
+    _history: store::history::HistoryOptions,
 ) -> Result<(store::Backend, Vec<wizard_core::machine::records::Record>), RunError> {
     Err(RunError::Store(
         "STORE names PostgreSQL, but this build has no PostgreSQL store: build wizard-server with its `postgres` feature (the default)".into(),

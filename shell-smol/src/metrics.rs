@@ -40,6 +40,8 @@ pub struct ShellStats {
     pub tcp_refused: AtomicU64,
     /// Requests answered 503 because the TCP cap was reached.
     pub http_unavailable: AtomicU64,
+    /// `/games/<id>` requests refused by `GAMES_RATE`.
+    pub http_rate_limited: AtomicU64,
     /// Connections that did not send a request head within `HANDSHAKE_TIMEOUT`.
     pub handshake_timeouts: AtomicU64,
     /// Upgrades refused by the upgrade policy (403, 400, 426).
@@ -178,6 +180,10 @@ const COUNTERS: &[(&str, &str)] = &[
         "games_rated",
         "Finished games that updated profiles' ratings",
     ),
+    (
+        "games_recorded",
+        "Finished games recorded for history (HISTORY_DAYS)",
+    ),
     ("lobbies_created", "Lobbies created"),
     ("ai_requests", "Decision requests sent to the AI service"),
     ("breaker_opened", "Times the AI circuit breaker opened"),
@@ -194,6 +200,10 @@ const COUNTERS: &[(&str, &str)] = &[
     (
         "http_unavailable",
         "HTTP requests answered 503: connection cap reached",
+    ),
+    (
+        "http_rate_limited",
+        "GET /games/<id> requests answered 429: the address's GAMES_RATE spent",
     ),
     (
         "handshake_timeouts",
@@ -460,7 +470,7 @@ impl Metrics {
         store_unavailable: bool,
     ) -> String {
         let relaxed = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let absolute: [(&str, u64); 36] = [
+        let absolute: [(&str, u64); 38] = [
             ("connections_opened", c.connections_opened),
             ("resumed_past_cap", c.resumed_past_cap),
             ("messages", c.messages),
@@ -468,6 +478,7 @@ impl Metrics {
             ("games_started", c.games_started),
             ("games_finished", c.games_finished),
             ("games_rated", c.games_rated),
+            ("games_recorded", c.games_recorded),
             ("lobbies_created", c.lobbies_created),
             ("ai_requests", c.ai_requests),
             ("breaker_opened", c.breaker_opened),
@@ -476,6 +487,7 @@ impl Metrics {
             ("tcp_accepted", relaxed(&shell.tcp_accepted)),
             ("tcp_refused", relaxed(&shell.tcp_refused)),
             ("http_unavailable", relaxed(&shell.http_unavailable)),
+            ("http_rate_limited", relaxed(&shell.http_rate_limited)),
             ("handshake_timeouts", relaxed(&shell.handshake_timeouts)),
             ("upgrades_refused", relaxed(&shell.upgrades_refused)),
             ("slow_readers", relaxed(&shell.slow_readers)),

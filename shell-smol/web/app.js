@@ -3,6 +3,7 @@
 // bid and trump suit comes from `game.observation.legal_actions`.
 
 import { Connection } from './net.js';
+import { initReplay, openReplay } from './replay.js';
 import { initAlerts, setMyTurn } from './alerts.js';
 import { chatLobby, chatWasRefused, initChat, onChat, onChatGap, renderAudience, resetChat } from './chat.js';
 import {
@@ -155,7 +156,8 @@ function onMessage(msg) {
     case 'welcome':
       S.me = msg.player_id;
       S.rewatch = !!S.watching;
-      S.requeue = !!S.queued;
+      // A ticket matched on another shard is not queued again: its table waits there.
+      S.requeue = !!S.queued && !S.queued.matched;
       resetChat();
       if (msg.name && !$('name-input').value) $('name-input').value = msg.name;
       break;
@@ -180,6 +182,10 @@ function onMessage(msg) {
     case 'queued':
       if (S.queued && S.queued.since == null) S.queued.since = performance.now();
       render();
+      break;
+    case 'matched':
+      // The connection follows it to the table's shard (net.js); the waiting view stays.
+      if (S.queued) S.queued.matched = true;
       break;
     case 'tables':
       S.tables = msg.tables ?? [];
@@ -1067,6 +1073,9 @@ function wire() {
   $('leave-game').addEventListener('click', leaveGame);
   $('end-leave').addEventListener('click', leaveGame);
   $('return-to-lobby').addEventListener('click', () => send({ type: 'return_to_lobby' }));
+  $('open-replay').addEventListener('click', () => {
+    if (S.game?.id) openReplay(S.game.id);
+  });
   $('take-over').addEventListener('click', () => {
     S.replaced = false;
     $('replaced-banner').hidden = true;
@@ -1100,5 +1109,6 @@ const conn = new Connection({ onMessage, onStatus });
 initAlerts($('sound-toggle'));
 initChat(send);
 wire();
+initReplay();
 conn.start();
 render();

@@ -4,7 +4,9 @@
 // after 4000 (the session was opened in another window). On a sharded deployment
 // (`welcome` names a shard) it connects at /ws/<shard>, and follows `wrong_shard`
 // to the owner's route, repeating the refused message, without the player noticing
-// (docs/PROTOCOL.md, "Shards").
+// (docs/PROTOCOL.md, "Shards"). Quick play's `matched {code, shard}` (a table formed
+// on another shard) is followed the same way: to that shard's route, then `join_lobby`
+// with the name the player queued with.
 
 const TOKEN_KEY = 'wizard.token';
 const SHARD_KEY = 'wizard.shard';
@@ -36,6 +38,7 @@ export class Connection {
     this.welcomed = false;
     this.busyRetryMs = null; // the retry_after_ms of a busy before welcome
     this.lastJoin = null; // the last join_lobby sent, repeated on its shard
+    this.lastQuickName = null; // the name of the last quick_play sent, for `matched`
     this.repeat = null; // the message to send again once welcomed
     this.shardHops = 0;
   }
@@ -147,6 +150,14 @@ export class Connection {
         this.followShard(ws, msg.shard);
         return;
       }
+      if (msg.type === 'matched' && SHARD_ID.test(msg.shard ?? '') && typeof msg.code === 'string') {
+        // The table is on another shard: join it there as with a shared code.
+        this.lastJoin = { type: 'join_lobby', code: msg.code, name: this.lastQuickName ?? '' };
+        this.shardHops = 0;
+        this.handlers.onMessage(msg);
+        this.followShard(ws, msg.shard);
+        return;
+      }
       if (msg.type === 'welcome') {
         this.token = msg.token;
         this.shard = msg.shard ?? null;
@@ -226,6 +237,7 @@ export class Connection {
   send(msg) {
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.welcomed) return false;
     if (msg.type === 'join_lobby') this.lastJoin = msg;
+    if (msg.type === 'quick_play') this.lastQuickName = msg.name;
     this.ws.send(JSON.stringify(msg));
     return true;
   }

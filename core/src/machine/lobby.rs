@@ -56,7 +56,9 @@ pub enum Occupant {
 /// One place at the table.
 #[derive(Clone, Debug)]
 pub struct SeatInfo {
-    /// The session's player id, or `ai-xxxxxxxx`.
+    /// The id the seat is shown and recorded with: its player's (kept when the AI
+    /// plays on for a player), or `ai-xxxxxxxx`. Lookups by a session go through
+    /// [`Occupant::Human`] instead.
     pub player_id: String,
     pub name: String,
     pub occupant: Occupant,
@@ -102,6 +104,11 @@ pub struct Lobby {
     game_id: Option<String>,
     /// Moves applied to the current game.
     moves: u64,
+    /// The current game's moves in order, for its history record at the end.
+    log: Vec<(Seat, Action)>,
+    /// When the current game started, milliseconds since the Unix epoch (while
+    /// playing or finished; 0 when not known).
+    started_ms: u64,
     /// Whose turn is running since when, and what the AI has decided.
     turns: TurnBook,
     /// The address of the session that created the lobby, charged for it.
@@ -140,6 +147,8 @@ impl Lobby {
             seed: None,
             game_id: None,
             moves: 0,
+            log: Vec::new(),
+            started_ms: 0,
             turns: TurnBook::default(),
             owner,
             away_since: None,
@@ -211,6 +220,16 @@ impl Lobby {
     /// The current game's seed (while playing or finished).
     pub fn seed(&self) -> Option<u64> {
         self.seed
+    }
+
+    /// The current game's moves in order.
+    pub fn log(&self) -> &[(Seat, Action)] {
+        &self.log
+    }
+
+    /// When the current game started, milliseconds since the Unix epoch.
+    pub fn started_ms(&self) -> u64 {
+        self.started_ms
     }
 
     /// The current game's public id as recorded (while playing or finished).
@@ -338,11 +357,37 @@ impl Lobby {
         self.status != LobbyStatus::Playing && self.away_since.is_some()
     }
 
-    pub fn seat_of(&self, player_id: &str) -> Option<Seat> {
+    /// The seat `session` holds as a human. A seat the AI plays on for a player keeps
+    /// the player's id ([`SeatInfo::player_id`]) but no session.
+    pub fn seat_of(&self, session: SessionId) -> Option<Seat> {
+        self.seats
+            .iter()
+            .position(|s| s.occupant == Occupant::Human(session))
+            .and_then(|i| Seat::try_from(i).ok())
+    }
+
+    /// The seat shown with `player_id` (a client names seats by it).
+    pub fn seat_of_player(&self, player_id: &str) -> Option<Seat> {
         self.seats
             .iter()
             .position(|s| s.player_id == player_id)
             .and_then(|i| Seat::try_from(i).ok())
+    }
+
+    /// The session in the host's seat, when a human sits there.
+    pub fn host_session(&self) -> Option<SessionId> {
+        let seat = self.seat_of_player(&self.host)?;
+        match self.seats.get(usize::from(seat))?.occupant {
+            Occupant::Human(session) => Some(session),
+            Occupant::Ai(_) => None,
+        }
+    }
+
+    /// Whether `session` sits in the host's seat.
+    pub fn is_host(&self, session: SessionId) -> bool {
+        self.seat_of(session)
+            .and_then(|s| self.seats.get(usize::from(s)))
+            .is_some_and(|s| s.player_id == self.host)
     }
 
     /// Sessions of the human seats, in seat order.
@@ -546,18 +591,16 @@ impl LobbyManager {
         self.by_code.get(&code.trim().to_ascii_uppercase()).copied()
     }
 
-    /// Whether a new lobby fits under `MAX_LOBBIES` once `player_id` has left `current`
+    /// Whether a new lobby fits under `MAX_LOBBIES` once `session` has left `current`
     /// (leaving deletes a lobby when it was its last human).
-    pub fn has_room(&self, current: Option<LobbyId>, player_id: &str) -> bool {
-        self.has_room_for_new() || self.is_sole_human(current, player_id)
+    pub fn has_room(&self, current: Option<LobbyId>, session: SessionId) -> bool {
+        self.has_room_for_new() || self.is_sole_human(current, session)
     }
 
-    /// Whether `player_id` is the only human of `lobby` (leaving would delete it).
-    pub fn is_sole_human(&self, lobby: Option<LobbyId>, player_id: &str) -> bool {
-        lobby.and_then(|id| self.lobbies.get(&id)).is_some_and(|l| {
-            l.seats
-                .iter()
-                .all(|s| s.is_ai() || s.player_id == player_id)
-        })
+    /// Whether `session` is the only human of `lobby` (leaving would delete it).
+    pub fn is_sole_human(&self, lobby: Option<LobbyId>, session: SessionId) -> bool {
+        lobby
+            .and_then(|id| self.lobbies.get(&id))
+            .is_some_and(|l| l.humans().all(|h| h == session))
     }
 }

@@ -11,6 +11,10 @@
 //! waiting tickets of its bucket whatever their ratings, and the caller fills the rest
 //! of the table with AI seats: quick play never waits for ever.
 //!
+//! The same rule serves a pool kept elsewhere: [`form_groups`] runs it once over
+//! tickets read from the shards' shared pool (PostgreSQL), and [`Matchmaker::hold`]
+//! keeps a shard's own tickets without grouping them there.
+//!
 //! The machine knows nothing of sessions or lobbies: its keys are any ordered copyable
 //! value (the server uses its session ids), its ratings plain numbers. It never reads a
 //! clock; [`Matchmaker::next_wake`] says when [`Matchmaker::poll`] has work.
@@ -99,6 +103,28 @@ pub fn rating_milli(rating: f64) -> i64 {
 pub fn accepted_spread_milli(waited_us: u64) -> i64 {
     let secs = i64::try_from(waited_us / US_PER_SEC).unwrap_or(i64::MAX);
     SPREAD_BASE_MILLI.saturating_add(SPREAD_PER_SEC_MILLI.saturating_mul(secs))
+}
+
+/// The groups the pool's rule forms at `now` from `tickets` (a pass over every table
+/// size, then a table for each ticket that has waited `QUICK_PLAY_WAIT`), for a pool
+/// kept elsewhere: the shards' shared pool runs it over the tickets of every shard.
+/// Tickets of a bad table size are left out; `config.tickets_max` is not applied.
+pub fn form_groups<K: Ord + Copy>(
+    config: MatchConfig,
+    now: Time,
+    tickets: impl IntoIterator<Item = Ticket<K>>,
+) -> Vec<Group<K>> {
+    let mut pool = Matchmaker::new(MatchConfig {
+        tickets_max: usize::MAX,
+        ..config
+    });
+    for t in tickets {
+        let _ = pool.hold(t);
+    }
+    pool.next_pass = Some(now);
+    let mut out = Vec::new();
+    pool.poll(now, &mut out);
+    out
 }
 
 /// An entry of a bucket: ordered by rating, then age, then key.
@@ -197,6 +223,22 @@ impl<K: Ord + Copy> Matchmaker<K> {
         }
         self.schedule_pass(now);
         Ok(since)
+    }
+
+    /// Keeps `ticket` in the pool as it is (its own `since`), without looking for a
+    /// group: for a pool whose groups are formed elsewhere, from the tickets of every
+    /// shard ([`form_groups`]). A ticket of the same key is replaced.
+    pub fn hold(&mut self, ticket: Ticket<K>) -> Result<(), QueueError> {
+        let bucket = bucket_of(ticket.seats).ok_or(QueueError::BadSeats)?;
+        if self.cancel(ticket.key).is_none() && self.tickets.len() >= self.config.tickets_max {
+            return Err(QueueError::Full);
+        }
+        self.tickets.insert(ticket.key, ticket);
+        self.by_age.insert((ticket.since, ticket.key));
+        if let Some(b) = self.buckets.get_mut(bucket) {
+            b.insert((ticket.rating_milli, ticket.since, ticket.key));
+        }
+        Ok(())
     }
 
     /// Takes `key`'s ticket out of the pool, returning it.

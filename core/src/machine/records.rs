@@ -19,13 +19,17 @@
 //!   older ones; the rating update after a game is in the same batch as the game's
 //!   last move, so a store commits both or neither;
 //! - [`Record::SessionGone`], [`Record::LobbyGone`], [`Record::ProfileGone`]:
-//!   forgotten, with their records.
+//!   forgotten, with their records;
+//! - [`Record::Game`]: a finished game as history keeps it ([`history`]), in the same
+//!   batch as its last move. A store keeps it apart from the other records, for
+//!   `HISTORY_DAYS`, and a restore does not read it.
 
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
 mod compact_move;
+pub mod history;
 pub mod liveness;
 
 use crate::machine::profiles::ProfileRecord;
@@ -33,6 +37,7 @@ use crate::vocabulary::game::{Action, AiLevel, Options, Seat};
 use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::MoveSource;
 use crate::vocabulary::wire::LobbyStatus;
+use history::HistoryRecord;
 
 /// How [`Record::encode`]'s text of a record other than a move begins.
 const CURRENT_PREFIX: &str = "{\"v\":2,";
@@ -86,9 +91,17 @@ pub struct LobbyRecord {
     /// The current game's public id (while playing or finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub game_id: Option<String>,
+    /// When the current game started, milliseconds since the Unix epoch (left out
+    /// when not known: 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub started_ms: u64,
     /// Listed by `list_tables`; left out when false, so older records read as private.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub public: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A fact to keep.
@@ -122,6 +135,8 @@ pub enum Record {
     ProfileGone {
         profile: String,
     },
+    /// A finished game for history (`HISTORY_DAYS`); a restore does not need it.
+    Game(HistoryRecord),
 }
 
 impl Record {
@@ -239,6 +254,7 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
             game_no: 1,
             seed: Some(seed),
             game_id: None,
+            started_ms: 0,
             public: false,
         }));
         let mut events = Vec::new();

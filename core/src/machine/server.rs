@@ -8,16 +8,19 @@
 //! deadlines, shutdown, and what is published after every input), `absent` (what
 //! players who are gone may hold: idle lobbies, dormant games, evictable sessions),
 //! `watch` (spectators and table chat), `quick` (public tables and the quick-play
-//! pool).
+//! pool), `shared` (the shards' shared quick-play pool: tickets out, groups in, the
+//! seats kept for players of other shards).
 
 mod absent;
 mod conns;
 mod deltas;
 mod durable;
 mod games;
+mod history;
 mod players;
 mod profiles;
 mod quick;
+mod shared;
 mod status;
 mod views;
 mod watch;
@@ -116,6 +119,9 @@ enum TimerKey {
     Spectators(LobbyId),
     /// The matchmaker's next wake-up.
     QuickPlay,
+    /// A table formed from the shards' shared pool stops keeping seats for players of
+    /// other shards (`QUICK_PLAY_JOIN_WAIT`).
+    Reserved(LobbyId),
 }
 
 impl TimerKey {
@@ -130,7 +136,7 @@ impl TimerKey {
             TimerKey::HelloGrace(_) => WakeReason::HelloGrace,
             TimerKey::Away(_) => WakeReason::Absent,
             TimerKey::Spectators(_) => WakeReason::Spectators,
-            TimerKey::QuickPlay => WakeReason::QuickPlay,
+            TimerKey::QuickPlay | TimerKey::Reserved(_) => WakeReason::QuickPlay,
         }
     }
 }
@@ -157,6 +163,9 @@ pub struct Server {
     /// Profiles changed since a shell last asked, while one watches
     /// ([`Server::watch_profiles`]).
     profile_changes: Option<std::collections::BTreeSet<String>>,
+    /// The wall clock at [`Time`] zero, milliseconds since the Unix epoch, as the shell
+    /// told it ([`Server::set_wall_clock`]): history's dates are this plus `now`.
+    wall_epoch_ms: u64,
     /// New player connections per address (`RECONNECT_RATE`).
     reconnect_rate: KeyedRateLimiter<IpKey>,
     /// `join_lobby` and `spectate` with an unknown code per address (`JOIN_FAIL_RATE`).
@@ -172,6 +181,9 @@ pub struct Server {
     /// The quick-play pool, keyed by session: at most `QUICK_PLAY_MAX` tickets, one
     /// per session, each of a connected session (`server/quick.rs`).
     matchmaker: Matchmaker<SessionId>,
+    /// With the shards' shared pool ([`Server::share_quick_play`]): the ticket changes
+    /// for the shell and the seats kept for other shards' players (`server/shared.rs`).
+    shared: Option<shared::SharedPool>,
     timers: Timers<TimerKey>,
     game_seeds: ChaCha12Rng,
     retry_rng: ChaCha12Rng,
@@ -298,6 +310,7 @@ impl Server {
             profile_rate,
             game_ids: rng::fork(&seed, Purpose::GameIds),
             profile_changes: None,
+            wall_epoch_ms: 0,
             retry_rng: rng::fork(&seed, Purpose::Retry),
             breaker_was: bridge.breaker_state(),
             bridge,
@@ -310,6 +323,7 @@ impl Server {
             chat_replay_rate,
             list_tables_rate,
             matchmaker,
+            shared: None,
             timers,
             counters: Counters::default(),
             last_sample: LoadSample::default(),
@@ -399,6 +413,7 @@ impl Server {
             Input::LoadSample(sample) => self.on_sample(sample, out),
             Input::Timeout => {}
             Input::Shutdown => self.on_shutdown(now, out),
+            Input::Pool(event) => self.on_pool(now, event, out),
         }
         self.run_due(now, out);
         self.sync_quick_play_timer();

@@ -58,6 +58,9 @@ pub enum Route<'a> {
     Leaderboard,
     /// `GET /profiles/<id>` (PROTOCOL.md 7.1): one path segment, looked up as given.
     Profile(&'a str),
+    /// `GET /games/<id>` (PROTOCOL.md 7.4): a finished game, one path segment, looked
+    /// up as given.
+    Game(&'a str),
     /// A fixed route with a method it does not serve (405).
     MethodNotAllowed,
     /// Anything else (404).
@@ -183,6 +186,11 @@ pub const ROUTES: &[RouteSpec] = &[
         pattern: PathPattern::Segment("/profiles/"),
         methods: Methods::Read,
         to: |id| Route::Profile(id),
+    },
+    RouteSpec {
+        pattern: PathPattern::Segment("/games/"),
+        methods: Methods::Read,
+        to: |id| Route::Game(id),
     },
     // Last: the fixed names above are not files.
     RouteSpec {

@@ -125,6 +125,10 @@ pub const SETTINGS: &[Setting] = &[
     server("STORE", "sqlite:wizard-data/wizard.db", "where games are kept: memory, sqlite:PATH (created with its folder), or postgres://USER[:PASS]@HOST:PORT/DB (also postgresql://; shared by a shard's standby)"),
     server("STORE_BUSY_TIMEOUT", "10", "seconds the SQLite store's writer waits for a lock another process holds on the file (a backup tool, an operator's sqlite3) before that fold fails; it is tried again, and players go on meanwhile"),
     server("STORE_INIT", "0", "1: make a new, empty SQLite store even where an empty or table-less file, a journal or a lock says a store was (recovery after a lost file; remove it again after the start)"),
+    server("HISTORY_DAYS", "90", "days a finished game is kept for /games/<id> and the profiles' recent games (0 = keep nothing); needs a durable STORE"),
+    server("HISTORY_PURGE_INTERVAL", "60", "seconds between the store's deletions of games older than HISTORY_DAYS"),
+    server("HISTORY_PURGE_ROWS", "1000", "games the store deletes at most per deletion pass (each in its own short transaction)"),
+    server("GAMES_RATE", "60", "GET /games/<id> requests one client IP may make per minute"),
     server("STORE_SYNC_INTERVAL", "1", "seconds between the store writer's turns: folding the journal into SQLite and syncing it to disk (about what a power loss can take)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
     server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
@@ -154,6 +158,7 @@ pub const SETTINGS: &[Setting] = &[
     // Public tables and quick play (PROTOCOL.md 7.2).
     server("QUICK_PLAY_WAIT", "30", "seconds a quick-play ticket waits for players of a close rating before it is seated with whoever waits and normal AI players fill the table"),
     server("QUICK_PLAY_INTERVAL", "1", "seconds between two passes of the matchmaker over the pool (the accepted rating spread widens with the wait; a table of close ratings is seated at once)"),
+    server("QUICK_PLAY_JOIN_WAIT", "10", "with shards: seconds a table formed from the shared pool keeps the seats of players matched on other shards; whoever has not joined by then is replaced by a normal AI player and the game starts"),
     server("QUICK_PLAY_MAX", "", "quick-play tickets waiting at once; beyond, quick_play gets busy (empty = MAX_LOBBIES)"),
     server("LIST_TABLES_RATE", "30", "list_tables requests one client IP may make per minute"),
     server("LIST_TABLES_BURST", "10", "list_tables requests one client IP may make in a burst"),
@@ -220,6 +225,8 @@ pub struct Config {
     pub profile_create_rate_per_hour: f64,
     /// `PROFILES_MAX`: profiles a server keeps at once.
     pub profiles_max: usize,
+    /// `HISTORY_DAYS`: days finished games are kept (0: none is recorded).
+    pub history_days: u32,
     pub active_games_max: usize,
     pub ai_move_delay_us: u64,
     pub trick_pause_us: u64,
@@ -274,6 +281,9 @@ pub struct Config {
     pub quick_play_wait_us: u64,
     /// `QUICK_PLAY_INTERVAL`: between two passes of the matchmaker.
     pub quick_play_interval_us: u64,
+    /// `QUICK_PLAY_JOIN_WAIT`: how long a table formed from the shards' shared pool
+    /// keeps the seats of players matched on other shards.
+    pub quick_play_join_wait_us: u64,
     /// `QUICK_PLAY_MAX`: tickets in the pool (None: `MAX_LOBBIES`).
     pub quick_play_max: Option<usize>,
     /// `LIST_TABLES_RATE`, `LIST_TABLES_BURST`: `list_tables` requests per address.
@@ -310,6 +320,7 @@ impl Default for Config {
             lobby_create_rate_per_min: 10.0,
             profile_create_rate_per_hour: 5.0,
             profiles_max: 100_000,
+            history_days: 90,
             active_games_max: 50,
             ai_move_delay_us: 800_000,
             trick_pause_us: 1_800_000,
@@ -353,6 +364,7 @@ impl Default for Config {
             chat_replay_burst: 20,
             quick_play_wait_us: 30 * US_PER_SEC,
             quick_play_interval_us: US_PER_SEC,
+            quick_play_join_wait_us: 10 * US_PER_SEC,
             quick_play_max: None,
             list_tables_rate_per_min: 30.0,
             list_tables_burst: 10,
@@ -398,6 +410,12 @@ impl Config {
                 "LOBBY_CREATE_RATE" => c.lobby_create_rate_per_min = v.rate()?,
                 "PROFILE_CREATE_RATE" => c.profile_create_rate_per_hour = v.rate()?,
                 "PROFILES_MAX" => c.profiles_max = v.count(1)?,
+                "HISTORY_DAYS" => c.history_days = v.count(0)?,
+                "HISTORY_PURGE_INTERVAL" => {
+                    c.shell.history_purge_interval_us = v.duration_us(1000)?
+                }
+                "HISTORY_PURGE_ROWS" => c.shell.history_purge_rows_max = v.count(1)?,
+                "GAMES_RATE" => c.shell.games_rate_per_min = v.rate()?,
                 "MAX_ACTIVE_GAMES" => c.active_games_max = v.count(1)?,
                 "AI_MOVE_DELAY" => c.ai_move_delay_us = v.duration_us(0)?,
                 "TRICK_PAUSE" => c.trick_pause_us = v.duration_us(0)?,
@@ -467,6 +485,7 @@ impl Config {
                 "CHAT_REPLAY_BURST" => c.chat_replay_burst = v.count(1)?,
                 "QUICK_PLAY_WAIT" => c.quick_play_wait_us = v.duration_us(0)?,
                 "QUICK_PLAY_INTERVAL" => c.quick_play_interval_us = v.duration_us(1000)?,
+                "QUICK_PLAY_JOIN_WAIT" => c.quick_play_join_wait_us = v.duration_us(0)?,
                 "QUICK_PLAY_MAX" => c.quick_play_max = Some(v.count(1)?),
                 "LIST_TABLES_RATE" => c.list_tables_rate_per_min = v.rate()?,
                 "LIST_TABLES_BURST" => c.list_tables_burst = v.count(1)?,

@@ -92,11 +92,14 @@ pub enum Input {
     /// Stop accepting new games, let running games go on for `SHUTDOWN_GRACE`, then
     /// close everyone with 1001.
     Shutdown,
+    /// The shards' shared quick-play pool formed a group here or matched a ticket of
+    /// this shard elsewhere (a shell that keeps that pool).
+    Pool(crate::vocabulary::pool::PoolEvent),
 }
 
 impl Input {
     /// Every [`Input::kind_name`], for labels declared ahead.
-    pub const KIND_NAMES: [&'static str; 9] = [
+    pub const KIND_NAMES: [&'static str; 10] = [
         "opened",
         "message",
         "undecodable",
@@ -106,6 +109,7 @@ impl Input {
         "load_sample",
         "timeout",
         "shutdown",
+        "pool",
     ];
 
     /// The input's kind, as a metric label.
@@ -120,6 +124,7 @@ impl Input {
             Input::LoadSample(_) => "load_sample",
             Input::Timeout => "timeout",
             Input::Shutdown => "shutdown",
+            Input::Pool(_) => "pool",
         }
     }
 

@@ -3,7 +3,7 @@
 //! [`io`] (what the world tells the core and what the core asks of it), [`wire`] (the
 //! messages of PROTOCOL.md), [`config`] (every setting), [`game`] (the rules engine,
 //! observations and the heuristic player), [`time`], [`rng`], [`names`], [`shard`]
-//! (which shard a code or token names), [`limiter`] (token buckets and per-address rate
+//! (which shard a code or token names), [`pool`] (the shards' shared quick-play pool), [`limiter`] (token buckets and per-address rate
 //! limits) and [`stats`] (the counters and gauges the machine keeps and the shells
 //! read). Nothing here imports the machine or the shell contract.
 
@@ -15,6 +15,7 @@ pub mod io;
 pub mod limiter;
 pub mod load;
 pub mod names;
+pub mod pool;
 pub mod rng;
 pub(crate) mod serde_str;
 pub mod shard;

@@ -276,6 +276,8 @@ pub struct Counters {
     pub games_finished: u64,
     /// Finished games with a profile seat, whose ratings were updated.
     pub games_rated: u64,
+    /// Finished games recorded for history (`HISTORY_DAYS`).
+    pub games_recorded: u64,
     pub lobbies_created: u64,
     /// Requests sent to the AI service.
     pub ai_requests: u64,

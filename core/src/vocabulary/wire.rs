@@ -220,6 +220,9 @@ pub enum ServerMessage {
     /// The session waits in the quick-play pool since `since_ms` (the server's clock,
     /// milliseconds since it started).
     Queued { since_ms: u64 },
+    /// The shards' shared pool seated the session's ticket at table `code` on shard
+    /// `shard`: the client connects to `/ws/<shard>` and joins it with `join_lobby`.
+    Matched { code: String, shard: String },
     /// The answer to `list_tables`.
     Tables { tables: Vec<TableView> },
     /// `missed` chat lines of this connection's lobby were left out here: a slow
@@ -459,6 +462,10 @@ pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
         "queued" => fields::<QueuedFields>(text, "queued").map(|f| ServerMessage::Queued {
             since_ms: f.since_ms,
         }),
+        "matched" => fields::<MatchedFields>(text, "matched").map(|f| ServerMessage::Matched {
+            code: f.code,
+            shard: f.shard,
+        }),
         "tables" => fields::<TablesFields>(text, "tables")
             .map(|f| ServerMessage::Tables { tables: f.tables }),
         "delta" => fields::<DeltaFields>(text, "delta").map(|f| ServerMessage::Delta {
@@ -531,6 +538,12 @@ struct ListTablesFields {
 #[derive(Deserialize)]
 struct QueuedFields {
     since_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct MatchedFields {
+    code: String,
+    shard: String,
 }
 
 #[derive(Deserialize)]

@@ -286,8 +286,13 @@ const OTHER: &[(&str, &str)] = &[
     ("CHAT_REPLAY_RATE", "2"),
     ("CHAT_REPLAY_BURST", "1"),
     ("SPECTATE_RATE", "0.5"),
+    ("HISTORY_DAYS", "0"),
+    ("HISTORY_PURGE_INTERVAL", "5"),
+    ("HISTORY_PURGE_ROWS", "7"),
+    ("GAMES_RATE", "2.5"),
     ("QUICK_PLAY_WAIT", "12"),
     ("QUICK_PLAY_INTERVAL", "0.25"),
+    ("QUICK_PLAY_JOIN_WAIT", "7.5"),
     ("QUICK_PLAY_MAX", "33"),
     ("LIST_TABLES_RATE", "1.5"),
     ("LIST_TABLES_BURST", "4"),
@@ -358,6 +363,9 @@ fn every_field_is_covered() {
                 store_sync_interval_us,
                 store_init,
                 store_busy_timeout_us,
+                history_purge_interval_us,
+                history_purge_rows_max,
+                games_rate_per_min,
             },
         allowed_origins,
         trusted_proxies,
@@ -372,6 +380,7 @@ fn every_field_is_covered() {
         lobby_create_rate_per_min,
         profile_create_rate_per_hour,
         profiles_max,
+        history_days,
         active_games_max,
         ai_move_delay_us,
         trick_pause_us,
@@ -419,6 +428,7 @@ fn every_field_is_covered() {
         quick_play_wait_us,
         quick_play_interval_us,
         quick_play_max,
+        quick_play_join_wait_us,
         list_tables_rate_per_min,
         list_tables_burst,
         removed_player_ttl_us,
@@ -443,6 +453,7 @@ fn every_field_is_covered() {
         (quick_play_wait_us, quick_play_interval_us, quick_play_max),
         (12 * S, 250_000, Some(33))
     );
+    assert_eq!(quick_play_join_wait_us, 7_500_000);
     assert_eq!((list_tables_rate_per_min, list_tables_burst), (1.5, 4));
     assert_eq!((removed_player_ttl_us, removed_players_max), (0, 0));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());
@@ -464,6 +475,15 @@ fn every_field_is_covered() {
     );
     assert_eq!((lobby_create_rate_per_min, active_games_max), (0.5, 4));
     assert_eq!((profile_create_rate_per_hour, profiles_max), (2.5, 9));
+    assert_eq!(
+        (
+            history_days,
+            history_purge_interval_us,
+            history_purge_rows_max
+        ),
+        (0, 5 * S, 7)
+    );
+    assert_eq!(games_rate_per_min, 2.5);
     assert_eq!(
         (ai_move_delay_us, trick_pause_us, ai_decision_timeout_us),
         (0, 0, 250_000)

@@ -186,6 +186,14 @@ impl AiService {
         }
     }
 
+    /// The server process was killed with the service inside it (`EMBEDDED_AI=1`): its
+    /// link, its workers and their work are gone; the restored process opens a new link.
+    pub fn process_killed(&mut self) {
+        self.conns.clear();
+        self.held.clear();
+        self.admission = Admission::new(self.admission.config());
+    }
+
     /// The liveness phase: every fault is healed.
     pub fn heal(&mut self, cx: &mut Ctx<'_>, now: Time) {
         self.healed = true;

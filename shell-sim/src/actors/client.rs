@@ -109,6 +109,14 @@ pub struct Client {
     pub rng: ChaCha12Rng,
     /// Chat lines said.
     pub(crate) chat_lines: u64,
+    /// The last `state` received, whole (what a restart must not lose).
+    pub(crate) last_state: Option<String>,
+    /// The server process was killed: connections from this id on are the restored
+    /// one's, and the first `welcome` there starts the resume check.
+    pub(crate) restart_floor: Option<ConnId>,
+    /// What this player saw before the kill, held against its first view after it
+    /// resumed (`checks/resume.rs`).
+    pub(crate) resume: Option<crate::checks::resume::Seen>,
 }
 
 impl Client {
@@ -157,6 +165,9 @@ impl Client {
             born: now,
             rng,
             chat_lines: 0,
+            last_state: None,
+            restart_floor: None,
+            resume: None,
         }
     }
 

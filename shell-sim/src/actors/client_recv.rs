@@ -33,6 +33,9 @@ impl Client {
         {
             self.check_stream(cx, now, conn, seq, kept_before, lossy);
             if peek::frame_type(&text) == "state" {
+                if self.resume.is_some() {
+                    self.judge_resume(cx, now, &text);
+                }
                 if self.accepted.is_some() {
                     self.confirm_from_events(cx, now, &text);
                 }
@@ -43,6 +46,7 @@ impl Client {
                 Ok(ServerMessage::Welcome {
                     player_id, token, ..
                 }) => {
+                    self.resumed(cx, conn, &player_id);
                     self.welcomed = true;
                     self.player_id = Some(player_id);
                     self.token = Some(token);
@@ -67,6 +71,7 @@ impl Client {
                     | ServerMessage::Profile { .. }
                     | ServerMessage::ProfileDeleted { .. }
                     | ServerMessage::Queued { .. }
+                    | ServerMessage::Matched { .. }
                     | ServerMessage::Tables { .. },
                 )
                 | Err(_) => {}
@@ -74,8 +79,42 @@ impl Client {
         }
         if let Some(text) = self.latest_state.take() {
             self.on_state(cx, now, &text);
+            self.last_state = Some(text);
         }
         self.step(cx, now);
+    }
+
+    /// A `welcome` on `conn`: the first on the restored process's side of a kill starts
+    /// the resume check when the session survived (the same player id).
+    fn resumed(&mut self, cx: &mut Ctx<'_>, conn: ConnId, player_id: &str) {
+        let Some(floor) = self.restart_floor.filter(|f| conn >= *f) else {
+            return;
+        };
+        self.restart_floor = None;
+        if self.player_id.as_deref() != Some(player_id) {
+            cx.report.cover("restart_session_new");
+            return;
+        }
+        self.resume = self
+            .last_state
+            .as_deref()
+            .and_then(|text| crate::checks::resume::seen(text, player_id, floor));
+    }
+
+    /// The first view after a resume, against what the player saw before the kill.
+    fn judge_resume(&mut self, cx: &mut Ctx<'_>, now: Time, text: &str) {
+        let Some(seen) = self.resume.take() else {
+            return;
+        };
+        match crate::checks::resume::judge(&seen, text) {
+            Ok(crate::checks::resume::Resumed::SameGame) => cx.report.cover("restart_resumed"),
+            Ok(crate::checks::resume::Resumed::SameLobby) => {
+                cx.report.cover("restart_resumed_lobby");
+            }
+            Err(why) => cx
+                .report
+                .violation(now, format!("client {}: after the restart: {why}", self.id)),
+        }
     }
 
     /// Frames on one connection arrive in the order the core sent them, each once, and

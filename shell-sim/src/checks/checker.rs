@@ -75,6 +75,19 @@ fn per_sec(rate_per_s: f64, us: u64) -> f64 {
 }
 
 impl Checker {
+    /// The server process was killed: every shadow of its state (levels, breaker,
+    /// connections, buckets, AI requests, games) starts again with the restored one,
+    /// which knows only what its store kept. What the run judges at its end stays.
+    pub fn restarted(&mut self) {
+        let fresh = Checker {
+            samples: std::mem::take(&mut self.samples),
+            deleted_running: std::mem::take(&mut self.deleted_running),
+            games: self.games.restarted(),
+            ..Checker::default()
+        };
+        *self = fresh;
+    }
+
     /// The thresholds the level rule runs with (known after the first input).
     pub fn thresholds(&self) -> Option<LoadThresholds> {
         self.thresholds

@@ -56,6 +56,15 @@ impl Expiry {
         }
     }
 
+    /// The rule for a restored process: the walkers it knew of are forgotten (their
+    /// seats were restored and their TTL starts again), the count of seats given up kept.
+    pub fn restarted(&self) -> Expiry {
+        Expiry {
+            expired_seen: self.expired_seen,
+            ..Expiry::new(self.ttl_us, self.slack_us)
+        }
+    }
+
     /// The player `player_id` closes `conn` now and never comes back.
     pub fn walked(&mut self, conn: ConnId, player_id: &str) {
         self.walkers.insert(player_id.to_owned(), Walker::default());

@@ -95,6 +95,17 @@ impl Games {
         }
     }
 
+    /// The checkers of a restored process: no connection followed, every game picked
+    /// up from its next snapshot; the figures so far and the TTL rule's settings kept.
+    pub fn restarted(&mut self) -> Games {
+        Games {
+            bound: self.bound,
+            seen: self.seen,
+            expiry: self.expiry.restarted(),
+            ..Games::default()
+        }
+    }
+
     /// An input the core is about to handle: a connection that closed sees no more.
     pub fn input(&mut self, input: &Input) {
         if let Input::Closed { conn } = input {

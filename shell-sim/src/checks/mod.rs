@@ -1,5 +1,6 @@
 //! The checkers of the server's promises: the per-input checker, what each game's
-//! players are shown (the oracle, the views, leaks), progress and session expiry.
+//! players are shown (the oracle, the views, leaks), progress, session expiry and
+//! what a player resumes with after a restart.
 
 pub mod checker;
 pub mod expiry;
@@ -8,4 +9,5 @@ pub mod games;
 pub mod leak;
 pub mod oracle;
 pub mod progress;
+pub mod resume;
 pub mod seat_view;

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
+use wizard_core::machine::records::Record;
 use wizard_core::shell::door::Door;
 use wizard_core::shell::pass::{self, Pass};
 use wizard_core::shell::reply_wait::ReplyWait;
@@ -125,6 +126,21 @@ pub struct Host {
     pub store_records: u64,
     /// The writer's modelled fold CPU not yet charged (under a microsecond).
     pub(crate) fold_us_owed: f64,
+    /// The durable store as a restart finds it (`restart.rs`): every pass's records with
+    /// the time their commit ended, kept only when the scenario restarts the process.
+    pub(crate) journal: Option<Vec<(Time, Vec<Record>)>>,
+    /// The records of the pass being run, committed at its end.
+    pub(crate) pending_records: Vec<Record>,
+    /// The last pass: when it started and when its CPU time (commit included) ended.
+    pub(crate) last_pass: (Time, Time),
+    /// The process was killed and is not back yet: nothing runs, sockets are refused.
+    pub down: bool,
+    /// Connections below this id belonged to a killed process: their frames reach no one.
+    pub(crate) dead_below: ConnId,
+    /// Times the process was killed and started again on its store.
+    pub restarts: u64,
+    /// Sockets that reached a killed process, or one not started again yet.
+    pub refused_while_down: u64,
     /// Samples the probe took.
     pub probe_samples: u64,
     /// The core finished its shutdown: the process is gone.
@@ -187,6 +203,13 @@ impl Host {
             store_commits: 0,
             store_records: 0,
             fold_us_owed: 0.0,
+            journal: None,
+            pending_records: Vec::new(),
+            last_pass: (Time::ZERO, Time::ZERO),
+            down: false,
+            dead_below: ConnId(0),
+            restarts: 0,
+            refused_while_down: 0,
             probe_samples: 0,
             finished_at: None,
             refused_after_exit: 0,
@@ -201,6 +224,28 @@ impl Host {
 
     pub fn inbox_len(&self) -> usize {
         self.inbox.len()
+    }
+
+    /// Every connection whose reader task runs.
+    pub(crate) fn kinds_held(&self) -> Vec<ConnId> {
+        self.kinds.iter().map(|(c, _)| c).collect()
+    }
+
+    /// A killed process's queues and tasks (`restart.rs`): all gone.
+    pub(crate) fn clear_queues(&mut self) {
+        self.inbox.clear();
+        self.blocked.clear();
+        self.held_replies.clear();
+        self.outboxes = ConnMap::default();
+        self.kinds = ConnMap::default();
+        self.core_ready = false;
+        self.timer_scheduled = None;
+    }
+
+    /// A new process's load probe, first awake one sleep after `now`.
+    pub(crate) fn new_probe(&mut self, mut probe: Probe, now: Time) {
+        self.probe_intended = now.plus_us(probe.next_sleep_us());
+        self.probe = probe;
     }
 
     /// The kind of `conn` while the core holds it (its reader task runs).
@@ -304,7 +349,7 @@ impl Host {
 
     /// The core task has work: a pass runs at its turn (never once the process is gone).
     pub fn wake(&mut self, q: &mut EventQueue<Ev>, now: Time) {
-        if self.finished_at.is_some() {
+        if self.finished_at.is_some() || self.down {
             return;
         }
         self.core_ready = true;
@@ -327,8 +372,8 @@ impl Host {
         self.kick(q, now);
     }
 
-    fn schedule_timer(&mut self, q: &mut EventQueue<Ev>, now: Time) {
-        if self.finished_at.is_some() {
+    pub(crate) fn schedule_timer(&mut self, q: &mut EventQueue<Ev>, now: Time) {
+        if self.finished_at.is_some() || self.down {
             return;
         }
         if let Some(at) = pass::next_wake(self.server.poll_timeout(), &self.replies, now)
@@ -455,6 +500,7 @@ impl Host {
         cpu_us += self.take_records(now);
         let end = self.cpu.run(now, self.cost.scaled_us(cpu_us));
         self.thread_free_at = end;
+        self.commit(now, end);
         self.after_pass(end);
         self.route(q, net, end, routed);
         self.core_ready |= !self.inbox.is_empty();
@@ -525,7 +571,7 @@ impl Host {
             }
             Input::LoadSample(_) => h.is_sample = true,
             Input::Timeout => h.is_timeout = true,
-            Input::Shutdown => {}
+            Input::Shutdown | Input::Pool(_) => {}
         }
         let closed = match &input {
             Input::Closed { conn } => Some(*conn),

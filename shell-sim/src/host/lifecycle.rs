@@ -33,12 +33,20 @@ impl Host {
         what: &Arrive,
     ) -> bool {
         match what {
-            Arrive::Open { .. } | Arrive::Silent { .. } if self.finished_at.is_some() => {
-                self.refused_after_exit += 1;
+            Arrive::Open { .. } | Arrive::Silent { .. }
+                if self.finished_at.is_some() || self.down || conn < self.dead_below =>
+            {
+                if self.finished_at.is_some() {
+                    self.refused_after_exit += 1;
+                } else {
+                    self.refused_while_down += 1;
+                }
                 let lat = net.latency_us(conn);
                 q.push(now.plus_us(lat), Ev::ClientClosed { conn, code: None });
                 true
             }
+            // A killed process's connection: nothing reads it any more.
+            _ if conn < self.dead_below => true,
             Arrive::Text(_) | Arrive::Raw(_) | Arrive::Binary => {
                 if let Some((heard, _)) = self.last_heard.get_mut(&conn) {
                     *heard = now;
@@ -135,9 +143,13 @@ impl Host {
     /// run before the pass's frames go out (commit before acknowledge), and charges the
     /// writer's fold to the quota (in whole microseconds, the rest carried over).
     pub(crate) fn take_records(&mut self, now: Time) -> f64 {
-        let records = self.server.take_records().len();
+        let taken = self.server.take_records();
+        let records = taken.len();
         if !self.durable || records == 0 {
             return 0.0;
+        }
+        if self.journal.is_some() {
+            self.pending_records = taken;
         }
         self.store_commits += 1;
         self.store_records += records as u64;
@@ -150,6 +162,18 @@ impl Host {
             self.fold_us_owed -= whole as f64;
         }
         cost.store_record_us * records as f64
+    }
+
+    /// The pass that started at `start` ran until `end`, its commit within it: its
+    /// records are in the store from `end` on (a kill before that loses them, and the
+    /// pass's frames with them, which go out only at `end`).
+    pub(crate) fn commit(&mut self, start: Time, end: Time) {
+        self.last_pass = (start, end);
+        if let Some(journal) = &mut self.journal
+            && !self.pending_records.is_empty()
+        {
+            journal.push((end, std::mem::take(&mut self.pending_records)));
+        }
     }
 
     /// After every pass, which ran until `end`: a finished core ends the process.

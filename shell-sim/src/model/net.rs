@@ -97,6 +97,10 @@ pub enum Ev {
     WriteTimeout { conn: ConnId },
     /// SIGTERM.
     Shutdown,
+    /// The server process is killed (`kill -9`): restart `index` of the scenario.
+    Crash { index: usize },
+    /// The killed process is started again on its durable store.
+    ComeBack { index: usize },
     /// The AI service: a worker finished.
     AiDone {
         request_id: u64,
@@ -199,6 +203,11 @@ impl Net {
             },
         );
         conn
+    }
+
+    /// The id the next connection will get: every connection so far is below it.
+    pub fn next_conn(&self) -> ConnId {
+        self.next_conn
     }
 
     pub fn latency_us(&self, conn: ConnId) -> u64 {

@@ -71,6 +71,16 @@ impl<E> EventQueue<E> {
         self.events.pop().map(|Reverse(e)| (e.at, e.event))
     }
 
+    /// Keeps only the events `keep` says yes to (a process killed: what it would still
+    /// have done never happens). Rebuilds the heap: for rare, whole-world changes.
+    pub fn retain(&mut self, mut keep: impl FnMut(Time, &E) -> bool) {
+        let events = std::mem::take(&mut self.events);
+        self.events = events
+            .into_iter()
+            .filter(|Reverse(e)| keep(e.at, &e.event))
+            .collect();
+    }
+
     pub fn len(&self) -> usize {
         self.events.len()
     }
@@ -97,5 +107,17 @@ mod tests {
         q.push(Time(5), "c");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
         assert_eq!(order, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn retain_keeps_the_order_of_what_stays() {
+        let mut q = EventQueue::default();
+        for (at, e) in [(5, "b"), (1, "a"), (5, "x"), (5, "c"), (2, "y")] {
+            q.push(Time(at), e);
+        }
+        q.retain(|_, e| !matches!(*e, "x" | "y"));
+        q.push(Time(5), "d");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(order, ["a", "b", "c", "d"]);
     }
 }

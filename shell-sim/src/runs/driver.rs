@@ -66,6 +66,10 @@ pub struct Sim {
     /// Clients that take their session over from a second connection instead of
     /// dropping and resuming.
     pub takeovers: BTreeMap<usize, ()>,
+    /// The counters of every process killed so far (`restart.rs`).
+    pub killed_counters: Vec<Counters>,
+    /// Games running at a kill, by lobby code: their game's id.
+    pub restart_games: BTreeMap<String, String>,
 }
 
 pub(crate) fn client_ip(group: usize, n: u64, ips: u32) -> IpAddr {
@@ -97,7 +101,7 @@ impl Sim {
         let mut server = Server::new(config.clone(), Seed::from_u64(seed), Time::ZERO);
         // A durable store only when the scenario names one: the simulator's default is
         // memory (the server's is SQLite).
-        let durable = scenario.env.get("STORE").is_some_and(|s| s != "memory");
+        let durable = scenario.durable();
         if durable {
             server.keep_records();
         }
@@ -150,6 +154,8 @@ impl Sim {
             ai_embedded,
             ai_embedded_decisions: 0,
             takeovers: BTreeMap::new(),
+            killed_counters: Vec::new(),
+            restart_games: BTreeMap::new(),
             seed,
             scenario,
         };
@@ -275,6 +281,7 @@ impl Sim {
             self.q
                 .push(Time(secs_to_us(self.scenario.shutdown_at_s)), Ev::Shutdown);
         }
+        self.schedule_restarts();
         self.q.push(self.end, Ev::End);
     }
 
@@ -378,6 +385,8 @@ impl Sim {
             Ev::KeepaliveCheck { conn } => self.host.keepalive_check(cx.q, cx.net, now, conn),
             Ev::WriteTimeout { conn } => self.host.write_timeout(cx.q, cx.net, now, conn),
             Ev::Shutdown => self.host.shutdown(cx.q, now),
+            Ev::Crash { .. } => self.crash(now),
+            Ev::ComeBack { index } => self.come_back(now, index),
             Ev::AiDone {
                 request_id,
                 agent,

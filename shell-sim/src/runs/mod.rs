@@ -5,5 +5,6 @@ pub mod driver;
 pub mod feed;
 pub mod phase;
 pub mod report;
+pub mod restart;
 pub mod scenario;
 pub mod swarm;

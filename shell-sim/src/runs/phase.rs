@@ -8,7 +8,7 @@ use wizard_core::machine::overload::level::SampleClass;
 use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::ids::LobbyId;
 use wizard_core::vocabulary::load::LoadLevel;
-use wizard_core::vocabulary::stats::{Counts, Tally};
+use wizard_core::vocabulary::stats::{Counters, Counts, Tally};
 use wizard_core::vocabulary::wire::{CloseCode, ErrorCode, LobbyStatus};
 
 use crate::actors::client::Role;
@@ -177,6 +177,12 @@ impl Sim {
             self.report.violation(at, what);
         }
         self.check.games.sweep(&mut self.report, now, true);
+        self.judge_restarted_games(now);
+        if self.host.restarts > 0 {
+            let c = &mut self.report.counters;
+            c.insert("restarts".into(), self.host.restarts);
+            c.insert("refused_while_down".into(), self.host.refused_while_down);
+        }
         let r = &mut self.report;
         let seen = self.check.games.seen;
         r.counters.insert("views_checked".into(), seen.views);
@@ -211,26 +217,33 @@ impl Sim {
                 r.cover(fact);
             }
         }
+        // Every process's counters: the killed ones' and the one running now.
         fn put<E: Tally>(r: &mut Report, prefix: &str, counts: &Counts<E>) {
             for (e, n) in counts.iter().filter(|(_, n)| *n > 0) {
-                r.counters.insert(format!("{prefix}_{}", e.name()), n);
+                *r.counters
+                    .entry(format!("{prefix}_{}", e.name()))
+                    .or_insert(0) += n;
             }
         }
-        put(r, "error", &counters.errors);
-        put(r, "close", &counters.closes);
-        put(r, "moves", &counters.moves);
-        put(r, "fallback", &counters.fallbacks);
-        put(r, "conn_refused", &counters.connections_refused);
+        let processes: Vec<&Counters> = self.killed_counters.iter().chain([&counters]).collect();
+        for c in &processes {
+            put(r, "error", &c.errors);
+            put(r, "close", &c.closes);
+            put(r, "moves", &c.moves);
+            put(r, "fallback", &c.fallbacks);
+            put(r, "conn_refused", &c.connections_refused);
+        }
+        let sum = |f: fn(&Counters) -> u64| processes.iter().map(|c| f(c)).sum::<u64>();
         r.counters
-            .insert("games_started".into(), counters.games_started);
+            .insert("games_started".into(), sum(|c| c.games_started));
         r.counters
-            .insert("games_finished".into(), counters.games_finished);
+            .insert("games_finished".into(), sum(|c| c.games_finished));
         r.counters
-            .insert("lobbies_created".into(), counters.lobbies_created);
+            .insert("lobbies_created".into(), sum(|c| c.lobbies_created));
         r.counters
-            .insert("breaker_opened".into(), counters.breaker_opened);
+            .insert("breaker_opened".into(), sum(|c| c.breaker_opened));
         r.counters
-            .insert("ai_requests".into(), counters.ai_requests);
+            .insert("ai_requests".into(), sum(|c| c.ai_requests));
         r.counters
             .insert("inbox_len_max".into(), self.host.inbox_len_max as u64);
         r.counters

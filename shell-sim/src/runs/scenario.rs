@@ -246,6 +246,25 @@ pub struct Background {
     pub period_s: f64,
 }
 
+/// The server process killed (`kill -9`) at `at_s` and started again `down_s` later on
+/// its durable store: what was committed before the kill is restored, everything in
+/// flight is lost, and clients come back with their tokens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Restart {
+    pub at_s: f64,
+    pub down_s: f64,
+}
+
+impl Default for Restart {
+    fn default() -> Self {
+        Restart {
+            at_s: 0.0,
+            down_s: 0.5,
+        }
+    }
+}
+
 /// A whole scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -277,6 +296,11 @@ pub struct Scenario {
     /// 1012 at once, else running games go on for `SHUTDOWN_GRACE` and then 1001. Once
     /// the core is finished the process is gone: new sockets are refused.
     pub shutdown_at_s: f64,
+    /// Kills and restarts of the server process (a durable `STORE` in `env` is needed).
+    pub restarts: Vec<Restart>,
+    /// Every game running at a restart must finish by the end of the run (for
+    /// scenarios whose games are short enough).
+    pub restart_games_finish: bool,
     /// Seconds allowed in the liveness phase to admit a new lobby.
     pub heal_within_s: f64,
     /// Seconds allowed in the liveness phase to reach `normal`.
@@ -303,6 +327,8 @@ impl Default for Scenario {
             stalls: Vec::new(),
             background: Vec::new(),
             shutdown_at_s: 0.0,
+            restarts: Vec::new(),
+            restart_games_finish: false,
             heal_within_s: 15.0,
             normal_within_s: 15.0,
         }
@@ -359,8 +385,19 @@ impl Scenario {
         self
     }
 
+    /// Whether the server has a durable store (`STORE` set to anything but `memory`; the
+    /// simulator's default is memory, the server's SQLite).
+    pub fn durable(&self) -> bool {
+        self.env.get("STORE").is_some_and(|s| s != "memory")
+    }
+
     /// The server configuration: defaults overridden by `env`.
     pub fn config(&self) -> Result<wizard_core::vocabulary::config::Config, ScenarioError> {
+        if !self.restarts.is_empty() && !self.durable() {
+            return Err(ScenarioError(
+                "restarts need a durable store (`STORE` other than `memory` in `env`)".into(),
+            ));
+        }
         wizard_core::vocabulary::config::Config::from_pairs(
             self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         )

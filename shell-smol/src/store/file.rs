@@ -285,6 +285,7 @@ fn make_new(real: &Path, lock_file: &File, init: bool) -> Result<(), StoreError>
 
 /// The store's tables (also on every open: a table a newer build adds).
 pub fn create_tables(conn: &Connection) -> rusqlite::Result<()> {
+    super::history::create_tables(conn)?;
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS records (
              seq INTEGER PRIMARY KEY,

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
 use tracing::{debug, error, info, warn};
-use wizard_core::machine::records::liveness::{Liveness, RowCount, RowKey, Rows as _};
+use wizard_core::machine::records::liveness::{Liveness, RowCount, RowKey, RowKind, Rows as _};
 
+use super::history::{self, HistoryOptions};
 use super::journal;
 use super::rows::{key_columns, row_key_of};
 use super::sqlite::{
@@ -38,6 +39,9 @@ pub(super) struct Writer {
     pub(super) counters: Arc<StoreCounters>,
     /// Wakes the core task after a turn a waiting commit asked for.
     pub(super) wake_core: async_channel::Sender<()>,
+    /// How long finished games are kept, and when the next purge is due.
+    pub(super) history: HistoryOptions,
+    pub(super) next_purge: Instant,
 }
 
 impl Writer {
@@ -75,6 +79,9 @@ impl Writer {
                 self.compact_if_it_pays()
                     .map_err(|e| format!("cannot compact {}: {e}", self.path.display()))
             });
+            if result.is_ok() && !stop {
+                self.purge_if_due();
+            }
             let backlog_bytes = self.backlog.frames.len();
             self.counters
                 .unfolded_bytes
@@ -175,6 +182,27 @@ impl Writer {
         checkpoint(&self.conn).map_err(|e| e.to_string())?;
         *unsynced = false;
         Ok(inserted)
+    }
+
+    /// Deletes the games older than `HISTORY_DAYS` once `HISTORY_PURGE_INTERVAL` has
+    /// passed since the last purge, in bounded passes ([`history::purge_sqlite`]); a
+    /// failure is logged and tried again at the next interval.
+    fn purge_if_due(&mut self) {
+        let now = Instant::now();
+        if now < self.next_purge {
+            return;
+        }
+        self.next_purge = now + self.history.purge_interval;
+        match history::purge_sqlite(&mut self.conn, &self.history, history::wall_ms()) {
+            Ok(deleted) => {
+                self.counters
+                    .history_purged
+                    .fetch_add(deleted, Ordering::Relaxed);
+            }
+            Err(e) => {
+                warn!(store = %self.path.display(), error = %e, "History purge failed; tried again later");
+            }
+        }
     }
 
     /// Deletes journal generation `number` (its rows are all in SQLite).
@@ -353,8 +381,14 @@ pub(super) fn insert<'a>(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
         for (seq, key, body) in rows {
-            let (lobby, session, kind, game_no) = key_columns(key);
             let body = std::str::from_utf8(body).map_err(rusqlite::Error::Utf8Error)?;
+            last_seq = Some(seq);
+            if key.kind == RowKind::Game {
+                // History has its own tables, which a restore does not read.
+                history::insert_sqlite(&tx, body)?;
+                continue;
+            }
+            let (lobby, session, kind, game_no) = key_columns(key);
             statement.execute(params![seq as i64, lobby, session, kind, game_no, body])?;
             last_seq = Some(seq);
         }

@@ -38,6 +38,7 @@ pub struct StoreMetrics {
     bytes: Gauge,
     free_bytes: Gauge,
     games_set_aside: Gauge,
+    history_purged: Gauge,
     fold_seconds_registered: bool,
 }
 
@@ -55,6 +56,7 @@ impl StoreMetrics {
             bytes: Gauge::default(),
             free_bytes: Gauge::default(),
             games_set_aside: Gauge::default(),
+            history_purged: Gauge::default(),
             fold_seconds_registered: false,
         };
         registry.register(
@@ -95,6 +97,11 @@ impl StoreMetrics {
                 "store_games_set_aside",
                 "Games the last restore could not replay and set aside (kept in the store)",
                 &m.games_set_aside,
+            ),
+            (
+                "store_history_purged",
+                "Finished games the store deleted since the start, older than HISTORY_DAYS",
+                &m.history_purged,
             ),
         ] {
             registry.register(name, help, gauge.clone());
@@ -137,6 +144,8 @@ impl StoreMetrics {
         self.bytes.set(as_i64(bytes_on_disk(&source.path)));
         self.free_bytes.set(as_i64(free_bytes(&source.path)));
         self.games_set_aside.set(as_i64(source.games_set_aside));
+        self.history_purged
+            .set(as_i64(c.history_purged.load(Ordering::Relaxed)));
     }
 }
 

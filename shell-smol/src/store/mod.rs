@@ -8,16 +8,20 @@
 //!   writer thread's group commit on the connection that holds the shard's lock.
 //! - Both: the hand-off between the core task and a writer thread (`handoff`), the
 //!   rows' key columns and the batched decoding of a restore ([`rows`]), and
-//!   [`Backend`], the one store the core task commits to. The store's series in
+//!   [`Backend`], the one store the core task commits to. Finished games, kept apart
+//!   for `HISTORY_DAYS` and read off the core task: [`history`]. The store's series in
 //!   `/metrics`: [`metrics`].
 
 pub mod file;
 pub mod fold;
 pub(crate) mod handoff;
+pub mod history;
 pub mod journal;
 pub mod metrics;
 #[cfg(feature = "postgres")]
 mod pg_copy;
+#[cfg(feature = "postgres")]
+pub mod pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod rows;

@@ -65,6 +65,7 @@ use wizard_core::vocabulary::config::redact_password;
 use wizard_core::vocabulary::shard::ShardId;
 
 use super::handoff::Handoff;
+use super::history::{self, HistoryOptions, Query, Reader};
 use super::pg_copy::{self as copy, CopyError};
 use super::rows::{decode_in_batches, key_columns, row_key_of};
 use super::{COMPACT_ROWS_MIN, PENDING_BYTES_MAX, StoreError};
@@ -114,7 +115,9 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS wizard_records (
     game_no bigint,
     body text NOT NULL,
     PRIMARY KEY (shard, seq)
-)";
+);
+CREATE INDEX IF NOT EXISTS wizard_records_games ON wizard_records (session) WHERE kind = 'game';
+CREATE INDEX IF NOT EXISTS wizard_records_games_finished ON wizard_records (shard, game_no) WHERE kind = 'game'";
 
 const INSERT: &str = "INSERT INTO wizard_records (shard, seq, lobby, session, kind, game_no, body)
     SELECT $1, * FROM unnest($2::int8[], $3::int8[], $4::int8[], $5::text[], $6::int8[], $7::text[])";
@@ -170,6 +173,8 @@ pub struct PgStore {
     wakes: async_channel::Receiver<()>,
     /// The URL without its password, for logs.
     shown: String,
+    /// Where the history reader connects.
+    url: String,
 }
 
 /// The store's failure, for the log and the exit: the URL without its password.
@@ -226,6 +231,16 @@ impl PgStore {
         shard: Option<ShardId>,
         compact_rows_min: u64,
     ) -> Result<(PgStore, Vec<Record>), StoreError> {
+        PgStore::open_with(url, shard, compact_rows_min, HistoryOptions::default())
+    }
+
+    /// [`PgStore::open_compacting_at`] with `HISTORY_DAYS` and its purge.
+    pub fn open_with(
+        url: &str,
+        shard: Option<ShardId>,
+        compact_rows_min: u64,
+        history: HistoryOptions,
+    ) -> Result<(PgStore, Vec<Record>), StoreError> {
         let shown = redact_password(url);
         let mut client = connect(url, shard)?;
         create_schema(&mut client).map_err(pg("cannot set up", &shown))?;
@@ -277,6 +292,8 @@ impl PgStore {
             shown: shown.clone(),
             liveness,
             compact_rows_min,
+            history,
+            next_purge: Instant::now() + Duration::from_secs(1).min(history.purge_interval),
         };
         let writer = std::thread::Builder::new()
             .name("wizard-store".into())
@@ -288,9 +305,34 @@ impl PgStore {
                 writer: Some(writer),
                 wakes,
                 shown,
+                url: url.to_owned(),
             },
             records,
         ))
+    }
+
+    /// A reader of this shard's finished games, on a connection of its own made at its
+    /// first request.
+    pub fn history_reader(&self) -> Option<Reader> {
+        let (url, shown) = (self.url.clone(), self.shown.clone());
+        let mut client: Option<Client> = None;
+        Some(Reader::with(move |query| {
+            if client
+                .as_mut()
+                .is_none_or(|c| c.is_valid(OWNER_CHECK_TIMEOUT).is_err())
+            {
+                client = connect(&url, None)
+                    .inspect_err(
+                        |e| warn!(store = %shown, error = %e, "History reader cannot connect"),
+                    )
+                    .ok();
+            }
+            let c = client.as_mut()?;
+            answer_pg(c, query)
+                .inspect_err(|e| warn!(store = %shown, error = %detail(e), "History read failed"))
+                .ok()
+                .flatten()
+        }))
     }
 
     /// Numbers `records` and queues them for the writer; returns the ticket (the last
@@ -426,7 +468,7 @@ fn load(client: &mut Client, shard: &str, shown: &str) -> Result<Vec<(u64, Recor
     // COPY takes no parameters: the shard goes in as a literal (one character of the
     // shard alphabet or nothing; quoted and its quotes doubled all the same).
     let query = format!(
-        "COPY (SELECT seq, body FROM wizard_records WHERE shard = '{}' ORDER BY seq) \
+        "COPY (SELECT seq, body FROM wizard_records WHERE shard = '{}' AND kind <> 'game' ORDER BY seq) \
          TO STDOUT (FORMAT binary)",
         shard.replace('\'', "''")
     );
@@ -457,6 +499,9 @@ struct Writer {
     /// Live and dead rows of this shard, counted as they are inserted.
     liveness: Liveness<RowCount>,
     compact_rows_min: u64,
+    /// How long finished games are kept, and when the next purge is due.
+    history: HistoryOptions,
+    next_purge: Instant,
 }
 
 impl Writer {
@@ -497,6 +542,9 @@ impl Writer {
                 self.compact_if_it_pays()
                     .map_err(|e| format!("cannot compact {}: {e}", self.shown))
             });
+            if result.is_ok() && !stop {
+                self.purge_if_due();
+            }
             let failed = result.is_err();
             if let Err(e) = &result {
                 error!(store = %self.shown, error = %e, "Store failed: this process no longer owns its shard");
@@ -656,6 +704,45 @@ impl Writer {
         tx.commit()
     }
 
+    /// Deletes this shard's games finished more than `HISTORY_DAYS` ago once
+    /// `HISTORY_PURGE_INTERVAL` has passed, at most `HISTORY_PURGE_ROWS` per statement
+    /// (the SQLite store's rule, [`super::history`]); a failure is logged and tried
+    /// again at the next interval.
+    fn purge_if_due(&mut self) {
+        let now = Instant::now();
+        if now < self.next_purge {
+            return;
+        }
+        self.next_purge = now + self.history.purge_interval;
+        let cutoff = self.history.cutoff_ms(history::wall_ms()) as i64;
+        let rows_max = i64::from(self.history.purge_rows_max);
+        let mut deleted = 0u64;
+        for _ in 0..history::PURGE_PASSES_MAX {
+            let pass = self.client.execute(
+                "DELETE FROM wizard_records WHERE shard = $1 AND seq IN (
+                     SELECT seq FROM wizard_records
+                     WHERE shard = $1 AND kind = 'game' AND game_no < $2
+                     ORDER BY game_no LIMIT $3)",
+                &[&self.shard, &cutoff, &rows_max],
+            );
+            match pass {
+                Ok(n) => {
+                    deleted += n;
+                    if n < rows_max as u64 {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    warn!(store = %self.shown, error = %detail(&e), "History purge failed; tried again later");
+                    break;
+                }
+            }
+        }
+        if deleted > 0 {
+            info!(store = %self.shown, shard = %self.shard, deleted, "History purged: games older than HISTORY_DAYS deleted");
+        }
+    }
+
     /// Deletes this shard's dead rows once they outnumber the live ones and
     /// `compact_rows_min`, with the same fold as a restore (the SQLite store's rule).
     fn compact_if_it_pays(&mut self) -> Result<(), postgres::Error> {
@@ -694,6 +781,43 @@ impl Writer {
             "Store compacted"
         );
         Ok(())
+    }
+}
+
+/// A history read, of every shard's games (a game may be asked of any shard): a game's
+/// body by its id (the whole id compared), or a profile's recent games (its lines,
+/// newest first).
+fn answer_pg(client: &mut Client, query: &Query) -> Result<Option<String>, postgres::Error> {
+    match query {
+        Query::Game(id) => {
+            let row_id = history::row_id_of(id);
+            let rows = client.query(
+                "SELECT body FROM wizard_records WHERE kind = 'game' AND session = $1",
+                &[&row_id],
+            )?;
+            Ok(rows
+                .iter()
+                .filter_map(|r| r.try_get::<_, &str>(0).ok())
+                .find(|body| history::game_id_of(body).as_deref() == Some(id.as_str()))
+                .and_then(history::replay))
+        }
+        Query::Recent(profile) => {
+            let needle = format!(
+                "%\"profile_id\":\"{}\"%",
+                profile.replace(['%', '_', '\\'], "")
+            );
+            let rows = client.query(
+                "SELECT body FROM wizard_records WHERE kind = 'game' AND body LIKE $1
+                 ORDER BY game_no DESC LIMIT $2",
+                &[&needle, &(history::RECENT_GAMES_MAX as i64)],
+            )?;
+            let lines: Vec<String> = rows
+                .iter()
+                .filter_map(|r| r.try_get::<_, &str>(0).ok())
+                .filter_map(|body| history::seat_line(body, profile))
+                .collect();
+            Ok(Some(format!("[{}]", lines.join(","))))
+        }
     }
 }
 

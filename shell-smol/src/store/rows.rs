@@ -124,12 +124,17 @@ pub(crate) fn key_columns(key: RowKey) -> (Option<i64>, Option<i64>, &'static st
     let id = Some(key.id as i64);
     let (lobby, session) = match key.kind {
         // A profile's rows keep its id in the session column (never read as one).
-        RowKind::Session | RowKind::SessionGone | RowKind::Profile | RowKind::ProfileGone => {
-            (None, id)
-        }
+        // A game's rows (history) keep its id's number there too, and when it finished
+        // in `game_no`.
+        RowKind::Session
+        | RowKind::SessionGone
+        | RowKind::Profile
+        | RowKind::ProfileGone
+        | RowKind::Game => (None, id),
         RowKind::Lobby | RowKind::Move | RowKind::LobbyGone => (id, None),
     };
-    let game_no = matches!(key.kind, RowKind::Lobby | RowKind::Move).then_some(key.game_no as i64);
+    let game_no = matches!(key.kind, RowKind::Lobby | RowKind::Move | RowKind::Game)
+        .then_some(key.game_no as i64);
     (lobby, session, key.kind.name(), game_no)
 }
 
@@ -143,9 +148,11 @@ pub(crate) fn row_key_of(
 ) -> Option<RowKey> {
     let kind = RowKind::from_name(kind)?;
     let id = match kind {
-        RowKind::Session | RowKind::SessionGone | RowKind::Profile | RowKind::ProfileGone => {
-            session
-        }
+        RowKind::Session
+        | RowKind::SessionGone
+        | RowKind::Profile
+        | RowKind::ProfileGone
+        | RowKind::Game => session,
         _ => lobby,
     };
     Some(RowKey {

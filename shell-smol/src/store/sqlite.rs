@@ -165,6 +165,8 @@ pub struct SqliteOptions {
     pub busy_timeout: Duration,
     /// Steps made to fail (tests).
     pub faults: Option<Faults>,
+    /// `HISTORY_DAYS` and its purge.
+    pub history: super::history::HistoryOptions,
 }
 
 impl SqliteOptions {
@@ -175,6 +177,7 @@ impl SqliteOptions {
             init: false,
             busy_timeout: Duration::from_secs(10),
             faults: None,
+            history: super::history::HistoryOptions::default(),
         }
     }
 }
@@ -250,6 +253,8 @@ pub struct StoreCounters {
     pub fold_failing: AtomicBool,
     /// Journal bytes the writer took and could not fold yet.
     pub unfolded_bytes: AtomicU64,
+    /// Finished games deleted by the history purge since the start.
+    pub history_purged: AtomicU64,
 }
 
 impl Default for StoreCounters {
@@ -262,6 +267,7 @@ impl Default for StoreCounters {
             fold_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 17)),
             fold_failing: AtomicBool::new(false),
             unfolded_bytes: AtomicU64::new(0),
+            history_purged: AtomicU64::new(0),
         }
     }
 }
@@ -398,6 +404,9 @@ impl Store {
             faults: options.faults.clone(),
             counters: Arc::clone(&counters),
             wake_core: wake_tx,
+            history: options.history,
+            // The first purge soon after the start, not at once: the restore first.
+            next_purge: Instant::now() + Duration::from_secs(1).min(options.history.purge_interval),
         };
         let writer_shared = Arc::clone(&shared);
         let interval = options.sync_interval;

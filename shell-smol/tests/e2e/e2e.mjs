@@ -4,6 +4,7 @@
 //   BUSY_URL  a server with LOAD_FORCE_LEVEL=overloaded and MAX_CONNECTIONS_PER_IP=1
 //   DURABLE_URL       a server on a SQLite store, started again whenever it exits
 //   DURABLE_PID_FILE  where run.sh keeps that server's current pid
+//   REPLAY_URL        a server on a SQLite store with AI_MOVE_DELAY=0 and TRICK_PAUSE=0
 //   OUT_DIR   where screenshots go (target/e2e)
 //   SHARD_URL HAProxy with deploy/haproxy.cfg in front of two shards (A, B), or empty
 // Scenarios: busy notice and the 1013 "server full" banner with its retry; a second
@@ -17,7 +18,8 @@
 // and the sound toggle; a spectator of a running game by its watch link (no hand or
 // hidden bid in any frame or in the page) and table chat (plain text, mute, rate-limit
 // toast); behind HAProxy, an invite link and a watch link for a lobby on another shard
-// (shards.mjs); no errors in any browser console.
+// (shards.mjs); the replay of a finished game stepped by move and by trick, from the end
+// screen and by its link (replay.mjs); no errors in any browser console.
 // WEB_DIR=<folder> serves the client's files from that folder instead of the server's
 // embedded copy (e.g. the files of an older commit, to see a new test fail on them).
 
@@ -30,11 +32,14 @@ import { watchScenarios } from './watch.mjs';
 import { levelScenarios } from './levels.mjs';
 import { shardScenarios } from './shards.mjs';
 import { quickScenarios } from './quick.mjs';
+import { replayScenarios } from './replay.mjs';
 
 const BASE = process.env.BASE_URL;
 const BUSY = process.env.BUSY_URL;
 const DURABLE = process.env.DURABLE_URL;
 const DURABLE_PID_FILE = process.env.DURABLE_PID_FILE;
+// A server on a SQLite store with no pauses, for the replay of a whole game.
+const REPLAY = process.env.REPLAY_URL;
 const OUT = process.env.OUT_DIR ?? 'target/e2e';
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const TOTAL_LIMIT_MS = Number(process.env.E2E_TIMEOUT_MS ?? 8 * 60 * 1000);
@@ -43,8 +48,8 @@ const WEB_DIR = process.env.WEB_DIR;
 // haproxy (the shard scenario is then skipped, and says so).
 const SHARD_URL = process.env.SHARD_URL;
 
-if (!BASE || !BUSY || !DURABLE || !DURABLE_PID_FILE) {
-  console.error('BASE_URL, BUSY_URL, DURABLE_URL and DURABLE_PID_FILE must be set (run.sh does)');
+if (!BASE || !BUSY || !DURABLE || !DURABLE_PID_FILE || !REPLAY) {
+  console.error('BASE_URL, BUSY_URL, DURABLE_URL, DURABLE_PID_FILE and REPLAY_URL must be set (run.sh does)');
   process.exit(2);
 }
 mkdirSync(OUT, { recursive: true });
@@ -474,6 +479,8 @@ async function main() {
   await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE, stateTracker });
   // Public tables and quick play.
   await quickScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
+  // The replay viewer, on its own server (no pauses, a SQLite store).
+  await replayScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: REPLAY, startWithTwoAi, playToEnd });
   // Shards: wrong_shard followed by the client behind HAProxy. HAProxy forwards the
   // websocket routes only: the pages' files come from the web folder.
   if (SHARD_URL) {

@@ -2,7 +2,8 @@
 # Browser end-to-end test of the web client (see e2e.mjs): installs Debian's chromium
 # and playwright-core when missing, builds wizard-server (a debug build; WIZARD_SERVER=PATH
 # uses that binary instead, as .ci/run does with its release build), starts two servers on free
-# loopback ports (and a third on a SQLite store, started again whenever it exits; and,
+# loopback ports (a third on a SQLite store, started again whenever it exits, a fourth
+# on its own SQLite store with no pauses for the replay scenario; and,
 # when Debian's haproxy is there or can be installed, two shards behind HAProxy with
 # deploy/haproxy.cfg), runs the test in headless Chromium and stops the servers.
 # Screenshots and server logs go to target/e2e/. Bounded in time throughout.
@@ -96,6 +97,12 @@ while [ "$durable_port" = "$game_port" ] || [ "$durable_port" = "$busy_port" ]; 
 
 start game "$game_port" AI_MOVE_DELAY=0 TRICK_PAUSE=0.3 MAX_ACTIVE_GAMES=1
 start busy "$busy_port" LOAD_FORCE_LEVEL=overloaded MAX_CONNECTIONS_PER_IP=1
+# The replay scenario's server: a whole game played quickly, kept in SQLite's history.
+replay_port="$(free_port)"
+while [ "$replay_port" = "$game_port" ] || [ "$replay_port" = "$busy_port" ] || [ "$replay_port" = "$durable_port" ]; do replay_port="$(free_port)"; done
+rm -rf "$out/replay"
+mkdir -p "$out/replay"
+start replay "$replay_port" STORE="sqlite:$out/replay/wizard.db" AI_MOVE_DELAY=0 TRICK_PAUSE=0 STORE_SYNC_INTERVAL=0.2
 
 # The durable server keeps its games in SQLite and is started again whenever it exits,
 # as a container's restart policy would: the restart scenario stops it with SIGTERM
@@ -159,4 +166,5 @@ fi
 cd "$here"
 SHARD_URL="$shard_url" BASE_URL="http://127.0.0.1:$game_port" BUSY_URL="http://127.0.0.1:$busy_port" OUT_DIR="$out" \
   DURABLE_URL="http://127.0.0.1:$durable_port" DURABLE_PID_FILE="$durable_dir/server.pid" \
+  REPLAY_URL="http://127.0.0.1:$replay_port" \
   timeout 600 node e2e.mjs

@@ -162,6 +162,10 @@ impl LobbyManager {
             .clone()
             .filter(|_| status != LobbyStatus::Waiting);
         lobby.moves = moves.len() as u64;
+        if status != LobbyStatus::Waiting {
+            lobby.log = moves.to_vec();
+            lobby.started_ms = record.started_ms;
+        }
         lobby.public = record.public;
         self.lobbies.insert(id, lobby);
         self.reindex_table(id);

@@ -11,18 +11,19 @@ use crate::vocabulary::game::Seat;
 use crate::vocabulary::game::types::PLAYERS_MAX;
 use crate::vocabulary::game::types::PLAYERS_MIN;
 use crate::vocabulary::ids::LobbyId;
+use crate::vocabulary::ids::SessionId;
 use crate::vocabulary::wire::LobbyStatus;
 
 use super::LobbyManager;
 
 impl LobbyManager {
     /// Checks that `host` may start the game now (admission is the caller's check).
-    pub fn can_start(&self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
+    pub fn can_start(&self, id: LobbyId, host: SessionId) -> Result<(), LobbyError> {
         let lobby = self
             .lobbies
             .get(&id)
             .ok_or(LobbyError::NotFound("No such lobby."))?;
-        if lobby.host != host {
+        if !lobby.is_host(host) {
             return Err(LobbyError::NotAllowed("Only the host can do that."));
         }
         if lobby.status != LobbyStatus::Waiting {
@@ -41,7 +42,7 @@ impl LobbyManager {
     pub fn start(
         &mut self,
         id: LobbyId,
-        host: &str,
+        host: SessionId,
         seed: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), LobbyError> {
@@ -57,6 +58,7 @@ impl LobbyManager {
         lobby.game_no += 1;
         lobby.seed = Some(seed);
         lobby.moves = 0;
+        lobby.log.clear();
         lobby.status = LobbyStatus::Playing;
         lobby.record_changed = true;
         lobby.turns = TurnBook::default();
@@ -93,6 +95,7 @@ impl LobbyManager {
         game.apply(seat, action, events)
             .map_err(LobbyError::Illegal)?;
         lobby.moves += 1;
+        lobby.log.push((seat, action));
         if game.phase() == Phase::Finished {
             lobby.status = LobbyStatus::Finished;
             lobby.record_changed = true;
@@ -110,10 +113,12 @@ impl LobbyManager {
         Ok(())
     }
 
-    /// Names the game just started (`state.game.id`).
-    pub fn set_game_id(&mut self, id: LobbyId, game_id: String) {
+    /// Names the game just started (`state.game.id`) and when it started
+    /// (milliseconds since the Unix epoch).
+    pub fn set_game_id(&mut self, id: LobbyId, game_id: String, started_ms: u64) {
         if let Some(lobby) = self.lobbies.get_mut(&id) {
             lobby.game_id = Some(game_id);
+            lobby.started_ms = started_ms;
             lobby.record_changed = true;
         }
     }
@@ -144,7 +149,7 @@ impl LobbyManager {
     }
 
     /// Back to the waiting room after a finished game.
-    pub fn return_to_lobby(&mut self, id: LobbyId, host: &str) -> Result<(), LobbyError> {
+    pub fn return_to_lobby(&mut self, id: LobbyId, host: SessionId) -> Result<(), LobbyError> {
         let lobby = self.host_lobby(id, host, LobbyStatus::Finished)?;
         lobby.status = LobbyStatus::Waiting;
         lobby.record_changed = true;
@@ -158,6 +163,8 @@ impl LobbyManager {
             }
         }
         lobby.moves = 0;
+        lobby.log = Vec::new();
+        lobby.started_ms = 0;
         lobby.turns = TurnBook::default();
         self.reindex_idle(id);
         self.reindex_table(id);

@@ -66,9 +66,10 @@ impl LobbyManager {
         Ok(id)
     }
 
-    /// Seats `session` in a waiting lobby, or returns its existing seat in any lobby.
-    /// Returns the seat and whether it is new. A new seat's name is made unique among
-    /// the seats and `watching`, the names of the lobby's spectators.
+    /// Seats `session` (shown as `player_id`) in a waiting lobby, or returns its
+    /// existing seat in any lobby. Returns the seat and whether it is new. A new seat's
+    /// name is made unique among the seats and `watching`, the names of the lobby's
+    /// spectators.
     pub fn join(
         &mut self,
         id: LobbyId,
@@ -81,11 +82,7 @@ impl LobbyManager {
             .lobbies
             .get_mut(&id)
             .ok_or(LobbyError::NotFound("No such lobby."))?;
-        if let Some(seat) = lobby.seat_of(player_id) {
-            if let Some(info) = lobby.seats.get_mut(usize::from(seat)) {
-                info.occupant = Occupant::Human(session);
-                lobby.record_changed = true;
-            }
+        if let Some(seat) = lobby.seat_of(session) {
             return Ok((seat, false));
         }
         if lobby.status != LobbyStatus::Waiting {
@@ -108,26 +105,28 @@ impl LobbyManager {
         Ok((seat, true))
     }
 
-    /// Removes `player_id` from its seat (waiting) or hands the seat to the AI (playing or
-    /// finished; at the default level, [`AiLevel::Strong`]), moving the host if needed. Returns true when the lobby was deleted
-    /// because no human seat remains.
-    pub fn leave(&mut self, id: LobbyId, player_id: &str) -> bool {
+    /// Removes `session` from its seat (waiting) or hands the seat to the AI (playing or
+    /// finished; at the default level, [`AiLevel::Strong`]), moving the host if needed.
+    /// Returns true when the lobby was deleted because no human seat remains.
+    pub fn leave(&mut self, id: LobbyId, session: SessionId) -> bool {
         let ai_id = format!("ai-{}", rng::hex_id(&mut self.rng, 8));
         let Some(lobby) = self.lobbies.get_mut(&id) else {
             return false;
         };
-        let Some(seat) = lobby.seat_of(player_id) else {
+        let Some(seat) = lobby.seat_of(session) else {
             return false;
         };
         let index = usize::from(seat);
         lobby.record_changed = true;
-        if lobby.status == LobbyStatus::Waiting {
-            lobby.seats.remove(index);
+        let left = if lobby.status == LobbyStatus::Waiting {
+            lobby.seats.remove(index).player_id
         } else if let Some(info) = lobby.seats.get_mut(index) {
             info.occupant = Occupant::Ai(AiLevel::default());
-            info.player_id = ai_id;
-        }
-        if lobby.host == player_id
+            std::mem::replace(&mut info.player_id, ai_id)
+        } else {
+            return false;
+        };
+        if lobby.host == left
             && let Some(next) = lobby.seats.iter().find(|s| !s.is_ai())
         {
             lobby.host = next.player_id.clone();
@@ -164,17 +163,18 @@ impl LobbyManager {
         Some(lobby)
     }
 
+    /// The lobby, when `session` is its host and its status is `status`.
     pub(super) fn host_lobby(
         &mut self,
         id: LobbyId,
-        player_id: &str,
+        session: SessionId,
         status: LobbyStatus,
     ) -> Result<&mut Lobby, LobbyError> {
         let lobby = self
             .lobbies
             .get_mut(&id)
             .ok_or(LobbyError::NotFound("No such lobby."))?;
-        if lobby.host != player_id {
+        if !lobby.is_host(session) {
             return Err(LobbyError::NotAllowed("Only the host can do that."));
         }
         if lobby.status != status {
@@ -192,7 +192,7 @@ impl LobbyManager {
     pub fn add_ai(
         &mut self,
         id: LobbyId,
-        host: &str,
+        host: SessionId,
         level: AiLevel,
         watching: &[String],
     ) -> Result<(), LobbyError> {
@@ -219,21 +219,22 @@ impl LobbyManager {
         Ok(())
     }
 
-    /// Removes a seat; returns the removed human's session, if it was one.
+    /// Removes the seat shown as `player_id`; returns the removed human's session, if
+    /// it was one.
     pub fn remove_player(
         &mut self,
         id: LobbyId,
-        host: &str,
+        host: SessionId,
         player_id: &str,
     ) -> Result<Option<SessionId>, LobbyError> {
         let lobby = self.host_lobby(id, host, LobbyStatus::Waiting)?;
-        if player_id == host {
+        if player_id == lobby.host {
             return Err(LobbyError::NotAllowed(
                 "The host cannot remove themselves; leave instead.",
             ));
         }
         let seat = lobby
-            .seat_of(player_id)
+            .seat_of_player(player_id)
             .ok_or(LobbyError::NotFound("No such player."))?;
         let removed = lobby.seats.remove(usize::from(seat));
         lobby.record_changed = true;
@@ -247,7 +248,7 @@ impl LobbyManager {
     pub fn set_options(
         &mut self,
         id: LobbyId,
-        host: &str,
+        host: SessionId,
         options: Options,
     ) -> Result<(), LobbyError> {
         options

@@ -9,6 +9,9 @@
 //!
 //! - a profile's newest `profile` record, until its `profile_gone`.
 //!
+//! A `game` record (history) is neither: a store keeps it in its own table, for
+//! `HISTORY_DAYS`, and counts it here not at all.
+//!
 //! Everything else is **dead**: older `session` and `lobby` records, the moves of an
 //! earlier game (or of a lobby with no record), everything of a key before its `gone`
 //! record, and the `gone` record itself. Dropping dead records never changes the
@@ -34,10 +37,12 @@ pub enum RowKind {
     LobbyGone,
     Profile,
     ProfileGone,
+    /// A finished game for history: never in the restore's rows.
+    Game,
 }
 
 impl RowKind {
-    pub const ALL: [RowKind; 7] = [
+    pub const ALL: [RowKind; 8] = [
         RowKind::Session,
         RowKind::SessionGone,
         RowKind::Lobby,
@@ -45,6 +50,7 @@ impl RowKind {
         RowKind::LobbyGone,
         RowKind::Profile,
         RowKind::ProfileGone,
+        RowKind::Game,
     ];
 
     /// The stored name.
@@ -57,6 +63,7 @@ impl RowKind {
             RowKind::LobbyGone => "lobby_gone",
             RowKind::Profile => "profile",
             RowKind::ProfileGone => "profile_gone",
+            RowKind::Game => "game",
         }
     }
 
@@ -70,9 +77,10 @@ impl RowKind {
 pub struct RowKey {
     pub kind: RowKind,
     /// The lobby's, the session's or the profile's id (a profile's 12 hex digits as a
-    /// number).
+    /// number; a game's first 15 hex digits).
     pub id: u64,
-    /// The game a `lobby` record describes or a `move` belongs to; 0 otherwise.
+    /// The game a `lobby` record describes or a `move` belongs to; for a `game`
+    /// record, when it finished (milliseconds since the Unix epoch); 0 otherwise.
     pub game_no: u64,
 }
 
@@ -87,6 +95,7 @@ impl Record {
             Record::LobbyGone { lobby } => (RowKind::LobbyGone, lobby.0, 0),
             Record::Profile(p) => (RowKind::Profile, profiles::row_id(&p.id), 0),
             Record::ProfileGone { profile } => (RowKind::ProfileGone, profiles::row_id(profile), 0),
+            Record::Game(g) => (RowKind::Game, super::history::row_id(&g.id), g.finished_ms),
         };
         RowKey { kind, id, game_no }
     }
@@ -212,6 +221,8 @@ impl<R: Rows> Liveness<R> {
                 }
                 self.dead.push(seq);
             }
+            // Kept apart by the store, neither live nor dead here.
+            RowKind::Game => {}
         }
     }
 

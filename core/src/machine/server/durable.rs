@@ -188,6 +188,7 @@ impl Server {
             game_no: l.game_no(),
             seed: l.seed(),
             game_id: l.game_id().map(str::to_owned),
+            started_ms: l.started_ms(),
             public: l.is_public(),
         })
     }
@@ -277,6 +278,8 @@ impl Server {
                 Record::ProfileGone { profile } => {
                     profiles.remove(&profile);
                 }
+                // History: nothing a restore rebuilds.
+                Record::Game(_) => {}
             }
         }
         let lobbies: BTreeMap<LobbyId, (LobbyRecord, Vec<(Seat, Action)>)> = lobbies

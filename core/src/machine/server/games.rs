@@ -41,11 +41,11 @@ impl Server {
         action: Action,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
-        let (lobby, player_id) = self.lobby_of(session)?;
+        let lobby = self.lobby_of(session)?;
         let seat = self
             .lobbies
             .get(lobby)
-            .and_then(|l| l.seat_of(&player_id))
+            .and_then(|l| l.seat_of(session))
             .ok_or(LobbyError::NotFound("You have no seat in this lobby."))?;
         let mut events = Vec::new();
         self.lobbies.apply(lobby, seat, action, &mut events)?;
@@ -84,6 +84,8 @@ impl Server {
             self.counters.games_finished += 1;
             // The ratings' records follow the last move's, in the same batch.
             self.rate_game(lobby);
+            // History after the ratings: the game's record says whether it was rated.
+            self.record_history(now, lobby);
             out.push(Output::Note(Note::GameFinished { lobby }));
             // Its disconnected humans no longer hold a seat in a running game.
             self.sync_lobby_evictable(lobby);

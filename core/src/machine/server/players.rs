@@ -323,9 +323,8 @@ impl Server {
         if !self.admit_new_game(conn, out) {
             return Ok(());
         }
-        let player_id = self.player_id(session);
         let current = self.sessions.get(session).and_then(|s| s.lobby);
-        if !self.lobbies.has_room(current, &player_id) {
+        if !self.lobbies.has_room(current, session) {
             // Refused before leaving the current lobby, so the refusal loses nothing.
             self.counters
                 .requests_refused
@@ -339,7 +338,7 @@ impl Server {
         let freed = current
             .and_then(|id| self.lobbies.get(id))
             .is_some_and(|l| l.owner() == ip)
-            && self.lobbies.is_sole_human(current, &player_id);
+            && self.lobbies.is_sole_human(current, session);
         let owned = self.lobbies.share_of(&ip).lobbies - usize::from(freed);
         if owned >= self.config.lobbies_per_ip_max {
             self.refuse_request(
@@ -366,6 +365,7 @@ impl Server {
             // has_room said an idle lobby may make room: the one idle longest goes.
             self.evict_idle_lobby(out);
         }
+        let player_id = self.player_id(session);
         let lobby = self.lobbies.create(session, &player_id, &name, ip)?;
         self.lobbies.set_public(lobby, public);
         self.counters.lobbies_created += 1;
@@ -393,13 +393,12 @@ impl Server {
         let Some(lobby) = self.lobby_by_code(now, conn, ip, code, out)? else {
             return Ok(());
         };
-        let player_id = self.player_id(session);
         // Check before leaving the current lobby, so a refused join loses nothing.
         let target = self
             .lobbies
             .get(lobby)
             .ok_or(LobbyError::NotFound("No lobby with that code."))?;
-        if target.seat_of(&player_id).is_none() {
+        if target.seat_of(session).is_none() {
             if self.kept_out(now, lobby, session, ip) {
                 return Err(LobbyError::NotAllowed(
                     "The host removed you from this lobby.",
@@ -422,6 +421,7 @@ impl Server {
             self.leave_lobby(now, session, out);
         }
         let watching = self.spectator_names(lobby);
+        let player_id = self.player_id(session);
         let (seat, new) = self
             .lobbies
             .join(lobby, session, &player_id, &name, &watching)?;
@@ -437,6 +437,9 @@ impl Server {
         self.sync_away(now, lobby, out);
         self.broadcast(now, lobby, &[], out);
         self.send_history(now, conn, lobby, out);
+        if new {
+            self.reserved_seat_taken(now, lobby, out);
+        }
         Ok(())
     }
 
@@ -445,9 +448,8 @@ impl Server {
         let Some(lobby) = self.sessions.get_mut(session).and_then(|s| s.lobby.take()) else {
             return;
         };
-        let player_id = self.player_id(session);
         self.sessions.set_evictable(session, None);
-        if self.lobbies.leave(lobby, &player_id) {
+        if self.lobbies.leave(lobby, session) {
             self.timers.cancel(&TimerKey::Lobby(lobby));
             self.timers.cancel(&TimerKey::Away(lobby));
             out.push(Output::Note(Note::LobbyDeleted { lobby }));
@@ -465,8 +467,8 @@ impl Server {
         player_id: &str,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
-        let (lobby, host) = self.lobby_of(session)?;
-        let removed = self.lobbies.remove_player(lobby, &host, player_id)?;
+        let lobby = self.lobby_of(session)?;
+        let removed = self.lobbies.remove_player(lobby, session, player_id)?;
         if let Some(removed) = removed {
             let conn = self.sessions.get_mut(removed).and_then(|s| {
                 s.lobby = None;
@@ -501,8 +503,8 @@ impl Server {
         session: SessionId,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
-        let (lobby, host) = self.lobby_of(session)?;
-        self.lobbies.can_start(lobby, &host)?;
+        let lobby = self.lobby_of(session)?;
+        self.lobbies.can_start(lobby, session)?;
         if !self.admit_new_game(conn, out) {
             return Ok(());
         }
@@ -518,7 +520,7 @@ impl Server {
             );
             return Ok(());
         }
-        self.begin_game(now, lobby, &host, out)
+        self.begin_game(now, lobby, session, out)
     }
 
     /// Starts the lobby's game (its checks and admission done) and shows it.
@@ -526,7 +528,7 @@ impl Server {
         &mut self,
         now: Time,
         lobby: LobbyId,
-        host: &str,
+        host: SessionId,
         out: &mut Vec<Output>,
     ) -> Result<(), LobbyError> {
         let seed = rand::Rng::next_u64(&mut self.game_seeds);
@@ -534,7 +536,8 @@ impl Server {
         self.lobbies.start(lobby, host, seed, &mut events)?;
         // 80 random bits, apart from the seed's stream: an id tells nothing of the deal.
         let game_id = rng::hex_id(&mut self.game_ids, GAME_ID_CHARS);
-        self.lobbies.set_game_id(lobby, game_id);
+        let started_ms = self.wall_ms(now);
+        self.lobbies.set_game_id(lobby, game_id, started_ms);
         self.counters.games_started += 1;
         let players = self
             .lobbies
@@ -555,24 +558,21 @@ impl Server {
         now: Time,
         session: SessionId,
         out: &mut Vec<Output>,
-        op: impl FnOnce(&mut Server, LobbyId, &str) -> Result<(), LobbyError>,
+        op: impl FnOnce(&mut Server, LobbyId, SessionId) -> Result<(), LobbyError>,
     ) -> Result<(), LobbyError> {
-        let (lobby, host) = self.lobby_of(session)?;
-        op(self, lobby, &host)?;
+        let lobby = self.lobby_of(session)?;
+        op(self, lobby, session)?;
         self.broadcast(now, lobby, &[], out);
         Ok(())
     }
 
-    /// The session's lobby and player id, or `not_found` when it is in none.
-    pub(super) fn lobby_of(&self, session: SessionId) -> Result<(LobbyId, String), LobbyError> {
-        let s = self
-            .sessions
+    /// The session's lobby, or `not_found` when it is in none.
+    pub(super) fn lobby_of(&self, session: SessionId) -> Result<LobbyId, LobbyError> {
+        self.sessions
             .get(session)
-            .ok_or(LobbyError::NotFound("No session."))?;
-        let lobby = s
+            .ok_or(LobbyError::NotFound("No session."))?
             .lobby
-            .ok_or(LobbyError::NotFound("You are not in a lobby."))?;
-        Ok((lobby, s.player_id.clone()))
+            .ok_or(LobbyError::NotFound("You are not in a lobby."))
     }
 
     pub(super) fn player_id(&self, session: SessionId) -> String {

@@ -12,7 +12,7 @@
 //! same batch, so a store commits both or neither, and a restore, which replays moves
 //! without running this, never rates a game twice.
 
-use crate::machine::lobby::{LobbyError, clean_name};
+use crate::machine::lobby::{LobbyError, Occupant, clean_name};
 use crate::machine::profiles::{CreateError, Profile};
 use crate::machine::rating::{self, Figure, Rating};
 use crate::machine::records::Record;
@@ -202,7 +202,8 @@ impl Server {
         };
         self.lobbies.get(lobby).is_none_or(|l| {
             l.seats().iter().all(|seat| {
-                seat.player_id == s.player_id || seat.profile.as_deref() != Some(profile)
+                seat.occupant == Occupant::Human(session)
+                    || seat.profile.as_deref() != Some(profile)
             })
         })
     }
@@ -216,14 +217,14 @@ impl Server {
         let Some(lobby_id) = s.lobby else {
             return;
         };
-        let (player_id, profile) = (s.player_id.clone(), s.profile.clone());
+        let profile = s.profile.clone();
         let Some(lobby) = self.lobbies.get(lobby_id) else {
             return;
         };
         if lobby.status() != LobbyStatus::Waiting {
             return;
         }
-        let Some(seat) = lobby.seat_of(&player_id) else {
+        let Some(seat) = lobby.seat_of(session) else {
             return;
         };
         let profile = profile.filter(|_| self.profile_may_sit(session, lobby_id));

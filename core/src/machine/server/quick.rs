@@ -9,8 +9,9 @@ use crate::machine::lobby::{LobbyError, clean_name};
 use crate::machine::matchmaker::{Group, QueueError, RATING_DEFAULT, SEATS_DEFAULT};
 use crate::vocabulary::game::AiLevel;
 use crate::vocabulary::game::types::{PLAYERS_MAX, PLAYERS_MIN};
-use crate::vocabulary::ids::{ConnId, SessionId};
+use crate::vocabulary::ids::{ConnId, LobbyId, SessionId};
 use crate::vocabulary::io::{Delivery, Note, Output};
+use crate::vocabulary::pool::PoolChange;
 use crate::vocabulary::stats::{QuickPlayRefusal, RequestRefusal};
 use crate::vocabulary::time::{Time, US_PER_MS};
 use crate::vocabulary::wire::{self, ErrorCode, ServerMessage, TableView};
@@ -55,7 +56,7 @@ impl Server {
             .map(|l| TableView {
                 code: l.code().to_owned(),
                 host: l
-                    .seat_of(l.host())
+                    .seat_of_player(l.host())
                     .and_then(|s| l.seats().get(usize::from(s)))
                     .map(|s| s.name.clone())
                     .unwrap_or_default(),
@@ -140,10 +141,13 @@ impl Server {
         }
         let rating = self.quick_play_rating(session);
         let mut groups = Vec::new();
-        match self
-            .matchmaker
-            .enqueue(now, session, seats, rating, &mut groups)
-        {
+        let queued = if self.shared.is_some() {
+            self.hold_shared_ticket(now, session, seats, rating)
+        } else {
+            self.matchmaker
+                .enqueue(now, session, seats, rating, &mut groups)
+        };
+        match queued {
             Ok(since) => {
                 self.counters.quick_play_queued += 1;
                 let text = wire::encode(&ServerMessage::Queued {
@@ -167,7 +171,7 @@ impl Server {
             }
         }
         for group in groups {
-            self.seat_group(now, group, out);
+            self.seat_group(now, group, 0, out);
         }
         Ok(())
     }
@@ -189,6 +193,7 @@ impl Server {
     pub(super) fn drop_ticket(&mut self, session: SessionId) {
         if self.matchmaker.cancel(session).is_some() {
             self.counters.quick_play_cancelled += 1;
+            self.pool_changed(PoolChange::Drop { session });
         }
     }
 
@@ -197,13 +202,18 @@ impl Server {
         let mut groups = Vec::new();
         self.matchmaker.poll(now, &mut groups);
         for group in groups {
-            self.seat_group(now, group, out);
+            self.seat_group(now, group, 0, out);
         }
     }
 
     /// Puts the matchmaker's next wake-up in the timer set.
     pub(super) fn sync_quick_play_timer(&mut self) {
-        match self.matchmaker.next_wake() {
+        // With the shards' shared pool, groups are formed there, never here.
+        let wake = self
+            .matchmaker
+            .next_wake()
+            .filter(|_| self.shared.is_none());
+        match wake {
             Some(at) if self.timers.at(&TimerKey::QuickPlay) != Some(at) => {
                 self.timers.set(TimerKey::QuickPlay, at);
             }
@@ -214,9 +224,17 @@ impl Server {
 
     /// Creates the group's lobby with its players seated (the oldest ticket hosts),
     /// fills the free seats with `normal` AI players, makes it public and starts its
-    /// game; each player receives the lobby's `state`. When games are no longer
-    /// accepted, its players are told `busy` instead and hold no ticket.
-    fn seat_group(&mut self, now: Time, group: Group<SessionId>, out: &mut Vec<Output>) {
+    /// game; each player receives the lobby's `state`. With `reserved` seats kept for
+    /// players of other shards, the lobby waits for them instead (`server/shared.rs`).
+    /// When games are no longer accepted, its players are told `busy` instead and hold
+    /// no ticket. Returns the lobby, if made.
+    pub(super) fn seat_group(
+        &mut self,
+        now: Time,
+        group: Group<SessionId>,
+        reserved: u8,
+        out: &mut Vec<Output>,
+    ) -> Option<LobbyId> {
         let players: Vec<(SessionId, ConnId, String, String)> = group
             .players
             .iter()
@@ -225,9 +243,7 @@ impl Server {
                 Some((t.key, s.conn?, s.player_id.clone(), s.name.clone()))
             })
             .collect();
-        let Some((host, host_conn, host_id, host_name)) = players.first().cloned() else {
-            return;
-        };
+        let (host, host_conn, host_id, host_name) = players.first().cloned()?;
         let room = self.lobbies.has_room_for_new();
         let owner = self.conn_ip(host_conn);
         let (true, true, Some(owner)) = (self.games_admitted(), room, owner) else {
@@ -237,7 +253,7 @@ impl Server {
                     .bump(QuickPlayRefusal::GroupRefused);
                 self.send_error(*conn, ErrorCode::Busy, NOT_ACCEPTING, None, out);
             }
-            return;
+            return None;
         };
         if self.lobbies.is_full() {
             self.evict_idle_lobby(out);
@@ -248,7 +264,7 @@ impl Server {
                 for (_, conn, _, _) in &players {
                     self.send_error(*conn, ErrorCode::Busy, NOT_ACCEPTING, None, out);
                 }
-                return;
+                return None;
             }
         };
         self.counters.lobbies_created += 1;
@@ -266,11 +282,10 @@ impl Server {
             }
         }
         let humans = self.lobbies.get(lobby).map_or(0, |l| l.seats().len());
-        for _ in humans..usize::from(group.seats) {
-            let _ = self.lobbies.add_ai(lobby, &host_id, AiLevel::Normal, &[]);
+        let ai = group.ai_seats().saturating_sub(reserved);
+        for _ in humans..humans + usize::from(ai) {
+            let _ = self.lobbies.add_ai(lobby, host, AiLevel::Normal, &[]);
         }
-        self.lobbies.set_public(lobby, true);
-        let ai = group.ai_seats();
         let size = usize::from(group.seats.saturating_sub(PLAYERS_MIN));
         if let Some(n) = self
             .counters
@@ -290,10 +305,16 @@ impl Server {
                 .map(|t| now.since_us(t.since))
                 .collect(),
         }));
-        if self.begin_game(now, lobby, &host_id, out).is_err() {
+        if reserved > 0 {
+            self.broadcast(now, lobby, &[], out);
+            return Some(lobby);
+        }
+        self.lobbies.set_public(lobby, true);
+        if self.begin_game(now, lobby, host, out).is_err() {
             // Cannot happen with 3 to 6 seats; the players still see their lobby.
             self.broadcast(now, lobby, &[], out);
         }
+        Some(lobby)
     }
 }
 

@@ -67,6 +67,7 @@ impl Server {
                 TimerKey::Away(lobby) => self.on_away_due(now, lobby, out),
                 TimerKey::Spectators(lobby) => self.show_spectators(now, lobby, out),
                 TimerKey::QuickPlay => self.quick_play_due(now, out),
+                TimerKey::Reserved(lobby) => self.reserved_due(now, lobby, out),
             }
         }
     }

@@ -315,7 +315,7 @@ impl Server {
             return;
         };
         let seated = s.lobby.and_then(|id| self.lobbies.get(id)).and_then(|l| {
-            let seat = l.seat_of(&s.player_id)?;
+            let seat = l.seat_of(session)?;
             Some((l, Some(seat)))
         });
         let watching = s

@@ -513,16 +513,16 @@ impl Server {
                 .unwrap_or_else(|| s.name.clone());
             return Ok((lobby, s.player_id.clone(), name));
         }
-        let (lobby, player_id) = self.lobby_of(session)?;
+        let lobby = self.lobby_of(session)?;
         let name = self
             .lobbies
             .get(lobby)
             .and_then(|l| {
-                let seat = l.seat_of(&player_id)?;
+                let seat = l.seat_of(session)?;
                 l.seats().get(usize::from(seat)).map(|x| x.name.clone())
             })
             .unwrap_or_else(|| s.name.clone());
-        Ok((lobby, player_id, name))
+        Ok((lobby, s.player_id.clone(), name))
     }
 
     /// The connections of everyone in `lobby`: its connected human seats, then its

@@ -128,6 +128,12 @@ pub struct ShellConfig {
     /// How long one SQLite statement of the store's writer waits for a lock another
     /// process holds on the file before the fold fails and is tried again.
     pub store_busy_timeout_us: u64,
+    /// How often the store deletes finished games older than `HISTORY_DAYS`.
+    pub history_purge_interval_us: u64,
+    /// Games deleted at most per pass.
+    pub history_purge_rows_max: u32,
+    /// `GET /games/<id>` requests per client address per minute.
+    pub games_rate_per_min: f64,
 }
 
 impl Default for ShellConfig {
@@ -154,6 +160,9 @@ impl Default for ShellConfig {
             store_sync_interval_us: US_PER_SEC,
             store_init: false,
             store_busy_timeout_us: 10 * US_PER_SEC,
+            history_purge_interval_us: 60 * US_PER_SEC,
+            history_purge_rows_max: 1000,
+            games_rate_per_min: 60.0,
         }
     }
 }
