@@ -3,9 +3,9 @@
 //! `If-None-Match`, and a gzip body when the request's `Accept-Encoding` allows it.
 //!
 //! The files are not versioned: `index.html` loads `/style.css` and `/app.js` by fixed
-//! names and `app.js` imports `./net.js`, `./cards.js`, `./alerts.js`, `./chat.js` and
-//! `./replay.js`, so a file's name does not change when its content does, and no file may be cached as immutable (a browser
-//! would keep an old `app.js` beside a new server). Every file therefore goes out with
+//! names and `app.js` imports `./net.js`, `./cards.js`, `./alerts.js`, `./chat.js`,
+//! `./replay.js`, `./profile.js` and `./pages.js`, so a file's name does not change
+//! when its content does, and no file may be cached as immutable (a browser would keep an old `app.js` beside a new server). Every file therefore goes out with
 //! `Cache-Control: no-cache`: the browser keeps its copy but asks on every load with
 //! `If-None-Match`, and gets a `304` without a body until a new build changes the file.
 //! The digests and the gzip bodies are computed once, when the server starts
@@ -72,6 +72,16 @@ pub const ASSETS: &[Asset] = &[
         name: "replay.js",
         content_type: JS,
         body: include_bytes!("../web/replay.js"),
+    },
+    Asset {
+        name: "profile.js",
+        content_type: JS,
+        body: include_bytes!("../web/profile.js"),
+    },
+    Asset {
+        name: "pages.js",
+        content_type: JS,
+        body: include_bytes!("../web/pages.js"),
     },
 ];
 

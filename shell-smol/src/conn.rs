@@ -27,7 +27,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_channel::{Sender, TrySendError};
+use async_channel::{SendError, Sender, TrySendError};
 use async_io::{Async, Timer};
 use futures_lite::FutureExt;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
@@ -44,6 +44,7 @@ use crate::core_task::{Clock, CoreMsg};
 use crate::deadline::Deadline;
 use crate::metrics::ShellStats;
 use crate::outbox::{Batch, Outbox, Woken};
+use crate::store::{Directory, Pending};
 
 /// Read buffer per connection: small, because an idle connection should cost little.
 pub const READ_BUFFER_BYTES: usize = 1024;
@@ -87,11 +88,18 @@ impl ConnParams {
                 end: 0,
                 read_at: Instant::now(),
                 drained: false,
+                directory: None,
             }),
             keepalive: Keepalive::new(&config.shell),
             clock,
             write_timeout: Duration::from_micros(config.shell.write_timeout_us),
         }
+    }
+
+    /// Profile lookups in the store every shard shares (the PostgreSQL store only),
+    /// kept with the reading state on the heap.
+    pub fn set_directory(&mut self, directory: Option<Arc<Directory>>) {
+        self.read.directory = directory;
     }
 }
 
@@ -107,6 +115,8 @@ struct ReadState {
     read_at: Instant,
     /// The last read filled less than `buf`: the socket was empty (see [`read_some`]).
     drained: bool,
+    /// Profile lookups in the store every shard shares (the PostgreSQL store only).
+    directory: Option<Arc<Directory>>,
 }
 
 impl ReadState {
@@ -331,10 +341,29 @@ async fn read_loop(
     }
 }
 
-/// What the reader does after a frame: wait for room in the core's inbox, then stop.
+/// The reader's wait after a frame: room in the core's inbox, or a profile lookup.
+type Wait<'a> = Pin<Box<dyn Future<Output = Result<(), SendError<CoreMsg>>> + Send + 'a>>;
+
+/// What the reader does after a frame: wait (for room in the core's inbox, or a profile
+/// lookup and then room), then stop.
 struct Step<'a> {
-    wait: Option<Pin<Box<async_channel::Send<'a, CoreMsg>>>>,
+    wait: Option<Wait<'a>>,
     stop: Option<End>,
+}
+
+/// Forwards a profile lookup's answer (if it came in time) and then the message it
+/// was made for.
+async fn after_lookup(
+    inbox: &Sender<CoreMsg>,
+    pending: Pending,
+    msg: CoreMsg,
+) -> Result<(), SendError<CoreMsg>> {
+    if let Some(news) = pending.news().await {
+        inbox
+            .send(CoreMsg::Input(Input::SharedProfiles(news)))
+            .await?;
+    }
+    inbox.send(msg).await
 }
 
 impl Step<'_> {
@@ -386,6 +415,14 @@ async fn read_frames(
             match read {
                 Read::Text(text) => {
                     let input = Input::from_text(conn, kind, &text);
+                    // A profile named by a player's message is looked up in the store
+                    // every shard shares; the core hears the answer first.
+                    let pending = match (&input, st.directory.as_deref()) {
+                        (Input::Message { message, .. }, Some(d)) if kind == ConnKind::Player => {
+                            d.lookup(message)
+                        }
+                        _ => None,
+                    };
                     // A player's frame is timed to its answer; the AI's answers go to
                     // players, not back on its socket.
                     let msg = match kind {
@@ -395,9 +432,15 @@ async fn read_frames(
                         },
                         ConnKind::Ai | ConnKind::AiInProcess => CoreMsg::Input(input),
                     };
-                    Step {
-                        wait: try_forward(inbox, msg)?,
-                        stop: None,
+                    match pending {
+                        Some(pending) => Step {
+                            wait: Some(Box::pin(after_lookup(inbox, pending, msg))),
+                            stop: None,
+                        },
+                        None => Step {
+                            wait: try_forward(inbox, msg)?,
+                            stop: None,
+                        },
                     }
                 }
                 Read::Ping(payload) => {
@@ -465,10 +508,7 @@ async fn discard_until_eof(tcp: &Async<TcpStream>, end: End, limit: Duration) ->
 
 /// Hands `msg` to the core task. Waiting for room in a full inbox is rare: the wait
 /// is returned boxed, so that it does not enlarge every idle connection's task.
-fn try_forward<'a>(
-    inbox: &'a Sender<CoreMsg>,
-    msg: CoreMsg,
-) -> Result<Option<Pin<Box<async_channel::Send<'a, CoreMsg>>>>, End> {
+fn try_forward<'a>(inbox: &'a Sender<CoreMsg>, msg: CoreMsg) -> Result<Option<Wait<'a>>, End> {
     match inbox.try_send(msg) {
         Ok(()) => Ok(None),
         Err(TrySendError::Closed(_)) => Err(End::CoreGone),

@@ -78,6 +78,8 @@ pub struct Ctx {
     /// The server's clock: the keepalive's grid is on it, so that every connection's
     /// looks share wake-ups.
     pub clock: Clock,
+    /// Profile lookups in the store every shard shares (with the PostgreSQL store).
+    pub directory: Option<Arc<crate::store::Directory>>,
     /// The store's history reader (`None` without a store that keeps history).
     pub history: Option<Arc<Reader>>,
     /// `GAMES_RATE` per client address (at most `IP_TABLE_MAX` addresses).
@@ -389,7 +391,8 @@ async fn websocket(
             .await;
         return None;
     }
-    let params = ConnParams::new(config, ctx.clock, conn, kind);
+    let mut params = ConnParams::new(config, ctx.clock, conn, kind);
+    params.set_directory(ctx.directory.clone());
     // From now on the core task writes the frames it routes here itself when it can.
     outbox.attach(Arc::clone(&tcp));
     let stats = Arc::clone(&ctx.stats);
@@ -516,6 +519,7 @@ mod tests {
             gate: Arc::clone(&gate),
             executors: Arc::new(Priorities::default()),
             clock,
+            directory: None,
             history: None,
             games_rate: Mutex::new(KeyedRateLimiter::new(
                 wizard_core::vocabulary::limiter::Rate::per_minute(60),

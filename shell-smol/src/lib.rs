@@ -252,6 +252,7 @@ async fn serve(
         .detach();
     // The static files' digests and gzip bodies, before the first page load.
     assets::prepare();
+    let directory = start_directory(&config)?;
     let history = match &store {
         Some(store::Backend::Sqlite(sqlite)) => {
             Some(Arc::new(store::history::Reader::sqlite(sqlite.path())))
@@ -276,6 +277,7 @@ async fn serve(
         gate: Arc::clone(&gate),
         executors: Arc::clone(&ex),
         clock,
+        directory,
     });
     #[cfg(feature = "postgres")]
     let pool = match (&ctx.config.shell.store, ctx.config.shard) {
@@ -374,6 +376,24 @@ pub fn open_store(config: &Config, seed: Seed) -> Result<Opened, RunError> {
         server,
         clock,
     })
+}
+
+/// Profile lookups in the store every shard shares: with the PostgreSQL store only.
+#[cfg(feature = "postgres")]
+fn start_directory(config: &Config) -> Result<Option<Arc<store::Directory>>, RunError> {
+    match &config.shell.store {
+        wizard_core::vocabulary::config::StoreSpec::Postgres(url) => {
+            let directory = store::Directory::start(url, config.shard).map_err(RunError::Thread)?;
+            Ok(Some(Arc::new(directory)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Without PostgreSQL nothing is shared between shards.
+#[cfg(not(feature = "postgres"))]
+fn start_directory(_: &Config) -> Result<Option<Arc<store::Directory>>, RunError> {
+    Ok(None)
 }
 
 /// Tells the core the wall clock at its time zero (history's dates).

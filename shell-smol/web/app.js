@@ -3,6 +3,11 @@
 // bid and trump suit comes from `game.observation.legal_actions`.
 
 import { Connection } from './net.js';
+import {
+  adoptKeyLink, changeText, initProfile, onProfileMessage, profileKey, ratingText, refreshProfile,
+  renderProfileCard, seenRating, signedIn,
+} from './profile.js';
+import { pageFromUrl, showPage } from './pages.js';
 import { initReplay, openReplay } from './replay.js';
 import { initAlerts, setMyTurn } from './alerts.js';
 import { chatLobby, chatWasRefused, initChat, onChat, onChatGap, renderAudience, resetChat } from './chat.js';
@@ -160,6 +165,12 @@ function onMessage(msg) {
       S.requeue = !!S.queued && !S.queued.matched;
       resetChat();
       if (msg.name && !$('name-input').value) $('name-input').value = msg.name;
+      onProfileMessage(msg);
+      break;
+    case 'profile':
+    case 'profile_deleted':
+      onProfileMessage(msg);
+      if (msg.type === 'profile' && !$('name-input').value) $('name-input').value = msg.name;
       break;
     case 'server_status':
       S.status = { load: msg.load, accepting_games: !!msg.accepting_games };
@@ -372,6 +383,7 @@ function render() {
   S.view = view;
   document.body.dataset.view = view;
   if (view === 'home') renderHome();
+  if (view === 'home' && changed) refreshProfile();
   if (view === 'lobby') renderLobby();
   if (view === 'game') renderGame();
   else setMyTurn(false);
@@ -448,6 +460,8 @@ function renderQuick() {
 
 function renderHome() {
   renderQuick();
+  renderProfileCard();
+  $('create-profile').disabled = !S.connected;
   const accepting = acceptingGames();
   $('busy-notice').hidden = accepting;
   const create = $('create-lobby');
@@ -491,6 +505,11 @@ function renderLobby() {
         badges.push(h('span', { class: 'badge badge-level', 'data-testid': `level-${p.id}` }, level));
       }
       if (!p.connected && !p.is_ai) badges.push(h('span', { class: 'badge badge-off' }, 'Offline'));
+      if (p.rating != null) {
+        // A profile's seat (PROTOCOL.md 7.3): its shown rating.
+        badges.push(h('span', { class: 'badge badge-rating', 'data-testid': `rating-${p.id}` }, `Rating ${ratingText(p.rating)}`));
+        if (p.id === S.me && p.profile_id === signedIn()?.id) seenRating(p.rating);
+      }
       const remove = host && p.id !== S.me
         ? h('button', {
           type: 'button', class: 'btn btn-small btn-ghost', 'data-testid': `remove-${p.id}`,
@@ -930,14 +949,24 @@ function renderEnd(o) {
     ...ranking.map((r) => h('li', { class: `rank-row place-${r.place}${r.player === S.game.you ? ' rank-you' : ''}` },
       h('span', { class: 'rank-place' }, `${r.place}.`),
       h('span', { class: 'rank-name' }, r.player === S.game.you ? `${ps[r.player]?.name ?? 'You'} (you)` : ps[r.player]?.name ?? `Seat ${r.player + 1}`),
-      h('span', { class: 'rank-score' }, `${r.score} points`))),
+      h('span', { class: 'rank-score' }, `${r.score} points`),
+      rankRating(ps[r.player], r.player))),
   );
+  const mine = ps[S.game.you];
+  if (mine?.rating != null && mine.profile_id === signedIn()?.id) seenRating(mine.rating);
   const winners = ranking.filter((r) => r.place === 1);
   $('end-title').textContent = winners.some((r) => r.player === S.game.you)
     ? 'You win!'
     : `${winners.map((r) => ps[r.player]?.name).join(' and ')} ${winners.length > 1 ? 'win' : 'wins'}!`;
   $('return-to-lobby').hidden = !isHost();
   $('end-wait').hidden = isHost();
+}
+
+/** A rated seat's new rating and its change at the end of a game. */
+function rankRating(p, seat) {
+  if (!p || p.rating == null) return null;
+  const change = p.rating_change != null ? ` (${changeText(p.rating_change)})` : '';
+  return h('span', { class: 'rank-rating', 'data-testid': `rating-change-${seat}` }, `rating ${ratingText(p.rating)}${change}`);
 }
 
 // ---------------------------------------------------------------- controls
@@ -1105,10 +1134,18 @@ function wire() {
   });
 }
 
-const conn = new Connection({ onMessage, onStatus });
+const conn = new Connection({ onMessage, onStatus, profileKey });
+const page = pageFromUrl();
+adoptKeyLink();
 initAlerts($('sound-toggle'));
-initChat(send);
-wire();
-initReplay();
-conn.start();
-render();
+if (page) {
+  // A profile page or the leaderboard: public JSON, no game connection.
+  showPage(page);
+} else {
+  initChat(send);
+  initProfile({ send, toast, restart: () => conn.reconnect(), nameValue });
+  wire();
+  initReplay();
+  conn.start();
+  render();
+}

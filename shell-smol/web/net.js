@@ -1,4 +1,5 @@
-// The websocket to /ws: hello with the session token kept in sessionStorage, automatic
+// The websocket to /ws: hello with the session token kept in sessionStorage (and the
+// profile key, kept in localStorage by profile.js), automatic
 // reconnect with jittered exponential backoff, the 1013 "server full" retry schedule,
 // a quick return after 1012 (the server restarts and keeps the game), and no reconnect
 // after 4000 (the session was opened in another window). On a sharded deployment
@@ -26,7 +27,8 @@ export const RESTART_RETRY_MS = [100, 500];
 export class Connection {
   /**
    * @param {object} handlers onMessage(msg), onStatus(status, detail) where status is
-   *   'connecting' | 'open' | 'reconnecting' | 'full' | 'replaced'
+   *   'connecting' | 'open' | 'reconnecting' | 'full' | 'replaced', and profileKey(),
+   *   the profile key `hello` sends (or null)
    */
   constructor(handlers) {
     this.handlers = handlers;
@@ -106,6 +108,15 @@ export class Connection {
     return `${scheme}://${location.host}/ws${shard && SHARD_ID.test(shard) ? `/${shard}` : ''}`;
   }
 
+  /** Says hello again on a new connection (the profile key changed): the old one is
+   * closed as a normal close, not a lost connection. */
+  reconnect() {
+    const old = this.ws;
+    this.ws = null;
+    if (old) old.close(1000);
+    this.start();
+  }
+
   start() {
     this.stopped = false;
     clearTimeout(this.timer);
@@ -129,7 +140,9 @@ export class Connection {
     this.held = null;
     this.resyncing = false;
     ws.addEventListener('open', () => {
-      ws.send(JSON.stringify({ type: 'hello', token: this.token || null, deltas: true }));
+      // The profile key kept in this browser, if any (PROTOCOL.md 7.1).
+      const profileKey = this.handlers.profileKey?.() || null;
+      ws.send(JSON.stringify({ type: 'hello', token: this.token || null, profile_key: profileKey, deltas: true }));
     });
     ws.addEventListener('message', (ev) => {
       let msg;

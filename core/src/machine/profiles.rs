@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 
 use rand::Rng as _;
 use rand_chacha::ChaCha12Rng;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::machine::rating::{Figure, Rating};
@@ -27,6 +26,7 @@ pub const PROFILE_ID_CHARS: usize = 12;
 const LOCATOR_BYTES: usize = 8;
 
 pub use crate::vocabulary::ids::ProfileKey;
+pub use crate::vocabulary::profile::ProfileRecord;
 
 /// SHA-256 of a profile key's bytes.
 pub type KeyDigest = [u8; 32];
@@ -210,6 +210,26 @@ impl ProfileRegistry {
         Ok(())
     }
 
+    /// A profile as the deployment's shared store holds it: taken when this registry
+    /// has no copy or an older one (fewer rated games), or when a same-named profile
+    /// with another id should give way to it. True when the registry changed.
+    pub fn learn(&mut self, record: &ProfileRecord) -> bool {
+        match self.profiles.get(&record.id) {
+            Some(p) if p.games > record.games => return false,
+            Some(p) if self.record(&p.id).as_ref() == Some(record) => return false,
+            _ => {}
+        }
+        self.restore(record).is_ok()
+    }
+
+    /// The id of the profile whose key digest is `key_sha256` (lower-case hex).
+    pub fn id_by_digest(&self, key_sha256: &str) -> Option<&str> {
+        let digest = digest_from_hex(key_sha256)?;
+        let id = self.by_locator.get(&locator(&digest))?;
+        let profile = self.profiles.get(id)?;
+        rng::constant_time_eq(&profile.digest, &digest).then_some(profile.id.as_str())
+    }
+
     /// The record that keeps `id` as it now is.
     pub fn record(&self, id: &str) -> Option<ProfileRecord> {
         let p = self.profiles.get(id)?;
@@ -222,17 +242,6 @@ impl ProfileRegistry {
             games: p.games,
         })
     }
-}
-
-/// A profile as a store keeps it: never the key, only its digest.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProfileRecord {
-    pub id: String,
-    pub name: String,
-    pub key_sha256: String,
-    pub mu: Figure,
-    pub sigma: Figure,
-    pub games: u32,
 }
 
 /// The number a store keys a profile's rows by: its id's 48 bits.

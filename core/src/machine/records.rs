@@ -33,6 +33,7 @@ pub mod history;
 pub mod liveness;
 
 use crate::machine::profiles::ProfileRecord;
+use crate::vocabulary::figure::Figure;
 use crate::vocabulary::game::{Action, AiLevel, Options, Seat};
 use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::MoveSource;
@@ -70,6 +71,10 @@ pub struct SeatRecord {
     /// The profile rated by this seat's final score (also once it plays on as an AI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// After a rated game: how much it changed this seat's shown rating, kept so that
+    /// the finished game's `state` shows it again after a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating_change: Option<Figure>,
 }
 
 /// A lobby as the players see it, with what a restore needs besides.
@@ -241,6 +246,7 @@ pub fn halfway_games(games: u64) -> Vec<Record> {
                 session: (s == 0).then_some(SessionId(session)),
                 level: AiLevel::Strong,
                 profile: None,
+                rating_change: None,
             })
             .collect();
         records.push(Record::Lobby(LobbyRecord {

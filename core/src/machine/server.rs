@@ -413,6 +413,7 @@ impl Server {
             Input::LoadSample(sample) => self.on_sample(sample, out),
             Input::Timeout => {}
             Input::Shutdown => self.on_shutdown(now, out),
+            Input::SharedProfiles(news) => self.learn_profiles(&news),
             Input::Pool(event) => self.on_pool(now, event, out),
         }
         self.run_due(now, out);

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use crate::vocabulary::ids::{ConnId, LobbyId};
 use crate::vocabulary::load::LoadLevel;
 use crate::vocabulary::load::LoadSample;
+use crate::vocabulary::profile::SharedProfiles;
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{
     AiReply, AiRequest, ClientMessage, CloseCode, DecodeError, ErrorCode,
@@ -92,6 +93,11 @@ pub enum Input {
     /// Stop accepting new games, let running games go on for `SHUTDOWN_GRACE`, then
     /// close everyone with 1001.
     Shutdown,
+    /// What the deployment's shared store holds about the profiles the next message
+    /// of a connection names (a shell with a store shared by every shard sends it just
+    /// before that message): the core takes each profile newer than its own copy, and
+    /// forgets one deleted on another shard.
+    SharedProfiles(SharedProfiles),
     /// The shards' shared quick-play pool formed a group here or matched a ticket of
     /// this shard elsewhere (a shell that keeps that pool).
     Pool(crate::vocabulary::pool::PoolEvent),
@@ -99,7 +105,7 @@ pub enum Input {
 
 impl Input {
     /// Every [`Input::kind_name`], for labels declared ahead.
-    pub const KIND_NAMES: [&'static str; 10] = [
+    pub const KIND_NAMES: [&'static str; 11] = [
         "opened",
         "message",
         "undecodable",
@@ -109,6 +115,7 @@ impl Input {
         "load_sample",
         "timeout",
         "shutdown",
+        "shared_profiles",
         "pool",
     ];
 
@@ -124,6 +131,7 @@ impl Input {
             Input::LoadSample(_) => "load_sample",
             Input::Timeout => "timeout",
             Input::Shutdown => "shutdown",
+            Input::SharedProfiles(_) => "shared_profiles",
             Input::Pool(_) => "pool",
         }
     }

@@ -2,10 +2,11 @@
 //!
 //! [`io`] (what the world tells the core and what the core asks of it), [`wire`] (the
 //! messages of PROTOCOL.md), [`config`] (every setting), [`game`] (the rules engine,
-//! observations and the heuristic player), [`time`], [`rng`], [`names`], [`shard`]
-//! (which shard a code or token names), [`pool`] (the shards' shared quick-play pool), [`limiter`] (token buckets and per-address rate
-//! limits) and [`stats`] (the counters and gauges the machine keeps and the shells
-//! read). Nothing here imports the machine or the shell contract.
+//! observations and the heuristic player), [`time`], [`rng`], [`names`], [`profile`]
+//! (a profile as a store keeps it), [`shard`] (which shard a code or token names),
+//! [`pool`] (the shards' shared quick-play pool), [`limiter`] (token buckets and
+//! per-address rate limits) and [`stats`] (the counters and gauges the machine keeps and
+//! the shells read). Nothing here imports the machine or the shell contract.
 
 pub mod config;
 pub mod figure;
@@ -16,6 +17,7 @@ pub mod limiter;
 pub mod load;
 pub mod names;
 pub mod pool;
+pub mod profile;
 pub mod rng;
 pub(crate) mod serde_str;
 pub mod shard;

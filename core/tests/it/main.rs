@@ -16,6 +16,7 @@ mod driver;
 mod durable;
 mod game_props;
 mod golden;
+mod history;
 mod keepalive;
 mod layers;
 mod levels;

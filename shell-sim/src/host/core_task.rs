@@ -571,7 +571,7 @@ impl Host {
             }
             Input::LoadSample(_) => h.is_sample = true,
             Input::Timeout => h.is_timeout = true,
-            Input::Shutdown | Input::Pool(_) => {}
+            Input::Shutdown | Input::SharedProfiles(_) | Input::Pool(_) => {}
         }
         let closed = match &input {
             Input::Closed { conn } => Some(*conn),

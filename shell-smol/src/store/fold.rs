@@ -390,7 +390,6 @@ pub(super) fn insert<'a>(
             }
             let (lobby, session, kind, game_no) = key_columns(key);
             statement.execute(params![seq as i64, lobby, session, kind, game_no, body])?;
-            last_seq = Some(seq);
         }
     }
     let mut set = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;

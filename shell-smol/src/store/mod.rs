@@ -12,6 +12,8 @@
 //!   for `HISTORY_DAYS` and read off the core task: [`history`]. The store's series in
 //!   `/metrics`: [`metrics`].
 
+#[cfg(feature = "postgres")]
+pub mod directory;
 pub mod file;
 pub mod fold;
 pub(crate) mod handoff;
@@ -30,6 +32,33 @@ pub mod sqlite;
 use std::time::Instant;
 
 use wizard_core::machine::records::Record;
+
+#[cfg(feature = "postgres")]
+pub use directory::{Directory, Pending};
+
+/// Without PostgreSQL there is no store shared by shards: nothing to look up.
+#[cfg(not(feature = "postgres"))]
+#[derive(Debug)]
+pub struct Directory;
+
+#[cfg(not(feature = "postgres"))]
+impl Directory {
+    pub fn lookup(&self, _: &wizard_core::vocabulary::wire::ClientMessage) -> Option<Pending> {
+        None
+    }
+}
+
+/// Without PostgreSQL no lookup is ever on its way.
+#[cfg(not(feature = "postgres"))]
+#[derive(Debug)]
+pub struct Pending;
+
+#[cfg(not(feature = "postgres"))]
+impl Pending {
+    pub async fn news(self) -> Option<wizard_core::vocabulary::profile::SharedProfiles> {
+        None
+    }
+}
 
 pub use sqlite::{
     FaultPoint, Faults, GENERATION_RESERVED_BYTES, GENERATION_ROTATE_BYTES, PENDING_FOLD_BYTES,

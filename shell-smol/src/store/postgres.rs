@@ -64,6 +64,7 @@ use wizard_core::machine::records::liveness::{Liveness, RowCount, RowKey, Rows a
 use wizard_core::vocabulary::config::redact_password;
 use wizard_core::vocabulary::shard::ShardId;
 
+use super::directory::{self, ProfileChange};
 use super::handoff::Handoff;
 use super::history::{self, HistoryOptions, Query, Reader};
 use super::pg_copy::{self as copy, CopyError};
@@ -128,6 +129,8 @@ struct Row {
     seq: u64,
     key: RowKey,
     body: String,
+    /// What the record changes in the shared profile tables (`directory.rs`).
+    profile: Option<ProfileChange>,
 }
 
 /// What the core task queues and the writer takes ([`Handoff`]'s queue).
@@ -352,6 +355,7 @@ impl PgStore {
                 seq,
                 key: record.row_key(),
                 body,
+                profile: ProfileChange::of(&record),
             });
         }
         let ticket = front.next_seq - 1;
@@ -414,6 +418,7 @@ fn create_schema(client: &mut Client) -> Result<(), postgres::Error> {
     let mut tx = client.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&schema_lock_key()])?;
     tx.batch_execute(SCHEMA)?;
+    tx.batch_execute(directory::SCHEMA)?;
     tx.commit()
 }
 
@@ -694,13 +699,16 @@ impl Writer {
 
     /// One transaction holding `rows`: one statement when they fit in one.
     fn insert(&mut self, rows: &[Row]) -> Result<(), postgres::Error> {
-        if rows.len() <= INSERT_ROWS_MAX {
+        let profiles = rows.iter().any(|r| r.profile.is_some());
+        if rows.len() <= INSERT_ROWS_MAX && !profiles {
             return insert_rows(&mut self.client, &self.insert, &self.shard, rows);
         }
         let mut tx = self.client.transaction()?;
         for chunk in rows.chunks(INSERT_ROWS_MAX) {
             insert_rows(&mut tx, &self.insert, &self.shard, chunk)?;
         }
+        // The shared profile tables change with the records that change them.
+        directory::apply(&mut tx, rows.iter().filter_map(|r| r.profile.as_ref()))?;
         tx.commit()
     }
 

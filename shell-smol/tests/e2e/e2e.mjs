@@ -19,7 +19,9 @@
 // hidden bid in any frame or in the page) and table chat (plain text, mute, rate-limit
 // toast); behind HAProxy, an invite link and a watch link for a lobby on another shard
 // (shards.mjs); the replay of a finished game stepped by move and by trick, from the end
-// screen and by its link (replay.mjs); no errors in any browser console.
+// screen and by its link (replay.mjs); profiles: create, reload, a rated game, the
+// profile page, the leaderboard, forget, the key link, delete (profiles.mjs); no errors
+// in any browser console.
 // WEB_DIR=<folder> serves the client's files from that folder instead of the server's
 // embedded copy (e.g. the files of an older commit, to see a new test fail on them).
 
@@ -32,6 +34,7 @@ import { watchScenarios } from './watch.mjs';
 import { levelScenarios } from './levels.mjs';
 import { shardScenarios } from './shards.mjs';
 import { quickScenarios } from './quick.mjs';
+import { profileScenarios } from './profiles.mjs';
 import { replayScenarios } from './replay.mjs';
 
 const BASE = process.env.BASE_URL;
@@ -479,6 +482,8 @@ async function main() {
   await levelScenarios({ scenario, newPage, assert, visible, log, OUT, URL: DURABLE, stateTracker });
   // Public tables and quick play.
   await quickScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE });
+  // Profiles and ratings: a rated game of six seats (10 rounds) played to the end.
+  await profileScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: DURABLE, playToEnd });
   // The replay viewer, on its own server (no pauses, a SQLite store).
   await replayScenarios({ scenario, newPage, assert, visible, text, log, OUT, URL: REPLAY, startWithTwoAi, playToEnd });
   // Shards: wrong_shard followed by the client behind HAProxy. HAProxy forwards the

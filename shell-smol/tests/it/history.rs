@@ -208,14 +208,19 @@ fn a_finished_game_replays_to_its_scores_is_listed_and_survives_a_restart() {
     let dir = TempDir::new();
     std::fs::create_dir_all(&dir.0).unwrap();
     let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    history_survives_a_restart(&dir, &store, &[("STORE_SYNC_INTERVAL", "0.1")]);
+}
+
+/// A profile plays a whole game against two AI seats on `store` (the real binary with
+/// `env`): `/games/<id>` is `404` while it runs and replays to its final scores once it
+/// is over, the profile page lists it, and after a restart it is the same. `dir` holds
+/// the log.
+pub(super) fn history_survives_a_restart(dir: &TempDir, store: &str, env: &[(&str, &str)]) {
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
-    let env = [
-        ("AI_MOVE_DELAY", "0"),
-        ("TRICK_PAUSE", "0"),
-        ("STORE_SYNC_INTERVAL", "0.1"),
-    ];
-    let server = Process::start_env(&store, port, &log, &env);
+    let mut env = env.to_vec();
+    env.extend([("AI_MOVE_DELAY", "0"), ("TRICK_PAUSE", "0")]);
+    let server = Process::start_env(store, port, &log, &env);
     let (played, body) = bounded(120, async {
         let played = play_a_game(server.addr).await;
         let game = finished_game(server.addr, &played.id).await;
@@ -247,7 +252,7 @@ fn a_finished_game_replays_to_its_scores_is_listed_and_survives_a_restart() {
         (played, game)
     });
     server.stop();
-    let server = Process::start_env(&store, port, &log, &env);
+    let server = Process::start_env(store, port, &log, &env);
     bounded(30, async {
         let again = finished_game(server.addr, &played.id).await;
         assert_eq!(again, body, "a restart keeps the game as it was");

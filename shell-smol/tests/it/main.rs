@@ -24,6 +24,9 @@ mod limits;
 mod logs;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod profile_returns;
+#[cfg(feature = "postgres")]
+mod profile_shards;
 mod profiles;
 mod proxy;
 mod quick;

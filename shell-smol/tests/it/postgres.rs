@@ -362,6 +362,16 @@ fn a_rated_game_s_rating_survives_kill_9_on_postgres() {
 }
 
 /// Waits (bounded) until `log` holds `line`.
+#[test]
+fn a_finished_game_s_history_on_postgres_replays_and_survives_a_restart() {
+    let name = "a_finished_game_s_history_on_postgres_replays_and_survives_a_restart";
+    let Some(pg) = Postgres::start(name) else {
+        return;
+    };
+    let url = pg.database("history");
+    super::history::history_survives_a_restart(pg.dir(), &url, &[("SHARD_ID", "K")]);
+}
+
 fn wait_for_line(log: &Path, line: &str) {
     let until = Instant::now() + Duration::from_secs(30);
     loop {

@@ -120,7 +120,7 @@ impl LobbyManager {
                 name: s.name.clone(),
                 occupant: s.session.map_or(Occupant::Ai(s.level), Occupant::Human),
                 profile: s.profile.clone(),
-                rating_change: None,
+                rating_change: s.rating_change.map(|f| f.0),
             })
             .collect();
         if seats.is_empty() || seats.len() > usize::from(PLAYERS_MAX) {

@@ -145,6 +145,8 @@ impl LobbyManager {
             for (seat, change) in lobby.seats.iter_mut().zip(changes) {
                 seat.rating_change = *change;
             }
+            // The finished game's record keeps the changes (a restart shows them).
+            lobby.record_changed = true;
         }
     }
 

@@ -249,3 +249,56 @@ pub fn iso_utc(ms: u64) -> String {
         in_day % 1000
     )
 }
+
+/// `games` whole games of `players` seats played by the heuristic player (seeded, so
+/// always the same), as history keeps them: seat 0 a profile, the others AI seats. For
+/// measuring the stores' history.
+pub fn played_games(games: u64, players: u8) -> Vec<HistoryRecord> {
+    use rand::SeedableRng;
+
+    use crate::vocabulary::game::bot;
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(2);
+    let mut out = Vec::new();
+    for g in 0..games {
+        let seed = g * 7919 + 17;
+        let mut events = Vec::new();
+        let Ok(mut game) = Game::new(players, Options::default(), seed, &mut events) else {
+            continue;
+        };
+        let mut moves = Vec::new();
+        while let Some(seat) = game.next_to_act() {
+            let Some(action) = bot::decide(&game.observation(seat), &mut rng) else {
+                break;
+            };
+            if game.apply(seat, action, &mut events).is_err() {
+                break;
+            }
+            events.clear();
+            moves.push((seat, action));
+        }
+        let started_ms = 1_765_000_000_000 + g * 60_000;
+        out.push(HistoryRecord {
+            id: format!("{:020x}", u128::from(g) * 0x9e37_79b9_7f4a_7c15 + 1),
+            started_ms,
+            finished_ms: started_ms + 1_200_000,
+            options: Options::default(),
+            rated: true,
+            seed,
+            players: (0..players)
+                .map(|s| HistoryPlayer {
+                    name: if s == 0 {
+                        format!("Player {g}")
+                    } else {
+                        format!("Merlin {s}")
+                    },
+                    profile_id: (s == 0).then(|| format!("{:012x}", g + 1)),
+                    is_ai: s != 0,
+                    level: (s != 0).then_some(AiLevel::Strong),
+                })
+                .collect(),
+            moves: encode_moves(&moves),
+            final_scores: game.scores().to_vec(),
+        });
+    }
+    out
+}

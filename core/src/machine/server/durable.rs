@@ -14,6 +14,7 @@ use crate::machine::profiles::ProfileRecord;
 use crate::machine::records::{LobbyRecord, Record, SeatRecord};
 use crate::machine::session::digest_from_hex;
 use crate::vocabulary::config::Config;
+use crate::vocabulary::figure::Figure;
 use crate::vocabulary::game::{Action, Seat};
 use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::MoveSource;
@@ -182,6 +183,7 @@ impl Server {
                     },
                     level: s.level().unwrap_or_default(),
                     profile: s.profile.clone(),
+                    rating_change: s.rating_change.map(Figure),
                 })
                 .collect(),
             owner: l.owner().addr(),

@@ -227,6 +227,7 @@ impl Server {
             s.profile = None;
         }
         let profile = self.sign_in(now, conn, session, profile_key);
+        self.seat_follows_sign_in(now, session, out);
         if let Some(s) = self.sessions.get(session) {
             let welcome = crate::vocabulary::wire::encode(&ServerMessage::Welcome {
                 player_id: s.player_id.clone(),

@@ -19,6 +19,7 @@ use crate::machine::records::Record;
 use crate::vocabulary::ids::ConnId;
 use crate::vocabulary::ids::{LobbyId, SessionId};
 use crate::vocabulary::io::{Delivery, Output};
+use crate::vocabulary::profile::SharedProfiles;
 use crate::vocabulary::stats::RequestRefusal;
 use crate::vocabulary::time::Time;
 use crate::vocabulary::wire::{self, ErrorCode, LobbyStatus, ProfileView, ServerMessage};
@@ -232,6 +233,40 @@ impl Server {
         self.broadcast(now, lobby_id, &[], out);
     }
 
+    /// After a `hello`: the session's seat in a waiting lobby rates the profile this
+    /// hello signed in with, so a player back without a key sits there as a guest (and
+    /// with it, as the profile again). Nothing changes when the seat already does.
+    pub(super) fn seat_follows_sign_in(
+        &mut self,
+        now: Time,
+        session: SessionId,
+        out: &mut Vec<Output>,
+    ) {
+        let Some(s) = self.sessions.get(session) else {
+            return;
+        };
+        let Some(lobby) = s.lobby.and_then(|id| self.lobbies.get(id)) else {
+            return;
+        };
+        if lobby.status() != LobbyStatus::Waiting {
+            return;
+        }
+        let wanted = s
+            .profile
+            .clone()
+            .filter(|_| self.profile_may_sit(session, lobby.id()));
+        let Some(seat) = lobby.seat_of(session) else {
+            return;
+        };
+        let held = lobby
+            .seats()
+            .get(usize::from(seat))
+            .and_then(|x| x.profile.clone());
+        if held != wanted {
+            self.seat_signed_in(now, session, out);
+        }
+    }
+
     /// Rates the lobby's finished game if a seat holds a profile: each profile's new
     /// rating is recorded and each profile seat shows its change.
     pub(super) fn rate_game(&mut self, lobby_id: LobbyId) {
@@ -273,6 +308,34 @@ impl Server {
         }
         self.counters.games_rated += 1;
         self.lobbies.set_rating_changes(lobby_id, &changes);
+    }
+
+    /// What the deployment's shared store holds about the profiles a connection's next
+    /// message names (profiles across shards): each profile newer than this server's
+    /// copy is taken (and recorded, so that a restart still rates its seats), and the
+    /// one asked for by its key digest and no longer there was deleted on another
+    /// shard: it is forgotten here too.
+    pub(super) fn learn_profiles(&mut self, news: &SharedProfiles) {
+        for record in &news.found {
+            if self.profiles.learn(record) {
+                self.persist_profile(&record.id);
+                self.profile_changed(&record.id);
+            }
+        }
+        let Some(asked) = &news.asked_key_sha256 else {
+            return;
+        };
+        if news.found.iter().any(|r| r.key_sha256 == *asked) {
+            return;
+        }
+        let Some(id) = self.profiles.id_by_digest(asked).map(str::to_owned) else {
+            return;
+        };
+        self.profiles.delete(&id);
+        self.profile_changed(&id);
+        if self.records.is_some() {
+            self.persist(Record::ProfileGone { profile: id });
+        }
     }
 
     /// Records a profile as it now is.

@@ -1,0 +1,34 @@
+//! A profile as a store keeps it, and what a deployment's shared store says about
+//! profiles (PROTOCOL.md 7.1: profiles across shards).
+//!
+//! A store keeps a profile's key only as its SHA-256 digest. A shell whose store is
+//! shared by every shard (the PostgreSQL store) looks profiles up there before the core
+//! sees a `hello` with a `profile_key` or a `create_profile`, and hands the answer to the
+//! core as [`crate::vocabulary::io::Input::SharedProfiles`], so that a profile made on
+//! one shard signs in on any other and a name taken anywhere is taken here too.
+
+use serde::{Deserialize, Serialize};
+
+use crate::vocabulary::figure::Figure;
+
+/// A profile as a store keeps it: never the key, only its digest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileRecord {
+    pub id: String,
+    pub name: String,
+    pub key_sha256: String,
+    pub mu: Figure,
+    pub sigma: Figure,
+    pub games: u32,
+}
+
+/// What the shared store answered about one message's profiles.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SharedProfiles {
+    /// The profiles it holds that the message names: the one whose key digest was
+    /// asked, or those holding a name that is the same as the one asked.
+    pub found: Vec<ProfileRecord>,
+    /// The key digest asked, in lower-case hex, when it answered: a profile this
+    /// server holds with that digest and that is not in `found` was deleted elsewhere.
+    pub asked_key_sha256: Option<String>,
+}

@@ -1,0 +1,100 @@
+//! Profiles across shards, against two real shards (`SHARD_ID` A and B) on one real
+//! PostgreSQL (the PostgreSQL tests' [`Postgres`], skipped with one line where there is
+//! none): a name taken on one shard is taken on the other (look-alikes too), a profile
+//! made on A signs in on B and is rated there, A then signs it in with B's rating, and
+//! a profile deleted on B no longer signs in on A, whose name is free again.
+
+use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
+
+use super::client::{Client, bounded, local, next_message, send, ws_from};
+use super::durable::Process;
+use super::postgres::Postgres;
+use super::profile_returns::{create_profile, hello, play_rated_game};
+
+/// Sends `create_profile` and returns the error's code it must get.
+async fn refused(ws: &mut Client, name: &str) -> ErrorCode {
+    let create = ClientMessage::CreateProfile {
+        name: name.to_owned(),
+    };
+    send(ws, &create).await;
+    loop {
+        match next_message(ws).await {
+            ServerMessage::Error { code, .. } => return code,
+            ServerMessage::Profile { name, .. } => panic!("{name:?} was created"),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_profile_made_on_one_shard_plays_and_is_rated_on_another() {
+    let Some(pg) = Postgres::start("a_profile_made_on_one_shard_plays_and_is_rated_on_another")
+    else {
+        return;
+    };
+    let url = pg.database("profiles");
+    let env = |shard| {
+        [
+            ("SHARD_ID", shard),
+            ("AI_MOVE_DELAY", "0"),
+            ("TRICK_PAUSE", "0"),
+        ]
+    };
+    let log = pg.dir().0.join("shards.log");
+    let a = Process::start_env(&url, super::proxy::free_port(), &log, &env("A"));
+    let b = Process::start_env(&url, super::proxy::free_port(), &log, &env("B"));
+    bounded(180, async {
+        let mut on_a = ws_from(a.addr, local(31)).await;
+        hello(&mut on_a, None, None).await;
+        let (key, id) = create_profile(&mut on_a, "Morgana").await;
+
+        // The name is taken on B too, and so are its look-alikes.
+        let mut on_b = ws_from(b.addr, local(32)).await;
+        hello(&mut on_b, None, None).await;
+        for squat in ["Morgana", "MORGANA", "Morg\u{0430}na", "Mor\u{200b}gana"] {
+            assert_eq!(
+                refused(&mut on_b, squat).await,
+                ErrorCode::NotAllowed,
+                "{squat:?}"
+            );
+        }
+        drop(on_b);
+
+        // A's key signs in on B, and B rates its game.
+        let mut on_b = ws_from(b.addr, local(33)).await;
+        let (_, profile, _) = hello(&mut on_b, None, Some(&key)).await;
+        let profile = profile.expect("A's profile signs in on B");
+        assert_eq!((profile.id.as_str(), profile.games), (id.as_str(), 0));
+        let ended = play_rated_game(&mut on_b, "Morgana").await;
+        let me = &ended.players[0];
+        assert_eq!(me.profile_id.as_deref(), Some(id.as_str()));
+        assert!(me.rating_change.is_some_and(|c| c.0 != 0.0), "rated on B");
+        let mu = me.mu.expect("mu").0;
+
+        // Back on A: B's rating and game.
+        let mut again = ws_from(a.addr, local(34)).await;
+        let (_, profile, _) = hello(&mut again, None, Some(&key)).await;
+        let profile = profile.expect("still a profile on A");
+        assert_eq!(profile.games, 1, "the game rated on B counts on A");
+        assert_eq!(profile.mu.0, mu, "A shows B's rating");
+        drop(again);
+
+        // Deleted on B: A no longer knows the key, and the name is free.
+        send(&mut on_b, &ClientMessage::DeleteProfile).await;
+        loop {
+            if let ServerMessage::ProfileDeleted { id: gone } = next_message(&mut on_b).await {
+                assert_eq!(gone, id);
+                break;
+            }
+        }
+        let mut after = ws_from(a.addr, local(35)).await;
+        let (_, profile, _) = hello(&mut after, None, Some(&key)).await;
+        assert!(
+            profile.is_none(),
+            "a profile deleted on B is a guest's key on A"
+        );
+        create_profile(&mut after, "Morgana").await;
+    });
+    a.stop();
+    b.stop();
+}
