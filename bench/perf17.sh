@@ -44,7 +44,9 @@
 # TARGET_DIR/release/wizard-server and wizard-bench-room), BENCH (the generator, default
 # TARGET_DIR/release/wizard-bench), HISTORY (one JSON line per
 # run, default bench/perf17.jsonl), LABEL (default the commit), SERVER_CPU / BENCH_CPU
-# (taskset CPU lists, default 0 / 1; empty: not pinned).
+# (taskset CPU lists, default 0 / 1; empty: not pinned), A_ARGS / B_ARGS (extra
+# generator arguments for A's and B's runs, e.g. A_ARGS="--deltas 1" B_ARGS="--deltas 0"
+# with A = B: one server with and without state deltas).
 #
 # Time: each run lasts ramp + warm-up + DURATION + up to 5 s (full and quota: 5 s +
 # DURATION; paced and search: 15 s + DURATION); the whole script about
@@ -201,6 +203,8 @@ EOF
 run() {
   local row=$1 side=$2 bin=$3 cg=$4 env=$5 port=$((20000 + RANDOM % 20000))
   shift 5
+  local extra=${A_ARGS:-}
+  if [ "$side" = B ]; then extra=${B_ARGS:-}; fi
   # shellcheck disable=SC2086
   start "$bin" "$port" "$cg" $env
   echo "== $row $side $(basename "$bin") load $(load)" >&2
@@ -216,7 +220,7 @@ run() {
   fi
   # shellcheck disable=SC2046
   timeout $((DURATION + 120)) $(pin "$BENCH_CPU") "$BENCH" --url "ws://127.0.0.1:$port/ws" \
-    --server-pid "$SP" --history "$HISTORY" --label "$RUN_ID $row $side" "$@" \
+    --server-pid "$SP" --history "$HISTORY" --label "$RUN_ID $row $side" "$@" $extra \
     >"$SCRATCH/bench.out" 2>&1 || { echo "perf17: wizard-bench failed:" >&2; tail -5 "$SCRATCH/bench.out" >&2; }
   if [ -n "$TRACER" ]; then
     wait "$TRACER" || true
@@ -286,9 +290,11 @@ side_pair() {
   done
   echo "== $row pair $pair (started $order) load $(load)" >&2
   for side in $order; do
+    local extra=${A_ARGS:-}
+    if [ "$side" = B ]; then extra=${B_ARGS:-}; fi
     # shellcheck disable=SC2086
     timeout $((DURATION + 120)) $(pin "$BENCH_CPU") "$BENCH" --url "ws://127.0.0.1:${port_of[$side]}/ws" \
-      --server-pid "${pid_of[$side]}" --history "$SCRATCH/side-$side.jsonl" --label "$RUN_ID $row $side" $args \
+      --server-pid "${pid_of[$side]}" --history "$SCRATCH/side-$side.jsonl" --label "$RUN_ID $row $side" $args $extra \
       >"$SCRATCH/bench-$side.out" 2>&1 &
     bps="$bps $!"
   done

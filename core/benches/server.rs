@@ -1,8 +1,11 @@
 //! Criterion benchmarks of the server machine: a move in a game of four humans (with
 //! the four personal states encoded), the same with a durable store's records kept and
 //! taken after each move (`_durable`: what the core adds for a store, without the
-//! store's own commit, measured in `shell-smol/benches/store.rs`), a message dropped by
-//! the flood limiter, and a `hello` creating a session.
+//! store's own commit, measured in `shell-smol/benches/store.rs`), the same with every
+//! seat taking state deltas (`_deltas`), one seat's delta alone built from the two
+//! texts (`deltas/text_diff_one_seat`) and as the server builds it, marking the new
+//! state's members and comparing them with the last one's (`deltas/marked_one_seat`), a
+//! message dropped by the flood limiter, and a `hello` creating a session.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 // a benchmark may stop on a broken setup
@@ -20,6 +23,8 @@ use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::io::{ConnKind, Input, Output};
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::vocabulary::wire::ClientMessage;
+use wizard_core::vocabulary::wire::flat::Flat;
+use wizard_core::vocabulary::wire::held::{self, HeldState};
 use wizard_core::{Server, Time};
 
 fn config() -> Config {
@@ -44,11 +49,14 @@ struct Table {
     out: Vec<Output>,
     /// The latest legal actions per connection.
     legal: [Vec<Action>; 5],
+    /// The state each connection holds (deltas applied).
+    held: [HeldState; 5],
 }
 
 impl Table {
-    /// `durable`: the server keeps records, taken after every input as a shell does.
-    fn new(durable: bool) -> Table {
+    /// `durable`: the server keeps records, taken after every input as a shell does;
+    /// `deltas`: every seat's `hello` asks for state deltas.
+    fn new(durable: bool, deltas: bool) -> Table {
         let mut server = Server::new(config(), Seed::from_u64(1), Time::ZERO);
         if durable {
             server.keep_records();
@@ -58,6 +66,7 @@ impl Table {
             now: Time::ZERO,
             out: Vec::new(),
             legal: Default::default(),
+            held: Default::default(),
         };
         for conn in (1..=4).map(ConnId) {
             let ip = format!("10.0.0.{conn}").parse().unwrap();
@@ -70,7 +79,7 @@ impl Table {
                 conn,
                 ClientMessage::Hello {
                     token: None,
-                    deltas: false,
+                    deltas,
                     profile_key: None,
                 },
             ));
@@ -119,8 +128,12 @@ impl Table {
     fn absorb(&mut self) {
         for o in &self.out {
             if let Output::Send { conn, text, .. } = o
-                && text.starts_with(r#"{"type":"state""#)
+                && (text.starts_with(r#"{"type":"state""#)
+                    || text.starts_with(r#"{"type":"delta""#))
             {
+                let held = &mut self.held[conn.0 as usize];
+                held.take(text).unwrap();
+                let text = held.text();
                 // Only the legal actions matter here; parse just that array.
                 let legal = text.find("\"legal_actions\":").and_then(|i| {
                     let rest = &text[i + "\"legal_actions\":".len()..];
@@ -149,15 +162,15 @@ impl Table {
 }
 
 fn benches(c: &mut Criterion) {
-    for durable in [false, true] {
-        let name = if durable {
-            "server/move_4_humans_with_4_states_durable"
-        } else {
-            "server/move_4_humans_with_4_states"
+    for (durable, deltas) in [(false, false), (true, false), (false, true)] {
+        let name = match (durable, deltas) {
+            (true, _) => "server/move_4_humans_with_4_states_durable",
+            (_, true) => "server/move_4_humans_with_4_states_deltas",
+            _ => "server/move_4_humans_with_4_states",
         };
         let (mut moves, mut records) = (0u64, 0u64);
         c.bench_function(name, |b| {
-            let mut t = Table::new(durable);
+            let mut t = Table::new(durable, deltas);
             b.iter_custom(|iters| {
                 let mut spent = Duration::ZERO;
                 for _ in 0..iters {
@@ -184,6 +197,63 @@ fn benches(c: &mut Criterion) {
             );
         }
     }
+
+    // One seat's patch from two consecutive states of a game, built by diffing their
+    // texts: what each delta costs over a full state.
+    let mut t = Table::new(false, false);
+    let mut pairs = Vec::new();
+    let mut last: Option<String> = None;
+    while pairs.len() < 500 {
+        let (conn, action) = t.next_move();
+        t.input(message(conn, ClientMessage::Action { action }));
+        let Some(text) = t.out.iter().find_map(|o| match o {
+            Output::Send { conn, text, .. }
+                if conn.0 == 1 && text.starts_with("{\"type\":\"state\"") =>
+            {
+                Some(text.clone())
+            }
+            _ => None,
+        }) else {
+            continue;
+        };
+        if let Some(old) = last.replace(text.clone()) {
+            pairs.push((old, text));
+        }
+    }
+    c.bench_function("deltas/text_diff_one_seat", |b| {
+        let mut i = 0;
+        let mut out = String::with_capacity(4096);
+        b.iter(|| {
+            let (old, new) = &pairs[i % pairs.len()];
+            i += 1;
+            out.clear();
+            black_box(held::delta_frame(old, new, 2, &mut out).is_ok());
+            black_box(&out);
+        })
+    });
+    let marked: Vec<(Flat, String)> = pairs
+        .iter()
+        .map(|(old, new)| (Flat::new(old.clone()).unwrap(), new.clone()))
+        .collect();
+    c.bench_function("deltas/marked_one_seat", |b| {
+        let mut i = 0;
+        let mut out = String::with_capacity(4096);
+        b.iter_batched(
+            || {
+                i += 1;
+                let (old, new) = &marked[i % marked.len()];
+                (old, new.clone())
+            },
+            |(old, new)| {
+                // The new state is marked once; the server keeps it for the next delta.
+                let new = Flat::new(new).unwrap();
+                out.clear();
+                black_box(held::delta_frame_flat(old, &new, 2, &mut out).is_ok());
+                black_box((&out, new));
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
 
     c.bench_function("server/flooded_message_dropped", |b| {
         let cfg = Config::from_pairs([("MAX_RATE_VIOLATIONS", "4000000000")]).unwrap();

@@ -17,6 +17,7 @@
 mod ai;
 mod codec;
 mod codes;
+pub mod flat;
 pub mod held;
 pub mod merge_patch;
 pub mod peek;

@@ -8,6 +8,7 @@ mod bot;
 mod cards;
 mod cgroup;
 mod config;
+mod delta_bytes;
 mod deltas;
 mod docs_links;
 mod door;

@@ -267,10 +267,10 @@ fn last_lobby_code(d: &Driver, conn: ConnId) -> String {
         .expect("a state with the lobby")
 }
 
-/// Plays four humans to the end, each its first legal action, and returns the bytes of
-/// the `state` and `delta` frames each received from the game's start on. With
-/// `deltas` the clients hold their views from deltas ([`HeldState`]).
-fn four_humans_bytes(deltas: bool) -> [usize; 4] {
+/// Plays four humans to the end, each its first legal action, and returns the `state`
+/// and `delta` frames each received, with the index of the first one after the game's
+/// start. With `deltas` the clients hold their views from deltas ([`HeldState`]).
+pub(super) fn four_humans_frames(deltas: bool) -> [(Vec<String>, usize); 4] {
     let mut d = Driver::new(config(FAST), 11);
     let conns = [ConnId(1), ConnId(2), ConnId(3), ConnId(4)];
     for c in conns {
@@ -278,20 +278,20 @@ fn four_humans_bytes(deltas: bool) -> [usize; 4] {
         d.send_json(c, json!({"type": "hello", "token": null, "deltas": deltas}));
     }
     let mut held: Vec<HeldState> = vec![HeldState::default(); 4];
-    let mut bytes = [0usize; 4];
-    let feed = |d: &Driver, held: &mut Vec<HeldState>, bytes: &mut [usize; 4]| {
+    let mut frames: [Vec<String>; 4] = Default::default();
+    let feed = |d: &Driver, held: &mut Vec<HeldState>, frames: &mut [Vec<String>; 4]| {
         for o in &d.last {
             if let Output::Send { conn, text, .. } = o
                 && let Some(i) = conns.iter().position(|c| c == conn)
                 && matches!(held[i].take(text), Ok(Taken::Full | Taken::Delta))
             {
-                bytes[i] += text.len();
+                frames[i].push(text.clone());
             }
         }
     };
     seat_four(&mut d, conns);
-    feed(&d, &mut held, &mut bytes);
-    bytes = [0; 4];
+    feed(&d, &mut held, &mut frames);
+    let started = frames.each_ref().map(Vec::len);
     for _ in 0..5000 {
         let mover = (0..4).find_map(|i| {
             let v: Value = serde_json::from_str(held[i].text()).ok()?;
@@ -301,15 +301,23 @@ fn four_humans_bytes(deltas: bool) -> [usize; 4] {
         let Some((i, action)) = mover else {
             let v: Value = serde_json::from_str(held[0].text()).unwrap();
             assert_eq!(v["game"]["observation"]["phase"], "finished");
-            return bytes;
+            let mut i = 0;
+            return frames.map(|f| {
+                i += 1;
+                (f, started[i - 1])
+            });
         };
         let outputs = d
             .send_json(conns[i], json!({"type": "action", "action": action}))
             .to_vec();
         check_no_hand_leaks(&outputs);
-        feed(&d, &mut held, &mut bytes);
+        feed(&d, &mut held, &mut frames);
     }
     panic!("the game did not finish");
+}
+
+fn four_humans_bytes(deltas: bool) -> [usize; 4] {
+    four_humans_frames(deltas).map(|(f, started)| f[started..].iter().map(String::len).sum())
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! every `state` the server sends is numbered with `seq`, and after the first full one
 //! a change goes out as `delta {seq, base, patch, events}` instead: `patch` is the JSON
 //! Merge Patch from the `lobby` and `game` of the last state sent on the connection to
-//! the new ones ([`merge_patch::diff`]).
+//! the new ones. The last state is kept with its members marked ([`Flat`]), so a patch
+//! compares one slice per member of the observation instead of reading both texts at
+//! every level (`merge_patch::diff`, which it equals byte for byte).
 //!
 //! The views are built as before (the same text for every connection); this module
 //! turns a delta connection's `state` frames into numbered ones or deltas as the last
@@ -13,6 +15,7 @@
 
 use crate::vocabulary::ids::ConnId;
 use crate::vocabulary::io::Output;
+use crate::vocabulary::wire::flat::Flat;
 use crate::vocabulary::wire::held;
 
 use super::Server;
@@ -22,9 +25,9 @@ use super::Server;
 pub(super) struct DeltaView {
     /// The `seq` of the last `state` or `delta` sent (0: none yet).
     seq: u64,
-    /// That state as the server built it, without `seq`; `None` sends the next one
-    /// full.
-    last: Option<String>,
+    /// That state as the server built it, without `seq`, its members marked; `None`
+    /// sends the next one full.
+    last: Option<Flat>,
 }
 
 /// How every `state` frame the views build starts.
@@ -35,16 +38,24 @@ impl DeltaView {
     /// to keep of it.
     fn frame(&mut self, text: String) -> String {
         self.seq += 1;
+        let new = match Flat::new(text) {
+            Ok(new) => new,
+            Err(text) => {
+                // Not an object (the views never build one): full, and so is the next.
+                self.last = None;
+                return held::numbered_state(&text, self.seq);
+            }
+        };
         let mut frame = String::new();
-        let delta = self.last.as_deref().map(|last| {
-            frame.reserve(text.len() / 4 + 64);
-            held::delta_frame(last, &text, self.seq, &mut frame)
+        let delta = self.last.as_ref().map(|last| {
+            frame.reserve(new.text().len() / 4 + 64);
+            held::delta_frame_flat(last, &new, self.seq, &mut frame)
         });
         let frame = match delta {
             Some(Ok(())) => frame,
-            _ => held::numbered_state(&text, self.seq),
+            _ => held::numbered_state(new.text(), self.seq),
         };
-        self.last = Some(text);
+        self.last = Some(new);
         frame
     }
 }

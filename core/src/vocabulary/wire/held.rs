@@ -5,6 +5,7 @@
 //! deltas (no `seq`), so [`super::peek`] reads it and tests compare it byte for byte
 //! with the frames such a client gets.
 
+use super::flat::{self, Flat};
 use super::merge_patch::{self, BadJson, NotExpressible};
 
 /// The members of a `state` that a patch leaves out: the envelope and the events
@@ -43,6 +44,36 @@ pub fn delta_frame(
             .map(|(_, v)| v)
             .ok_or(NotExpressible)
     });
+    match events {
+        Ok(events) => {
+            out.push_str(r#","events":"#);
+            out.push_str(events);
+            out.push('}');
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(mark);
+            Err(e)
+        }
+    }
+}
+
+/// [`delta_frame`] from the states marked ([`Flat`]): the same frame, built comparing
+/// one slice per member where both have the same members (what the server does).
+pub fn delta_frame_flat(
+    last: &Flat,
+    new: &Flat,
+    seq: u64,
+    out: &mut String,
+) -> Result<(), NotExpressible> {
+    let mark = out.len();
+    out.push_str(r#"{"type":"delta","seq":"#);
+    out.push_str(itoa::Buffer::new().format(seq));
+    out.push_str(r#","base":"#);
+    out.push_str(itoa::Buffer::new().format(seq.saturating_sub(1)));
+    out.push_str(r#","patch":"#);
+    let events = flat::diff(last, new, NOT_PATCHED, out)
+        .and_then(|()| new.top_member("\"events\"").ok_or(NotExpressible));
     match events {
         Ok(events) => {
             out.push_str(r#","events":"#);

@@ -22,7 +22,7 @@ pub struct NotExpressible;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BadJson;
 
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(super) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
         i += 1;
     }
@@ -30,7 +30,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// The end of the string starting at `i` (a `"`), after its closing quote.
-fn string_end(b: &[u8], i: usize) -> Option<usize> {
+pub(super) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     while j < b.len() {
         match b[j] {
@@ -43,7 +43,7 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
 }
 
 /// The end of the value starting at `i` (no leading whitespace).
-fn value_end(b: &[u8], i: usize) -> Option<usize> {
+pub(super) fn value_end(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
         b'"' => string_end(b, i),
         b'{' | b'[' => {
@@ -133,7 +133,7 @@ fn has_null_member(v: &str) -> bool {
         })
 }
 
-fn push_member(out: &mut String, first: &mut bool, key: &str, value: &str) {
+pub(super) fn push_member(out: &mut String, first: &mut bool, key: &str, value: &str) {
     if !*first {
         out.push(',');
     }
@@ -172,28 +172,8 @@ fn diff_members(
                 }
                 let ov = old_ms[at + p].1;
                 at += p + 1;
-                if ov == *v {
-                    continue;
-                }
-                if is_null(v) {
-                    return Err(NotExpressible);
-                }
-                if is_object(v) && is_object(ov) {
-                    let mark = out.len();
-                    let was_first = *first;
-                    push_member(out, first, k, "{");
-                    let mut inner_first = true;
-                    diff_members(ov, v, &[], out, &mut inner_first)?;
-                    if inner_first {
-                        out.truncate(mark);
-                        *first = was_first;
-                    } else {
-                        out.push('}');
-                    }
-                } else if has_null_member(v) {
-                    return Err(NotExpressible);
-                } else {
-                    push_member(out, first, k, v);
+                if ov != *v {
+                    changed_member(k, ov, v, out, first)?;
                 }
             }
             // A member the old object held later (reordered) or after a new one.
@@ -212,6 +192,39 @@ fn diff_members(
         if kept(ok) {
             push_member(out, first, ok, "null");
         }
+    }
+    Ok(())
+}
+
+/// Appends to `out` the patch member saying that member `key` (with its quotes) went
+/// from `old` to `new` (they differ): objects merged member by member, anything else
+/// whole; `first` as in [`diff_members`].
+pub(super) fn changed_member(
+    key: &str,
+    old: &str,
+    new: &str,
+    out: &mut String,
+    first: &mut bool,
+) -> Result<(), NotExpressible> {
+    if is_null(new) {
+        return Err(NotExpressible);
+    }
+    if is_object(new) && is_object(old) {
+        let mark = out.len();
+        let was_first = *first;
+        push_member(out, first, key, "{");
+        let mut inner_first = true;
+        diff_members(old, new, &[], out, &mut inner_first)?;
+        if inner_first {
+            out.truncate(mark);
+            *first = was_first;
+        } else {
+            out.push('}');
+        }
+    } else if has_null_member(new) {
+        return Err(NotExpressible);
+    } else {
+        push_member(out, first, key, new);
     }
     Ok(())
 }
