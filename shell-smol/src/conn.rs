@@ -609,7 +609,7 @@ async fn write_loop(links: Links<'_>, woken: &Woken) -> End {
         }
         match finish {
             Some(Finish::Closed(code)) => {
-                await_peer_close(links, woken).await;
+                Box::pin(await_peer_close(links, woken)).await;
                 return End::Closed(code);
             }
             Some(Finish::Answered) => return End::Peer,

@@ -8,6 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
 use wizard_ai::admission::JobAgent;
+use wizard_core::vocabulary::config::Config;
 use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::ids::LobbyId;
 use wizard_core::vocabulary::rng::Seed;
@@ -94,10 +95,10 @@ fn spectator_ip(group: usize, t: u32) -> IpAddr {
 }
 
 impl Sim {
-    /// Builds the world of `scenario` (already resolved) for `seed`.
-    pub fn new(scenario: Scenario, seed: u64) -> Result<Sim, ScenarioError> {
-        let config = scenario.config()?;
-        let progress = crate::checks::progress::bound(&scenario, &config);
+    /// The simulated process of `scenario`: its server (keeping records when the
+    /// scenario names a durable store) on a CPU with the measured idle floor. Also
+    /// says whether the AI runs embedded.
+    fn host_for(scenario: &Scenario, config: &Config, seed: u64) -> (Host, bool) {
         let mut server = Server::new(config.clone(), Seed::from_u64(seed), Time::ZERO);
         // A durable store only when the scenario names one: the simulator's default is
         // memory (the server's is SQLite).
@@ -121,6 +122,14 @@ impl Sim {
         );
         let mut host = Host::new(server, cpu, scenario.cost, scenario.window_bytes);
         host.durable = durable;
+        (host, ai_embedded)
+    }
+
+    /// Builds the world of `scenario` (already resolved) for `seed`.
+    pub fn new(scenario: Scenario, seed: u64) -> Result<Sim, ScenarioError> {
+        let config = scenario.config()?;
+        let progress = crate::checks::progress::bound(&scenario, &config);
+        let (host, ai_embedded) = Sim::host_for(&scenario, &config, seed);
         let latency = scenario.latency_ms.unwrap_or(Dist::Const(1.0));
         let end = Time(secs_to_us(scenario.duration_s + scenario.liveness_s));
         let report = Report {
