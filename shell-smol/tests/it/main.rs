@@ -30,6 +30,7 @@ mod profile_shards;
 mod profiles;
 mod proxy;
 mod quick;
+#[cfg(feature = "postgres")]
 mod quick_shards;
 mod routes;
 mod shards;
