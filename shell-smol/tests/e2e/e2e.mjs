@@ -133,12 +133,14 @@ async function serveWebDir(context, dir = WEB_DIR) {
   });
 }
 
-async function newPage(label, viewport = { width: 1280, height: 860 }, webDir = WEB_DIR) {
+// `expected`: a pattern of console errors the scenario causes on purpose (a request it
+// makes to be refused); every other error still fails the suite.
+async function newPage(label, viewport = { width: 1280, height: 860 }, webDir = WEB_DIR, expected = null) {
   const context = await browser.newContext({ viewport });
   await serveWebDir(context, webDir);
   const page = await context.newPage();
   page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(`${label}: ${m.text()}`);
+    if (m.type() === 'error' && !(expected && expected.test(m.text()))) consoleErrors.push(`${label}: ${m.text()}`);
   });
   page.on('pageerror', (e) => consoleErrors.push(`${label}: uncaught ${e.message}`));
   page.setDefaultTimeout(15000);

@@ -82,7 +82,8 @@ export async function replayScenarios(t) {
     // By its link, in a new page.
     const link = await page.getByTestId('replay-link').inputValue();
     assert(/\/\?replay=[0-9a-f]{16,}$/.test(link), link);
-    const other = await newPage('replay-link');
+    // The unknown id below is asked for until the viewer gives up: its 404s are expected.
+    const other = await newPage('replay-link', undefined, undefined, /status of 404/);
     await other.page.goto(link);
     await visible(other.page, 'replay-status');
     assert((await text(other.page, 'replay-status')).startsWith('Round 1 of 20'), 'the link opens the replay');

@@ -110,14 +110,17 @@ start replay "$replay_port" STORE="sqlite:$out/replay/wizard.db" AI_MOVE_DELAY=0
 # spectator and chat scenarios run on it too; every browser of the suite comes from
 # 127.0.0.1, so the per-address chat budget (CHAT_IP_RATE) would be the whole suite's:
 # it is raised here, and the per-session CHAT_RATE, which the chat scenario checks,
-# stays as shipped.
+# stays as shipped. Likewise the open connections and new sockets per address
+# (MAX_CONNECTIONS_PER_IP, SOCKET_RATE, SOCKET_BURST): the suite's browsers share one
+# address, and the profile scenario's reloads, key link and fresh browsers come after
+# every earlier scenario's; the busy server's scenario checks the refusal.
 rm -rf "$durable_dir"
 mkdir -p "$durable_dir"
 touch "$durable_dir/run"
 (
   while [ -e "$durable_dir/run" ]; do
     env SHUTDOWN_GRACE=1 STORE="sqlite:$durable_dir/wizard.db" AI_MOVE_DELAY=0 TRICK_PAUSE=0.3 \
-      CHAT_IP_RATE=6000 CHAT_IP_BURST=6000 \
+      CHAT_IP_RATE=6000 CHAT_IP_BURST=6000 MAX_CONNECTIONS_PER_IP=64 SOCKET_RATE=200 SOCKET_BURST=400 \
       BIND="127.0.0.1:$durable_port" EMBEDDED_AI=0 LOG_LEVEL=info "$server" >>"$out/durable.log" 2>&1 &
     echo "$!" >"$durable_dir/server.pid"
     wait "$!" || true
