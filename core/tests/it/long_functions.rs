@@ -8,6 +8,8 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::collections::BTreeSet;
+
+use crate::layers::rust_files;
 use std::path::{Path, PathBuf};
 
 /// Lines between a function's opening brace and its closing brace, both excluded.
@@ -126,27 +128,6 @@ fn members(root: &Path) -> Vec<String> {
         .step_by(2)
         .map(str::to_string)
         .collect()
-}
-
-/// Every `.rs` file under `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        let entries = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-        for entry in entries {
-            let path = entry
-                .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-                .path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|x| x == "rs") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 /// `text` with comments, string and character literals blanked to spaces, newlines
