@@ -26,6 +26,7 @@ if [ "${BUILD:-1}" = 1 ]; then
 fi
 
 scratch=$(mktemp -d)
+chmod 755 "$scratch" # the postgres user reaches its data folder inside
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
