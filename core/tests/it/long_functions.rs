@@ -98,8 +98,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
     ("shell-sim/src/runs/driver.rs", "populate"),
     ("shell-sim/src/runs/phase.rs", "finish"),
     ("shell-sim/src/runs/swarm.rs", "scenario"),
-    ("shell-smol/src/store/sqlite.rs", "open_sqlite_with"),
-    ("shell-smol/src/store/sqlite.rs", "recover"),
 ];
 
 /// The codemap's section listing `KEPT_WHOLE`.
