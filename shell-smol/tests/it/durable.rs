@@ -327,19 +327,7 @@ pub(super) fn a_game_survives_kill_9s(
     let mut server = Some(Process::start_env(&store, port, &log, &env));
     let addr = server.as_ref().unwrap().addr;
     bounded(240, async {
-        let (mut ann, _) = Player::hello(addr, None).await;
-        let (mut bob, _) = Player::hello(addr, None).await;
-        let (mut cat, _) = Player::hello(addr, None).await;
-        let code = ann.create_lobby("Ann").await;
-        bob.join_lobby(&code, "Bob").await;
-        cat.join_lobby(&code, "Cat").await;
-        ann.send(ClientMessage::StartGame).await;
-        let mut players = [ann, bob, cat];
-        let mut seen: Vec<Observation> = Vec::new();
-        for p in players.iter_mut() {
-            let v = p.state_where(|v| v.game.is_some()).await;
-            seen.push(v.game.unwrap().observation);
-        }
+        let (mut players, mut seen, _) = table(addr).await;
         let (mut moves, mut restarts) = (0usize, 0usize);
         while seen[0].ranking.is_none() {
             let crash = crashes.first() == Some(&moves);

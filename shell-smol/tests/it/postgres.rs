@@ -394,6 +394,15 @@ async fn three_players_in_a_game(addr: std::net::SocketAddr) -> ([Player; 3], Ve
     (players, seen)
 }
 
+/// Ann, Bob and Cat in a game on `addr` after `moves` moves ([`play`]), within 60 s.
+fn players_after(addr: std::net::SocketAddr, moves: usize) -> ([Player; 3], Vec<Observation>) {
+    bounded(60, async {
+        let (mut players, mut seen) = three_players_in_a_game(addr).await;
+        play(&mut players, &mut seen, moves).await;
+        (players, seen)
+    })
+}
+
 /// Plays `moves` moves (whoever may move), every player's view followed.
 /// Up to `moves` moves, fewer if the game ends.
 async fn play(players: &mut [Player; 3], seen: &mut [Observation], moves: usize) {
@@ -477,11 +486,7 @@ fn a_standby_takes_over_after_kill_9_of_the_owner() {
         standby_log,
         ..
     } = owner_and_standby(&pg, "standby");
-    let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
-        play(&mut players, &mut seen, 5).await;
-        (players, seen)
-    });
+    let (mut players, mut seen) = players_after(owner.addr, 5);
     // One owner: the standby has not even bound its address.
     assert_eq!(super::proxy::get(standby.addr, "/health").0, 0);
     assert!(
@@ -553,11 +558,7 @@ fn an_owner_whose_session_is_terminated_acknowledges_nothing_and_exits() {
         mut standby,
         standby_log,
     } = owner_and_standby(&pg, "fence");
-    let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
-        play(&mut players, &mut seen, 3).await;
-        (players, seen)
-    });
+    let (mut players, mut seen) = players_after(owner.addr, 3);
     let backend = owner_backend(&mut admin, shard("K")).expect("the owner's backend");
     // The lock is asked for in the same statement: queued before the owner's session
     // is gone, it is granted before the owner can connect again.
@@ -650,11 +651,7 @@ fn an_owner_whose_session_is_terminated_connects_again_and_loses_nothing() {
     let log = pg.dir().0.join("owner.log");
     let port = super::proxy::free_port();
     let owner = Process::start_env(&url, port, &log, &env);
-    let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
-        play(&mut players, &mut seen, 5).await;
-        (players, seen)
-    });
+    let (mut players, mut seen) = players_after(owner.addr, 5);
     let backend = owner_backend(&mut admin, shard("K")).expect("the owner's backend");
     let ended: bool = admin
         .query_one("SELECT pg_terminate_backend($1)", &[&backend])
@@ -700,11 +697,7 @@ fn a_statement_timeout_pauses_the_owner_and_it_resumes() {
     let log = pg.dir().0.join("owner.log");
     let port = super::proxy::free_port();
     let owner = Process::start_env(&url, port, &log, &env);
-    let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
-        play(&mut players, &mut seen, 5).await;
-        (players, seen)
-    });
+    let (mut players, mut seen) = players_after(owner.addr, 5);
     let mut tx = admin.transaction().unwrap();
     tx.batch_execute("LOCK TABLE wizard_records IN ACCESS EXCLUSIVE MODE")
         .unwrap();
