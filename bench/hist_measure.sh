@@ -180,9 +180,19 @@ if [ "$MODE" = reads ] || [ "$MODE" = all ]; then
   BUSY=$($(pin "$BENCH_CPU") "$BENCH" reads $READ)
   wait "$BG"
   BG=""
+  # The games' own figures beside the reads': moves, move latency, server CPU.
+  BUSY=$(python3 - "$SCRATCH/runs.jsonl" "$BUSY" <<'EOF'
+import json, sys
+r = json.loads(open(sys.argv[1]).readlines()[-1])
+lat = r["results"]["move_latency_ms"]
+games = {"moves_per_s": r["results"]["accepted"]["moves_per_s"],
+         "move_p50_ms": lat["p50"], "move_p99_ms": lat["p99"], "move_max_ms": lat["max"],
+         "server_cpu_percent_of_core": r["server"].get("cpu_percent_of_core")}
+print(json.dumps({**json.loads(sys.argv[2]), "games_meanwhile": games}))
+EOF
+)
   echo "reads while $GAMES games play: $BUSY"
   keep "reads_with_${GAMES}_games" "$BUSY"
-  python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readlines()[-1]); print("the games meanwhile:", r["results"]["accepted"], "server CPU %", r["server"].get("cpu_percent_of_core"))' "$SCRATCH/runs.jsonl"
   stop_server
 fi
 echo "load at the end: $(load)"
