@@ -5,6 +5,7 @@
 # before every run and with the results.
 #
 #   bench/hist_measure.sh ab      # CPU per move, profiles and history on against off
+#   bench/hist_measure.sh side    # the same, both servers at once (not in "all")
 #   bench/hist_measure.sh reads   # /games/<id>, /profiles/<id>, /leaderboard latency
 #   bench/hist_measure.sh         # both
 #
@@ -16,6 +17,9 @@
 #   no game ends in a window: the end's cost (rating update, history record and its
 #   write) is measured apart (`cargo bench -p wizard-core --bench game_end`,
 #   `history_size --write-runs`) and spread over a game's 540 moves by hand.
+# side: ab's two servers at once, both on SERVER_CPU, each with its own generator on
+#   BENCH_CPU, a fresh pair of servers per pair: a guest of the machine slowing one
+#   slows both in the same seconds, so each pair's ratio is free of the drift.
 # reads: profiles and finished games made first (SEED_GAMES games of 4 profile bots at
 #   full speed for SEED_S seconds), then `wizard-bench reads` at READ_RATE (100)
 #   requests a second over the three routes from READ_ADDRS (200) loopback addresses
@@ -23,6 +27,7 @@
 #   with nothing else running, then while GAMES paced games of 4 profile bots play.
 #
 # Settings (environment): DURATION (measured window, s, default 30), PAIRS, GAMES,
+# ON_HISTORY_DAYS (the on side's HISTORY_DAYS, default 90; 0: profiles alone),
 # SEED_GAMES (20), SEED_S (15), READ_RATE, READ_ADDRS, TARGET_DIR (CARGO_TARGET_DIR or
 # target), SERVER / BENCH (binaries; default TARGET_DIR/release/...), HISTORY (one JSON
 # line per run, default bench/history_cost.jsonl), LABEL (default the commit),
@@ -44,6 +49,7 @@ SEED_GAMES=${SEED_GAMES:-20}
 SEED_S=${SEED_S:-15}
 READ_RATE=${READ_RATE:-100}
 READ_ADDRS=${READ_ADDRS:-200}
+ON_HISTORY_DAYS=${ON_HISTORY_DAYS:-90}
 TARGET_DIR=${TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
 SERVER=${SERVER:-$TARGET_DIR/release/wizard-server}
 BENCH=${BENCH:-$TARGET_DIR/release/wizard-bench}
@@ -54,7 +60,7 @@ BENCH_CPU=${BENCH_CPU-1}
 for f in "$SERVER" "$BENCH"; do
   [ -x "$f" ] || { echo "hist_measure: no executable $f (bench/build_release.sh builds it)" >&2; exit 2; }
 done
-case $MODE in ab | reads | all) ;; *) echo "usage: bench/hist_measure.sh [ab|reads|all]" >&2; exit 2 ;; esac
+case $MODE in ab | side | reads | all) ;; *) echo "usage: bench/hist_measure.sh [ab|side|reads|all]" >&2; exit 2 ;; esac
 pin() { if [ -n "$1" ]; then echo "taskset -c $1"; fi; }
 ulimit -n "$(ulimit -Hn)" || true
 mkdir -p "$(dirname "$HISTORY")"
@@ -77,8 +83,11 @@ stop_server() {
   if [ -n "$SP" ]; then wait "$SP" 2>/dev/null || true; fi
   SP=""
 }
+SP_OFF=""
 finish() {
   if [ -n "$BG" ]; then kill -TERM "$BG" 2>/dev/null || true; fi
+  stop_server
+  SP=$SP_OFF
   stop_server
   rm -rf "$SCRATCH"
 }
@@ -88,12 +97,14 @@ trap "exit 143" TERM
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
-# start ENV...: a server on a fresh SQLite store (pid in SP, port in PORT), waited for.
+# start ENV...: a server on a fresh SQLite store in $SCRATCH/$STORE_DIR (pid in SP, port
+# in PORT), waited for.
 start() {
   PORT=$((20000 + RANDOM % 20000))
-  rm -rf "$SCRATCH/store"
+  local dir=$SCRATCH/${STORE_DIR:-store}
+  rm -rf "$dir"
   # shellcheck disable=SC2046,SC2086
-  (exec env BIND=127.0.0.1:$PORT LOG_LEVEL=warn SHUTDOWN_GRACE=0 STORE=sqlite:$SCRATCH/store/wizard.db \
+  (exec env BIND=127.0.0.1:$PORT LOG_LEVEL=warn SHUTDOWN_GRACE=0 STORE=sqlite:$dir/wizard.db \
     $BIG "$@" $(pin "$SERVER_CPU") "$SERVER") >>"$SCRATCH/server.log" 2>&1 &
   SP=$!
   for _ in $(seq 300); do
@@ -133,29 +144,54 @@ if [ "$MODE" = ab ] || [ "$MODE" = all ]; then
   for pair in $(seq "$PAIRS"); do
     for side in on off; do
       echo "ab pair $pair $side: load $(load)" >&2
-      if [ $side = on ]; then start; else start HISTORY_DAYS=0; fi
+      if [ $side = on ]; then start HISTORY_DAYS="$ON_HISTORY_DAYS"; else start HISTORY_DAYS=0; fi
       games "ab-$side-$pair" "$([ $side = on ] && echo 1 || echo 0)"
       stop_server
     done
   done
   echo "ab done: load $(load)" >&2
-  SUMMARY=$(python3 - "$SCRATCH/runs.jsonl" <<'EOF'
+fi
+if [ "$MODE" = side ]; then
+  : >"$SCRATCH/runs.jsonl"
+  for pair in $(seq "$PAIRS"); do
+    echo "side pair $pair: load $(load)" >&2
+    STORE_DIR=off start HISTORY_DAYS=0
+    SP_OFF=$SP PORT_OFF=$PORT
+    STORE_DIR=on start HISTORY_DAYS="$ON_HISTORY_DAYS"
+    SP_ON=$SP PORT_ON=$PORT
+    SP=$SP_OFF PORT=$PORT_OFF games "side-off-$pair" 0 &
+    G_OFF=$!
+    games "side-on-$pair" 1
+    wait "$G_OFF"
+    stop_server
+    SP=$SP_OFF
+    stop_server
+    SP_OFF=""
+  done
+  echo "side done: load $(load)" >&2
+fi
+if [ "$MODE" != reads ]; then
+  KIND=$([ "$MODE" = side ] && echo side || echo ab)
+  SUMMARY=$(python3 - "$SCRATCH/runs.jsonl" "$KIND" <<'EOF'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
+kind = sys.argv[2]
 def side(r): return r["settings"]["label"].split()[-1]
 us = {side(r): r["results"]["server_cpu_us_per_move"] for r in runs}
 pct = {side(r): r["server"].get("cpu_percent_of_core") for r in runs}
 moves = {side(r): r["results"]["accepted"]["moves"] for r in runs}
 pairs = sorted({s.split("-")[-1] for s in us})
-ratios = [us[f"ab-on-{p}"] / us[f"ab-off-{p}"] for p in pairs]
+ratios = [us[f"{kind}-on-{p}"] / us[f"{kind}-off-{p}"] for p in pairs]
+two_se = 2 * statistics.stdev(ratios) / len(ratios) ** 0.5 if len(ratios) > 1 else None
 out = {"us_per_move": us, "cpu_percent_of_core": pct, "moves": moves,
        "ratios_on_off": [round(x, 3) for x in ratios],
-       "ratio_mean": round(statistics.mean(ratios), 3)}
+       "ratio_mean": round(statistics.mean(ratios), 3),
+       "ratio_two_se": None if two_se is None else round(two_se, 3)}
 print(json.dumps(out))
 EOF
 )
-  echo "ab: $SUMMARY"
-  keep profiles_history_ab "$SUMMARY"
+  echo "$KIND: $SUMMARY"
+  keep "profiles_history_$KIND" "${SUMMARY%\}}, \"on_history_days\": $ON_HISTORY_DAYS}"
 fi
 
 if [ "$MODE" = reads ] || [ "$MODE" = all ]; then
