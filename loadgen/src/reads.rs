@@ -174,7 +174,7 @@ pub fn run(args: &[String]) -> std::process::ExitCode {
     let args = match parse(args) {
         Ok(a) => a,
         Err(e) => {
-            eprint!("{e}\n{USAGE}");
+            eprint!("wizard-bench reads: {e}\n{USAGE}");
             return std::process::ExitCode::from(2);
         }
     };
