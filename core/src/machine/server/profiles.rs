@@ -86,21 +86,8 @@ impl Server {
         if self.profiles.name_taken(&name, None) {
             return Err(LobbyError::NotAllowed("That profile name is taken."));
         }
-        match self.name_holds.hold(&name) {
-            Some(Hold::Elsewhere) => {
-                return Err(LobbyError::NotAllowed("That profile name is taken."));
-            }
-            Some(Hold::Unchecked) => {
-                self.send_error(
-                    conn,
-                    ErrorCode::Busy,
-                    "Profile names cannot be checked right now, try again.",
-                    Some(NAME_UNCHECKED_RETRY_MS),
-                    out,
-                );
-                return Ok(());
-            }
-            None => {}
+        if self.name_held(conn, &name, out)? {
+            return Ok(());
         }
         let Some(ip) = self.conn_ip(conn) else {
             return Ok(());
@@ -160,6 +147,31 @@ impl Server {
         });
         self.seat_signed_in(now, session, out);
         Ok(())
+    }
+
+    /// Whether the shared store's claims stop `name`'s creation: `Err` when another
+    /// shard's creation holds it, `Ok(true)` once `busy` is answered because the store
+    /// left it unchecked.
+    fn name_held(
+        &mut self,
+        conn: ConnId,
+        name: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<bool, LobbyError> {
+        match self.name_holds.hold(name) {
+            Some(Hold::Elsewhere) => Err(LobbyError::NotAllowed("That profile name is taken.")),
+            Some(Hold::Unchecked) => {
+                self.send_error(
+                    conn,
+                    ErrorCode::Busy,
+                    "Profile names cannot be checked right now, try again.",
+                    Some(NAME_UNCHECKED_RETRY_MS),
+                    out,
+                );
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     pub(super) fn delete_profile(
