@@ -95,7 +95,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
     ("shell-sim/src/host/core_task.rs", "arrive"),
     ("shell-sim/src/host/core_task.rs", "handle"),
     ("shell-sim/src/runs/driver.rs", "populate"),
-    ("shell-sim/src/runs/swarm.rs", "scenario"),
     ("shell-smol/src/http.rs", "answer_request"),
     ("shell-smol/src/lib.rs", "serve"),
     ("shell-smol/src/main.rs", "serve"),
