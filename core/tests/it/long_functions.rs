@@ -84,7 +84,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
     ("core/src/machine/server/players.rs", "hello"),
     ("core/src/machine/server/quick.rs", "quick_play"),
     ("core/src/machine/server/quick.rs", "seat_group"),
-    ("shell-sim/src/actors/client_recv.rs", "on_state"),
     ("shell-sim/src/checks/checker.rs", "after"),
     ("shell-sim/src/checks/checker.rs", "handled"),
     ("shell-sim/src/checks/checker.rs", "on_message"),
