@@ -84,7 +84,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
     ("core/src/machine/server/players.rs", "hello"),
     ("core/src/machine/server/quick.rs", "quick_play"),
     ("core/src/machine/server/quick.rs", "seat_group"),
-    ("shell-sim/src/runs/driver.rs", "populate"),
     ("shell-smol/src/http.rs", "answer_request"),
     ("shell-smol/src/lib.rs", "serve"),
     ("shell-smol/src/main.rs", "serve"),
