@@ -89,20 +89,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
     ("core/src/machine/server/players.rs", "hello"),
     ("core/src/machine/server/quick.rs", "quick_play"),
     ("core/src/machine/server/quick.rs", "seat_group"),
-    ("shell-sim/src/actors/attack.rs", "tick"),
-    ("shell-sim/src/actors/client.rs", "step_lobby"),
-    ("shell-sim/src/actors/client_recv.rs", "on_state"),
-    ("shell-sim/src/checks/checker.rs", "after"),
-    ("shell-sim/src/checks/checker.rs", "handled"),
-    ("shell-sim/src/checks/checker.rs", "on_message"),
-    ("shell-sim/src/checks/game_log.rs", "frame"),
-    ("shell-sim/src/checks/games.rs", "lobby"),
-    ("shell-sim/src/checks/seat_view.rs", "split"),
-    ("shell-sim/src/host/core_task.rs", "arrive"),
-    ("shell-sim/src/host/core_task.rs", "handle"),
-    ("shell-sim/src/runs/driver.rs", "populate"),
-    ("shell-sim/src/runs/phase.rs", "finish"),
-    ("shell-sim/src/runs/swarm.rs", "scenario"),
 ];
 
 /// The codemap's section listing `KEPT_WHOLE`.

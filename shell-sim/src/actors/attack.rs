@@ -158,71 +158,80 @@ impl Attacker {
                 }
             }
             AttackKind::Fragments => {
-                while self.conns.len() < self.spec.count.max(1) as usize {
-                    self.open(cx, now, Owner::Attacker(self.index));
-                }
+                self.fill(cx, now);
                 self.fragments(cx, now);
             }
             AttackKind::Oversized => {
-                while self.conns.len() < self.spec.count.max(1) as usize {
-                    self.open(cx, now, Owner::Attacker(self.index));
-                }
+                self.fill(cx, now);
                 self.oversized(cx, now);
             }
-            AttackKind::Mute => {
-                while self.conns.len() < self.spec.count.max(1) as usize {
-                    self.open(cx, now, Owner::Attacker(self.index));
-                }
-            }
+            AttackKind::Mute => self.fill(cx, now),
             AttackKind::Junk => {
-                while self.conns.len() < self.spec.count.max(1) as usize {
-                    self.open(cx, now, Owner::Attacker(self.index));
-                }
-                let pick = self.opened.wrapping_mul(7).wrapping_add(now.0 / 1000);
-                for (i, (conn, &(_, ready))) in self.conns.iter().enumerate() {
-                    if now >= ready {
-                        let what = junk(pick.wrapping_add(i as u64));
-                        cx.net.to_server(cx.q, now, conn, what);
-                    }
-                }
+                self.fill(cx, now);
+                self.junk(cx, now);
             }
             AttackKind::SpectateGuess => {
-                while self.conns.len() < self.spec.count.max(1) as usize {
-                    self.open(cx, now, Owner::Attacker(self.index));
-                }
-                for (i, (conn, &(_, ready))) in self.conns.iter().enumerate() {
-                    if now >= ready {
-                        let n = (now.0 / 1000).wrapping_mul(31).wrapping_add(i as u64);
-                        let guess = wire::encode_client(&ClientMessage::Spectate {
-                            code: guessed_code(n),
-                            name: "guess".into(),
-                        });
-                        cx.net.to_server(cx.q, now, conn, Arrive::Text(guess));
-                    }
-                }
+                self.fill(cx, now);
+                self.guesses(cx, now);
             }
             AttackKind::Flood | AttackKind::LobbySpam => {
-                while self.conns.len() < self.spec.count.max(1) as usize {
-                    self.open(cx, now, Owner::Attacker(self.index));
-                }
-                let text = if self.spec.kind == AttackKind::Flood {
-                    wire::encode_client(&ClientMessage::LeaveLobby)
-                } else {
-                    wire::encode_client(&ClientMessage::CreateLobby {
-                        name: "spam".into(),
-                        public: false,
-                    })
-                };
-                for (conn, &(_, ready)) in self.conns.iter() {
-                    if now >= ready {
-                        cx.net
-                            .to_server(cx.q, now, conn, Arrive::Text(text.clone()));
-                    }
-                }
+                self.fill(cx, now);
+                self.flood(cx, now);
             }
         }
         let next = now.plus_us(self.interval_us());
         cx.q.push(next, Ev::Source { index: self.index });
+    }
+
+    /// Opens connections until the group holds `count` of them.
+    fn fill(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        while self.conns.len() < self.spec.count.max(1) as usize {
+            self.open(cx, now, Owner::Attacker(self.index));
+        }
+    }
+
+    /// One wrong message on every ready connection of a junk sender.
+    fn junk(&self, cx: &mut Ctx<'_>, now: Time) {
+        let pick = self.opened.wrapping_mul(7).wrapping_add(now.0 / 1000);
+        for (i, (conn, &(_, ready))) in self.conns.iter().enumerate() {
+            if now >= ready {
+                let what = junk(pick.wrapping_add(i as u64));
+                cx.net.to_server(cx.q, now, conn, what);
+            }
+        }
+    }
+
+    /// One `spectate` with a made-up code on every ready connection of a code guesser.
+    fn guesses(&self, cx: &mut Ctx<'_>, now: Time) {
+        for (i, (conn, &(_, ready))) in self.conns.iter().enumerate() {
+            if now >= ready {
+                let n = (now.0 / 1000).wrapping_mul(31).wrapping_add(i as u64);
+                let guess = wire::encode_client(&ClientMessage::Spectate {
+                    code: guessed_code(n),
+                    name: "guess".into(),
+                });
+                cx.net.to_server(cx.q, now, conn, Arrive::Text(guess));
+            }
+        }
+    }
+
+    /// One message on every ready connection of a flooder (`leave_lobby`) or a lobby
+    /// spammer (`create_lobby`).
+    fn flood(&self, cx: &mut Ctx<'_>, now: Time) {
+        let text = if self.spec.kind == AttackKind::Flood {
+            wire::encode_client(&ClientMessage::LeaveLobby)
+        } else {
+            wire::encode_client(&ClientMessage::CreateLobby {
+                name: "spam".into(),
+                public: false,
+            })
+        };
+        for (conn, &(_, ready)) in self.conns.iter() {
+            if now >= ready {
+                cx.net
+                    .to_server(cx.q, now, conn, Arrive::Text(text.clone()));
+            }
+        }
     }
 
     /// One frame on every ready connection of a fragment flooder: the first opens a

@@ -244,72 +244,19 @@ impl Client {
         now >= self.retry_at && (self.accepting || self.retry != Retry::Backoff)
     }
 
+    /// The lobby's next step by role: join or watch the table, create a lobby, set up
+    /// and start the waiting room, or return to it after the game.
     fn step_lobby(&mut self, cx: &mut Ctx<'_>, now: Time) {
         if self.inflight.is_some() || self.done {
             return;
         }
         let creates = !matches!(self.role, Role::Joiner { .. } | Role::Spectator { .. });
         match (&self.lobby, self.role) {
-            (None, Role::Joiner { table }) => {
-                let code = cx.tables.get(table).and_then(|t| t.code.clone());
-                if let Some(code) = code.filter(|_| !self.join_sent) {
-                    self.join_sent = true;
-                    let name = format!("p{}", self.id);
-                    self.send(cx, now, &ClientMessage::JoinLobby { code, name });
-                }
-            }
-            (None, Role::Spectator { table }) => {
-                let code = cx.tables.get(table).and_then(|t| t.code.clone());
-                if let Some(code) = code.filter(|_| !self.join_sent) {
-                    self.join_sent = true;
-                    let name = format!("s{}", self.id);
-                    self.send(cx, now, &ClientMessage::Spectate { code, name });
-                }
-            }
-            (None, _) if creates && self.may_retry(now) => {
-                // Open-loop: the first attempt counts from the client's arrival.
-                let intended = if self.attempts == 0 { self.born } else { now };
-                self.inflight = Some(Request {
-                    kind: "create_lobby",
-                    intended,
-                });
-                let name = format!("p{}", self.id);
-                self.send(
-                    cx,
-                    now,
-                    &ClientMessage::CreateLobby {
-                        name,
-                        public: false,
-                    },
-                );
-            }
+            (None, Role::Joiner { table }) => self.join_table(cx, now, table),
+            (None, Role::Spectator { table }) => self.watch_table(cx, now, table),
+            (None, _) if creates && self.may_retry(now) => self.create_lobby(cx, now),
             (Some(l), _) if creates && l.status == LobbyStatus::Waiting && self.is_host() => {
-                let options = (l.options.hidden_bids, l.options.turn_seconds);
-                if options != (self.hidden_bids, self.turn_seconds) && !self.options_sent {
-                    self.options_sent = true;
-                    let set = ClientMessage::SetOptions {
-                        hidden_bids: Some(self.hidden_bids),
-                        bid_restriction: None,
-                        turn_seconds: Some(self.turn_seconds),
-                        public: None,
-                    };
-                    self.send(cx, now, &set);
-                    return;
-                }
-                let ais = l.players.iter().filter(|p| p.is_ai).count();
-                let full = l.players.len() >= usize::from(self.seats);
-                if ais < usize::from(self.ai_seats) && !full {
-                    if !self.add_ai_sent {
-                        self.add_ai_sent = true;
-                        self.send(cx, now, &ClientMessage::AddAi { level: None });
-                    }
-                } else if full && self.may_retry(now) {
-                    self.inflight = Some(Request {
-                        kind: "start_game",
-                        intended: now,
-                    });
-                    self.send(cx, now, &ClientMessage::StartGame);
-                }
+                self.host_waiting_room(cx, now);
             }
             (Some(l), _)
                 if l.status == LobbyStatus::Finished
@@ -321,6 +268,79 @@ impl Client {
                 self.send(cx, now, &ClientMessage::ReturnToLobby);
             }
             _ => {}
+        }
+    }
+
+    /// A joiner asks for its table's lobby once the host has a code.
+    fn join_table(&mut self, cx: &mut Ctx<'_>, now: Time, table: usize) {
+        let code = cx.tables.get(table).and_then(|t| t.code.clone());
+        if let Some(code) = code.filter(|_| !self.join_sent) {
+            self.join_sent = true;
+            let name = format!("p{}", self.id);
+            self.send(cx, now, &ClientMessage::JoinLobby { code, name });
+        }
+    }
+
+    /// A spectator asks to watch its table's lobby once the host has a code.
+    fn watch_table(&mut self, cx: &mut Ctx<'_>, now: Time, table: usize) {
+        let code = cx.tables.get(table).and_then(|t| t.code.clone());
+        if let Some(code) = code.filter(|_| !self.join_sent) {
+            self.join_sent = true;
+            let name = format!("s{}", self.id);
+            self.send(cx, now, &ClientMessage::Spectate { code, name });
+        }
+    }
+
+    /// A host, an arrival or the prober asks for a lobby of its own.
+    fn create_lobby(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        // Open-loop: the first attempt counts from the client's arrival.
+        let intended = if self.attempts == 0 { self.born } else { now };
+        self.inflight = Some(Request {
+            kind: "create_lobby",
+            intended,
+        });
+        let name = format!("p{}", self.id);
+        self.send(
+            cx,
+            now,
+            &ClientMessage::CreateLobby {
+                name,
+                public: false,
+            },
+        );
+    }
+
+    /// The host in its waiting room: sets its options, adds its AI seats, then starts
+    /// the game once every seat is taken.
+    fn host_waiting_room(&mut self, cx: &mut Ctx<'_>, now: Time) {
+        let Some(l) = &self.lobby else {
+            return;
+        };
+        let options = (l.options.hidden_bids, l.options.turn_seconds);
+        if options != (self.hidden_bids, self.turn_seconds) && !self.options_sent {
+            self.options_sent = true;
+            let set = ClientMessage::SetOptions {
+                hidden_bids: Some(self.hidden_bids),
+                bid_restriction: None,
+                turn_seconds: Some(self.turn_seconds),
+                public: None,
+            };
+            self.send(cx, now, &set);
+            return;
+        }
+        let ais = l.players.iter().filter(|p| p.is_ai).count();
+        let full = l.players.len() >= usize::from(self.seats);
+        if ais < usize::from(self.ai_seats) && !full {
+            if !self.add_ai_sent {
+                self.add_ai_sent = true;
+                self.send(cx, now, &ClientMessage::AddAi { level: None });
+            }
+        } else if full && self.may_retry(now) {
+            self.inflight = Some(Request {
+                kind: "start_game",
+                intended: now,
+            });
+            self.send(cx, now, &ClientMessage::StartGame);
         }
     }
 

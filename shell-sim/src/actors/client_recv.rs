@@ -11,7 +11,7 @@ use wizard_core::vocabulary::wire::{
     self, CloseCode, ErrorCode, GameView, LobbyStatus, LobbyView, ServerMessage, peek,
 };
 
-use crate::actors::client::{Client, Role, Stream};
+use crate::actors::client::{Client, Request, Role, Stream};
 use crate::actors::ctx::Ctx;
 use crate::actors::play;
 use crate::host::outbox::Frame;
@@ -252,42 +252,22 @@ impl Client {
         }
     }
 
+    /// The newest `state` of a delivery: decoded when this seat may have to act on
+    /// it, then what it means for the request in flight and the client's lobby.
     fn on_state(&mut self, cx: &mut Ctx<'_>, now: Time, text: &str) {
         let Some(parts) = peek::state_parts(text, &self.lobby_raw) else {
             cx.report
                 .violation(now, format!("client {}: undecodable state", self.id));
             return;
         };
-        // (A move still unconfirmed here missed its event, e.g. across a reconnect: the
-        // view must show it instead.)
-        let must_decode = self.lobby.is_none()
-            || self.accepted.is_some()
-            || self.inflight.is_some()
-            || !self.in_game
-            || match peek::turn(parts.game) {
-                Some((you, Some(to_act))) => to_act == you,
-                _ => true,
-            };
-        if !must_decode {
+        if !self.must_decode(parts.game) {
             // A newer view exists in which this seat has nothing to do: the one held is
             // outdated and must not be acted on.
             self.obs = None;
             return;
         }
-        // The lobby part changes rarely (joins, status); decode it only then.
-        let lobby_raw = parts.lobby;
-        // (`self.lobby` may have been forgotten since, when the connection ended.)
-        if !parts.lobby_known || (self.lobby.is_none() && lobby_raw != "null") {
-            match serde_json::from_str::<Option<LobbyView>>(lobby_raw) {
-                Ok(l) => self.lobby = l,
-                Err(_) => {
-                    cx.report
-                        .violation(now, format!("client {}: undecodable lobby", self.id));
-                    return;
-                }
-            }
-            self.lobby_raw.clear();
-            self.lobby_raw.push_str(lobby_raw);
+        if !self.decode_lobby(cx, now, &parts) {
+            return;
         }
         let Ok(game) = serde_json::from_str::<Option<GameView>>(parts.game) else {
             cx.report
@@ -299,35 +279,7 @@ impl Client {
             .as_ref()
             .is_some_and(|l| l.status == LobbyStatus::Playing);
         if let (Some(req), Some(l)) = (self.inflight, &lobby) {
-            let done = match req.kind {
-                "create_lobby" => self.player_id.as_ref() == Some(&l.host_id),
-                _ => l.status != LobbyStatus::Waiting,
-            };
-            if done {
-                self.inflight = None;
-                self.attempts = 0;
-                cx.report
-                    .request(req.kind, true, now.since_us(req.intended), ErrorCode::Busy);
-                if let Role::Host { table } = self.role
-                    && let Some(t) = cx.tables.get_mut(table)
-                    && t.code.as_ref() != Some(&l.code)
-                {
-                    t.code = Some(l.code.clone());
-                    for &j in &t.members {
-                        cx.q.push(
-                            now.plus_us(1000),
-                            Ev::ClientTimer {
-                                client: j,
-                                generation: 0,
-                            },
-                        );
-                    }
-                }
-                if self.role == Role::Prober {
-                    cx.report.prober_success(now);
-                    self.done = true;
-                }
-            }
+            self.settle_request(cx, now, req, l);
         }
         if lobby
             .as_ref()
@@ -347,6 +299,76 @@ impl Client {
         self.lobby = lobby;
         self.obs = game.map(|g| g.observation);
         self.after_view(cx, now);
+    }
+
+    /// Whether a view with `game` as its game part must be decoded: unless this seat is
+    /// in a running game with nothing in flight and another seat to act.
+    fn must_decode(&self, game: &str) -> bool {
+        // (A move still unconfirmed here missed its event, e.g. across a reconnect: the
+        // view must show it instead.)
+        self.lobby.is_none()
+            || self.accepted.is_some()
+            || self.inflight.is_some()
+            || !self.in_game
+            || match peek::turn(game) {
+                Some((you, Some(to_act))) => to_act == you,
+                _ => true,
+            }
+    }
+
+    /// Decodes the lobby part when it changed (it changes rarely: joins, status);
+    /// `false` when it is undecodable.
+    fn decode_lobby(&mut self, cx: &mut Ctx<'_>, now: Time, parts: &peek::StateParts<'_>) -> bool {
+        let lobby_raw = parts.lobby;
+        // (`self.lobby` may have been forgotten since, when the connection ended.)
+        if !parts.lobby_known || (self.lobby.is_none() && lobby_raw != "null") {
+            match serde_json::from_str::<Option<LobbyView>>(lobby_raw) {
+                Ok(l) => self.lobby = l,
+                Err(_) => {
+                    cx.report
+                        .violation(now, format!("client {}: undecodable lobby", self.id));
+                    return false;
+                }
+            }
+            self.lobby_raw.clear();
+            self.lobby_raw.push_str(lobby_raw);
+        }
+        true
+    }
+
+    /// The request in flight, `req`, is done when lobby `l` shows it: a host then
+    /// hands its lobby's code to its table's members, and the prober is done.
+    fn settle_request(&mut self, cx: &mut Ctx<'_>, now: Time, req: Request, l: &LobbyView) {
+        let done = match req.kind {
+            "create_lobby" => self.player_id.as_ref() == Some(&l.host_id),
+            _ => l.status != LobbyStatus::Waiting,
+        };
+        if !done {
+            return;
+        }
+        self.inflight = None;
+        self.attempts = 0;
+        cx.report
+            .request(req.kind, true, now.since_us(req.intended), ErrorCode::Busy);
+        if let Role::Host { table } = self.role
+            && let Some(t) = cx.tables.get_mut(table)
+            && t.code.as_ref() != Some(&l.code)
+        {
+            t.code = Some(l.code.clone());
+            for &j in &t.members {
+                cx.q.push(
+                    now.plus_us(1000),
+                    Ev::ClientTimer {
+                        client: j,
+                        generation: 0,
+                    },
+                );
+            }
+        }
+        if self.role == Role::Prober {
+            cx.report.prober_success(now);
+            self.done = true;
+        }
     }
 
     fn after_view(&mut self, cx: &mut Ctx<'_>, now: Time) {

@@ -17,6 +17,7 @@ use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::ids::LobbyId;
 use wizard_core::vocabulary::io::{BadFrame, ConnKind, Input, MoveSource, Note, Output};
 use wizard_core::vocabulary::load::LoadSample;
+use wizard_core::vocabulary::stats::Gauges;
 use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply};
 use wizard_core::{Server, Time};
 
@@ -176,6 +177,9 @@ impl Checker {
         }
     }
 
+    /// A client's message the core handled: within its connection's and its address's
+    /// buckets, answered exactly once, and a move applied at most once, never refused
+    /// `busy`.
     fn on_message(
         &mut self,
         r: &mut Report,
@@ -186,6 +190,40 @@ impl Checker {
     ) {
         let now = h.now;
         let ip = self.conn_ip.get(&conn).map(|(ip, _)| *ip);
+        self.judge_message_rate(r, h, c, conn);
+        if h.message == Some("create_lobby")
+            && let Some(ip) = ip
+        {
+            self.judge_lobby_rate(r, h, c, ip);
+        }
+        if h.dropped || h.messages_accepted == 0 {
+            return;
+        }
+        let Answers {
+            errors,
+            answers,
+            states,
+            busy,
+        } = Answers::to(conn, out);
+        // Exactly one outcome: an `error` (and no new view), or what the message did.
+        if errors > 1 || answers == 0 || (errors == 1 && states > 0) {
+            r.violation(
+                now,
+                format!(
+                    "conn {conn}: {:?} got {answers} answers, {errors} errors, {states} states",
+                    h.message
+                ),
+            );
+        }
+        if h.message == Some("action") {
+            self.judge_action(r, now, conn, out, busy);
+        }
+    }
+
+    /// The messages accepted on `conn` stay within `MESSAGE_BURST` and `MESSAGE_RATE`
+    /// since it opened.
+    fn judge_message_rate(&mut self, r: &mut Report, h: &Handled, c: &Config, conn: ConnId) {
+        let now = h.now;
         if let Some((opened, accepted)) = self.conn_msgs.get_mut(&conn) {
             *accepted += h.messages_accepted;
             let allowed = f64::from(c.message_burst)
@@ -198,94 +236,56 @@ impl Checker {
                 );
             }
         }
-        if h.message == Some("create_lobby")
-            && let Some(ip) = ip
-        {
-            let e = self.lobby_per_ip.entry(ip).or_insert((now, 0));
-            e.1 += h.lobbies_created;
-            let burst = c.lobby_create_rate_per_min.ceil().max(1.0);
-            let allowed =
-                burst + per_sec(c.lobby_create_rate_per_min / 60.0, now.since_us(e.0)) + 1.0;
-            if e.1 as f64 > allowed {
-                r.violation(
-                    now,
-                    format!("{ip}: {} lobbies created, allowed {allowed:.1}", e.1),
-                );
-            }
-        }
-        if h.dropped || h.messages_accepted == 0 {
-            return;
-        }
-        let (mut errors, mut answers, mut states) = (0, 0, 0);
-        let mut busy = false;
-        // The answer to the message comes first; what the deadlines due in the same
-        // `handle` call did comes after, starting with the first AI or fallback move or
-        // the first expired session (their broadcasts are no second answer to this
-        // message). A view after the message's `error` is no answer either: a refused
-        // message's handling ends there, and a deadline's broadcast may follow without
-        // a note (the spectators' list shown at `SPECTATORS_STATE_INTERVAL`: swarm seed
-        // 621); a second `error` still counts.
-        let answer = out.iter().take_while(|o| {
-            !matches!(
-                o,
-                Output::Note(
-                    Note::MoveApplied {
-                        by: MoveSource::Ai | MoveSource::Fallback,
-                        ..
-                    } | Note::SessionExpired
-                )
-            )
-        });
-        for o in answer {
-            match o {
-                Output::Send { conn: c2, text, .. } if *c2 == conn => {
-                    answers += 1;
-                    if text.starts_with("{\"type\":\"error\"") {
-                        errors += 1;
-                        busy |= text.contains("\"code\":\"busy\"");
-                    } else if text.starts_with("{\"type\":\"state\"") && errors == 0 {
-                        states += 1;
-                    }
-                }
-                Output::Close { conn: c2, .. } if *c2 == conn => answers += 1,
-                _ => {}
-            }
-        }
-        // Exactly one outcome: an `error` (and no new view), or what the message did.
-        if errors > 1 || answers == 0 || (errors == 1 && states > 0) {
+    }
+
+    /// The lobbies created from `ip` stay within the lobby creation rate (per minute)
+    /// since its first attempt.
+    fn judge_lobby_rate(&mut self, r: &mut Report, h: &Handled, c: &Config, ip: IpAddr) {
+        let now = h.now;
+        let e = self.lobby_per_ip.entry(ip).or_insert((now, 0));
+        e.1 += h.lobbies_created;
+        let burst = c.lobby_create_rate_per_min.ceil().max(1.0);
+        let allowed = burst + per_sec(c.lobby_create_rate_per_min / 60.0, now.since_us(e.0)) + 1.0;
+        if e.1 as f64 > allowed {
             r.violation(
                 now,
-                format!(
-                    "conn {conn}: {:?} got {answers} answers, {errors} errors, {states} states",
-                    h.message
-                ),
+                format!("{ip}: {} lobbies created, allowed {allowed:.1}", e.1),
             );
         }
-        if h.message == Some("action") {
-            let human = out
-                .iter()
-                .filter(|o| {
-                    matches!(
-                        o,
-                        Output::Note(Note::MoveApplied {
-                            by: MoveSource::Human,
-                            ..
-                        })
-                    )
-                })
-                .count();
-            if human > 1 {
-                r.violation(
-                    now,
-                    format!("conn {conn}: one action applied {human} times"),
-                );
-            }
-            if human == 1 {
-                self.accepted_moves.push(conn);
-            }
-            if busy {
-                r.violation(now, format!("conn {conn}: a move was refused busy"));
-            }
+    }
+
+    /// An `action` from `conn` is applied at most once, and never refused `busy`.
+    fn judge_action(
+        &mut self,
+        r: &mut Report,
+        now: Time,
+        conn: ConnId,
+        out: &[Output],
+        busy: bool,
+    ) {
+        let human = out
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o,
+                    Output::Note(Note::MoveApplied {
+                        by: MoveSource::Human,
+                        ..
+                    })
+                )
+            })
+            .count();
+        if human > 1 {
+            r.violation(
+                now,
+                format!("conn {conn}: one action applied {human} times"),
+            );
+        }
+        if human == 1 {
+            self.accepted_moves.push(conn);
+        }
+        if busy {
+            r.violation(now, format!("conn {conn}: a move was refused busy"));
         }
     }
 
@@ -320,9 +320,23 @@ impl Checker {
         }
     }
 
+    /// After every input: AI requests past their deadline, new AI requests, the
+    /// breaker's transitions and every gauge within its cap.
     fn after(&mut self, r: &mut Report, h: &Handled, server: &Server, out: &[Output]) {
         let c = server.config();
         let now = h.now;
+        self.expire_requests(r, now);
+        self.track_requests(now, c, out);
+        let g = server.gauges();
+        self.judge_breaker(r, now, c, &g);
+        if g.ai_probes_pending > 1 {
+            r.violation(now, format!("{} half-open probes", g.ai_probes_pending));
+        }
+        self.judge_caps(r, now, server, &g);
+    }
+
+    /// AI requests whose deadline passed are failures, answered or not later.
+    fn expire_requests(&mut self, r: &mut Report, now: Time) {
         let due: Vec<u64> = self
             .ai_pending
             .iter()
@@ -338,6 +352,10 @@ impl Checker {
             self.ai_expired.insert(id);
             self.failure();
         }
+    }
+
+    /// The AI requests in `out`, pending until their deadline.
+    fn track_requests(&mut self, now: Time, c: &Config, out: &[Output]) {
         for o in out {
             // A request leaves as a frame, or as a value to the in-process service.
             let asked = match o {
@@ -358,7 +376,10 @@ impl Checker {
                     .insert(id, (now.plus_us(c.ai_decision_timeout_us), conn));
             }
         }
-        let g = server.gauges();
+    }
+
+    /// The breaker opens only after `AI_BREAKER_FAILURES` failures (one, half-open).
+    fn judge_breaker(&mut self, r: &mut Report, now: Time, c: &Config, g: &Gauges) {
         if g.breaker != self.breaker_prev {
             match (self.breaker_prev, g.breaker) {
                 ("half_open", "open") if self.failures < 1 => {
@@ -377,9 +398,11 @@ impl Checker {
             self.failures = 0;
             self.breaker_prev = g.breaker;
         }
-        if g.ai_probes_pending > 1 {
-            r.violation(now, format!("{} half-open probes", g.ai_probes_pending));
-        }
+    }
+
+    /// Every table the core holds within its cap.
+    fn judge_caps(&self, r: &mut Report, now: Time, server: &Server, g: &Gauges) {
+        let c = server.config();
         let door_cap = self.door_caps.map_or(0, |caps| caps.cap as u64);
         let caps = [
             // Every connection the core holds came through a full slot of the door,
@@ -469,48 +492,146 @@ impl Checker {
     }
 }
 
-impl Observer for Observers<'_> {
-    fn handled(&mut self, h: &Handled, input: &Input, out: &[Output], server: &Server) {
-        let (k, r) = (&mut *self.check, &mut *self.report);
-        r.hash(&h.now.0.to_le_bytes());
-        r.hash(&h.conn.map_or(0, |c| c.0).to_le_bytes());
-        for o in out {
+/// What the core sent `conn` in answer to its message, deadlines' work left out.
+#[derive(Debug, Default)]
+struct Answers {
+    errors: u32,
+    answers: u32,
+    states: u32,
+    /// One of the errors was `busy`.
+    busy: bool,
+}
+
+impl Answers {
+    /// The answers to `conn` in `out`. The answer to the message comes first; what the
+    /// deadlines due in the same `handle` call did comes after, starting with the first
+    /// AI or fallback move or the first expired session (their broadcasts are no second
+    /// answer to this message). A view after the message's `error` is no answer either:
+    /// a refused message's handling ends there, and a deadline's broadcast may follow
+    /// without a note (the spectators' list shown at `SPECTATORS_STATE_INTERVAL`: swarm
+    /// seed 621); a second `error` still counts.
+    fn to(conn: ConnId, out: &[Output]) -> Answers {
+        let mut a = Answers::default();
+        let answer = out.iter().take_while(|o| {
+            !matches!(
+                o,
+                Output::Note(
+                    Note::MoveApplied {
+                        by: MoveSource::Ai | MoveSource::Fallback,
+                        ..
+                    } | Note::SessionExpired
+                )
+            )
+        });
+        for o in answer {
             match o {
-                Output::Send { conn, text, .. } => {
-                    r.hash(&conn.0.to_le_bytes());
-                    r.hash(text.as_bytes());
+                Output::Send { conn: c2, text, .. } if *c2 == conn => {
+                    a.answers += 1;
+                    if text.starts_with("{\"type\":\"error\"") {
+                        a.errors += 1;
+                        a.busy |= text.contains("\"code\":\"busy\"");
+                    } else if text.starts_with("{\"type\":\"state\"") && a.errors == 0 {
+                        a.states += 1;
+                    }
                 }
-                // The simulator opens no in-process AI; hashed as its frame would be.
-                Output::AiRequest { conn, request, .. } => {
-                    r.hash(&conn.0.to_le_bytes());
-                    r.hash(wizard_core::vocabulary::wire::encode_ai_request(request).as_bytes());
-                }
-                Output::Close { conn, code } => {
-                    r.hash(&conn.0.to_le_bytes());
-                    r.hash(&code.code().to_le_bytes());
-                    r.cover(&format!("close_sent_{}", code.code()));
-                }
-                Output::Note(_) => {}
+                Output::Close { conn: c2, .. } if *c2 == conn => a.answers += 1,
+                _ => {}
             }
         }
-        k.games.input(input);
-        k.games.expiry.input(h.now, input);
-        k.games.expiry.evicting = out
+        a
+    }
+}
+
+/// Every output folded into the run's trace hash, and each close sent covered.
+fn hash_outputs(r: &mut Report, h: &Handled, out: &[Output]) {
+    r.hash(&h.now.0.to_le_bytes());
+    r.hash(&h.conn.map_or(0, |c| c.0).to_le_bytes());
+    for o in out {
+        match o {
+            Output::Send { conn, text, .. } => {
+                r.hash(&conn.0.to_le_bytes());
+                r.hash(text.as_bytes());
+            }
+            // The simulator opens no in-process AI; hashed as its frame would be.
+            Output::AiRequest { conn, request, .. } => {
+                r.hash(&conn.0.to_le_bytes());
+                r.hash(wizard_core::vocabulary::wire::encode_ai_request(request).as_bytes());
+            }
+            Output::Close { conn, code } => {
+                r.hash(&conn.0.to_le_bytes());
+                r.hash(&code.code().to_le_bytes());
+                r.cover(&format!("close_sent_{}", code.code()));
+            }
+            Output::Note(_) => {}
+        }
+    }
+}
+
+impl Checker {
+    /// What the players of each game are shown, and their sessions' expiry.
+    fn watch_games(&mut self, r: &mut Report, h: &Handled, input: &Input, out: &[Output]) {
+        self.games.input(input);
+        self.games.expiry.input(h.now, input);
+        self.games.expiry.evicting = out
             .iter()
             .any(|o| matches!(o, Output::Note(Note::SessionEvicted)));
         for o in out {
-            k.games.output(r, h.now, o);
+            self.games.output(r, h.now, o);
         }
-        k.games.chat(r, h.now, input, out);
-        k.games.sweep(r, h.now, false);
+        self.games.chat(r, h.now, input, out);
+        self.games.sweep(r, h.now, false);
+    }
+
+    /// The configuration's thresholds and caps, learnt from the first input.
+    fn learn_config(&mut self, c: &Config) {
+        if self.thresholds.is_none() {
+            self.thresholds = Some(Checker::config_thresholds(c));
+            self.forced = c.load_force_level.is_some();
+            self.conns_per_ip_max = c.conns_per_ip_max;
+            self.door_caps = Some(Door::for_config(c).caps());
+            self.breaker_prev = "closed";
+        }
+    }
+
+    /// A load sample: the level the core holds is the one the rule table gives, unless
+    /// a level is forced.
+    fn on_sample(&mut self, r: &mut Report, now: Time, sample: &LoadSample, server: &Server) {
+        if let Some(t) = &self.thresholds {
+            let class = classify(t, sample);
+            self.samples.push((now, class, *sample));
+            self.level = next_level(t, self.level, class);
+            if !self.forced && self.level.level != server.level() {
+                r.violation(
+                    now,
+                    format!(
+                        "level {} but the rule table says {}",
+                        server.level(),
+                        self.level.level
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The connection whose `start_game` started a game, for each game it started.
+    fn note_starter(&mut self, h: &Handled, out: &[Output]) {
+        if let (Some("start_game"), Some(conn)) = (h.message, h.conn) {
+            for o in out {
+                if let Output::Note(Note::GameStarted { lobby, .. }) = o {
+                    self.started_by.insert(*lobby, conn);
+                }
+            }
+        }
+    }
+}
+
+impl Observer for Observers<'_> {
+    fn handled(&mut self, h: &Handled, input: &Input, out: &[Output], server: &Server) {
+        let (k, r) = (&mut *self.check, &mut *self.report);
+        hash_outputs(r, h, out);
+        k.watch_games(r, h, input, out);
         let c = server.config();
-        if k.thresholds.is_none() {
-            k.thresholds = Some(Checker::config_thresholds(c));
-            k.forced = c.load_force_level.is_some();
-            k.conns_per_ip_max = c.conns_per_ip_max;
-            k.door_caps = Some(Door::for_config(c).caps());
-            k.breaker_prev = "closed";
-        }
+        k.learn_config(c);
         match input {
             Input::Opened { .. } => k.on_open(r, h, input, out),
             Input::Closed { conn } => k.on_close(h.now, *conn),
@@ -530,33 +651,11 @@ impl Observer for Observers<'_> {
                     r.cover("frame_flood_closed");
                 }
             }
-            Input::LoadSample(sample) => {
-                if let Some(t) = &k.thresholds {
-                    let class = classify(t, sample);
-                    k.samples.push((h.now, class, *sample));
-                    k.level = next_level(t, k.level, class);
-                    if !k.forced && k.level.level != server.level() {
-                        r.violation(
-                            h.now,
-                            format!(
-                                "level {} but the rule table says {}",
-                                server.level(),
-                                k.level.level
-                            ),
-                        );
-                    }
-                }
-            }
+            Input::LoadSample(sample) => k.on_sample(r, h.now, sample, server),
             _ => {}
         }
         k.notes(r, h.now, out);
-        if let (Some("start_game"), Some(conn)) = (h.message, h.conn) {
-            for o in out {
-                if let Output::Note(Note::GameStarted { lobby, .. }) = o {
-                    k.started_by.insert(*lobby, conn);
-                }
-            }
-        }
+        k.note_starter(h, out);
         k.after(r, h, server, out);
     }
 }

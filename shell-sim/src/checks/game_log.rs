@@ -129,16 +129,55 @@ impl GameLog {
         seen.joined_midgame += u64::from(fresh && !self.lists.is_empty());
         seen.views += 1;
         seen.resyncs += u64::from(resync);
-        let mut at = at.unwrap_or(self.lists.len());
+        let (at, moved) =
+            self.follow_lists(at.unwrap_or(self.lists.len()), f.events, resync, seen, bad);
+        let Some((you, own)) = self.decode(f.game_part, seen, bad) else {
+            return at;
+        };
+        let Some(you) = you else {
+            // A spectator's view: nothing of its own, and no seat's view to judge.
+            if let Some(p) = &self.public {
+                leak::spectator_rules(&p.obs, &own, bad);
+            }
+            // It resynchronises nothing: the oracle restarts from a seat's view.
+            seen.spectator_views += 1;
+            return at;
+        };
+        if let Some(p) = &self.public {
+            let hidden = p.obs.options.hidden_bids && p.obs.phase == Phase::Bidding;
+            seen.hidden_bid_views += u64::from(hidden);
+        }
+        seen.hand_views += u64::from(!own.hand.is_empty());
+        self.view(f, you, &own, resync, at == self.lists.len(), bad);
+        self.unseen = false;
+        if let Some(b) = bound {
+            self.judge_wait(f, b, own.to_act, moved, seen, bad);
+        }
+        at
+    }
+
+    /// Follows the connection from its place `at` in the log of event lists through
+    /// `events` (`[]`: none): a new list is judged and logged, a known one must be the
+    /// next, and no list may be missed. Returns the place after it and whether the game
+    /// moved (a new list).
+    fn follow_lists(
+        &mut self,
+        at: usize,
+        events: &str,
+        resync: bool,
+        seen: &mut Seen,
+        bad: &mut Vec<String>,
+    ) -> (usize, bool) {
+        let mut at = at;
         let mut moved = false;
-        if f.events != "[]" {
-            let hash = fnv(FNV_OFFSET, f.events.as_bytes());
+        if events != "[]" {
+            let hash = fnv(FNV_OFFSET, events.as_bytes());
             match self.lists.get(at) {
                 None => {
                     self.lists.push(hash);
                     seen.lists += 1;
                     moved = true;
-                    self.list(f.events, resync, seen, bad);
+                    self.list(events, resync, seen, bad);
                     at = self.lists.len();
                 }
                 Some(h) if *h == hash => {
@@ -167,33 +206,27 @@ impl GameLog {
             ));
             at = self.lists.len();
         }
-        let Some((you, own)) = self.decode(f.game_part, seen, bad) else {
-            return at;
-        };
-        let Some(you) = you else {
-            // A spectator's view: nothing of its own, and no seat's view to judge.
-            if let Some(p) = &self.public {
-                leak::spectator_rules(&p.obs, &own, bad);
-            }
-            // It resynchronises nothing: the oracle restarts from a seat's view.
-            seen.spectator_views += 1;
-            return at;
-        };
+        (at, moved)
+    }
+
+    /// The wait for the seat to act (`to_act`) in a running game stays within the
+    /// progress bound `b`; `moved`: the game moved with this frame.
+    fn judge_wait(
+        &mut self,
+        f: &View<'_>,
+        b: &ProgressBound,
+        to_act: Option<Seat>,
+        moved: bool,
+        seen: &mut Seen,
+        bad: &mut Vec<String>,
+    ) {
         if let Some(p) = &self.public {
-            let hidden = p.obs.options.hidden_bids && p.obs.phase == Phase::Bidding;
-            seen.hidden_bid_views += u64::from(hidden);
-        }
-        seen.hand_views += u64::from(!own.hand.is_empty());
-        self.view(f, you, &own, resync, at == self.lists.len(), bad);
-        self.unseen = false;
-        if let (Some(b), Some(p)) = (bound, &self.public) {
             let served =
-                (f.status == LobbyStatus::Playing).then(|| served(&p.obs, own.to_act, f.lobby));
+                (f.status == LobbyStatus::Playing).then(|| served(&p.obs, to_act, f.lobby));
             seen.timed_waits += u64::from(served.is_some_and(|(_, turn_us)| turn_us > 0));
             let due = served.and_then(|(ai, turn_us)| b.for_wait(ai, turn_us));
             progress(&mut self.wait, due, f.now, moved, seen, bad);
         }
-        at
     }
 
     /// The viewer's seat (`None`: a spectator) and own fields; decodes and judges the

@@ -69,6 +69,64 @@ struct Table {
     viewers: BTreeSet<ConnId>,
 }
 
+impl Table {
+    /// The lobby's status went to `status` (`fresh`: the first frame of this lobby):
+    /// a game starts, ends or comes back to the waiting room only by the rules, and
+    /// every connection of a waiting room receives the new game's first list.
+    fn status_to(
+        &mut self,
+        r: &mut Report,
+        now: Time,
+        name: &str,
+        status: LobbyStatus,
+        fresh: bool,
+        viewers: &mut ConnMap<Viewer>,
+    ) {
+        let from = self.status;
+        self.status = status;
+        match (from, status) {
+            (LobbyStatus::Playing, LobbyStatus::Waiting) => {
+                r.violation(
+                    now,
+                    format!("lobby {name}: status went from playing to waiting"),
+                );
+                self.game = None;
+            }
+            (LobbyStatus::Finished, LobbyStatus::Playing) => {
+                r.violation(
+                    now,
+                    format!("lobby {name}: a new game without the waiting room"),
+                );
+                self.game = None;
+            }
+            (LobbyStatus::Waiting, LobbyStatus::Playing) if !fresh => {
+                // A new game: every connection of the waiting room receives its first
+                // list.
+                self.epoch += 1;
+                let players = u8::try_from(self.lobby.players.len()).unwrap_or(0);
+                let rounds = 60 / players.max(1);
+                let hidden = self.lobby.options.hidden_bids;
+                let watched = !self.viewers.is_empty();
+                let oracle = watched.then(|| Oracle::new(players, rounds, hidden));
+                self.game = Some(GameLog::new(oracle));
+                for c in &self.viewers {
+                    if let Some(v) = viewers.get_mut(c) {
+                        v.synced = Some((self.epoch, 0));
+                    }
+                }
+            }
+            (_, LobbyStatus::Waiting) => self.game = None,
+            _ => {}
+        }
+        if self.game.is_none() && status != LobbyStatus::Waiting {
+            // A game nobody saw start (no frame of its waiting room): known from the
+            // first view on.
+            self.epoch += 1;
+            self.game = Some(GameLog::new(None));
+        }
+    }
+}
+
 /// The lobby code at the start of a lobby part (`{"code":"ABC234",...`).
 fn lobby_code(raw: &str) -> Option<&str> {
     raw.strip_prefix("{\"code\":\"")?.split('"').next()
@@ -418,48 +476,7 @@ impl Games {
                 r.violation(now, what);
             }
         }
-        let from = t.status;
-        t.status = status;
-        match (from, status) {
-            (LobbyStatus::Playing, LobbyStatus::Waiting) => {
-                r.violation(
-                    now,
-                    format!("lobby {name}: status went from playing to waiting"),
-                );
-                t.game = None;
-            }
-            (LobbyStatus::Finished, LobbyStatus::Playing) => {
-                r.violation(
-                    now,
-                    format!("lobby {name}: a new game without the waiting room"),
-                );
-                t.game = None;
-            }
-            (LobbyStatus::Waiting, LobbyStatus::Playing) if !fresh => {
-                // A new game: every connection of the waiting room receives its first
-                // list.
-                t.epoch += 1;
-                let players = u8::try_from(t.lobby.players.len()).unwrap_or(0);
-                let rounds = 60 / players.max(1);
-                let hidden = t.lobby.options.hidden_bids;
-                let watched = !t.viewers.is_empty();
-                let oracle = watched.then(|| Oracle::new(players, rounds, hidden));
-                t.game = Some(GameLog::new(oracle));
-                for c in &t.viewers {
-                    if let Some(v) = self.viewers.get_mut(c) {
-                        v.synced = Some((t.epoch, 0));
-                    }
-                }
-            }
-            (_, LobbyStatus::Waiting) => t.game = None,
-            _ => {}
-        }
-        if t.game.is_none() && status != LobbyStatus::Waiting {
-            // A game nobody saw start (no frame of its waiting room): known from the
-            // first view on.
-            t.epoch += 1;
-            t.game = Some(GameLog::new(None));
-        }
+        t.status_to(r, now, &name, status, fresh, &mut self.viewers);
         true
     }
 }

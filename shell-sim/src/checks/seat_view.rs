@@ -113,36 +113,88 @@ pub fn split(game: &str) -> Option<SeatView<'_>> {
     if !game.ends_with('}') {
         return None;
     }
-    // The head, key by key as the core writes it.
-    for key in [
-        &b"{\"players\":"[..],
-        b",\"round\":",
-        b",\"rounds\":",
-        b",\"phase\":",
-        b",\"dealer\":",
-    ] {
-        c.key(key)?;
+    let head = Head::read(&mut c)?;
+    let (legal_at, ranking_at) = tail(game, head.has_bid_at)?;
+    let o = game.get(..game.len() - 1)?;
+    let plays = cards_in(o.get(legal_at..ranking_at)?.as_bytes())?;
+    Some(SeatView {
+        you,
+        observation,
+        public: [
+            game.get(start..head.to_act_at)?,
+            game.get(head.trump_at..head.hand_at)?,
+            game.get(head.has_bid_at..legal_at)?,
+            o.get(ranking_at..)?,
+        ],
+        own: Own {
+            to_act: head.to_act,
+            hand: head.hand,
+            bids: head.bids,
+            plays,
+        },
+    })
+}
+
+/// The observation's head read up to `has_bid`'s key: the own fields in it, and where
+/// they lie in the game part (the public pieces end and start there).
+struct Head {
+    to_act_at: usize,
+    to_act: Option<Seat>,
+    trump_at: usize,
+    hand_at: usize,
+    hand: Vec<Card>,
+    bids: Vec<Option<u8>>,
+    has_bid_at: usize,
+}
+
+impl Head {
+    /// The head, key by key as the core writes it, from the cursor at the
+    /// observation's start.
+    fn read(c: &mut Cursor<'_>) -> Option<Head> {
+        for key in [
+            &b"{\"players\":"[..],
+            b",\"round\":",
+            b",\"rounds\":",
+            b",\"phase\":",
+            b",\"dealer\":",
+        ] {
+            c.key(key)?;
+            c.scalar()?;
+        }
+        c.key(b",\"to_act\":")?;
+        let to_act_at = c.at;
+        let to_act = c.number()?;
+        c.key(b",\"turn_deadline_ms\":")?;
         c.scalar()?;
+        let trump_at = c.at;
+        c.key(b",\"trump_card\":")?;
+        c.scalar()?;
+        c.key(b",\"trump_suit\":")?;
+        c.scalar()?;
+        c.key(b",\"hand\":")?;
+        let hand_at = c.at;
+        let hand = c.cards()?;
+        c.key(b",\"bids\":")?;
+        let bids = c.numbers()?;
+        let has_bid_at = c.at;
+        c.key(b",\"has_bid\":")?;
+        Some(Head {
+            to_act_at,
+            to_act,
+            trump_at,
+            hand_at,
+            hand,
+            bids,
+            has_bid_at,
+        })
     }
-    c.key(b",\"to_act\":")?;
-    let to_act_at = c.at;
-    let to_act = c.number()?;
-    c.key(b",\"turn_deadline_ms\":")?;
-    c.scalar()?;
-    let trump_at = c.at;
-    c.key(b",\"trump_card\":")?;
-    c.scalar()?;
-    c.key(b",\"trump_suit\":")?;
-    c.scalar()?;
-    c.key(b",\"hand\":")?;
-    let hand_at = c.at;
-    let hand = c.cards()?;
-    c.key(b",\"bids\":")?;
-    let bids = c.numbers()?;
-    let has_bid_at = c.at;
-    c.key(b",\"has_bid\":")?;
-    // The tail: `legal_actions` (objects that hold no list), then `ranking`, null or
-    // a list of objects that hold no list.
+}
+
+/// The tail of `game`: `legal_actions` (objects that hold no list), then `ranking`,
+/// null or a list of objects that hold no list. Returns where `legal_actions`' list
+/// starts and where `,"ranking":` starts, or `None` when they are not in place after
+/// `has_bid_at`.
+fn tail(game: &str, has_bid_at: usize) -> Option<(usize, usize)> {
     let o = game.get(..game.len() - 1)?;
     let ranking_value = match o.strip_suffix("null}") {
         Some(before) => before.len(),
@@ -153,26 +205,7 @@ pub fn split(game: &str) -> Option<SeatView<'_>> {
     let in_place = o.get(ranking_at..ranking_value)? == ",\"ranking\":"
         && o.get(..legal_at)?.ends_with(",\"legal_actions\":")
         && legal_at > has_bid_at;
-    if !in_place {
-        return None;
-    }
-    let plays = cards_in(o.get(legal_at..ranking_at)?.as_bytes())?;
-    Some(SeatView {
-        you,
-        observation,
-        public: [
-            game.get(start..to_act_at)?,
-            game.get(trump_at..hand_at)?,
-            game.get(has_bid_at..legal_at)?,
-            o.get(ranking_at..)?,
-        ],
-        own: Own {
-            to_act,
-            hand,
-            bids,
-            plays,
-        },
-    })
+    in_place.then_some((legal_at, ranking_at))
 }
 
 impl SeatView<'_> {

@@ -16,7 +16,7 @@ use wizard_core::shell::reply_wait::ReplyWait;
 use wizard_core::shell::ws::FrameReader;
 use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::io::{ConnKind, Delivery, Input, MoveSource, Output};
-use wizard_core::vocabulary::wire::ClientMessage;
+use wizard_core::vocabulary::wire::{AiReply, ClientMessage};
 use wizard_core::{Server, Time};
 
 use crate::host::executor::{Executor, Turn};
@@ -253,6 +253,68 @@ impl Host {
         self.kinds.get(&conn).copied()
     }
 
+    /// A socket opened: the door admits it, and the request head is read at once (a
+    /// real client sends it within milliseconds). A refusal or a reserve slot fails the
+    /// upgrade, and the core never hears of the connection (`None`).
+    fn opened(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        net: &Net,
+        now: Time,
+        conn: ConnId,
+        ip: IpAddr,
+        kind: ConnKind,
+    ) -> Option<Input> {
+        if !self.admit_open(q, net, now, conn, ip) {
+            return None;
+        }
+        self.kinds.insert(conn, kind);
+        self.watch_keepalive(q, net, now, conn);
+        self.outboxes
+            .insert(conn, Outbox::new(self.queue_limits, self.window_bytes));
+        Some(Input::Opened { conn, kind, ip })
+    }
+
+    /// The embedded service's link opened: no socket, so no door, no outbox and no
+    /// keepalive (the real core task opens it before it listens).
+    fn opened_in_process(&mut self, net: &Net, conn: ConnId) -> Input {
+        let kind = ConnKind::AiInProcess;
+        let ip = net
+            .ip
+            .get(&conn)
+            .copied()
+            .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        self.kinds.insert(conn, kind);
+        self.in_process = Some(conn);
+        Input::Opened { conn, kind, ip }
+    }
+
+    /// A reply of the embedded service, as a value. An answer the core cannot use yet
+    /// waits for its next pass and wakes nobody (`None`).
+    fn ai_reply(
+        &mut self,
+        q: &mut EventQueue<Ev>,
+        now: Time,
+        conn: ConnId,
+        reply: AiReply,
+    ) -> Option<Input> {
+        let input = Input::AiMessage {
+            conn,
+            reply: Ok(reply),
+            request_id: None,
+            arrived: Some(now),
+        };
+        if !self.replies.wake_on_answer(now) {
+            self.held_replies.push_back(input);
+            self.schedule_timer(q, now);
+            return None;
+        }
+        if let Input::AiMessage { reply: Ok(r), .. } = &input {
+            self.replies.answered(r.request_id());
+        }
+        Some(input)
+    }
+
     /// A frame reached the server: the reader task decodes it into the inbox.
     pub fn arrive(
         &mut self,
@@ -266,53 +328,17 @@ impl Host {
             return;
         }
         let input = match what {
-            Arrive::Open { ip, kind } => {
-                // The door: admit, and the request head read at once (a real client
-                // sends it within milliseconds). A refusal or a reserve slot fails the
-                // upgrade, and the core never hears of the connection.
-                if !self.admit_open(q, net, now, conn, ip) {
-                    return;
-                }
-                self.kinds.insert(conn, kind);
-                self.watch_keepalive(q, net, now, conn);
-                self.outboxes
-                    .insert(conn, Outbox::new(self.queue_limits, self.window_bytes));
-                Input::Opened { conn, kind, ip }
-            }
-            Arrive::OpenInProcess => {
-                // The embedded service's link: no socket, so no door, no outbox and
-                // no keepalive (the real core task opens it before it listens).
-                let kind = ConnKind::AiInProcess;
-                let ip = net
-                    .ip
-                    .get(&conn)
-                    .copied()
-                    .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
-                self.kinds.insert(conn, kind);
-                self.in_process = Some(conn);
-                Input::Opened { conn, kind, ip }
-            }
+            Arrive::Open { ip, kind } => match self.opened(q, net, now, conn, ip, kind) {
+                Some(input) => input,
+                None => return,
+            },
+            Arrive::OpenInProcess => self.opened_in_process(net, conn),
             // A reply that comes back after the link is gone (the process stopped).
             Arrive::AiReply(_) if self.in_process != Some(conn) => return,
-            Arrive::AiReply(reply) => {
-                let input = Input::AiMessage {
-                    conn,
-                    reply: Ok(*reply),
-                    request_id: None,
-                    arrived: Some(now),
-                };
-                // An answer the core cannot use yet waits for its next pass: it wakes
-                // nobody.
-                if !self.replies.wake_on_answer(now) {
-                    self.held_replies.push_back(input);
-                    self.schedule_timer(q, now);
-                    return;
-                }
-                if let Input::AiMessage { reply: Ok(r), .. } = &input {
-                    self.replies.answered(r.request_id());
-                }
-                input
-            }
+            Arrive::AiReply(reply) => match self.ai_reply(q, now, conn, *reply) {
+                Some(input) => input,
+                None => return,
+            },
             Arrive::Silent { ip, slow } => {
                 return self.accept_silent(q, net, now, conn, ip, slow);
             }
@@ -507,21 +533,9 @@ impl Host {
         self.schedule_timer(q, end);
     }
 
-    /// Handles one input; returns its modelled CPU microseconds.
-    fn handle(
-        &mut self,
-        now: Time,
-        input: Input,
-        routed: &mut Vec<Output>,
-        observer: &mut dyn Observer,
-    ) -> f64 {
-        let before = self.server.counters();
-        let (dropped0, messages0, lobbies0) = (
-            before.messages_dropped,
-            before.messages,
-            before.lobbies_created,
-        );
-        let fallback0 = before.moves.get(MoveSource::Fallback);
+    /// What `input` is, for the checkers and the cost model (its counts are filled in
+    /// once handled), and the CPU microseconds its reader spent on it.
+    fn describe(&self, now: Time, input: &Input) -> (Handled, f64) {
         let mut h = Handled {
             now,
             conn: None,
@@ -536,7 +550,7 @@ impl Host {
             lobbies_created: 0,
         };
         let mut read = 0.0;
-        match &input {
+        match input {
             Input::Opened { conn, .. } => (h.conn, h.kind) = (Some(*conn), WorkKind::Open),
             Input::Closed { conn } => (h.conn, h.kind) = (Some(*conn), WorkKind::Close),
             Input::Message { conn, message } => {
@@ -573,21 +587,11 @@ impl Host {
             Input::Timeout => h.is_timeout = true,
             Input::Shutdown | Input::SharedProfiles(_) | Input::Pool(_) => {}
         }
-        let closed = match &input {
-            Input::Closed { conn } => Some(*conn),
-            _ => None,
-        };
-        self.out.clear();
-        self.server.handle(now, input.clone(), &mut self.out);
-        self.inputs_handled += 1;
-        let after = self.server.counters();
-        h.dropped = after.messages_dropped > dropped0;
-        h.messages_accepted = after.messages.saturating_sub(messages0);
-        h.lobbies_created = after.lobbies_created.saturating_sub(lobbies0);
-        if h.dropped {
-            h.kind = WorkKind::Dropped;
-        }
-        observer.handled(&h, &input, &self.out, &self.server);
+        (h, read)
+    }
+
+    /// What the outputs of the input just handled send, by kind, for the cost model.
+    fn sent(&self) -> Sent {
         let mut sent = Sent::default();
         for o in &self.out {
             if let Output::AiRequest { .. } = o {
@@ -611,9 +615,13 @@ impl Host {
                 }
             }
         }
-        if let Some(conn) = closed
-            && self.kinds.remove(&conn).is_some()
-        {
+        sent
+    }
+
+    /// The core let `conn` go: its outbox, reader and door slot (or the in-process
+    /// link) go too.
+    fn forget(&mut self, conn: ConnId) {
+        if self.kinds.remove(&conn).is_some() {
             self.outboxes.remove(&conn);
             self.readers.remove(&conn);
             if self.in_process == Some(conn) {
@@ -621,6 +629,43 @@ impl Host {
             } else {
                 self.door.close(conn.0);
             }
+        }
+    }
+
+    /// Handles one input; returns its modelled CPU microseconds.
+    fn handle(
+        &mut self,
+        now: Time,
+        input: Input,
+        routed: &mut Vec<Output>,
+        observer: &mut dyn Observer,
+    ) -> f64 {
+        let before = self.server.counters();
+        let (dropped0, messages0, lobbies0) = (
+            before.messages_dropped,
+            before.messages,
+            before.lobbies_created,
+        );
+        let fallback0 = before.moves.get(MoveSource::Fallback);
+        let (mut h, read) = self.describe(now, &input);
+        let closed = match &input {
+            Input::Closed { conn } => Some(*conn),
+            _ => None,
+        };
+        self.out.clear();
+        self.server.handle(now, input.clone(), &mut self.out);
+        self.inputs_handled += 1;
+        let after = self.server.counters();
+        h.dropped = after.messages_dropped > dropped0;
+        h.messages_accepted = after.messages.saturating_sub(messages0);
+        h.lobbies_created = after.lobbies_created.saturating_sub(lobbies0);
+        if h.dropped {
+            h.kind = WorkKind::Dropped;
+        }
+        observer.handled(&h, &input, &self.out, &self.server);
+        let sent = self.sent();
+        if let Some(conn) = closed {
+            self.forget(conn);
         }
         routed.append(&mut self.out);
         let fallbacks = self

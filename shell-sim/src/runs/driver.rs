@@ -27,7 +27,7 @@ use crate::model::dist::{Dist, fork, ms_to_us, secs_to_us};
 use crate::model::net::{Ev, Net, Owner};
 use crate::model::queue::EventQueue;
 use crate::runs::report::{FNV_OFFSET, Report};
-use crate::runs::scenario::{Arrivals, Scenario, ScenarioError};
+use crate::runs::scenario::{Arrivals, Scenario, ScenarioError, Tables};
 
 /// A slow reader's socket: frames waiting to be read.
 #[derive(Debug, Default)]
@@ -194,6 +194,9 @@ impl Sim {
         id
     }
 
+    /// Every actor of the scenario and every scheduled event: the tables' players and
+    /// spectators, the attackers and arrivals, stalls, background work, the timeline's
+    /// seconds, healing, shutdown, restarts and the end.
     fn populate(&mut self) {
         let groups = self.scenario.tables.clone();
         let mut n = 0u64;
@@ -205,63 +208,85 @@ impl Sim {
                 let jitter = self.rng.random_range(0..10_000);
                 let at = Time(secs_to_us(spec.start_s + spread) + jitter);
                 for seat in 0..spec.humans.max(1) {
-                    let role = if seat == 0 {
-                        Role::Host { table }
-                    } else {
-                        Role::Joiner { table }
-                    };
                     let ip = client_ip(g, n, spec.ips);
                     n += 1;
-                    let id = self.new_client(role, ip, at);
-                    let c = &mut self.clients[id];
-                    c.pace = spec.pace;
-                    c.think = spec.think_ms.unwrap_or(Dist::Const(500.0));
-                    c.retry = spec.retry;
-                    c.ai_seats = spec.ai_seats;
-                    c.hidden_bids = spec.hidden_bids;
-                    c.turn_seconds = spec.turn_seconds;
-                    c.seats = spec.humans.max(1) + spec.ai_seats;
-                    c.replay = spec.replay;
-                    if seat == 1 && t < spec.slow_readers {
-                        c.slow_read_bytes_per_s = Some(spec.slow_read_bytes_per_s.max(1.0));
-                    }
-                    let takeover_from = spec.slow_readers + spec.reconnectors;
-                    if seat == 1 && t >= takeover_from && t < takeover_from + spec.takeovers {
-                        self.takeovers.insert(id, ());
-                    }
-                    if seat == 1 && t >= spec.slow_readers && t < takeover_from + spec.takeovers {
-                        let every = secs_to_us(spec.reconnect_every_s.max(1.0));
-                        self.reconnect_every_us.insert(id, every);
-                        self.q.push(at.plus_us(every), Ev::Reconnect { client: id });
-                    }
-                    let walk_from = takeover_from + spec.takeovers;
-                    if seat == 1 && t >= walk_from && t < walk_from + spec.walk_aways {
-                        let walk_at = at.plus_us(secs_to_us(spec.walk_away_s.max(0.0)));
-                        self.q.push(walk_at, Ev::WalkAway { client: id });
-                    }
-                    if seat > 0 {
-                        self.tables[table].members.push(id);
-                    }
+                    self.seat_player(spec, table, t, seat, ip, at);
                 }
-                let each = spec.spectators_each.max(1);
-                let watchers = if t < spec.spectators { each } else { 0 };
-                for k in 0..watchers {
-                    // No draw, and an address of its own outside the players' ranges,
-                    // so that it takes nothing of their per-address caps; every other
-                    // client stays as it was (spectators come only where asked).
-                    let ip = spectator_ip(g, t * each + k);
-                    let id = self.new_client(Role::Spectator { table }, ip, at);
-                    self.clients[id].pace = spec.pace;
-                    if spec.chat_every_s > 0.0 {
-                        // Spread over the period by the spectator's place, no draw.
-                        let every = secs_to_us(spec.chat_every_s);
-                        let first = every * u64::from(k + 1) / u64::from(each);
-                        self.chat_every_us.insert(id, every);
-                        self.q.push(at.plus_us(first), Ev::Chat { client: id });
-                    }
-                }
+                self.seat_spectators(g, spec, table, t, at);
             }
         }
+        self.schedule_sources();
+        self.schedule_timeline();
+        self.schedule_restarts();
+        self.q.push(self.end, Ev::End);
+    }
+
+    /// The player of `seat` (0: the host) at table `t` of group `spec`, table `table`
+    /// of the run, arriving at `at`: its pace and policy, and whether it reads slowly,
+    /// takes over, reconnects or walks away.
+    fn seat_player(&mut self, spec: &Tables, table: usize, t: u32, seat: u8, ip: IpAddr, at: Time) {
+        let role = if seat == 0 {
+            Role::Host { table }
+        } else {
+            Role::Joiner { table }
+        };
+        let id = self.new_client(role, ip, at);
+        let c = &mut self.clients[id];
+        c.pace = spec.pace;
+        c.think = spec.think_ms.unwrap_or(Dist::Const(500.0));
+        c.retry = spec.retry;
+        c.ai_seats = spec.ai_seats;
+        c.hidden_bids = spec.hidden_bids;
+        c.turn_seconds = spec.turn_seconds;
+        c.seats = spec.humans.max(1) + spec.ai_seats;
+        c.replay = spec.replay;
+        if seat == 1 && t < spec.slow_readers {
+            c.slow_read_bytes_per_s = Some(spec.slow_read_bytes_per_s.max(1.0));
+        }
+        let takeover_from = spec.slow_readers + spec.reconnectors;
+        if seat == 1 && t >= takeover_from && t < takeover_from + spec.takeovers {
+            self.takeovers.insert(id, ());
+        }
+        if seat == 1 && t >= spec.slow_readers && t < takeover_from + spec.takeovers {
+            let every = secs_to_us(spec.reconnect_every_s.max(1.0));
+            self.reconnect_every_us.insert(id, every);
+            self.q.push(at.plus_us(every), Ev::Reconnect { client: id });
+        }
+        let walk_from = takeover_from + spec.takeovers;
+        if seat == 1 && t >= walk_from && t < walk_from + spec.walk_aways {
+            let walk_at = at.plus_us(secs_to_us(spec.walk_away_s.max(0.0)));
+            self.q.push(walk_at, Ev::WalkAway { client: id });
+        }
+        if seat > 0 {
+            self.tables[table].members.push(id);
+        }
+    }
+
+    /// The spectators of table `t` of group `g` (`spec`), table `table` of the run,
+    /// arriving at `at`, and their chat.
+    fn seat_spectators(&mut self, g: usize, spec: &Tables, table: usize, t: u32, at: Time) {
+        let each = spec.spectators_each.max(1);
+        let watchers = if t < spec.spectators { each } else { 0 };
+        for k in 0..watchers {
+            // No draw, and an address of its own outside the players' ranges,
+            // so that it takes nothing of their per-address caps; every other
+            // client stays as it was (spectators come only where asked).
+            let ip = spectator_ip(g, t * each + k);
+            let id = self.new_client(Role::Spectator { table }, ip, at);
+            self.clients[id].pace = spec.pace;
+            if spec.chat_every_s > 0.0 {
+                // Spread over the period by the spectator's place, no draw.
+                let every = secs_to_us(spec.chat_every_s);
+                let first = every * u64::from(k + 1) / u64::from(each);
+                self.chat_every_us.insert(id, every);
+                self.q.push(at.plus_us(first), Ev::Chat { client: id });
+            }
+        }
+    }
+
+    /// The attackers, each with its first step, the arrivals' first steps, the stalls
+    /// and the background work.
+    fn schedule_sources(&mut self) {
         for (i, a) in self.scenario.attacks.clone().into_iter().enumerate() {
             self.q
                 .push(Time(secs_to_us(a.from_s)), Ev::Source { index: i });
@@ -282,6 +307,10 @@ impl Sim {
             self.q
                 .push(Time(secs_to_us(b.from_s)), Ev::Background { index: i });
         }
+    }
+
+    /// The timeline's seconds, healing at the end of the fault phase and the shutdown.
+    fn schedule_timeline(&mut self) {
         let mut t = 1;
         while Time(secs_to_us(f64::from(t))) <= self.end {
             self.q.push(Time(secs_to_us(f64::from(t))), Ev::Tick);
@@ -295,8 +324,6 @@ impl Sim {
             self.q
                 .push(Time(secs_to_us(self.scenario.shutdown_at_s)), Ev::Shutdown);
         }
-        self.schedule_restarts();
-        self.q.push(self.end, Ev::End);
     }
 
     /// Runs to the end; returns the report.

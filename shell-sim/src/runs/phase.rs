@@ -183,6 +183,25 @@ impl Sim {
             c.insert("restarts".into(), self.host.restarts);
             c.insert("refused_while_down".into(), self.host.refused_while_down);
         }
+        self.checked_figures();
+        self.process_figures(&counters);
+        self.host_figures(now);
+        self.ai_figures();
+        self.queue_and_session_figures(&counters);
+        self.socket_figures();
+        self.judge_unshown_moves(now);
+        self.judge_deleted_games();
+        if self.scenario.liveness_s <= 0.0 {
+            return;
+        }
+        self.judge_level(now);
+        self.judge_prober(now);
+        self.judge_stalls(now);
+    }
+
+    /// What the view checkers saw: their counts, and a coverage fact for each of their
+    /// rules put to work.
+    fn checked_figures(&mut self) {
         let r = &mut self.report;
         let seen = self.check.games.seen;
         r.counters.insert("views_checked".into(), seen.views);
@@ -217,7 +236,11 @@ impl Sim {
                 r.cover(fact);
             }
         }
-        // Every process's counters: the killed ones' and the one running now.
+    }
+
+    /// Every process's counters summed: the killed ones' and `counters`, the one
+    /// running now.
+    fn process_figures(&mut self, counters: &Counters) {
         fn put<E: Tally>(r: &mut Report, prefix: &str, counts: &Counts<E>) {
             for (e, n) in counts.iter().filter(|(_, n)| *n > 0) {
                 *r.counters
@@ -225,7 +248,8 @@ impl Sim {
                     .or_insert(0) += n;
             }
         }
-        let processes: Vec<&Counters> = self.killed_counters.iter().chain([&counters]).collect();
+        let r = &mut self.report;
+        let processes: Vec<&Counters> = self.killed_counters.iter().chain([counters]).collect();
         for c in &processes {
             put(r, "error", &c.errors);
             put(r, "close", &c.closes);
@@ -244,6 +268,12 @@ impl Sim {
             .insert("breaker_opened".into(), sum(|c| c.breaker_opened));
         r.counters
             .insert("ai_requests".into(), sum(|c| c.ai_requests));
+    }
+
+    /// The simulated shell's own figures: its queues, CPU, probe, listen backlog,
+    /// timeouts, end and store.
+    fn host_figures(&mut self, now: Time) {
+        let r = &mut self.report;
         r.counters
             .insert("inbox_len_max".into(), self.host.inbox_len_max as u64);
         r.counters
@@ -291,6 +321,12 @@ impl Sim {
             r.counters
                 .insert("store_records".into(), self.host.store_records);
         }
+    }
+
+    /// The AI service's figures: decisions made inside the server's process, and
+    /// degraded answers for each reason.
+    fn ai_figures(&mut self) {
+        let r = &mut self.report;
         if self.ai_embedded_decisions > 0 {
             r.counters
                 .insert("ai_embedded_decisions".into(), self.ai_embedded_decisions);
@@ -303,6 +339,24 @@ impl Sim {
             }
             r.cover("ai_embedded");
         }
+        if let Some(ai) = &self.ai {
+            r.counters
+                .insert("ai_degraded_queue".into(), ai.degraded_queue);
+            r.counters
+                .insert("ai_degraded_slow".into(), ai.degraded_slow);
+            if ai.degraded_queue > 0 {
+                r.cover("degraded_queue");
+            }
+            if ai.degraded_slow > 0 {
+                r.cover("degraded_slow");
+            }
+        }
+    }
+
+    /// Outbound queues replacing and overflowing, and sessions evicted, expired,
+    /// walked away from and resumed past the connection cap.
+    fn queue_and_session_figures(&mut self, counters: &Counters) {
+        let r = &mut self.report;
         if self.host.states_replaced > 0 {
             r.cover("outbox_state_replaced");
         }
@@ -330,6 +384,12 @@ impl Sim {
                 .insert("resumed_past_cap".into(), counters.resumed_past_cap);
             r.cover("resumed_past_cap");
         }
+    }
+
+    /// The door's figures: sockets refused, evicted, timed out and flooding, and the
+    /// most open at once.
+    fn socket_figures(&mut self) {
+        let r = &mut self.report;
         if self.host.http_503 + self.host.tcp_dropped > 0 {
             r.counters.insert("http_503".into(), self.host.http_503);
             r.counters
@@ -355,73 +415,47 @@ impl Sim {
             .insert("honest_sockets_refused".into(), self.host.honest_refused);
         r.counters
             .insert("sockets_open_max".into(), self.host.sockets_open_max as u64);
-        if let Some(ai) = &self.ai {
-            r.counters
-                .insert("ai_degraded_queue".into(), ai.degraded_queue);
-            r.counters
-                .insert("ai_degraded_slow".into(), ai.degraded_slow);
-            if ai.degraded_queue > 0 {
-                r.cover("degraded_queue");
-            }
-            if ai.degraded_slow > 0 {
-                r.cover("degraded_slow");
-            }
-        }
+    }
+
+    /// A move the server accepted is shown to its player within 5 s while connected.
+    fn judge_unshown_moves(&mut self, now: Time) {
         for c in &self.clients {
             if let (Some((m, at)), Some(_)) = (c.accepted, c.conn)
                 && now.since_us(at) > 5_000_000
             {
-                r.violation(
+                self.report.violation(
                     now,
                     format!("client {}: accepted move {:?} never shown", c.id, m.action),
                 );
             }
         }
-        // Honest players of a running game only lose connections, so its lobby must not
-        // disappear but when its last human seat is given up (`checker.rs` leaves those
-        // out); an abuser may walk out of its own game.
+    }
+
+    /// Honest players of a running game only lose connections, so its lobby must not
+    /// disappear but when its last human seat is given up (`checker.rs` leaves those
+    /// out); an abuser may walk out of its own game.
+    fn judge_deleted_games(&mut self) {
         for (at, lobby) in &self.check.deleted_running {
             if !started_by_abuser(&self.check, &self.net, *lobby) {
-                r.violation(*at, format!("lobby {lobby} deleted with its game running"));
+                self.report
+                    .violation(*at, format!("lobby {lobby} deleted with its game running"));
             }
         }
-        if self.scenario.liveness_s <= 0.0 {
-            return;
-        }
-        let heal = self.scenario.duration_s;
-        let within = self.scenario.heal_within_s;
-        let due = heal + within;
-        let normal_due = heal + self.scenario.normal_within_s;
-        let level_at_due = r
+    }
+
+    /// Liveness: the level is `normal` again `normal_within_s` after healing, unless
+    /// games admitted since hold it at `busy` by CPU share alone.
+    fn judge_level(&mut self, now: Time) {
+        let normal_due = self.scenario.duration_s + self.scenario.normal_within_s;
+        let level_at_due = self
+            .report
             .timeline
             .iter()
             .find(|s| s.t_s as f64 >= normal_due)
             .map(|s| s.level);
-        // `busy` is the level's answer to work that was admitted: games running at the
-        // CPU share it names. After healing, the players refused during the fault may
-        // all be admitted when it goes `normal`, and their games alone can hold it there
-        // (swarm seed 406: the embedded AI on a tenth of a core). That is the promise
-        // kept, not a stuck level, when every hot sample of the last `recover_samples`
-        // before the due time is `busy` by CPU share alone: no lag, no throttling.
-        let busy_from_games = level_at_due == Some(LoadLevel::Busy.name())
-            && self.check.thresholds().is_some_and(|t| {
-                let window_us = self.host.server.config().load_sample_interval_us
-                    * u64::from(t.recover_samples.max(1));
-                let due_us = secs_to_us(normal_due);
-                let recent: Vec<_> = self
-                    .check
-                    .samples
-                    .iter()
-                    .filter(|(at, ..)| at.0 <= due_us && at.0 + window_us > due_us)
-                    .collect();
-                let hot = || recent.iter().filter(|(_, c, _)| *c != SampleClass::Normal);
-                hot().next().is_some()
-                    && hot().all(|(_, c, s)| {
-                        *c == SampleClass::Busy
-                            && s.cpu_share >= t.cpu_busy_share
-                            && s.lag_us_p99 < t.lag_busy_us
-                    })
-            });
+        let busy_from_games =
+            level_at_due == Some(LoadLevel::Busy.name()) && self.busy_from_games(normal_due);
+        let r = &mut self.report;
         if busy_from_games {
             r.cover("liveness_busy_from_games");
         } else if level_at_due.is_some_and(|l| l != LoadLevel::Normal.name()) {
@@ -433,9 +467,44 @@ impl Sim {
                 ),
             );
         }
-        // A full game table (MAX_ACTIVE_GAMES running when the lobby was due) refuses
-        // new lobbies by design.
+    }
+
+    /// `busy` is the level's answer to work that was admitted: games running at the
+    /// CPU share it names. After healing, the players refused during the fault may all
+    /// be admitted when it goes `normal`, and their games alone can hold it there
+    /// (swarm seed 406: the embedded AI on a tenth of a core). That is the promise
+    /// kept, not a stuck level, when every hot sample of the last `recover_samples`
+    /// before `normal_due` (in s) is `busy` by CPU share alone: no lag, no throttling.
+    fn busy_from_games(&self, normal_due: f64) -> bool {
+        self.check.thresholds().is_some_and(|t| {
+            let window_us = self.host.server.config().load_sample_interval_us
+                * u64::from(t.recover_samples.max(1));
+            let due_us = secs_to_us(normal_due);
+            let recent: Vec<_> = self
+                .check
+                .samples
+                .iter()
+                .filter(|(at, ..)| at.0 <= due_us && at.0 + window_us > due_us)
+                .collect();
+            let hot = || recent.iter().filter(|(_, c, _)| *c != SampleClass::Normal);
+            hot().next().is_some()
+                && hot().all(|(_, c, s)| {
+                    *c == SampleClass::Busy
+                        && s.cpu_share >= t.cpu_busy_share
+                        && s.lag_us_p99 < t.lag_busy_us
+                })
+        })
+    }
+
+    /// Liveness: the prober gets a new lobby within `heal_within_s` of healing, unless
+    /// a full game table (`MAX_ACTIVE_GAMES` running when the lobby was due) refuses
+    /// new lobbies by design.
+    fn judge_prober(&mut self, now: Time) {
+        let heal = self.scenario.duration_s;
+        let within = self.scenario.heal_within_s;
+        let due = heal + within;
         let cap = self.host.server.config().active_games_max as u64;
+        let r = &mut self.report;
         let full = r
             .timeline
             .iter()
@@ -449,15 +518,20 @@ impl Sim {
                 format!("liveness: no new lobby within {within} s (got {other:?})"),
             ),
         }
+    }
+
+    /// Liveness: every game running at healing has made a move since, unless an
+    /// abuser started it (it waits for its abuser, who is gone).
+    fn judge_stalls(&mut self, now: Time) {
         let mut stalled = 0;
         for (lobby, moves) in &self.heal_snapshot {
             let after = self.check.moves_per_lobby.get(lobby).copied().unwrap_or(0);
-            // A game an abuser started waits for its abuser, who is gone.
             let abuser = started_by_abuser(&self.check, &self.net, *lobby);
             if self.check.running.contains_key(lobby) && after <= *moves && !abuser {
                 stalled += 1;
             }
         }
+        let r = &mut self.report;
         r.games_stalled = stalled;
         if stalled > 0 {
             r.violation(

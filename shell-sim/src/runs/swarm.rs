@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use rand::RngExt;
+use rand_chacha::ChaCha12Rng;
 
 use crate::model::dist::{Dist, fork};
 use crate::runs::scenario::{
@@ -79,9 +80,39 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "session_expired",
 ];
 
-/// A random scenario for `seed`.
+/// A random scenario for `seed`. The draws of the main stream come in a fixed order
+/// (each part below draws after the one before it); the later parts draw from streams
+/// of their own, so that adding one changes none of the draws before it.
 pub fn scenario(seed: u64) -> Scenario {
     let mut r = fork(seed, 0x5A5A);
+    let mut s = base(&mut r, seed);
+    let pace = pace(&mut r, &mut s);
+    s.tables.push(first_tables(&mut r, pace));
+    if let Some(t) = s.tables.first_mut()
+        && t.humans + t.ai_seats < 3
+    {
+        t.ai_seats = 3 - t.humans;
+    }
+    arrivals(&mut r, &mut s);
+    attacks(&mut r, &mut s);
+    ai_service(&mut r, &mut s);
+    stall(&mut r, &mut s);
+    tight_caps(&mut r, &mut s);
+    ai_caps(&mut r, &mut s);
+    door_and_frames(seed, &mut s);
+    table_options(seed, &mut s);
+    shell_events(seed, &mut s);
+    walk_aways(seed, &mut s);
+    spectators(seed, &mut s);
+    chat(seed, &mut s);
+    restarts(seed, &mut s);
+    s
+}
+
+/// The run's length, the server's settings every swarm run shares, the machine's
+/// speed, and sometimes small outboxes, AI seats moving without delay and a quick
+/// breaker.
+fn base(r: &mut ChaCha12Rng, seed: u64) -> Scenario {
     let mut s = Scenario {
         name: format!("swarm-{seed}"),
         duration_s: r.random_range(5.0..12.0),
@@ -109,6 +140,11 @@ pub fn scenario(seed: u64) -> Scenario {
         s.env.insert("AI_BREAKER_COOLDOWN".into(), "3".into());
         s.env.insert("AI_DECISION_TIMEOUT".into(), "1".into());
     }
+    s
+}
+
+/// The scripted players' pace; at full speed, a message bucket they never empty.
+fn pace(r: &mut ChaCha12Rng, s: &mut Scenario) -> Pace {
     let pace = if r.random_bool(0.4) {
         Pace::Full
     } else {
@@ -118,7 +154,13 @@ pub fn scenario(seed: u64) -> Scenario {
         s.env.insert("MESSAGE_RATE".into(), "1000".into());
         s.env.insert("MESSAGE_BURST".into(), "1000".into());
     }
-    s.tables.push(Tables {
+    pace
+}
+
+/// The first group of tables: how many, their seats, retry policy, addresses, slow
+/// readers and reconnectors.
+fn first_tables(r: &mut ChaCha12Rng, pace: Pace) -> Tables {
+    Tables {
         count: r.random_range(1..10),
         humans: r.random_range(1..5),
         ai_seats: r.random_range(0..3),
@@ -137,18 +179,16 @@ pub fn scenario(seed: u64) -> Scenario {
         reconnectors: r.random_range(0..2),
         reconnect_every_s: 4.0,
         ..Tables::default()
-    });
-    if let Some(t) = s.tables.first_mut()
-        && t.humans + t.ai_seats < 3
-    {
-        t.ai_seats = 3 - t.humans;
     }
-    let end = s.duration_s;
+}
+
+/// Sometimes open-loop arrivals at full speed for the whole fault phase.
+fn arrivals(r: &mut ChaCha12Rng, s: &mut Scenario) {
     if r.random_bool(0.4) {
         s.arrivals.push(Arrivals {
             rate_per_s: r.random_range(1.0..8.0),
             from_s: 0.5,
-            to_s: end,
+            to_s: s.duration_s,
             ai_seats: 3,
             pace: Pace::Full,
             retry: if r.random_bool(0.5) {
@@ -161,6 +201,11 @@ pub fn scenario(seed: u64) -> Scenario {
             ips: 0,
         });
     }
+}
+
+/// Each of the flood, lobby spam, storm and junk attacks, each drawn on its own.
+fn attacks(r: &mut ChaCha12Rng, s: &mut Scenario) {
+    let end = s.duration_s;
     for kind in [
         AttackKind::Flood,
         AttackKind::LobbySpam,
@@ -179,6 +224,12 @@ pub fn scenario(seed: u64) -> Scenario {
             });
         }
     }
+}
+
+/// Most of the time an AI service (then every table has an AI seat), its workers and
+/// queue, sometimes a slow primary agent and one fault of a drawn kind.
+fn ai_service(r: &mut ChaCha12Rng, s: &mut Scenario) {
+    let end = s.duration_s;
     if r.random_bool(0.7) {
         let mut ai = AiSpec {
             workers: r.random_range(1..3),
@@ -214,17 +265,24 @@ pub fn scenario(seed: u64) -> Scenario {
             t.ai_seats = t.ai_seats.max(1);
         }
     }
+}
+
+/// Sometimes one stall of the server's loop.
+fn stall(r: &mut ChaCha12Rng, s: &mut Scenario) {
     if r.random_bool(0.2) {
         s.stalls.push(crate::runs::scenario::Stall {
-            at_s: r.random_range(1.0..end),
+            at_s: r.random_range(1.0..s.duration_s),
             ms: r.random_range(100.0..1500.0),
         });
     }
-    // Tight caps, drawn last so the draws above stay as they were: a storm against a
-    // small `MAX_CONNECTIONS` (refused in the core, then at the shell's socket cap), a
-    // small `MAX_SESSIONS`, too many AI connections, a one-request AI in-flight cap.
-    // Without arrivals: they would fill the table with honest players, whom the
-    // liveness prober could not pass.
+}
+
+/// Tight caps, drawn after the parts above so that their draws stay as they were: a
+/// storm against a small `MAX_CONNECTIONS` (refused in the core, then at the shell's
+/// socket cap) and a small `MAX_SESSIONS`. Without arrivals: they would fill the table
+/// with honest players, whom the liveness prober could not pass.
+fn tight_caps(r: &mut ChaCha12Rng, s: &mut Scenario) {
+    let end = s.duration_s;
     if r.random_bool(0.25) {
         s.arrivals.clear();
         let players: u32 = s.tables.iter().map(|t| u32::from(t.humans) * t.count).sum();
@@ -246,6 +304,11 @@ pub fn scenario(seed: u64) -> Scenario {
             hold_ms: 2000.0,
         });
     }
+}
+
+/// The AI service's tight caps, drawn after the other caps: too many AI connections,
+/// and a one-request in-flight cap.
+fn ai_caps(r: &mut ChaCha12Rng, s: &mut Scenario) {
     if let Some(ai) = &mut s.ai
         && r.random_bool(0.15)
     {
@@ -254,14 +317,6 @@ pub fn scenario(seed: u64) -> Scenario {
     if s.ai.is_some() && r.random_bool(0.2) {
         s.env.insert("AI_MAX_INFLIGHT".into(), "1".into());
     }
-    door_and_frames(seed, &mut s);
-    table_options(seed, &mut s);
-    shell_events(seed, &mut s);
-    walk_aways(seed, &mut s);
-    spectators(seed, &mut s);
-    chat(seed, &mut s);
-    restarts(seed, &mut s);
-    s
 }
 
 /// Restarts, from a stream of their own so that every draw above stays as it was: in
