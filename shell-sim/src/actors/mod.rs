@@ -7,3 +7,4 @@ pub mod client;
 pub mod client_recv;
 pub mod ctx;
 pub mod play;
+pub mod quick;

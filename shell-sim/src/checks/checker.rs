@@ -61,6 +61,8 @@ pub struct Checker {
     pub deleted_running: Vec<(Time, LobbyId)>,
     /// What the players of each game are shown (`games.rs`).
     pub games: Games,
+    /// The quick-play pool's shadow (`quick.rs`).
+    pub quick: crate::checks::quick::Quick,
 }
 
 /// The checkers and the report seen together by the host.
@@ -87,6 +89,7 @@ impl Checker {
             // was left).
             started_by: std::mem::take(&mut self.started_by),
             games: self.games.restarted(),
+            quick: self.quick.restarted(),
             ..Checker::default()
         };
         *self = fresh;
@@ -251,8 +254,10 @@ impl Checker {
                 _ => {}
             }
         }
-        // Exactly one outcome: an `error` (and no new view), or what the message did.
-        if errors > 1 || answers == 0 || (errors == 1 && states > 0) {
+        // Exactly one outcome: an `error` (and no new view), or what the message did;
+        // `cancel_quick_play` is answered by nothing (PROTOCOL.md 7.2).
+        let silent = h.message == Some("cancel_quick_play");
+        if errors > 1 || (answers == 0 && !silent) || (errors == 1 && states > 0) {
             r.violation(
                 now,
                 format!(
@@ -541,7 +546,13 @@ impl Observer for Observers<'_> {
             }
             _ => {}
         }
+        let deleted_before = k.deleted_running.len();
         k.notes(r, h.now, out);
+        if h.message == Some("quick_play") {
+            // Asking for a table leaves the running game for good (PROTOCOL.md 7.2): a
+            // lobby its last human left so is deleted by the rule, no lost game.
+            k.deleted_running.truncate(deleted_before);
+        }
         if let (Some("start_game"), Some(conn)) = (h.message, h.conn) {
             for o in out {
                 if let Output::Note(Note::GameStarted { lobby, .. }) = o {
@@ -550,5 +561,6 @@ impl Observer for Observers<'_> {
             }
         }
         k.after(r, h, server, out);
+        k.quick.handled(r, h, input, out, server);
     }
 }

@@ -9,5 +9,6 @@ pub mod games;
 pub mod leak;
 pub mod oracle;
 pub mod progress;
+pub mod quick;
 pub mod resume;
 pub mod seat_view;

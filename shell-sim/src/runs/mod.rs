@@ -4,6 +4,7 @@
 pub mod driver;
 pub mod feed;
 pub mod phase;
+pub mod quick;
 pub mod report;
 pub mod restart;
 pub mod scenario;
