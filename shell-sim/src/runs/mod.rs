@@ -1,5 +1,5 @@
 //! A run: scenarios, the driver that pops events and hands them to their actors, the
-//! phases and the timeline, the report, and the swarm of random scenarios.
+//! phases and the timeline, the report, quick-play players, and the swarm of random scenarios.
 
 pub mod driver;
 pub mod feed;
