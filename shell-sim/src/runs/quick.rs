@@ -128,4 +128,12 @@ pub fn swarm_draw(seed: u64, s: &mut Scenario) {
         s.env
             .insert("QUICK_PLAY_MAX".into(), r.random_range(1..6u32).to_string());
     }
+    // A walk-away may cross its seat on the wire: the player is seated in a game it
+    // has left, which waits on it until SESSION_TTL gives its seat to the AI. A TTL of
+    // a few seconds, as the walkers' draw has, lets that game move again within the
+    // liveness phase (seeds 594, 794, 1464, 1584: no move at the verdict).
+    if !s.env.contains_key("SESSION_TTL") {
+        s.env
+            .insert("SESSION_TTL".into(), r.random_range(3..8u32).to_string());
+    }
 }
