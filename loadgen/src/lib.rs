@@ -34,6 +34,7 @@ mod phases;
 mod procfs;
 pub mod quick;
 mod raw;
+pub mod reads;
 mod resume;
 mod seen;
 mod shards;
@@ -149,6 +150,11 @@ pub struct Settings {
     /// The game bots say `hello {deltas: true}` and hold their state from deltas
     /// (PROTOCOL.md 7.5; `--deltas 0`: full states, as older clients).
     pub deltas: bool,
+    /// Each game bot creates a profile (`create_profile`, PROTOCOL.md 7.1) right after
+    /// its `hello`, so its games are rated and recorded with a profile seat (run the
+    /// server with `PROFILE_CREATE_RATE` at least `--per-ip`). Names are the run's
+    /// process id and the bot's index, so two runs against one server do not collide.
+    pub profiles: bool,
     /// Follow shard routes (PROTOCOL.md 6.3): guests join at `/ws/<the code's shard>`,
     /// bots come back at `/ws/<their token's shard>`, and every connection that lands
     /// on a shard not owning its code or token is counted as misrouted (`shards.rs`).
@@ -202,6 +208,7 @@ impl Settings {
             newcomer_lobby: true,
             resume: false,
             deltas: true,
+            profiles: false,
             shard_routes: false,
             resume_log: None,
             idle: 0,
@@ -278,6 +285,7 @@ impl Settings {
             "health_every_ms": self.health_every.as_millis() as u64,
             "rejoin_every_s": self.rejoin_every.as_secs_f64(),
             "deltas": self.deltas,
+            "profiles": self.profiles,
             "newcomer_every_s": self.newcomer_every.as_secs_f64(),
             "newcomer_lobby": self.newcomer_lobby,
             "resume": self.resume,

@@ -10,12 +10,13 @@
 //!     [--stall-after S]
 //!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
 //!     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1]
-//!     [--idle N] [--history FILE|none] [--label TEXT]
+//!     [--profiles 0|1] [--idle N] [--history FILE|none] [--label TEXT]
 //! wizard-bench compare [--history FILE] [--last N]
 //! wizard-bench table [--history FILE] [--last N]
 //! wizard-bench attack-table [--history FILE] [--last N]
 //! wizard-bench overload --addr 127.0.0.1:8000 ...   (closed-loop overload, see `overload`)
 //! wizard-bench quick --addr 127.0.0.1:8000 [--players N] [--seats S]   (time to seat)
+//! wizard-bench reads --addr 127.0.0.1:8000 [--rate PER_S] [--duration S] [--addrs N]   (history pages)
 //! wizard-bench --help | --version
 //! ```
 //!
@@ -70,6 +71,9 @@ fn main() -> ExitCode {
         }
         Ok(args) if args.first().map(String::as_str) == Some("quick") => {
             return bench::quick::run(&args[1..]);
+        }
+        Ok(args) if args.first().map(String::as_str) == Some("reads") => {
+            return bench::reads::run(&args[1..]);
         }
         Ok(args) => real_main(args),
         Err(arg) => Err(Exit::Usage(format!("argument {arg:?} is not UTF-8"))),
@@ -194,6 +198,7 @@ fn set_shape(s: &mut bench::Settings, pairs: &[(String, String)]) -> Result<(), 
             | "--newcomer-lobby"
             | "--resume"
             | "--deltas"
+            | "--profiles"
             | "--shard-routes"
             | "--resume-log"
             | "--worker-start-unix-ms"
@@ -245,6 +250,7 @@ fn set_overrides(s: &mut bench::Settings, pairs: &[(String, String)]) -> Result<
             "--newcomer-lobby" => s.newcomer_lobby = v != "0",
             "--resume" => s.resume = v != "0",
             "--deltas" => s.deltas = v != "0",
+            "--profiles" => s.profiles = v != "0",
             "--shard-routes" => s.shard_routes = v != "0",
             "--resume-log" => s.resume_log = Some(PathBuf::from(v)),
             "--history" => {
@@ -323,6 +329,7 @@ const RUN_FLAGS: &[&str] = &[
     "--newcomer-lobby",
     "--resume",
     "--deltas",
+    "--profiles",
     "--shard-routes",
     "--resume-log",
     "--worker-start-unix-ms",
@@ -379,7 +386,7 @@ fn usage() -> String {
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
      [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
      [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
-     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
+     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1] [--profiles 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \
      wizard-bench table [--history FILE] [--last N]\n       \
      wizard-bench attack-table [--history FILE] [--last N]\n       \
@@ -389,4 +396,5 @@ fn usage() -> String {
         + &bench::Attack::names()
         + "\n"
         + bench::overload::USAGE
+        + bench::reads::USAGE
 }

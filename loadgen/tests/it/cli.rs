@@ -82,6 +82,19 @@ fn unknown_flags_and_bad_values_exit_2() {
         &["overload", "--addr", "nowhere"],
         &["overload", "--addr", "127.0.0.1:9", "--ai", "9"],
         &["overload", "--games"],
+        &["reads", "--rate", "100"],
+        &["reads", "--addr", "127.0.0.1:9", "--rate", "0"],
+        &["reads", "--addr", "127.0.0.1:9", "--rtae", "100"],
+        &["reads", "--addr", "127.0.0.1:9", "--addrs", "0"],
+        &[
+            "reads",
+            "--addr",
+            "127.0.0.1:9",
+            "--rate",
+            "100000",
+            "--duration",
+            "100000",
+        ],
     ];
     for args in refused {
         let ran = bench(args);
