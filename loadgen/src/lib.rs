@@ -142,6 +142,9 @@ pub struct Settings {
     /// with `newcomer_lobby` creates a lobby and leaves it.
     pub newcomer_every: Duration,
     pub newcomer_lobby: bool,
+    /// Phased mode: a group of `seats` new players queues for quick play this often
+    /// (zero: never); their times to seat are `seat_latency`.
+    pub quick_every: Duration,
     /// A bot whose connection ends before the run does (the server restarted: a 1012
     /// close, or a crash: the socket just ends) reconnects after 100-500 ms with its
     /// token, as PROTOCOL.md 6.1 asks of clients, and plays on; it checks that nothing
@@ -206,6 +209,7 @@ impl Settings {
             rejoin_every: Duration::ZERO,
             newcomer_every: Duration::ZERO,
             newcomer_lobby: true,
+            quick_every: Duration::ZERO,
             resume: false,
             deltas: true,
             profiles: false,
@@ -288,6 +292,7 @@ impl Settings {
             "profiles": self.profiles,
             "newcomer_every_s": self.newcomer_every.as_secs_f64(),
             "newcomer_lobby": self.newcomer_lobby,
+            "quick_every_s": self.quick_every.as_secs_f64(),
             "resume": self.resume,
             "shard_routes": self.shard_routes,
             "idle": self.idle,
@@ -373,6 +378,10 @@ pub struct Stats {
     /// Returning players that got their seat back / newcomers served.
     pub rejoined: u64,
     pub newcomers: u64,
+    /// Quick players seated, and each one's time from `quick_play` to its game's
+    /// `state`, in microseconds (`quick_every`).
+    pub quick_seated: u64,
+    pub seat_latency: Histogram<u64>,
     /// `resume`: bots back in their game after their connection ended.
     pub resumed: u64,
     /// `resume`: from a bot's connection ending to its first `state` back in its
@@ -432,6 +441,8 @@ impl Stats {
             move_gap_max_us: 0,
             rejoined: 0,
             newcomers: 0,
+            quick_seated: 0,
+            seat_latency: histogram(),
             resumed: 0,
             resume_latency: histogram(),
             resume_failed: 0,

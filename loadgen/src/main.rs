@@ -9,6 +9,7 @@
 //!     [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S]
 //!     [--stall-after S]
 //!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
+//!     [--quick-every S]
 //!     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1]
 //!     [--profiles 0|1] [--idle N] [--history FILE|none] [--label TEXT]
 //! wizard-bench compare [--history FILE] [--last N]
@@ -196,6 +197,7 @@ fn set_shape(s: &mut bench::Settings, pairs: &[(String, String)]) -> Result<(), 
             | "--rejoin-every"
             | "--newcomer-every"
             | "--newcomer-lobby"
+            | "--quick-every"
             | "--resume"
             | "--deltas"
             | "--profiles"
@@ -248,6 +250,7 @@ fn set_overrides(s: &mut bench::Settings, pairs: &[(String, String)]) -> Result<
             "--rejoin-every" => s.rejoin_every = secs(v, k)?,
             "--newcomer-every" => s.newcomer_every = secs(v, k)?,
             "--newcomer-lobby" => s.newcomer_lobby = v != "0",
+            "--quick-every" => s.quick_every = secs(v, k)?,
             "--resume" => s.resume = v != "0",
             "--deltas" => s.deltas = v != "0",
             "--profiles" => s.profiles = v != "0",
@@ -327,6 +330,7 @@ const RUN_FLAGS: &[&str] = &[
     "--rejoin-every",
     "--newcomer-every",
     "--newcomer-lobby",
+    "--quick-every",
     "--resume",
     "--deltas",
     "--profiles",
@@ -385,7 +389,7 @@ fn usage() -> String {
      [--duration S] [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S] \
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
      [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
-     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
+     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] [--quick-every S] \
      [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1] [--profiles 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \
      wizard-bench table [--history FILE] [--last N]\n       \

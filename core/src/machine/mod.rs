@@ -13,6 +13,7 @@ pub mod ai_bridge;
 pub mod audience;
 pub mod lobby;
 pub mod matchmaker;
+pub mod name_holds;
 pub mod overload;
 pub mod profiles;
 pub mod rating;

@@ -34,6 +34,7 @@ use crate::machine::ai_bridge::AiBridge;
 use crate::machine::audience::Audience;
 use crate::machine::lobby::LobbyManager;
 use crate::machine::matchmaker::{MatchConfig, Matchmaker};
+use crate::machine::name_holds::NameHolds;
 use crate::machine::overload::breaker::{BreakerConfig, BreakerState};
 use crate::machine::overload::connections::ConnectionLimiter;
 use crate::machine::overload::level::{LoadLevels, LoadThresholds};
@@ -158,6 +159,8 @@ pub struct Server {
     profiles: ProfileRegistry,
     /// New profiles per address (`PROFILE_CREATE_RATE`).
     profile_rate: KeyedRateLimiter<IpKey>,
+    /// Profile names another shard's creation holds, or the shared store left unchecked.
+    name_holds: NameHolds,
     /// Public game ids.
     game_ids: ChaCha12Rng,
     /// Profiles changed since a shell last asked, while one watches
@@ -308,6 +311,7 @@ impl Server {
                 rng::fork(&seed, Purpose::ProfileIds),
             ),
             profile_rate,
+            name_holds: NameHolds::default(),
             game_ids: rng::fork(&seed, Purpose::GameIds),
             profile_changes: None,
             wall_epoch_ms: 0,

@@ -31,4 +31,30 @@ pub struct SharedProfiles {
     /// The key digest asked, in lower-case hex, when it answered: a profile this
     /// server holds with that digest and that is not in `found` was deleted elsewhere.
     pub asked_key_sha256: Option<String>,
+    /// The name keys of a `create_profile` it was asked about ([`crate::vocabulary::names::keys`]),
+    /// with what it says of them.
+    pub names: Option<NameClaim>,
+}
+
+/// Whether a name asked about may be taken here now. A shard's shell claims a name's
+/// keys in the shared store before the core sees `create_profile`; the claim is atomic
+/// there, so two shards asking for the same name (or two look-alikes) at once get one
+/// `Claimed` and one `HeldElsewhere`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameClaim {
+    /// The name keys asked.
+    pub keys: Vec<String>,
+    /// What the shared store said of them.
+    pub answer: ClaimAnswer,
+}
+
+/// The shared store's answer to a name's claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimAnswer {
+    /// This shard holds the name's keys: it may create a profile with it.
+    Claimed,
+    /// Another shard's creation holds one of them: the name is taken.
+    HeldElsewhere,
+    /// The store did not answer (full queue, failure, timeout): nothing is known.
+    Unanswered,
 }

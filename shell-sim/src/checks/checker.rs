@@ -433,9 +433,14 @@ impl Checker {
     }
 
     fn notes(&mut self, r: &mut Report, now: Time, out: &[Output]) {
+        // A seat given up at `SESSION_TTL` or by eviction at `MAX_SESSIONS` turns AI, and
+        // a game left with no human is deleted (ARCHITECTURE.md, "What the absent hold");
+        // the deletion follows the note in the same outputs.
+        let mut seat_given_up = false;
         for o in out {
             let Output::Note(n) = o else { continue };
             match n {
+                Note::SessionExpired | Note::SessionEvicted => seat_given_up = true,
                 Note::LevelChanged { from, to, .. } => {
                     r.level_changes
                         .push((now.0 as f64 / 1e6, from.name(), to.name()));
@@ -463,7 +468,10 @@ impl Checker {
                 Note::GameFinished { lobby } => {
                     self.running.remove(lobby);
                 }
-                Note::LobbyDeleted { lobby } if self.running.remove(lobby).is_some() => {
+                // The guard forgets the lobby either way.
+                Note::LobbyDeleted { lobby }
+                    if self.running.remove(lobby).is_some() && !seat_given_up =>
+                {
                     self.deleted_running.push((now, *lobby));
                 }
                 _ => {}

@@ -65,6 +65,17 @@ impl Expiry {
         }
     }
 
+    /// The restored process starts at `now`: a walker that walked while the process was
+    /// down closed a connection no process heard of; `Server::restore` counts every
+    /// human as disconnected since the restore (`SESSION_TTL` starts again), so its TTL
+    /// starts now.
+    pub fn restored(&mut self, now: Time) {
+        self.by_conn = ConnMap::default();
+        for w in self.walkers.values_mut() {
+            w.left_at.get_or_insert(now);
+        }
+    }
+
     /// The player `player_id` closes `conn` now and never comes back.
     pub fn walked(&mut self, conn: ConnId, player_id: &str) {
         self.walkers.insert(player_id.to_owned(), Walker::default());

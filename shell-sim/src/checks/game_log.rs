@@ -388,6 +388,10 @@ fn progress(
         match (due, *wait) {
             (None, _) => *wait = None,
             (Some(bound_us), None) => *wait = Some(fresh(bound_us)),
+            // The seats owed changed kind without a move (a human's seat given up at
+            // `SESSION_TTL` turns AI): the core's turn book restarts such a seat's turn
+            // as its new kind (`TurnBook::sync`), so its wait starts now.
+            (Some(bound_us), Some(w)) if w.bound_us != bound_us => *wait = Some(fresh(bound_us)),
             (Some(_), Some(_)) => {}
         }
         return;

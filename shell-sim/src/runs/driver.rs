@@ -13,6 +13,7 @@ use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::ids::LobbyId;
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::vocabulary::stats::Counters;
+use wizard_core::vocabulary::wire::{CloseCode, LobbyStatus};
 use wizard_core::{Server, Time};
 
 use crate::actors::ai::AiService;
@@ -369,6 +370,18 @@ impl Sim {
             Ev::ClientClosed { conn, code } => match cx.net.owner.get(&conn).copied() {
                 Some(Owner::Client(i)) => {
                     if let Some(c) = self.clients.get_mut(i) {
+                        // 1013 is refused only to a player of a running game: one whose
+                        // session is gone (given up at `SESSION_TTL`, or evicted at
+                        // `MAX_SESSIONS`: "its token stops working") is a new player,
+                        // and past `MAX_CONNECTIONS` "a token of no running game" gets
+                        // 1013 (PROTOCOL.md, "Connection limits"). Its last view may still
+                        // show the game: what counts is whether the server seats it.
+                        if code == Some(CloseCode::ConnectionLimit)
+                            && c.in_game
+                            && !seated_in_running_game(&self.host.server, c.player_id.as_deref())
+                        {
+                            c.in_game = false;
+                        }
                         c.closed(&mut cx, now, conn, code);
                     }
                 }
@@ -475,6 +488,21 @@ impl Sim {
             Ev::End => {}
         }
     }
+}
+
+/// Whether `player_id` holds a human seat (its session kept) in a running game of
+/// `server`.
+fn seated_in_running_game(server: &Server, player_id: Option<&str>) -> bool {
+    let Some(player_id) = player_id else {
+        return false;
+    };
+    server.durable_views().iter().any(|(record, _)| {
+        record.status == LobbyStatus::Playing
+            && record
+                .seats
+                .iter()
+                .any(|s| s.player_id == player_id && s.session.is_some())
+    })
 }
 
 /// The server's CPU as the embedded AI's workers find it (`actors/ai.rs`).

@@ -377,8 +377,9 @@ impl Sim {
                 );
             }
         }
-        // Honest players of a running game never leave it (they only lose connections),
-        // so its lobby must not disappear; an abuser may walk out of its own game.
+        // Honest players of a running game only lose connections, so its lobby must not
+        // disappear but when its last human seat is given up (`checker.rs` leaves those
+        // out); an abuser may walk out of its own game.
         for (at, lobby) in &self.check.deleted_running {
             if !started_by_abuser(&self.check, &self.net, *lobby) {
                 r.violation(*at, format!("lobby {lobby} deleted with its game running"));

@@ -94,6 +94,7 @@ impl Sim {
                 .violation(now, format!("the restart could not restore: {why}"));
             return;
         }
+        self.check.games.expiry.restored(now);
         for aside in self.host.server.set_aside() {
             self.report.violation(
                 now,

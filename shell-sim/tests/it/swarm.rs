@@ -28,6 +28,54 @@ fn an_ai_broadcast_in_the_same_call_is_no_second_answer() {
     }
 }
 
+/// Runs each seed as the swarm does and asserts it passes every checker.
+fn seeds_pass(seeds: &[u64]) {
+    for &seed in seeds {
+        let result = wizard_sim::runs::swarm::run(seed, 1);
+        assert_eq!(result.runs, 1);
+        assert!(
+            result.failures.is_empty(),
+            "seed {seed}: {}",
+            result.render()
+        );
+    }
+}
+
+/// Seed 2208: a player walked away while the process was down, so no process heard
+/// its close; the restored one counts it disconnected from the restore and gives its
+/// seat up `SESSION_TTL` later. The expiry checker starts its TTL at the restore.
+#[test]
+fn a_walker_during_a_kill_keeps_its_seat_ttl_from_the_restore() {
+    seeds_pass(&[2208]);
+}
+
+/// Seeds 2171 and 4510: a player whose session was gone (evicted at `MAX_SESSIONS` by
+/// new players just after a restore; given up at `SESSION_TTL` while the socket cap
+/// kept it out) came back past `MAX_CONNECTIONS` with its dead token and got 1013, as
+/// the contract says for a token of no running game. Its last view still showed the
+/// game; the check asks whether the server seats it.
+#[test]
+fn a_player_whose_session_is_gone_may_get_1013() {
+    seeds_pass(&[2171, 4510]);
+}
+
+/// Seeds 4472 and 8222: one human of a game walked away and the other was kept out by
+/// the socket cap past `SESSION_TTL`; the last human seat given up left the game with
+/// no human, and the core deleted it. Deleting a running game is a violation unless a
+/// seat was given up in the same step.
+#[test]
+fn a_game_left_with_no_human_at_session_ttl_may_be_deleted() {
+    seeds_pass(&[4472, 8222]);
+}
+
+/// Seed 1771: a human's seat with a turn timer was given up at `SESSION_TTL` before
+/// its turn ran out; the AI that took it started its turn then and moved within its
+/// own bound. The progress checker restarts the wait when the seats owed change kind.
+#[test]
+fn a_seat_turned_ai_starts_its_wait_afresh() {
+    seeds_pass(&[1771]);
+}
+
 /// Seed 621 (crowds of spectators): a `start_game` refused `busy` shared its `handle`
 /// call with the spectators' list shown at `SPECTATORS_STATE_INTERVAL`, a broadcast
 /// with no note; the one-outcome checker counted it as a view answering the refused

@@ -20,15 +20,26 @@
 //!   taken on any shard is taken on every shard.
 //! - **Bounds.** One thread and one connection per process answer lookups in turn;
 //!   at most [`LOOKUPS_QUEUED_MAX`] wait, and a reader waits [`LOOKUP_WAIT`] at most.
-//!   A lookup that finds the queue full, times out or fails is skipped: the message
-//!   goes on with what this shard holds (a key it does not know signs in as a guest,
-//!   which PROTOCOL.md 7.1 allows). Only a key of the right shape (its 30 bytes
+//!   A key's lookup that finds the queue full, times out or fails is skipped: the
+//!   message goes on with what this shard holds (a key it does not know signs in as a
+//!   guest, which PROTOCOL.md 7.1 allows); a name's is answered `Unanswered`. Only a key of the right shape (its 30 bytes
 //!   decode) and a name the name rules accept are looked up. The per-address budgets
 //!   (`JOIN_FAIL_RATE` for failed keys, `PROFILE_CREATE_RATE`) stay the core's.
-//! - **What is not closed.** Two shards creating the same name (or two look-alikes)
-//!   within the same few milliseconds both pass their lookup; the second commit keeps
-//!   the first name's rows (`ON CONFLICT DO NOTHING`) and both profiles exist, each
-//!   unique on its own shard.
+//! - **Name claims.** A `create_profile`'s lookup first claims the name's keys in
+//!   `wizard_profile_name_claims` for this shard (one `INSERT ... ON CONFLICT`, the
+//!   keys in sorted order, so that two claims never wait on each other in a cycle), then reads the
+//!   profiles holding them, in one transaction. PostgreSQL's unique key makes the claim
+//!   atomic: of two shards asking for the same name (or two look-alikes) at once, one
+//!   holds every key and the other finds one held and claims nothing (its transaction
+//!   is rolled back). The answer tells the core (`NameClaim`): `Claimed`, or
+//!   `HeldElsewhere` (the name is taken: `not_allowed`), or `Unanswered` when the
+//!   lookup was skipped (the core answers `busy`: a name is never created unchecked).
+//!   A claim is this shard's for [`CLAIM_HOLD`]: the writer drops it when the profile's
+//!   names are committed, and a claim whose profile was never made (refused by the
+//!   core's own limits) frees the name once that time is over; expired claims are
+//!   deleted by the next claim. A shard asking again for a name it holds keeps it.
+//!   A profile's names are committed after its claim, so a claim made after that
+//!   commit finds them in the same transaction.
 
 use std::time::Duration;
 
@@ -40,7 +51,7 @@ use tracing::warn;
 use wizard_core::machine::profiles::{PROFILE_KEY_BYTES, ProfileRecord};
 use wizard_core::machine::records::Record;
 use wizard_core::vocabulary::names;
-use wizard_core::vocabulary::profile::SharedProfiles;
+use wizard_core::vocabulary::profile::{ClaimAnswer, NameClaim, SharedProfiles};
 use wizard_core::vocabulary::rng;
 use wizard_core::vocabulary::shard::ShardId;
 use wizard_core::vocabulary::wire::ClientMessage;
@@ -51,6 +62,9 @@ use super::postgres::connect;
 pub const LOOKUPS_QUEUED_MAX: usize = 256;
 /// How long a reader waits for a lookup's answer before it goes on without it.
 pub const LOOKUP_WAIT: Duration = Duration::from_secs(2);
+/// How long a name's claim holds it for its shard: far longer than a profile's records
+/// take to be committed (the store's writer commits within its sync interval).
+pub const CLAIM_HOLD: Duration = Duration::from_secs(30);
 
 /// The shared tables, created with the records' table.
 pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS wizard_profiles (
@@ -64,7 +78,14 @@ CREATE TABLE IF NOT EXISTS wizard_profile_names (
     name_key text PRIMARY KEY,
     id text NOT NULL
 );
-CREATE INDEX IF NOT EXISTS wizard_profile_names_id ON wizard_profile_names (id);";
+CREATE INDEX IF NOT EXISTS wizard_profile_names_id ON wizard_profile_names (id);
+CREATE TABLE IF NOT EXISTS wizard_profile_name_claims (
+    name_key text PRIMARY KEY,
+    shard text NOT NULL,
+    claimed_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS wizard_profile_name_claims_at
+    ON wizard_profile_name_claims (claimed_at);";
 
 /// A change to the shared tables that a committed record makes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,6 +131,10 @@ pub fn apply<'a>(
                      ON CONFLICT (name_key) DO NOTHING",
                     &[&keys, &p.id],
                 )?;
+                tx.execute(
+                    "DELETE FROM wizard_profile_name_claims WHERE name_key = ANY($1)",
+                    &[&keys],
+                )?;
             }
             ProfileChange::Gone(id) => {
                 tx.execute("DELETE FROM wizard_profiles WHERE id = $1", &[id])?;
@@ -125,13 +150,19 @@ pub fn apply<'a>(
 enum Query {
     /// The profile whose key digest is this (lower-case hex).
     Key(String),
-    /// The profiles holding any of these name keys.
+    /// The profiles holding any of these name keys, after claiming them.
     Names(Vec<String>),
+}
+
+/// A lookup's answer: the profiles found, and for a name whether this shard holds it.
+struct Found {
+    profiles: Vec<ProfileRecord>,
+    claimed: bool,
 }
 
 struct Ask {
     query: Query,
-    answer: Sender<Vec<ProfileRecord>>,
+    answer: Sender<Found>,
 }
 
 /// The lookups of one process: a thread with its own connection to the shared store.
@@ -161,7 +192,7 @@ impl Directory {
     /// Asks the shared store about the profiles `message` names: `None` when there is
     /// nothing to ask or the queue is full.
     pub fn lookup(&self, message: &ClientMessage) -> Option<Pending> {
-        let (query, asked) = match message {
+        let (query, asked, names) = match message {
             ClientMessage::Hello {
                 profile_key: Some(key),
                 ..
@@ -171,18 +202,29 @@ impl Directory {
                     .iter()
                     .map(|b| format!("{b:02x}"))
                     .collect();
-                (Query::Key(digest.clone()), Some(digest))
+                (Query::Key(digest.clone()), Some(digest), None)
             }
             ClientMessage::CreateProfile { name } => {
                 let name = names::clean(name).ok()?;
-                (Query::Names(names::keys(&name).into()), None)
+                let mut keys: Vec<String> = names::keys(&name).into();
+                keys.sort();
+                keys.dedup();
+                (Query::Names(keys.clone()), None, Some(keys))
             }
             _ => return None,
         };
         let (answer, answered) = async_channel::bounded(1);
+        let pending = Pending {
+            answered,
+            asked,
+            names,
+        };
         match self.asks.try_send(Ask { query, answer }) {
-            Ok(()) => Some(Pending { answered, asked }),
-            Err(TrySendError::Full(_) | TrySendError::Closed(_)) => None,
+            Ok(()) => Some(pending),
+            // A name is answered `Unanswered` (its sender is gone); a key is not looked up.
+            Err(TrySendError::Full(_) | TrySendError::Closed(_)) => {
+                pending.names.is_some().then_some(pending)
+            }
         }
     }
 }
@@ -190,12 +232,15 @@ impl Directory {
 /// A lookup on its way.
 #[derive(Debug)]
 pub struct Pending {
-    answered: Receiver<Vec<ProfileRecord>>,
+    answered: Receiver<Found>,
     asked: Option<String>,
+    /// The name keys asked, for a `create_profile`.
+    names: Option<Vec<String>>,
 }
 
 impl Pending {
-    /// The answer, or `None` when it failed or took longer than [`LOOKUP_WAIT`].
+    /// The answer, or `None` when a key's lookup failed or took longer than
+    /// [`LOOKUP_WAIT`]; a name's lookup always answers (`Unanswered` then).
     pub async fn news(self) -> Option<SharedProfiles> {
         let answered = self.answered;
         let found = async { answered.recv().await.ok() }
@@ -203,10 +248,22 @@ impl Pending {
                 async_io::Timer::after(LOOKUP_WAIT).await;
                 None
             })
-            .await?;
+            .await;
+        let names = self.names.map(|keys| NameClaim {
+            keys,
+            answer: match &found {
+                Some(f) if f.claimed => ClaimAnswer::Claimed,
+                Some(_) => ClaimAnswer::HeldElsewhere,
+                None => ClaimAnswer::Unanswered,
+            },
+        });
+        if found.is_none() && names.is_none() {
+            return None;
+        }
         Some(SharedProfiles {
-            found,
+            found: found.map(|f| f.profiles).unwrap_or_default(),
             asked_key_sha256: self.asked,
+            names,
         })
     }
 }
@@ -225,7 +282,7 @@ fn serve(url: &str, shard: Option<ShardId>, queue: &Receiver<Ask>) {
             }
         }
         let Some(c) = client.as_mut() else { continue };
-        match lookup(c, &ask.query) {
+        match lookup(c, shard, &ask.query) {
             Ok(found) => {
                 let _ = ask.answer.try_send(found);
             }
@@ -237,20 +294,67 @@ fn serve(url: &str, shard: Option<ShardId>, queue: &Receiver<Ask>) {
     }
 }
 
-fn lookup(client: &mut Client, query: &Query) -> Result<Vec<ProfileRecord>, postgres::Error> {
-    let rows = match query {
-        Query::Key(digest) => client.query(
-            "SELECT body FROM wizard_profiles WHERE key_sha256 = $1",
-            &[digest],
-        )?,
-        Query::Names(keys) => client.query(
-            "SELECT p.body FROM wizard_profile_names n JOIN wizard_profiles p ON p.id = n.id
-             WHERE n.name_key = ANY($1)",
-            &[keys],
-        )?,
+fn lookup(
+    client: &mut Client,
+    shard: Option<ShardId>,
+    query: &Query,
+) -> Result<Found, postgres::Error> {
+    let (rows, claimed) = match query {
+        Query::Key(digest) => (
+            client.query(
+                "SELECT body FROM wizard_profiles WHERE key_sha256 = $1",
+                &[digest],
+            )?,
+            false,
+        ),
+        Query::Names(keys) => claim(client, shard, keys)?,
     };
-    Ok(rows
+    let profiles = rows
         .iter()
         .filter_map(|r| serde_json::from_str(r.get::<_, &str>(0)).ok())
-        .collect())
+        .collect();
+    Ok(Found { profiles, claimed })
+}
+
+/// Claims `keys` (sorted) for `shard` and reads the profiles holding them, in one
+/// transaction: the profiles' rows, and whether every key is this shard's. The claim
+/// stays only when every key is and no profile holds one.
+fn claim(
+    client: &mut Client,
+    shard: Option<ShardId>,
+    keys: &[String],
+) -> Result<(Vec<postgres::Row>, bool), postgres::Error> {
+    let me = shard.map(|s| s.to_string()).unwrap_or_default();
+    let hold_s = CLAIM_HOLD.as_secs_f64();
+    let mut tx = client.transaction()?;
+    tx.execute(
+        "DELETE FROM wizard_profile_name_claims
+         WHERE claimed_at < now() - make_interval(secs => $1)",
+        &[&hold_s],
+    )?;
+    // A key held by another shard's live claim is left alone and not returned.
+    let held = tx.query(
+        "INSERT INTO wizard_profile_name_claims (name_key, shard, claimed_at)
+         SELECT k, $2, now() FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) ORDER BY i
+         ON CONFLICT (name_key) DO UPDATE
+         SET shard = EXCLUDED.shard, claimed_at = EXCLUDED.claimed_at
+         WHERE wizard_profile_name_claims.shard = EXCLUDED.shard
+            OR wizard_profile_name_claims.claimed_at
+               < EXCLUDED.claimed_at - make_interval(secs => $3)
+         RETURNING name_key",
+        &[&keys, &me, &hold_s],
+    )?;
+    let claimed = held.len() == keys.len();
+    let rows = tx.query(
+        "SELECT p.body FROM wizard_profile_names n JOIN wizard_profiles p ON p.id = n.id
+         WHERE n.name_key = ANY($1)",
+        &[&keys],
+    )?;
+    // A name a profile holds is taken: nothing to keep the claim for.
+    if claimed && rows.is_empty() {
+        tx.commit()?;
+    } else {
+        tx.rollback()?;
+    }
+    Ok((rows, claimed))
 }

@@ -7,6 +7,7 @@
 //   REPLAY_URL        a server on a SQLite store with AI_MOVE_DELAY=0 and TRICK_PAUSE=0
 //   OUT_DIR   where screenshots go (target/e2e)
 //   SHARD_URL HAProxy with deploy/haproxy.cfg in front of two shards (A, B), or empty
+//   SHARD_PG  non-empty when those shards share a PostgreSQL store
 // Scenarios: busy notice and the 1013 "server full" banner with its retry; a second
 // browser context joining by code; host options and the rate-limit toast; Start game
 // disabled with "Server busy" once the one allowed game runs; a full 3-player game
@@ -18,7 +19,8 @@
 // and the sound toggle; a spectator of a running game by its watch link (no hand or
 // hidden bid in any frame or in the page) and table chat (plain text, mute, rate-limit
 // toast); behind HAProxy, an invite link and a watch link for a lobby on another shard
-// (shards.mjs); the replay of a finished game stepped by move and by trick, from the end
+// (shards.mjs), and with their PostgreSQL store a quick-play table on the other shard
+// reached by following `matched`; the replay of a finished game stepped by move and by trick, from the end
 // screen and by its link (replay.mjs); profiles: create, reload, a rated game, the
 // profile page, the leaderboard, forget, the key link, delete (profiles.mjs); no errors
 // in any browser console.
@@ -50,6 +52,8 @@ const WEB_DIR = process.env.WEB_DIR;
 // HAProxy (deploy/haproxy.cfg) in front of shards A and B; empty when run.sh found no
 // haproxy (the shard scenario is then skipped, and says so).
 const SHARD_URL = process.env.SHARD_URL;
+// Non-empty when those shards share a PostgreSQL store (quick play across shards).
+const SHARD_PG = process.env.SHARD_PG;
 
 if (!BASE || !BUSY || !DURABLE || !DURABLE_PID_FILE || !REPLAY) {
   console.error('BASE_URL, BUSY_URL, DURABLE_URL, DURABLE_PID_FILE and REPLAY_URL must be set (run.sh does)');
@@ -493,7 +497,7 @@ async function main() {
   if (SHARD_URL) {
     const webDir = WEB_DIR ?? join(import.meta.dirname, '..', '..', 'web');
     const shardPage = (label, viewport) => newPage(label, viewport, webDir);
-    await shardScenarios({ scenario, newPage: shardPage, assert, visible, text, URL: SHARD_URL });
+    await shardScenarios({ scenario, newPage: shardPage, assert, visible, text, log, URL: SHARD_URL, pg: SHARD_PG });
   } else {
     log('SKIPPED the shard scenario: no haproxy (run.sh sets SHARD_URL when it can start one)');
   }

@@ -5,7 +5,8 @@
 # loopback ports (a third on a SQLite store, started again whenever it exits, a fourth
 # on its own SQLite store with no pauses for the replay scenario; and,
 # when Debian's haproxy is there or can be installed, two shards behind HAProxy with
-# deploy/haproxy.cfg), runs the test in headless Chromium and stops the servers.
+# deploy/haproxy.cfg, on one PostgreSQL store when PostgreSQL is there or can be
+# installed), runs the test in headless Chromium and stops the servers.
 # Screenshots and server logs go to target/e2e/. Bounded in time throughout.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -44,6 +45,7 @@ free_port() {
 }
 
 pids=()
+pg_pid=""
 durable_dir="$out/durable"
 cleanup() {
   # The durable server's loop first, so that it starts no new server.
@@ -52,6 +54,17 @@ cleanup() {
   for pid in "${pids[@]}"; do
     kill "$pid" 2>/dev/null || true
   done
+  # PostgreSQL last, once the shards are gone (SIGINT: a fast shutdown).
+  if [ -n "$pg_pid" ]; then
+    for pid in "${pids[@]}"; do
+      for _ in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
+    done
+    kill -INT "$pg_pid" 2>/dev/null || true
+    pids+=("$pg_pid")
+  fi
   # SIGTERM lets a server close its websockets; after 10 s it is killed.
   for pid in "${pids[@]}"; do
     for _ in $(seq 1 100); do
@@ -139,7 +152,45 @@ if ! command -v haproxy >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >
   export DEBIAN_FRONTEND=noninteractive
   timeout 600 apt-get install -y -qq haproxy >/dev/null 2>&1 || true
 fi
+# The shards share one PostgreSQL store when PostgreSQL is there or can be installed
+# (.ci/install-postgres.sh): a server of its own in target/e2e/pg (as the postgres user
+# when root, which PostgreSQL refuses to run as), so that quick play is one pool across
+# the shards. Else each shard keeps its games in memory and the scenario of a table on
+# the other shard is skipped (SHARD_PG empty).
+shard_store=(STORE=memory)
+shard_pg=""
+start_pg() {
+  local bin pg_dir="$out/pg" as=() port
+  if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null; then
+    bash "$root/.ci/install-postgres.sh" >/dev/null || return 1
+  fi
+  bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
+  rm -rf "$pg_dir"
+  mkdir -p "$pg_dir"
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || return 1
+    chown postgres: "$pg_dir"
+    as=("$(command -v setpriv)" --reuid=postgres --regid=postgres --init-groups)
+  fi
+  env -i LANG=C.UTF-8 "${as[@]}" "$bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 --no-sync \
+    >"$out/pg-initdb.log" 2>&1 || return 1
+  port="$(free_port)"
+  env -i LANG=C.UTF-8 "${as[@]}" "$bin/postgres" -D "$pg_dir/data" -p "$port" -c listen_addresses=127.0.0.1 \
+    -c unix_socket_directories= >"$out/pg.log" 2>&1 &
+  pg_pid="$!"
+  for _ in $(seq 1 200); do
+    if "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -qAt -c 'CREATE DATABASE wizard' postgres >/dev/null 2>&1; then
+      shard_store=(STORE="postgres://postgres@127.0.0.1:$port/wizard" QUICK_PLAY_INTERVAL=0.2)
+      shard_pg=1
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
 if command -v haproxy >/dev/null; then
+  start_pg || echo "e2e: no PostgreSQL for the shards (their stores are in memory); its log: $out/pg.log"
   hap_port="$(free_port)"
   hap_env=(HAPROXY_BIND="127.0.0.1:$hap_port" HAPROXY_SOCKET="$out/haproxy.sock" HAPROXY_MAP_DIR="$root/deploy"
     HAPROXY_AI_BIND="127.0.0.1:$(free_port)")
@@ -147,7 +198,7 @@ if command -v haproxy >/dev/null; then
     for n in 1 2; do
       port="$(free_port)"
       if [ "$n" = 1 ] && [ "$s" != C ]; then
-        start "shard_$s" "$port" SHARD_ID="$s" TRUSTED_PROXIES=127.0.0.1
+        start "shard_$s" "$port" SHARD_ID="$s" TRUSTED_PROXIES=127.0.0.1 "${shard_store[@]}"
       fi
       hap_env+=("SHARD_${s}_${n}=127.0.0.1:$port")
     done
@@ -167,7 +218,7 @@ if command -v haproxy >/dev/null; then
 fi
 
 cd "$here"
-SHARD_URL="$shard_url" BASE_URL="http://127.0.0.1:$game_port" BUSY_URL="http://127.0.0.1:$busy_port" OUT_DIR="$out" \
+SHARD_URL="$shard_url" SHARD_PG="$shard_pg" BASE_URL="http://127.0.0.1:$game_port" BUSY_URL="http://127.0.0.1:$busy_port" OUT_DIR="$out" \
   DURABLE_URL="http://127.0.0.1:$durable_port" DURABLE_PID_FILE="$durable_dir/server.pid" \
   REPLAY_URL="http://127.0.0.1:$replay_port" \
   timeout 600 node e2e.mjs

@@ -2,8 +2,11 @@
 //! PostgreSQL (the PostgreSQL tests' [`Postgres`], skipped with one line where there is
 //! none): a name taken on one shard is taken on the other (look-alikes too), a profile
 //! made on A signs in on B and is rated there, A then signs it in with B's rating, and
-//! a profile deleted on B no longer signs in on A, whose name is free again.
+//! a profile deleted on B no longer signs in on A, whose name is free again; and when
+//! both shards are asked for the same name (or two look-alikes) at the same moment,
+//! exactly one creates it.
 
+use futures_util::future::join;
 use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::client::{Client, bounded, local, next_message, send, ws_from};
@@ -24,6 +27,76 @@ async fn refused(ws: &mut Client, name: &str) -> ErrorCode {
             _ => {}
         }
     }
+}
+
+/// Sends `create_profile` and returns what it got: the profile's id, or the error's code.
+async fn create(ws: &mut Client, name: &str) -> Result<String, ErrorCode> {
+    let create = ClientMessage::CreateProfile {
+        name: name.to_owned(),
+    };
+    send(ws, &create).await;
+    loop {
+        match next_message(ws).await {
+            ServerMessage::Error { code, .. } => return Err(code),
+            ServerMessage::Profile { id, .. } => return Ok(id),
+            _ => {}
+        }
+    }
+}
+
+/// Rounds of simultaneous creations.
+const RACE_ROUNDS: usize = 30;
+
+#[test]
+fn two_shards_creating_a_look_alike_name_at_once_make_one_profile() {
+    let Some(pg) =
+        Postgres::start("two_shards_creating_a_look_alike_name_at_once_make_one_profile")
+    else {
+        return;
+    };
+    let url = pg.database("races");
+    let env = |shard| [("SHARD_ID", shard), ("PROFILE_CREATE_RATE", "1000")];
+    let log = pg.dir().0.join("races.log");
+    let a = Process::start_env(&url, super::proxy::free_port(), &log, &env("A"));
+    let b = Process::start_env(&url, super::proxy::free_port(), &log, &env("B"));
+    bounded(180, async {
+        let mut on_a = ws_from(a.addr, local(41)).await;
+        hello(&mut on_a, None, None).await;
+        let mut on_b = ws_from(b.addr, local(42)).await;
+        hello(&mut on_b, None, None).await;
+        let mut won = [0; 2];
+        for round in 0..RACE_ROUNDS {
+            // Two letters per round: names of letters only, each round's its own.
+            let tag: String = [round / 26, round % 26]
+                .iter()
+                .map(|&n| char::from(b'a' + u8::try_from(n).unwrap()))
+                .collect();
+            let name = format!("Rival{tag}");
+            // The same name in capitals, a Cyrillic look-alike or an invisible character.
+            let alike = match round % 3 {
+                0 => name.to_uppercase(),
+                1 => name.replacen('a', "\u{0430}", 1),
+                _ => name.replacen('v', "v\u{200b}", 1),
+            };
+            let (got_a, got_b) = join(create(&mut on_a, &name), create(&mut on_b, &alike)).await;
+            match (&got_a, &got_b) {
+                (Ok(_), Err(ErrorCode::NotAllowed)) => won[0] += 1,
+                (Err(ErrorCode::NotAllowed), Ok(_)) => won[1] += 1,
+                _ => panic!("round {round}: {name:?} on A {got_a:?}, {alike:?} on B {got_b:?}"),
+            }
+            // Afterwards the name is taken on both shards.
+            for ws in [&mut on_a, &mut on_b] {
+                assert_eq!(
+                    create(ws, &name).await,
+                    Err(ErrorCode::NotAllowed),
+                    "{name:?}"
+                );
+            }
+        }
+        println!("names won by A and B: {won:?}");
+    });
+    a.stop();
+    b.stop();
 }
 
 #[test]

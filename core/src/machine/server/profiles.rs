@@ -13,6 +13,7 @@
 //! without running this, never rates a game twice.
 
 use crate::machine::lobby::{LobbyError, Occupant, clean_name};
+use crate::machine::name_holds::Hold;
 use crate::machine::profiles::{CreateError, Profile};
 use crate::machine::rating::{self, Figure, Rating};
 use crate::machine::records::Record;
@@ -85,6 +86,9 @@ impl Server {
         if self.profiles.name_taken(&name, None) {
             return Err(LobbyError::NotAllowed("That profile name is taken."));
         }
+        if self.name_held(conn, &name, out)? {
+            return Ok(());
+        }
         let Some(ip) = self.conn_ip(conn) else {
             return Ok(());
         };
@@ -143,6 +147,31 @@ impl Server {
         });
         self.seat_signed_in(now, session, out);
         Ok(())
+    }
+
+    /// Whether the shared store's claims stop `name`'s creation: `Err` when another
+    /// shard's creation holds it, `Ok(true)` once `busy` is answered because the store
+    /// left it unchecked.
+    fn name_held(
+        &mut self,
+        conn: ConnId,
+        name: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<bool, LobbyError> {
+        match self.name_holds.hold(name) {
+            Some(Hold::Elsewhere) => Err(LobbyError::NotAllowed("That profile name is taken.")),
+            Some(Hold::Unchecked) => {
+                self.send_error(
+                    conn,
+                    ErrorCode::Busy,
+                    "Profile names cannot be checked right now, try again.",
+                    Some(NAME_UNCHECKED_RETRY_MS),
+                    out,
+                );
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     pub(super) fn delete_profile(
@@ -307,8 +336,12 @@ impl Server {
     /// message names (profiles across shards): each profile newer than this server's
     /// copy is taken (and recorded, so that a restart still rates its seats), and the
     /// one asked for by its key digest and no longer there was deleted on another
-    /// shard: it is forgotten here too.
+    /// shard: it is forgotten here too. The claim of a `create_profile`'s name holds it
+    /// or frees it ([`crate::machine::name_holds::NameHolds`]).
     pub(super) fn learn_profiles(&mut self, news: &SharedProfiles) {
+        if let Some(claim) = &news.names {
+            self.name_holds.learn(claim);
+        }
         for record in &news.found {
             if self.profiles.learn(record) {
                 self.persist_profile(&record.id);
@@ -341,6 +374,9 @@ impl Server {
         }
     }
 }
+
+/// The wait a `busy` answer suggests when the shared store left a profile name unchecked.
+pub const NAME_UNCHECKED_RETRY_MS: u64 = 2_000;
 
 /// Profiles on a leaderboard need this many rated games.
 pub const LEADERBOARD_GAMES_MIN: u32 = 5;
