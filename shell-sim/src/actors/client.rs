@@ -39,6 +39,8 @@ pub enum Role {
     Solo,
     /// The liveness phase's probe: creates one lobby.
     Prober,
+    /// A quick-play player (`actors/quick.rs`): queued, seated by the server, one game.
+    Quick,
 }
 
 /// New work in flight, for its latency.
@@ -117,6 +119,8 @@ pub struct Client {
     /// What this player saw before the kill, held against its first view after it
     /// resumed (`checks/resume.rs`).
     pub(crate) resume: Option<crate::checks::resume::Seen>,
+    /// A quick-play player's plan (`actors/quick.rs`).
+    pub quick: Option<crate::actors::quick::QuickPlan>,
 }
 
 impl Client {
@@ -168,6 +172,7 @@ impl Client {
             last_state: None,
             restart_floor: None,
             resume: None,
+            quick: None,
         }
     }
 
@@ -236,11 +241,15 @@ impl Client {
         if !self.welcomed {
             return;
         }
-        self.step_lobby(cx, now);
+        if self.role == Role::Quick {
+            self.step_quick(cx, now);
+        } else {
+            self.step_lobby(cx, now);
+        }
         self.step_play(cx, now);
     }
 
-    fn may_retry(&self, now: Time) -> bool {
+    pub(crate) fn may_retry(&self, now: Time) -> bool {
         now >= self.retry_at && (self.accepting || self.retry != Retry::Backoff)
     }
 

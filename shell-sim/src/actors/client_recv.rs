@@ -64,13 +64,13 @@ impl Client {
                 }) => self.on_error(cx, now, code, retry_after_ms),
                 // Chat lines gave way in this slow reader's queue: the note counts them.
                 Ok(ServerMessage::ChatGap { .. }) => cx.report.cover("chat_gap"),
+                Ok(ServerMessage::Queued { .. }) => self.on_queued(cx, now),
                 Ok(
                     ServerMessage::State { .. }
                     | ServerMessage::Delta { .. }
                     | ServerMessage::Chat { .. }
                     | ServerMessage::Profile { .. }
                     | ServerMessage::ProfileDeleted { .. }
-                    | ServerMessage::Queued { .. }
                     | ServerMessage::Matched { .. }
                     | ServerMessage::Tables { .. },
                 )
@@ -213,7 +213,7 @@ impl Client {
 
     fn give_up(&mut self, cx: &mut Ctx<'_>, now: Time) {
         self.done = true;
-        if self.role == Role::Solo {
+        if matches!(self.role, Role::Solo | Role::Quick) {
             self.leave(cx, now);
         }
     }
@@ -288,7 +288,7 @@ impl Client {
             self.return_sent = false;
         }
         self.add_ai_sent = false;
-        if self.role == Role::Solo
+        if matches!(self.role, Role::Solo | Role::Quick)
             && lobby
                 .as_ref()
                 .is_some_and(|l| l.status == LobbyStatus::Finished)

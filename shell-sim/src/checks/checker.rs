@@ -62,6 +62,8 @@ pub struct Checker {
     pub deleted_running: Vec<(Time, LobbyId)>,
     /// What the players of each game are shown (`games.rs`).
     pub games: Games,
+    /// The quick-play pool's shadow (`quick.rs`).
+    pub quick: crate::checks::quick::Quick,
 }
 
 /// The checkers and the report seen together by the host.
@@ -88,6 +90,7 @@ impl Checker {
             // was left).
             started_by: std::mem::take(&mut self.started_by),
             games: self.games.restarted(),
+            quick: self.quick.restarted(),
             ..Checker::default()
         };
         *self = fresh;
@@ -194,7 +197,7 @@ impl Checker {
         if h.message == Some("create_lobby")
             && let Some(ip) = ip
         {
-            self.judge_lobby_rate(r, h, c, ip);
+            self.judge_lobby_rate(r, h, c, ip, out);
         }
         if h.dropped || h.messages_accepted == 0 {
             return;
@@ -205,8 +208,10 @@ impl Checker {
             states,
             busy,
         } = Answers::to(conn, out);
-        // Exactly one outcome: an `error` (and no new view), or what the message did.
-        if errors > 1 || answers == 0 || (errors == 1 && states > 0) {
+        // Exactly one outcome: an `error` (and no new view), or what the message did;
+        // `cancel_quick_play` is answered by nothing (PROTOCOL.md 7.2).
+        let silent = h.message == Some("cancel_quick_play");
+        if errors > 1 || (answers == 0 && !silent) || (errors == 1 && states > 0) {
             r.violation(
                 now,
                 format!(
@@ -240,10 +245,23 @@ impl Checker {
 
     /// The lobbies created from `ip` stay within the lobby creation rate (per minute)
     /// since its first attempt.
-    fn judge_lobby_rate(&mut self, r: &mut Report, h: &Handled, c: &Config, ip: IpAddr) {
+    fn judge_lobby_rate(
+        &mut self,
+        r: &mut Report,
+        h: &Handled,
+        c: &Config,
+        ip: IpAddr,
+        out: &[Output],
+    ) {
         let now = h.now;
+        // The quick-play tables the same `handle` call seated (the matchmaker's
+        // deadline) are no lobby of this address.
+        let seated = out
+            .iter()
+            .filter(|o| matches!(o, Output::Note(Note::QuickPlaySeated { .. })))
+            .count() as u64;
         let e = self.lobby_per_ip.entry(ip).or_insert((now, 0));
-        e.1 += h.lobbies_created;
+        e.1 += h.lobbies_created.saturating_sub(seated);
         let burst = c.lobby_create_rate_per_min.ceil().max(1.0);
         let allowed = burst + per_sec(c.lobby_create_rate_per_min / 60.0, now.since_us(e.0)) + 1.0;
         if e.1 as f64 > allowed {
@@ -654,8 +672,15 @@ impl Observer for Observers<'_> {
             Input::LoadSample(sample) => k.on_sample(r, h.now, sample, server),
             _ => {}
         }
+        let deleted_before = k.deleted_running.len();
         k.notes(r, h.now, out);
+        if h.message == Some("quick_play") {
+            // Asking for a table leaves the running game for good (PROTOCOL.md 7.2): a
+            // lobby its last human left so is deleted by the rule, no lost game.
+            k.deleted_running.truncate(deleted_before);
+        }
         k.note_starter(h, out);
         k.after(r, h, server, out);
+        k.quick.handled(r, h, input, out, server);
     }
 }

@@ -110,6 +110,17 @@ impl GameLog {
         }
     }
 
+    /// Whether `events` open the game: the deal of round 1, as the first list of a log
+    /// that has no other yet.
+    fn opens(&self, events: &str) -> bool {
+        events.starts_with("[{\"type\":\"round_started\",\"round\":1,")
+            && match self.lists.as_slice() {
+                [] => true,
+                [first] => *first == fnv(FNV_OFFSET, events.as_bytes()),
+                _ => false,
+            }
+    }
+
     /// A frame for the connection whose place in the log is `at` (`None`: the first
     /// frame of this game on it). Returns its place after the frame.
     pub fn frame(
@@ -121,12 +132,22 @@ impl GameLog {
         bad: &mut Vec<String>,
     ) -> usize {
         let fresh = at.is_none();
-        if fresh && f.events != "[]" {
+        // A game created and started in one call (a quick-play table) has no waiting
+        // room to see: its seats' first view is its first list, the deal of round 1.
+        let start = fresh && self.opens(f.events);
+        if start && self.unseen {
+            let players = u8::try_from(f.lobby.players.len()).unwrap_or(0);
+            let rounds = 60 / players.max(1);
+            self.oracle = Some(Oracle::new(players, rounds, f.lobby.options.hidden_bids));
+            self.unseen = false;
+        }
+        let at = if start { Some(0) } else { at };
+        if fresh && !start && f.events != "[]" {
             bad.push("its first view of the game carries events (no snapshot first)".into());
         }
         // A snapshot after a stretch nobody saw: the oracle starts again from it.
         let resync = fresh && self.unseen;
-        seen.joined_midgame += u64::from(fresh && !self.lists.is_empty());
+        seen.joined_midgame += u64::from(fresh && !start && !self.lists.is_empty());
         seen.views += 1;
         seen.resyncs += u64::from(resync);
         let (at, moved) =

@@ -1,6 +1,6 @@
 //! The checkers of the server's promises: the per-input checker, what each game's
-//! players are shown (the oracle, the views, leaks), progress, session expiry and
-//! what a player resumes with after a restart.
+//! players are shown (the oracle, the views, leaks), progress, session expiry,
+//! what a player resumes with after a restart, and the quick-play pool.
 
 pub mod checker;
 pub mod expiry;
@@ -9,5 +9,6 @@ pub mod games;
 pub mod leak;
 pub mod oracle;
 pub mod progress;
+pub mod quick;
 pub mod resume;
 pub mod seat_view;

@@ -177,6 +177,8 @@ impl Sim {
         sim.check.games.expiry =
             crate::checks::expiry::Expiry::new(config.session_ttl_us, progress.map(|p| p.slack_us));
         sim.populate();
+        sim.populate_quick();
+        sim.check.quick = crate::checks::quick::Quick::new(progress.map(|p| p.slack_us));
         Ok(sim)
     }
 

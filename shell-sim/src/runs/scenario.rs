@@ -104,6 +104,36 @@ pub struct Arrivals {
     pub ips: u32,
 }
 
+/// Quick-play players (PROTOCOL.md 7.2): `count` clients arriving evenly over
+/// `spread_s` from `from_s` (a storm when the spread is short), each asking
+/// `quick_play` for a table of `seats_min` to `seats_max` seats and playing the game it
+/// is seated at, then leaving. While queued, a `cancel` share of them sends
+/// `cancel_quick_play` (and queues again `requeue_s` later, at most) and a `walk_away`
+/// share closes its connection for good, each after waiting up to `leave_after_s`.
+/// Refused (`busy`), they retry with their policy, up to `attempts_max` times.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuickPlay {
+    pub count: u32,
+    pub from_s: f64,
+    pub spread_s: f64,
+    pub seats_min: u8,
+    pub seats_max: u8,
+    pub pace: Pace,
+    /// Think time of human-paced players (null: 500 ms).
+    pub think_ms: Option<Dist>,
+    pub retry: Retry,
+    /// Give up after this many refusals (0: never).
+    pub attempts_max: u32,
+    /// Shares of the players that cancel, and that walk away, while queued.
+    pub cancel: f64,
+    pub walk_away: f64,
+    pub leave_after_s: f64,
+    pub requeue_s: f64,
+    /// Distinct addresses; 0 gives every player its own.
+    pub ips: u32,
+}
+
 /// Abusers: flooders (messages as fast as `rate_per_s`), lobby spammers
 /// (`create_lobby` at `rate_per_s`), connection storms (`rate_per_s` new connections,
 /// each held `hold_ms`), fragment flooders (`count` connections, each sending one
@@ -287,6 +317,9 @@ pub struct Scenario {
     pub window_bytes: usize,
     pub tables: Vec<Tables>,
     pub arrivals: Vec<Arrivals>,
+    /// Quick-play players (absent from files that have none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quick_play: Vec<QuickPlay>,
     pub attacks: Vec<Attack>,
     pub ai: Option<AiSpec>,
     pub stalls: Vec<Stall>,
@@ -322,6 +355,7 @@ impl Default for Scenario {
             window_bytes: 64 * 1024,
             tables: Vec::new(),
             arrivals: Vec::new(),
+            quick_play: Vec::new(),
             attacks: Vec::new(),
             ai: None,
             stalls: Vec::new(),

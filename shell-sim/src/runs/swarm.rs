@@ -78,6 +78,14 @@ pub const COVERAGE_REQUIRED: &[&str] = &[
     "process_exited",
     // Players who walk away: their sessions expire after SESSION_TTL.
     "session_expired",
+    // Quick play (`checks/quick.rs`): tables of players and tables filled with AI
+    // seats after QUICK_PLAY_WAIT, tickets cancelled, players walking away while
+    // queued, `quick_play` refused `busy`.
+    "quick_seated_full",
+    "quick_seated_with_ai",
+    "quick_cancelled",
+    "quick_walked_away",
+    "quick_refused_busy",
 ];
 
 /// A random scenario for `seed`. The draws of the main stream come in a fixed order
@@ -106,6 +114,7 @@ pub fn scenario(seed: u64) -> Scenario {
     spectators(seed, &mut s);
     chat(seed, &mut s);
     restarts(seed, &mut s);
+    crate::runs::quick::swarm_draw(seed, &mut s);
     s
 }
 

@@ -63,3 +63,14 @@ reaches! {
     chat_gap: "chat_gap" at 2;
     many_spectators: "spectators_many" at 1;
 }
+
+reaches! {
+    // Quick play: a table of players, a table filled with AI seats after
+    // QUICK_PLAY_WAIT, a ticket cancelled, a player walking away while queued, and
+    // `quick_play` refused `busy` (the quick-play checker holds each to its promise).
+    quick_seated_full: "quick_seated_full" at 3;
+    quick_seated_with_ai: "quick_seated_with_ai" at 4;
+    quick_cancelled: "quick_cancelled" at 4;
+    quick_walked_away: "quick_walked_away" at 14;
+    quick_refused_busy: "quick_refused_busy" at 7;
+}

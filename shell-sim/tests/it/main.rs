@@ -16,6 +16,7 @@ mod door_and_frames;
 mod executor;
 mod limits;
 mod metastability;
+mod quick_play;
 mod reconnect;
 mod recorded;
 mod restart;
