@@ -8,13 +8,13 @@
 # timelines side by side (bench/calibrate.py). Run on a quiet machine, then commit the
 # file and the doc. The points: "QUOTA_PERCENT GAMES AI_SEATS", each a pair of
 # scenarios fixtures/scenarios/calib_<quota>_<games>_ai<0|1>.json.
-# Env: POINTS ("15 30 3;30 60 3;25 40 2"), LOAD_SECS (12), RECOVER_SECS (20): shorter
+# Env: POINTS ("15 30 3;30 60 3;25 40 2;50 90 3"), LOAD_SECS (12), RECOVER_SECS (20): shorter
 # loads only to try the script (the scenarios load for 12 s).
 # Output: target/calibrate/<point>.md for each point, and a summary on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REL="${CARGO_TARGET_DIR:-target}/release"
-POINTS="${POINTS:-15 30 3;30 60 3;25 40 2}"
+POINTS="${POINTS:-15 30 3;30 60 3;25 40 2;50 90 3}"
 LOAD_SECS="${LOAD_SECS:-12}"
 RECOVER_SECS="${RECOVER_SECS:-20}"
 bench/build_release.sh >&2

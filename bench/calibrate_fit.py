@@ -34,18 +34,34 @@ def rate(rows, secs):
     return sum(xs) / len(xs) if xs else 0.0
 
 
+def search_share(text, pattern):
+    """The share of the embedded AI's decisions the primary agent (search) made, per
+    mille: the real server's from bench/cpu_quota_test.sh's log, the simulator's from
+    its report; None when the text does not say."""
+    m = re.search(pattern, text)
+    return int(m[1]) if m else None
+
+
 def run_sim(sim_bin, point, figures, out_dir):
     sc = json.load(open(os.path.join(ROOT, "fixtures", "scenarios", point + ".json")))
-    sc.setdefault("cost", {}).update(figures)
+    # The scenario's cost takes one idle floor: the figure for its EMBEDDED_AI.
+    cost = {k: v for k, v in figures.items() if not k.startswith("idle_floor_")}
+    ai_on = sc.get("env", {}).get("EMBEDDED_AI", "1") != "0"
+    cost["idle_floor_us_per_s"] = figures["idle_floor_ai_on_us_per_s" if ai_on
+                                          else "idle_floor_ai_off_us_per_s"]
+    sc.setdefault("cost", {}).update(cost)
     sc.setdefault("env", {})["STORE"] = "sqlite:wizard-sim.db"
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(sc, f)
         path = f.name
     try:
-        out = subprocess.run([sim_bin, "run", path, "--seed", "1"], capture_output=True,
-                             text=True).stdout
+        run = subprocess.run([sim_bin, "run", path, "--seed", "1"], capture_output=True,
+                             text=True)
     finally:
         os.unlink(path)
+    out = run.stdout
+    if "trace hash" not in out:
+        sys.exit(f"the simulator did not run {point}: {run.stderr.strip()[:400]}")
     sim_txt = os.path.join(out_dir, point + ".sim.txt")
     open(sim_txt, "w").write(out)
     return sim_txt
@@ -84,14 +100,6 @@ def main():
     figures = dict(old["figures"])
     off = [(p, real[p]) for p in names if p.endswith("_ai0")]
     on = [(p, real[p]) for p in names if p.endswith("_ai1")]
-    if off:
-        figures = fit(off, figures, lambda f, x: {**f, "fallback_move_us": round(x, 2)},
-                      figures["fallback_move_us"], sim_bin, out_dir, load)
-    if on:
-        base = (figures["ai_embedded_us"], figures["ai_embedded_heuristic_us"])
-        figures = fit(on, figures, lambda f, x: {**f, "ai_embedded_us": round(base[0] * x, 1),
-                                                 "ai_embedded_heuristic_us": round(base[1] * x, 1)},
-                      1.0, sim_bin, out_dir, load)
     # The idle floor with the embedded AI's workers and without, each from its own
     # points' quiet seconds.
     for points, key in ((on, "idle_floor_ai_on_us_per_s"), (off, "idle_floor_ai_off_us_per_s")):
@@ -104,6 +112,22 @@ def main():
                 idle.append(quiet[len(quiet) // 2] * quota * 1e6)
         if idle:
             figures[key] = round(sum(idle) / len(idle), -2)
+        elif points:
+            print(f"{key}: no quiet seconds in the timelines (the client stops once the "
+                  f"server is back to normal); kept {figures[key]}", file=sys.stderr)
+    if off:
+        # A frame read, a frame written and the fallback's move, scaled together from
+        # their first fitted values (8, 8 and 10 us): the per-move work of the points
+        # without the AI, where most of the CPU is frames.
+        figures = fit(off, figures, lambda f, x: {**f, "read_us": round(8.0 * x, 2),
+                                                  "write_us": round(8.0 * x, 2),
+                                                  "fallback_move_us": round(10.0 * x, 2)},
+                      figures["read_us"] / 8.0, sim_bin, out_dir, load)
+    if on:
+        base = (figures["ai_embedded_us"], figures["ai_embedded_heuristic_us"])
+        figures = fit(on, figures, lambda f, x: {**f, "ai_embedded_us": round(base[0] * x, 1),
+                                                 "ai_embedded_heuristic_us": round(base[1] * x, 1)},
+                      1.0, sim_bin, out_dir, load)
     out = []
     for p in names:
         sim_txt = run_sim(sim_bin, p, figures, out_dir)
@@ -119,6 +143,11 @@ def main():
             "real_moves_per_s": round(rate(real[p], secs)),
             "sim_moves_per_s": round(rate(rows, secs)),
         })
+        if p.endswith("_ai1"):
+            out[-1]["real_search_per_mille"] = search_share(
+                open(os.path.join(out_dir, p + ".real.log")).read(), r"\((\d+) per mille\)")
+            out[-1]["sim_search_per_mille"] = search_share(
+                open(sim_txt).read(), r'"ai_embedded_search_per_mille": (\d+)')
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--"] + old["paths"],

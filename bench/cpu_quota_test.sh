@@ -67,6 +67,11 @@ timeout $((LOAD_SECS + RECOVER_SECS + 60)) "$REL"/wizard-bench overload \
 echo "server log lines about load:"
 grep -E "Load level|CPU quota" "$LOG" | sed 's/\x1b\[[0-9;]*m//g' | head -20 || true
 echo "timeline saved to $TIMELINE"
+# The embedded AI's decisions by agent over the whole run: the share the primary agent
+# (search) kept, which the simulator's report gives as ai_embedded_search_per_mille.
+curl -fsS "http://127.0.0.1:$PORT/metrics" 2>/dev/null | awk '
+    /^wizard_ai_decisions_total\{/ { n += $2; if ($0 ~ /agent="search"/) s += $2 }
+    END { if (n > 0) printf "ai decisions: %d, search %d (%d per mille)\n", n, s, 1000 * s / n }' || true
 if [[ $status -ne 0 ]]; then
     echo "FAIL cpu quota test (client exit status $status)"
     exit 1

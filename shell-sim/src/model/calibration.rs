@@ -38,6 +38,12 @@ pub struct Point {
     pub worst_gap_s: f64,
     pub real_moves_per_s: f64,
     pub sim_moves_per_s: f64,
+    /// With the embedded AI: the share of its decisions the primary agent (`search`)
+    /// made, per mille, on the real server and in the simulator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_search_per_mille: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_search_per_mille: Option<u32>,
 }
 
 /// The figures file.
@@ -82,8 +88,8 @@ impl Calibration {
              | `ai_embedded_us` (an embedded `search` decision, on the quota) | {} us |\n\
              | `ai_embedded_heuristic_us` (a decision degraded to the heuristic) | {} us |\n\
              | `idle_floor_ai_on_us_per_s`, `idle_floor_ai_off_us_per_s` (the idle server's CPU with the embedded AI and without) | {} us, {} us a second |\n\n\
-             | point | level changes, real | level changes, simulated | worst gap | moves/s saturated, real | simulated | sim / real |\n\
-             |---|---|---|---:|---:|---:|---:|\n",
+             | point | level changes, real | level changes, simulated | worst gap | moves/s saturated, real | simulated | sim / real | `search` decisions, real / simulated |\n\
+             |---|---|---|---:|---:|---:|---:|---:|\n",
             self.command,
             f.read_us,
             f.write_us,
@@ -99,8 +105,12 @@ impl Calibration {
             } else {
                 f64::NAN
             };
+            let search = match (p.real_search_per_mille, p.sim_search_per_mille) {
+                (Some(real), Some(sim)) => format!("{real} / {sim} per mille"),
+                _ => "no AI".to_string(),
+            };
             s.push_str(&format!(
-                "| `{}` | {} | {} | {:.2} s | {:.0} | {:.0} | {ratio:.2} |\n",
+                "| `{}` | {} | {} | {:.2} s | {:.0} | {:.0} | {ratio:.2} | {search} |\n",
                 p.scenario,
                 p.real_levels,
                 p.sim_levels,
