@@ -58,12 +58,15 @@ ROWS_ALL=(
   "10-busy-retry-room-for-all|MAX_ACTIVE_GAMES=$GAMES MAX_CONNECTIONS=1000|--attack busy-retry --attack-conns $(n 400) --attack-ips $(n 100) --attack-count $(n 10000000) --newcomer-lobby 0"
   "11-violations||--attack violations --attack-conns 4 --attack-ips 200 --attack-count $(n 100000)"
   "12-names||--attack names --attack-conns 1"
+  "13-quick-cancel||--attack quick-cancel --attack-conns 10 --attack-ips 1 --attack-count $(n 10000000) --quick-every 1"
+  "13-quick-walk||--attack quick-walk --attack-conns $(n 200) --attack-ips $(n 200) --attack-count $(n 100000) --quick-every 1"
+  "13-quick-walk-room-for-all|MAX_ACTIVE_GAMES=4000|--attack quick-walk --attack-conns $(n 200) --attack-ips $(n 200) --attack-count $(n 100000) --quick-every 1"
 )
 
 ulimit -n "$(ulimit -Hn)" || true
 for row in "${ROWS_ALL[@]}"; do
   IFS='|' read -r name env args <<<"$row"
-  if [ -n "${ROWS:-}" ] && ! grep -qw -- "$name" <<<"$ROWS"; then continue; fi
+  if [ -n "${ROWS:-}" ] && ! tr " " "\n" <<<"$ROWS" | grep -qx -- "$name"; then continue; fi
   port=$((20000 + RANDOM % 20000))
   # shellcheck disable=SC2086
   env BIND=127.0.0.1:$port EMBEDDED_AI=0 LOG_LEVEL=warn SHUTDOWN_GRACE=0 STORE=memory $env \

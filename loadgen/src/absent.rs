@@ -1,5 +1,6 @@
-//! The attacks of absent players (attack rows 3, 4, 5, 9 and 10): sessions, lobbies
-//! and games left behind, lobby codes guessed, and `busy` retried without waiting.
+//! The attacks of absent players (attack rows 3, 4, 5, 9, 10 and 13b): sessions, lobbies
+//! and games left behind, lobby codes guessed, `busy` retried without waiting, and
+//! quick-play tickets whose players walk away.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -278,5 +279,41 @@ pub(super) async fn busy_retry(ctx: &Ctx, from: IpAddr, w: Window) {
         }
         let _ = ws.close(None).await;
         ctx.stats.borrow_mut().closed();
+    }
+}
+
+/// Row 13b: a session queues for quick play and closes its socket (no close frame) as
+/// soon as it is `queued` or seated; then the next one, from the same address. Attack
+/// connection `i` asks for tables of `3 + i % 4`, so that tickets of every size wait.
+/// `accepted` counts tickets queued, `found` those seated before they walked away.
+pub(super) async fn quick_walk(ctx: &Ctx, from: IpAddr, i: usize, w: Window) {
+    let seats = 3 + (i % 4) as u8;
+    while ctx.attack_budget(w) {
+        let Some(mut ws) = hello(ctx, from, Attack::QuickWalk, w).await else {
+            pause(Duration::from_millis(50), w).await;
+            continue;
+        };
+        ctx.stats.borrow_mut().attack.attempts += 1;
+        let quick = ClientMessage::QuickPlay {
+            name: "Walker".into(),
+            seats: Some(seats),
+        };
+        if send(&mut ws, &quick).await {
+            let got = until_msg(ctx, &mut ws, Attack::QuickWalk, w, |m| match m {
+                ServerMessage::Queued { .. } => Some(false),
+                ServerMessage::State { game: Some(_), .. } => Some(true),
+                ServerMessage::Error { .. } => Some(false),
+                _ => None,
+            })
+            .await;
+            if got == Some(true) {
+                ctx.stats.borrow_mut().attack.found += 1;
+            }
+        }
+        drop(ws);
+        ctx.stats.borrow_mut().closed();
+        if ctx.settings.attack_rate > 0.0 {
+            pause(Duration::from_secs_f64(1.0 / ctx.settings.attack_rate), w).await;
+        }
     }
 }

@@ -52,10 +52,16 @@ pub enum Attack {
     Violations,
     /// Row 12: look-alike names joining a lobby whose host is `Host`.
     Names,
+    /// Row 13a: `quick_play` and `cancel_quick_play` in turn as fast as the server
+    /// reads them (one address with `--attack-ips 1`), reconnecting after every 1008.
+    QuickCancel,
+    /// Row 13b: sessions that queue for quick play (tables of 3 to 6 in turn) and close
+    /// their connection once `queued` (or seated), from `--attack-ips` addresses.
+    QuickWalk,
 }
 
 /// Every attack, in the order of the attack table (the classic three first).
-pub const ATTACKS: [Attack; 15] = [
+pub const ATTACKS: [Attack; 17] = [
     Attack::Storm,
     Attack::Flood,
     Attack::LobbySpam,
@@ -71,6 +77,8 @@ pub const ATTACKS: [Attack; 15] = [
     Attack::BusyRetry,
     Attack::Violations,
     Attack::Names,
+    Attack::QuickCancel,
+    Attack::QuickWalk,
 ];
 
 impl Attack {
@@ -91,6 +99,8 @@ impl Attack {
             Attack::BusyRetry => "busy-retry",
             Attack::Violations => "violations",
             Attack::Names => "names",
+            Attack::QuickCancel => "quick-cancel",
+            Attack::QuickWalk => "quick-walk",
         }
     }
 
@@ -178,9 +188,10 @@ pub(super) async fn attack_task(ctx: Rc<Ctx>, attack: Attack, i: usize, w: Windo
     let from = source_ip(1, i % ctx.settings.attack_ips.max(1));
     match attack {
         Attack::Storm => storm(&ctx, from, w).await,
-        Attack::Flood | Attack::ReconnectFlood | Attack::LobbySpam => {
+        Attack::Flood | Attack::ReconnectFlood | Attack::LobbySpam | Attack::QuickCancel => {
             flood(&ctx, attack, from, w).await
         }
+        Attack::QuickWalk => super::absent::quick_walk(&ctx, from, i, w).await,
         Attack::FragmentFlood => super::hostile::fragment_flood(&ctx, from, w).await,
         Attack::Silent => super::hostile::silent(&ctx, from, w).await,
         Attack::PingFlood => super::hostile::ping_flood(&ctx, from, w).await,
@@ -268,19 +279,29 @@ async fn flood(ctx: &Rc<Ctx>, attack: Attack, from: std::net::IpAddr, w: Window)
             },
         )
         .await;
-        let message = if attack != Attack::LobbySpam {
-            ClientMessage::LeaveLobby
-        } else {
-            ClientMessage::CreateLobby {
+        let message = match attack {
+            Attack::LobbySpam => ClientMessage::CreateLobby {
                 name: "Spam".into(),
                 public: false,
-            }
+            },
+            // For the table size the honest quick players want.
+            Attack::QuickCancel => ClientMessage::QuickPlay {
+                name: "Churn".into(),
+                seats: Some(u8::try_from(ctx.settings.seats).unwrap_or(u8::MAX)),
+            },
+            _ => ClientMessage::LeaveLobby,
         };
         let mut open_conn = true;
         let mut sent = 0u64;
         while open_conn && budget(&ctx) {
             ctx.stats.borrow_mut().attack.attempts += 1;
-            if !send(&mut ws, &message).await {
+            let cancel = attack == Attack::QuickCancel && sent % 2 == 1;
+            let next = if cancel {
+                &ClientMessage::CancelQuickPlay
+            } else {
+                &message
+            };
+            if !send(&mut ws, next).await {
                 break;
             }
             sent += 1;
@@ -357,6 +378,11 @@ pub(super) fn tally(a: &mut AttackStats, attack: Attack, message: &ServerMessage
             // The others count what they got themselves.
             _ => {}
         },
+        ServerMessage::Queued { .. }
+            if matches!(attack, Attack::QuickCancel | Attack::QuickWalk) =>
+        {
+            a.accepted += 1
+        }
         ServerMessage::Error {
             code,
             retry_after_ms,

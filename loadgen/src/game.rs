@@ -154,6 +154,11 @@ pub(super) async fn player(
         },
     )
     .await;
+    if s.profiles {
+        // Signed in before the first state, so the lobby seats a profile.
+        let name = format!("B{}x{}", std::process::id(), bot.index);
+        let _ = send(&mut ws, &ClientMessage::CreateProfile { name }).await;
+    }
     loop {
         if let Some(code) = ended.take() {
             // The connection ended before the run: come back with the token if the

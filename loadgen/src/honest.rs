@@ -1,7 +1,7 @@
 //! The honest side beside an attack, besides the games: a `/health` prober (open-loop,
 //! latency from the intended probe time), newcomers (a new player's hello, and a lobby
-//! created and left), and the stall monitor (a running game with no move for
-//! `stall_after`).
+//! created and left), quick-play groups (time to seat), and the stall monitor (a running
+//! game with no move for `stall_after`).
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -19,6 +19,14 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 /// A newcomer's step that got no answer in this time was refused (generous: a slow
 /// answer is a latency, not a refusal).
 const NEWCOMER_TIMEOUT: Duration = Duration::from_secs(5);
+/// A quick player not seated in this time was refused: past the server's default
+/// `QUICK_PLAY_WAIT` of 30 s, after which AI seats fill its table.
+const SEAT_TIMEOUT: Duration = Duration::from_secs(40);
+/// Quick players take addresses from this index of the probes' range up (newcomers
+/// take 1 to 60 000).
+const QUICK_IP_FIRST: usize = 100_000;
+/// ...and cycle through this many.
+const QUICK_IPS_MAX: usize = 100_000;
 
 /// One game's progress, for the stall monitor.
 #[derive(Clone, Copy, Debug, Default)]
@@ -123,6 +131,101 @@ pub(super) async fn newcomers(ex: Exec, ctx: Rc<Ctx>) {
         st.newcomers += u64::from(served);
     })
     .await;
+}
+
+/// A group of `seats` new players every `quick_every`, each from its own address: all
+/// say hello, then all send `quick_play {seats}` at once; each one's time from its send
+/// to the `state` of its running game is a seat latency. Seated, they leave the table
+/// (the last human out deletes it: no game slot held). Every refusal, and a wait past
+/// [`SEAT_TIMEOUT`], is an honest one.
+pub(super) async fn quick_groups(ex: Exec, ctx: Rc<Ctx>) {
+    let every = ctx.settings.quick_every;
+    let seats = ctx.settings.seats;
+    let ex2 = ex.clone();
+    open_loop(ex, ctx, every, move |ctx, k, _| {
+        let ex = ex2.clone();
+        async move {
+            let mut arrived = Vec::new();
+            for j in 0..seats {
+                let n = QUICK_IP_FIRST + (k as usize * seats + j) % QUICK_IPS_MAX;
+                let ctx = ctx.clone();
+                arrived.push(ex.spawn(async move {
+                    let mut ws = open(&ctx, source_ip(2, n), false).await?;
+                    let hello = ClientMessage::Hello {
+                        token: None,
+                        deltas: false,
+                        profile_key: None,
+                    };
+                    let _ = send(&mut ws, &hello).await;
+                    let state = |m: &ServerMessage| matches!(m, ServerMessage::State { .. });
+                    if expect(&ctx, &mut ws, true, state).await {
+                        Some(ws)
+                    } else {
+                        let _ = ws.close(None).await;
+                        ctx.stats.borrow_mut().closed();
+                        None
+                    }
+                }));
+            }
+            let mut queued = Vec::new();
+            for (j, t) in arrived.into_iter().enumerate() {
+                let Some(ws) = t.await else { continue };
+                let ctx = ctx.clone();
+                queued.push(ex.spawn(quick_player(ctx, ws, format!("Quick{j}"))));
+            }
+            for t in queued {
+                t.await;
+            }
+        }
+    })
+    .await;
+}
+
+/// One quick player: queues and waits to be seated, then leaves and closes.
+async fn quick_player(ctx: Rc<Ctx>, mut ws: net::Ws, name: String) {
+    // Out of 3 to 6 the server answers `invalid`, counted as an error.
+    let seats = u8::try_from(ctx.settings.seats).unwrap_or(u8::MAX);
+    let start = Instant::now();
+    let quick = ClientMessage::QuickPlay {
+        name,
+        seats: Some(seats),
+    };
+    let _ = send(&mut ws, &quick).await;
+    let until = start + SEAT_TIMEOUT;
+    let seated = loop {
+        let got = answer(&mut ws, until).await;
+        let mut st = ctx.stats.borrow_mut();
+        match got {
+            Answer::Message(ServerMessage::State { game: Some(_), .. }) => {
+                let us = start.elapsed().as_micros() as u64;
+                st.seat_latency.saturating_record(us);
+                st.quick_seated += 1;
+                break true;
+            }
+            Answer::Message(ServerMessage::Error { code, .. }) => {
+                match code {
+                    ErrorCode::Busy => st.refusals.busy_create += 1,
+                    ErrorCode::RateLimited => st.refusals.rate_limited += 1,
+                    other => *st.errors.entry(format!("quick {other:?}")).or_default() += 1,
+                }
+                break false;
+            }
+            Answer::Message(_) => {}
+            Answer::Closed(_) => {
+                st.honest_closed += 1;
+                break false;
+            }
+            Answer::Timeout => {
+                st.refusals.timed_out += 1;
+                break false;
+            }
+        }
+    };
+    if seated {
+        let _ = send(&mut ws, &ClientMessage::LeaveLobby).await;
+    }
+    let _ = ws.close(None).await;
+    ctx.stats.borrow_mut().closed();
 }
 
 /// The newcomer's script; false when something on the way was refused (counted).

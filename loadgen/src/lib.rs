@@ -34,6 +34,7 @@ mod phases;
 mod procfs;
 pub mod quick;
 mod raw;
+pub mod reads;
 mod resume;
 mod seen;
 mod shards;
@@ -141,6 +142,9 @@ pub struct Settings {
     /// with `newcomer_lobby` creates a lobby and leaves it.
     pub newcomer_every: Duration,
     pub newcomer_lobby: bool,
+    /// Phased mode: a group of `seats` new players queues for quick play this often
+    /// (zero: never); their times to seat are `seat_latency`.
+    pub quick_every: Duration,
     /// A bot whose connection ends before the run does (the server restarted: a 1012
     /// close, or a crash: the socket just ends) reconnects after 100-500 ms with its
     /// token, as PROTOCOL.md 6.1 asks of clients, and plays on; it checks that nothing
@@ -149,6 +153,11 @@ pub struct Settings {
     /// The game bots say `hello {deltas: true}` and hold their state from deltas
     /// (PROTOCOL.md 7.5; `--deltas 0`: full states, as older clients).
     pub deltas: bool,
+    /// Each game bot creates a profile (`create_profile`, PROTOCOL.md 7.1) right after
+    /// its `hello`, so its games are rated and recorded with a profile seat (run the
+    /// server with `PROFILE_CREATE_RATE` at least `--per-ip`). Names are the run's
+    /// process id and the bot's index, so two runs against one server do not collide.
+    pub profiles: bool,
     /// Follow shard routes (PROTOCOL.md 6.3): guests join at `/ws/<the code's shard>`,
     /// bots come back at `/ws/<their token's shard>`, and every connection that lands
     /// on a shard not owning its code or token is counted as misrouted (`shards.rs`).
@@ -200,8 +209,10 @@ impl Settings {
             rejoin_every: Duration::ZERO,
             newcomer_every: Duration::ZERO,
             newcomer_lobby: true,
+            quick_every: Duration::ZERO,
             resume: false,
             deltas: true,
+            profiles: false,
             shard_routes: false,
             resume_log: None,
             idle: 0,
@@ -278,8 +289,10 @@ impl Settings {
             "health_every_ms": self.health_every.as_millis() as u64,
             "rejoin_every_s": self.rejoin_every.as_secs_f64(),
             "deltas": self.deltas,
+            "profiles": self.profiles,
             "newcomer_every_s": self.newcomer_every.as_secs_f64(),
             "newcomer_lobby": self.newcomer_lobby,
+            "quick_every_s": self.quick_every.as_secs_f64(),
             "resume": self.resume,
             "shard_routes": self.shard_routes,
             "idle": self.idle,
@@ -365,6 +378,10 @@ pub struct Stats {
     /// Returning players that got their seat back / newcomers served.
     pub rejoined: u64,
     pub newcomers: u64,
+    /// Quick players seated, and each one's time from `quick_play` to its game's
+    /// `state`, in microseconds (`quick_every`).
+    pub quick_seated: u64,
+    pub seat_latency: Histogram<u64>,
     /// `resume`: bots back in their game after their connection ended.
     pub resumed: u64,
     /// `resume`: from a bot's connection ending to its first `state` back in its
@@ -424,6 +441,8 @@ impl Stats {
             move_gap_max_us: 0,
             rejoined: 0,
             newcomers: 0,
+            quick_seated: 0,
+            seat_latency: histogram(),
             resumed: 0,
             resume_latency: histogram(),
             resume_failed: 0,

@@ -9,13 +9,15 @@
 //!     [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S]
 //!     [--stall-after S]
 //!     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1]
+//!     [--quick-every S]
 //!     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1]
-//!     [--idle N] [--history FILE|none] [--label TEXT]
+//!     [--profiles 0|1] [--idle N] [--history FILE|none] [--label TEXT]
 //! wizard-bench compare [--history FILE] [--last N]
 //! wizard-bench table [--history FILE] [--last N]
 //! wizard-bench attack-table [--history FILE] [--last N]
 //! wizard-bench overload --addr 127.0.0.1:8000 ...   (closed-loop overload, see `overload`)
 //! wizard-bench quick --addr 127.0.0.1:8000 [--players N] [--seats S]   (time to seat)
+//! wizard-bench reads --addr 127.0.0.1:8000 [--rate PER_S] [--duration S] [--addrs N]   (history pages)
 //! wizard-bench --help | --version
 //! ```
 //!
@@ -70,6 +72,9 @@ fn main() -> ExitCode {
         }
         Ok(args) if args.first().map(String::as_str) == Some("quick") => {
             return bench::quick::run(&args[1..]);
+        }
+        Ok(args) if args.first().map(String::as_str) == Some("reads") => {
+            return bench::reads::run(&args[1..]);
         }
         Ok(args) => real_main(args),
         Err(arg) => Err(Exit::Usage(format!("argument {arg:?} is not UTF-8"))),
@@ -192,8 +197,10 @@ fn set_shape(s: &mut bench::Settings, pairs: &[(String, String)]) -> Result<(), 
             | "--rejoin-every"
             | "--newcomer-every"
             | "--newcomer-lobby"
+            | "--quick-every"
             | "--resume"
             | "--deltas"
+            | "--profiles"
             | "--shard-routes"
             | "--resume-log"
             | "--worker-start-unix-ms"
@@ -243,8 +250,10 @@ fn set_overrides(s: &mut bench::Settings, pairs: &[(String, String)]) -> Result<
             "--rejoin-every" => s.rejoin_every = secs(v, k)?,
             "--newcomer-every" => s.newcomer_every = secs(v, k)?,
             "--newcomer-lobby" => s.newcomer_lobby = v != "0",
+            "--quick-every" => s.quick_every = secs(v, k)?,
             "--resume" => s.resume = v != "0",
             "--deltas" => s.deltas = v != "0",
+            "--profiles" => s.profiles = v != "0",
             "--shard-routes" => s.shard_routes = v != "0",
             "--resume-log" => s.resume_log = Some(PathBuf::from(v)),
             "--history" => {
@@ -321,8 +330,10 @@ const RUN_FLAGS: &[&str] = &[
     "--rejoin-every",
     "--newcomer-every",
     "--newcomer-lobby",
+    "--quick-every",
     "--resume",
     "--deltas",
+    "--profiles",
     "--shard-routes",
     "--resume-log",
     "--worker-start-unix-ms",
@@ -378,8 +389,8 @@ fn usage() -> String {
      [--duration S] [--ramp S] [--warmup S] [--per-ip N] [--arrival-rate GAMES_PER_S] \
      [--attack MODE] [--attack-conns N] [--attack-count N] [--attack-ips N] \
      [--attack-rate OPS_PER_S] [--attack-cpus LIST] [--phases N] [--phase-duration S] [--baseline-duration S] [--stall-after S] \
-     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] \
-     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
+     [--health-every-ms MS] [--rejoin-every S] [--newcomer-every S] [--newcomer-lobby 0|1] [--quick-every S] \
+     [--resume 0|1] [--shard-routes 0|1] [--resume-log FILE] [--deltas 0|1] [--profiles 0|1] [--idle N] [--history FILE|none] [--label TEXT]\n       \
      wizard-bench compare [--history FILE] [--last N]\n       \
      wizard-bench table [--history FILE] [--last N]\n       \
      wizard-bench attack-table [--history FILE] [--last N]\n       \
@@ -389,4 +400,5 @@ fn usage() -> String {
         + &bench::Attack::names()
         + "\n"
         + bench::overload::USAGE
+        + bench::reads::USAGE
 }

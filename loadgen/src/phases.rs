@@ -75,6 +75,8 @@ impl Stats {
         self.move_gap_max_us = self.move_gap_max_us.max(o.move_gap_max_us);
         self.rejoined += o.rejoined;
         self.newcomers += o.newcomers;
+        self.quick_seated += o.quick_seated;
+        let _ = self.seat_latency.add(&o.seat_latency);
     }
 
     /// Everything honest players met that was not service.
@@ -147,6 +149,8 @@ fn phase_json(k: usize, attack: Option<Attack>, st: &Stats, rss: Option<Rss>, s:
         "move_gap_max_ms": st.move_gap_max_us as f64 / 1000.0,
         "rejoined": st.rejoined,
         "newcomers": st.newcomers,
+        "quick_seated": st.quick_seated,
+        "seat_latency_ms": percentiles(&st.seat_latency),
         "rss_mib": rss.map(|r| json!({"start": mib(r.start), "end": mib(r.end), "max": mib(r.max)})),
         "attack_stats": attack.map(|_| st.attack.to_json(s)),
     })
@@ -313,6 +317,9 @@ pub(super) async fn run(
     if !s.newcomer_every.is_zero() {
         tasks.push(ex.spawn(honest::newcomers(ex.clone(), ctx.clone())));
     }
+    if !s.quick_every.is_zero() {
+        tasks.push(ex.spawn(honest::quick_groups(ex.clone(), ctx.clone())));
+    }
     Timer::at(ctx.window_start).await;
     let mut total = take(ctx); // the set-up: lobbies, games started
     let mut kinds = [Stats::new(), Stats::new()];
@@ -384,6 +391,14 @@ fn matrix_row(s: &Settings, kinds: &[Stats; 2], rss: &[Rss; 2], measured: bool) 
     let (b99, a99) = (p99(&base.move_latency), p99(&att.move_latency));
     let ratio = if b99 > 0.0 { a99 / b99 } else { f64::INFINITY };
     let h99 = p99(&att.health_latency);
+    let p50 = |h: &hdrhistogram::Histogram<u64>| h.value_at_quantile(0.5) as f64 / 1000.0;
+    let (seat_b99, seat_a99) = (p99(&base.seat_latency), p99(&att.seat_latency));
+    let quick = !s.quick_every.is_zero();
+    let seat_ratio = if seat_b99 > 0.0 {
+        seat_a99 / seat_b99
+    } else {
+        f64::INFINITY
+    };
     let refused = att.honest_refused() + base.honest_refused();
     let stalled = att.stalled + base.stalled;
     let failures = [
@@ -394,6 +409,11 @@ fn matrix_row(s: &Settings, kinds: &[Stats; 2], rss: &[Rss; 2], measured: bool) 
         (refused > 0, "honest refusals"),
         (stalled > 0, "stalled games"),
         (att.human_moves == 0, "no honest move"),
+        (
+            quick && seat_ratio > P99_RATIO_MAX,
+            "seat p99 over 2x baseline",
+        ),
+        (quick && att.quick_seated == 0, "no quick player seated"),
     ];
     let why: Vec<&str> = failures.iter().filter(|f| f.0).map(|f| f.1).collect();
     json!({
@@ -410,6 +430,9 @@ fn matrix_row(s: &Settings, kinds: &[Stats; 2], rss: &[Rss; 2], measured: bool) 
         "rss_mib_baseline": measured.then(|| mib(rss[0].max)),
         "rss_mib_attack": measured.then(|| mib(rss[1].max)),
         "attack_cut": att.attack.cut,
+        "seat_p50_ms": quick.then(|| json!({"baseline": p50(&base.seat_latency), "attack": p50(&att.seat_latency)})),
+        "seat_p99_ms": quick.then(|| json!({"baseline": seat_b99, "attack": seat_a99})),
+        "seat_ratio": quick.then(|| (seat_ratio * 100.0).round() / 100.0),
         "mismatches": att.attack.mismatches.len(),
         "verdict": if why.is_empty() { "ok".to_owned() } else { why.join(", ") },
     })
@@ -440,12 +463,12 @@ fn matrix_line(m: &Value) -> String {
 /// The per-phase table of one run (for the human after the JSON lines).
 pub fn phase_table(line: &Value) -> String {
     let mut out = String::from(
-        "| phase | kind | moves | move p50 / p99 | health p50 / p99 | honest refused | stalled | RSS max |\n\
-         |---|---|---|---|---|---|---|---|\n",
+        "| phase | kind | moves | move p50 / p99 | health p50 / p99 | seated | seat p50 / p99 | honest refused | stalled | RSS max |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
     );
     for p in line["phases"].as_array().into_iter().flatten() {
         out.push_str(&format!(
-            "| {} | {} | {} | {} / {} ms | {} / {} ms | {} | {} | {} MiB |\n",
+            "| {} | {} | {} | {} / {} ms | {} / {} ms | {} | {} / {} ms | {} | {} | {} MiB |\n",
             p["phase"],
             p["kind"].as_str().unwrap_or(""),
             p["moves"],
@@ -453,6 +476,9 @@ pub fn phase_table(line: &Value) -> String {
             p["move_latency_ms"]["p99"],
             p["health_latency_ms"]["p50"],
             p["health_latency_ms"]["p99"],
+            p["quick_seated"],
+            p["seat_latency_ms"]["p50"],
+            p["seat_latency_ms"]["p99"],
             p["honest_refused"],
             p["stalled"],
             p["rss_mib"]["max"],

@@ -9,9 +9,15 @@
 //! follows it as the web client does (a new connection to that shard, `hello`,
 //! `join_lobby`); its time runs until the game's `state` there. `moved` counts them.
 //!
+//! `--kill ID=PID --kill-after-ms MS` sends SIGKILL to shard ID's process MS after the
+//! players queued: a shard dying while tables form. Each shard's players and how many
+//! of them were seated are printed; a player of a surviving shard not seated is a
+//! ticket lost.
+//!
 //! ```text
 //! wizard-bench quick --addr 127.0.0.1:8000 [--players N] [--seats S]
 //! wizard-bench quick --addr A=127.0.0.1:8001 --addr B=127.0.0.1:8002 [--players N]
+//!     [--kill A=PID --kill-after-ms MS]
 //! ```
 
 #![allow(clippy::print_stderr)]
@@ -27,7 +33,7 @@ use wizard_core::vocabulary::wire::{ClientMessage, ServerMessage, decode_server,
 use crate::net::{Ws, connect, raise_nofile_limit, source_ip};
 
 /// `quick`'s usage line.
-pub const USAGE: &str = "usage: wizard-bench quick --addr [ID=]HOST:PORT [--addr ID=HOST:PORT ...] [--players N] [--seats S]\n";
+pub const USAGE: &str = "usage: wizard-bench quick --addr [ID=]HOST:PORT [--addr ID=HOST:PORT ...] [--players N] [--seats S] [--kill ID=PID --kill-after-ms MS]\n";
 
 /// Players per source address (under the server's `MAX_CONNECTIONS_PER_IP`).
 const PER_IP: usize = 5;
@@ -39,12 +45,16 @@ struct Args {
     addrs: Vec<(String, SocketAddr)>,
     players: usize,
     seats: u8,
+    /// The shard whose process is killed, and its pid.
+    kill: Option<(String, i32)>,
+    kill_after: Duration,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut parser = lexopt::Parser::from_args(args.iter().cloned());
     let mut addrs = Vec::new();
     let (mut players, mut seats) = (30, 4);
+    let (mut kill, mut kill_after) = (None, Duration::ZERO);
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
             lexopt::Arg::Long("addr") => {
@@ -65,16 +75,38 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 let v = parser.value().map_err(|e| e.to_string())?;
                 seats = v.to_string_lossy().parse().map_err(|_| "--seats: 3 to 6")?;
             }
+            lexopt::Arg::Long("kill") => {
+                let v = parser.value().map_err(|e| e.to_string())?;
+                let v = v.to_string_lossy();
+                let (id, pid) = v.split_once('=').ok_or("--kill: ID=PID")?;
+                let pid = pid.parse().map_err(|_| "--kill: ID=PID")?;
+                kill = Some((id.to_owned(), pid));
+            }
+            lexopt::Arg::Long("kill-after-ms") => {
+                let v = parser.value().map_err(|e| e.to_string())?;
+                let ms = v
+                    .to_string_lossy()
+                    .parse()
+                    .map_err(|_| "--kill-after-ms: a count")?;
+                kill_after = Duration::from_millis(ms);
+            }
             other => return Err(format!("unexpected {other:?}")),
         }
     }
     if addrs.is_empty() {
         return Err("--addr is required".to_owned());
     }
+    if let Some((id, _)) = &kill
+        && !addrs.iter().any(|(a, _)| a == id)
+    {
+        return Err(format!("--kill: no shard {id:?} among --addr"));
+    }
     Ok(Args {
         addrs,
         players,
         seats,
+        kill,
+        kill_after,
     })
 }
 
@@ -225,6 +257,13 @@ pub fn run(args: &[String]) -> std::process::ExitCode {
             })
             .collect();
         drop(go_tx); // every waiting task starts at once
+        if let Some((id, pid)) = &args.kill {
+            async_io::Timer::after(args.kill_after).await;
+            let pid = rustix::process::Pid::from_raw(*pid).ok_or("--kill: no pid 0")?;
+            rustix::process::kill_process(pid, rustix::process::Signal::KILL)
+                .map_err(|e| format!("--kill: shard {id}: {e}"))?;
+            eprintln!("killed shard {id}");
+        }
         let mut seated = Vec::new();
         for t in tasks {
             seated.push(t.await);
@@ -236,12 +275,14 @@ pub fn run(args: &[String]) -> std::process::ExitCode {
             eprintln!("{e}");
             std::process::ExitCode::FAILURE
         }
-        Ok(seated) => report(args.players, &seated),
+        Ok(seated) => report(&args, &seated),
     }
 }
 
-/// Prints the seat waits' percentiles; success when every player was seated.
-fn report(players: usize, seated: &[Option<Seated>]) -> std::process::ExitCode {
+/// Prints the seat waits' percentiles and each shard's players seated; success when
+/// every player of a shard not killed was seated.
+fn report(args: &Args, seated: &[Option<Seated>]) -> std::process::ExitCode {
+    let players = args.players;
     let mut ms: Vec<f64> = seated
         .iter()
         .flatten()
@@ -264,7 +305,18 @@ fn report(players: usize, seated: &[Option<Seated>]) -> std::process::ExitCode {
         at(0.99),
         ms.last().copied().unwrap_or(f64::NAN)
     );
-    if ms.len() == players {
+    let mut lost = 0;
+    for (i, (id, _)) in args.addrs.iter().enumerate() {
+        let home = || seated.iter().skip(i).step_by(args.addrs.len());
+        let (n, ok) = (home().count(), home().flatten().count());
+        let killed = args.kill.as_ref().is_some_and(|(k, _)| k == id);
+        if !killed {
+            lost += n - ok;
+        }
+        let note = if killed { " (killed)" } else { "" };
+        println!("shard {id:?}{note}: players {n} seated {ok}");
+    }
+    if lost == 0 {
         std::process::ExitCode::SUCCESS
     } else {
         std::process::ExitCode::FAILURE

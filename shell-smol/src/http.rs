@@ -156,33 +156,7 @@ async fn answer_request(
     slot: &TcpSlot,
     ctx: &Ctx,
 ) -> Option<Upgrade> {
-    let config = &ctx.config;
-    let first_byte = Duration::from_micros(config.shell.first_byte_timeout_us);
-    let whole = Duration::from_micros(config.shell.handshake_timeout_us);
-    let head = match read_head(tcp, first_byte, whole, || slot.slow()).await {
-        Ok(head) => head,
-        Err(e) => {
-            match e {
-                HeadError::FirstByteTimeout => ShellStats::bump(&ctx.stats.first_byte_timeouts),
-                HeadError::Timeout => ShellStats::bump(&ctx.stats.handshake_timeouts),
-                _ => {}
-            }
-            debug!(%peer, error = ?e, "no request head");
-            if let Some((status, body)) = e.response() {
-                ShellStats::bump(&ctx.stats.bad_requests);
-                respond(
-                    tcp,
-                    ctx,
-                    status,
-                    "text/plain",
-                    body.len(),
-                    Some(body.as_bytes()),
-                )
-                .await;
-            }
-            return None;
-        }
-    };
+    let head = read_request_head(tcp, peer, slot, ctx).await?;
     let mut headers = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut request = httparse::Request::new(&mut headers);
     // `read_head` found a complete head, so this parse succeeds; refuse anyway if not.
@@ -201,39 +175,104 @@ async fn answer_request(
     let pairs = request.headers.iter().map(|h| (h.name, h.value));
     let mut upgrade = UpgradeRequest::from_headers(path, peer.ip(), pairs);
     upgrade.http_1_0 = request.version == Some(0);
-    let client = client_ip(config, peer.ip(), &upgrade.x_forwarded_for);
-    if slot.head_read(client).is_err() {
-        reply.busy("too many connections from your address").await;
-        return None;
-    }
-    if admission.probes_only() && !target.is_probe() {
-        let why = match admission {
-            Admission::Probe => "too many new connections from your address",
-            Admission::Full | Admission::Reserve => "server full",
-        };
+    let client = client_ip(&ctx.config, peer.ip(), &upgrade.x_forwarded_for);
+    if let Some(why) = door_refusal(slot, admission, client, &target) {
         reply.busy(why).await;
         return None;
     }
+    let asked = Asked {
+        headers: request.headers,
+        upgrade: &upgrade,
+        head: &head,
+        peer,
+        client,
+    };
+    answer_route(&reply, target, &asked).await
+}
+
+/// Reads the request head under `FIRST_BYTE_TIMEOUT` and `HANDSHAKE_TIMEOUT`; a head
+/// that does not come, or comes malformed, is counted and answered (when it has an
+/// answer) here, and gives `None`.
+async fn read_request_head(
+    tcp: &Async<TcpStream>,
+    peer: SocketAddr,
+    slot: &TcpSlot,
+    ctx: &Ctx,
+) -> Option<Head> {
+    let config = &ctx.config;
+    let first_byte = Duration::from_micros(config.shell.first_byte_timeout_us);
+    let whole = Duration::from_micros(config.shell.handshake_timeout_us);
+    let e = match read_head(tcp, first_byte, whole, || slot.slow()).await {
+        Ok(head) => return Some(head),
+        Err(e) => e,
+    };
+    match e {
+        HeadError::FirstByteTimeout => ShellStats::bump(&ctx.stats.first_byte_timeouts),
+        HeadError::Timeout => ShellStats::bump(&ctx.stats.handshake_timeouts),
+        _ => {}
+    }
+    debug!(%peer, error = ?e, "no request head");
+    if let Some((status, body)) = e.response() {
+        ShellStats::bump(&ctx.stats.bad_requests);
+        respond(
+            tcp,
+            ctx,
+            status,
+            "text/plain",
+            body.len(),
+            Some(body.as_bytes()),
+        )
+        .await;
+    }
+    None
+}
+
+/// Why the door turns the request away now that its head is read, if it does: too
+/// many sockets from `client` (the forwarded client behind a trusted proxy), or a
+/// server that takes only probes from this socket.
+fn door_refusal(
+    slot: &TcpSlot,
+    admission: Admission,
+    client: std::net::IpAddr,
+    target: &Route<'_>,
+) -> Option<&'static str> {
+    if slot.head_read(client).is_err() {
+        return Some("too many connections from your address");
+    }
+    if admission.probes_only() && !target.is_probe() {
+        return Some(match admission {
+            Admission::Probe => "too many new connections from your address",
+            Admission::Full | Admission::Reserve => "server full",
+        });
+    }
+    None
+}
+
+/// What a routed request brings besides its route: its headers, its upgrade fields,
+/// the head read (for the bytes past it) and who asks.
+struct Asked<'a> {
+    headers: &'a [httparse::Header<'a>],
+    upgrade: &'a UpgradeRequest<'a>,
+    head: &'a Head,
+    peer: SocketAddr,
+    /// The client's address (the forwarded one behind a trusted proxy).
+    client: std::net::IpAddr,
+}
+
+/// Answers `target`, the route the door let through; returns the upgrade of a
+/// websocket the policy admits.
+async fn answer_route(reply: &Reply<'_>, target: Route<'_>, asked: &Asked<'_>) -> Option<Upgrade> {
+    let ctx = reply.ctx;
     match target {
-        Route::Index => send_asset(&reply, "index.html", request.headers).await,
-        Route::Asset(name) => send_asset(&reply, name, request.headers).await,
+        Route::Index => send_asset(reply, "index.html", asked.headers).await,
+        Route::Asset(name) => send_asset(reply, name, asked.headers).await,
         Route::Health => {
             let snapshot = ctx.published.load();
             reply
                 .send(200, "application/json", snapshot.health_json.as_bytes())
                 .await
         }
-        Route::Ready => {
-            // A store that cannot commit comes first: nothing new is acknowledged.
-            let ready = match ctx.published.store_unavailable() {
-                Some(_) => Err(NotReady::Store),
-                None => ctx.published.load().ready,
-            };
-            let body = encode_ready(ready);
-            reply
-                .send(ready_status(ready), "application/json", body.as_bytes())
-                .await
-        }
+        Route::Ready => answer_ready(reply).await,
         Route::Metrics => {
             let body = ctx.published.render_metrics(&ctx.stats, ctx.gate.open());
             reply
@@ -241,18 +280,7 @@ async fn answer_request(
                 .await
         }
         Route::PlayerWs | Route::ShardWs(_) | Route::AiWs => {
-            match check_upgrade(config, &upgrade) {
-                Ok((kind, ip)) => {
-                    let key = upgrade.websocket_key.unwrap_or("");
-                    return Some(accepted(kind, ip, key, &head));
-                }
-                Err(Reject { status, reason }) => {
-                    ShellStats::bump(&ctx.stats.upgrades_refused);
-                    debug!(%peer, path, status, reason, "upgrade refused");
-                    let body = format!("{reason}\n");
-                    reply.send(status, "text/plain", body.as_bytes()).await;
-                }
-            }
+            return answer_upgrade(reply, asked).await;
         }
         // Public and cheap: a lookup in what the core task published (each socket is
         // one request, so the door's SOCKET_RATE bounds them per address).
@@ -260,28 +288,73 @@ async fn answer_request(
             let body = ctx.published.leaderboard();
             reply.send(200, "application/json", body.as_bytes()).await
         }
-        Route::Profile(id) => match ctx.published.profile(id) {
-            Some(body) => {
-                let body = with_recent_games(ctx, id, &body).await;
-                reply.send(200, "application/json", body.as_bytes()).await
-            }
-            None => reply.send(404, "application/json", NOT_FOUND_JSON).await,
-        },
-        // A finished game from the store's history, off the core task; the address's
-        // GAMES_RATE first (each answer may read the store and replay a game).
-        Route::Game(id) => {
-            if ctx.games_rate_allows(client) {
-                answer_game(&reply, ctx, id).await;
-            } else {
-                ShellStats::bump(&ctx.stats.http_rate_limited);
-                let body = b"{\"error\":\"rate_limited\"}";
-                reply.send(429, "application/json", body).await;
-            }
-        }
+        Route::Profile(id) => answer_profile(reply, id).await,
+        Route::Game(id) => answer_game_limited(reply, asked.client, id).await,
         Route::MethodNotAllowed => reply.send(405, "text/plain", b"method not allowed\n").await,
         Route::NotFound => reply.send(404, "text/plain", b"not found\n").await,
     }
     None
+}
+
+/// `GET /ready`: ready, or why not; a store that cannot commit comes first (nothing
+/// new is acknowledged).
+async fn answer_ready(reply: &Reply<'_>) {
+    let published = &reply.ctx.published;
+    let ready = match published.store_unavailable() {
+        Some(_) => Err(NotReady::Store),
+        None => published.load().ready,
+    };
+    let body = encode_ready(ready);
+    reply
+        .send(ready_status(ready), "application/json", body.as_bytes())
+        .await
+}
+
+/// A websocket route: the upgrade when the policy admits it, else its refusal
+/// answered here.
+async fn answer_upgrade(reply: &Reply<'_>, asked: &Asked<'_>) -> Option<Upgrade> {
+    let ctx = reply.ctx;
+    let upgrade = asked.upgrade;
+    match check_upgrade(&ctx.config, upgrade) {
+        Ok((kind, ip)) => {
+            let key = upgrade.websocket_key.unwrap_or("");
+            Some(accepted(kind, ip, key, asked.head))
+        }
+        Err(Reject { status, reason }) => {
+            ShellStats::bump(&ctx.stats.upgrades_refused);
+            let (peer, path) = (asked.peer, upgrade.path);
+            debug!(%peer, path, status, reason, "upgrade refused");
+            let body = format!("{reason}\n");
+            reply.send(status, "text/plain", body.as_bytes()).await;
+            None
+        }
+    }
+}
+
+/// `GET /profiles/<id>`: the published profile with its recent games, `404` for one
+/// the core does not know.
+async fn answer_profile(reply: &Reply<'_>, id: &str) {
+    let ctx = reply.ctx;
+    match ctx.published.profile(id) {
+        Some(body) => {
+            let body = with_recent_games(ctx, id, &body).await;
+            reply.send(200, "application/json", body.as_bytes()).await
+        }
+        None => reply.send(404, "application/json", NOT_FOUND_JSON).await,
+    }
+}
+
+/// `GET /games/<id>` within `client`'s `GAMES_RATE` (each answer may read the store
+/// and replay a game), off the core task; `429` beyond it.
+async fn answer_game_limited(reply: &Reply<'_>, client: std::net::IpAddr, id: &str) {
+    let ctx = reply.ctx;
+    if ctx.games_rate_allows(client) {
+        answer_game(reply, ctx, id).await;
+    } else {
+        ShellStats::bump(&ctx.stats.http_rate_limited);
+        let body = b"{\"error\":\"rate_limited\"}";
+        reply.send(429, "application/json", body).await;
+    }
 }
 
 /// The JSON body of a `404` on the JSON routes.

@@ -48,7 +48,7 @@ use wizard_core::Server;
 use wizard_core::shell::door::DoorRefusal;
 use wizard_core::vocabulary::config::{AiServiceConfig, Config, StoreSpec};
 use wizard_core::vocabulary::ids::ConnId;
-use wizard_core::vocabulary::limiter::{KeyedRateLimiter, rate_from};
+use wizard_core::vocabulary::limiter::{IpKey, KeyedRateLimiter, rate_from};
 use wizard_core::vocabulary::rng::Seed;
 use wizard_core::vocabulary::time::US_PER_SEC;
 
@@ -191,6 +191,8 @@ pub fn run_opened(
     result
 }
 
+/// Serves until the core task finished after `shutdown`: listens, starts the probe, the
+/// shared pool and the accept loop around the restored server, and runs the core task.
 async fn serve(
     ex: Arc<Priorities>,
     opened: Opened,
@@ -200,48 +202,22 @@ async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     cgroup: Option<probe::Cgroup>,
 ) -> Result<(), RunError> {
-    let listener = Async::new(listener).map_err(RunError::Listener)?;
-    if config.ai_shared_secret.is_empty() {
-        warn!(
-            "AI_SHARED_SECRET is empty: /internal/ai accepts any local connection (development only)"
-        );
-    }
+    let listener = listen(listener, &config)?;
     let Opened {
         store,
         mut server,
         clock,
     } = opened;
     let config = Arc::new(config);
-    // Listening only now: the binary opens its store (a standby waits there for its
-    // shard's lock), then binds without listening, so until the process serves a proxy
-    // finds connections refused and sends players to the process that does. Listening
-    // on a listening socket only sets the queue's length (Linux): the default 128 would
-    // drop an honest client's SYN under a connect flood that outruns the accept loop for
-    // a moment (its retry comes 1 s later).
-    let backlog = i32::try_from(config.shell.listen_backlog_max).unwrap_or(i32::MAX);
-    rustix::net::listen(listener.get_ref(), backlog).map_err(|e| RunError::Listener(e.into()))?;
-    info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
     let (inbox, inbox_rx) = async_channel::bounded(INBOX_CAPACITY);
-    let (shutdown_tx, shutdown_rx) = async_channel::bounded(1);
-    ex.games
-        .spawn(async move {
-            shutdown.await;
-            let _ = shutdown_tx.send(()).await;
-        })
-        .detach();
+    let shutdown_rx = shutdown_channel(&ex, shutdown);
     // The embedded service is connection 1; sockets are numbered after it.
     let ai = embedded_ai
         .map(|ai| embedded::start(&ai, ConnId(1)))
         .transpose()
         .map_err(RunError::EmbeddedAi)?;
     let stats = Arc::new(ShellStats::default());
-    if let Some(store::Backend::Sqlite(sqlite)) = &store {
-        let _ = stats.store.set(store::metrics::StoreSource {
-            counters: Arc::clone(sqlite.counters()),
-            path: sqlite.path().to_path_buf(),
-            games_set_aside: server.set_aside().len() as u64,
-        });
-    }
+    watch_store(&stats, store.as_ref(), &server);
     let gate = Arc::new(Gate::new(&config, clock));
     server.watch_profiles();
     let published = Arc::new(Published::new(&server, &stats.core));
@@ -253,22 +229,9 @@ async fn serve(
     // The static files' digests and gzip bodies, before the first page load.
     assets::prepare();
     let directory = start_directory(&config)?;
-    let history = match &store {
-        Some(store::Backend::Sqlite(sqlite)) => {
-            Some(Arc::new(store::history::Reader::sqlite(sqlite.path())))
-        }
-        #[cfg(feature = "postgres")]
-        Some(store::Backend::Postgres(pg)) => pg.history_reader().map(Arc::new),
-        None => None,
-    };
-    let games_rate = KeyedRateLimiter::new(
-        rate_from(config.shell.games_rate_per_min, 60 * US_PER_SEC),
-        (config.shell.games_rate_per_min.ceil().max(1.0)) as u64,
-        config.ip_table_entries_max,
-    );
     let ctx = Arc::new(Ctx {
-        history,
-        games_rate: std::sync::Mutex::new(games_rate),
+        history: history_reader(store.as_ref()),
+        games_rate: std::sync::Mutex::new(games_rate(&config)),
         config,
         inbox,
         stats: Arc::clone(&stats),
@@ -280,16 +243,7 @@ async fn serve(
         directory,
     });
     #[cfg(feature = "postgres")]
-    let pool = match (&ctx.config.shell.store, ctx.config.shard) {
-        (StoreSpec::Postgres(url), Some(shard)) => {
-            server.share_quick_play();
-            let pool = store::pool::SharedPool::start(url, shard, &ctx.config, ctx.inbox.clone())
-                .map_err(RunError::Thread)?;
-            info!(shard = %shard, "Quick play: the shards' shared pool in PostgreSQL");
-            Some(pool)
-        }
-        _ => None,
-    };
+    let pool = start_pool(&ctx, &mut server)?;
     let core = CoreTask {
         server,
         clock,
@@ -312,6 +266,92 @@ async fn serve(
     accept.cancel().await;
     info!("Stopped");
     result
+}
+
+/// `listener` registered with the reactor and listening, its queue `LISTEN_BACKLOG`
+/// long (with a warning when `AI_SHARED_SECRET` is empty).
+fn listen(listener: TcpListener, config: &Config) -> Result<Async<TcpListener>, RunError> {
+    let listener = Async::new(listener).map_err(RunError::Listener)?;
+    if config.ai_shared_secret.is_empty() {
+        warn!(
+            "AI_SHARED_SECRET is empty: /internal/ai accepts any local connection (development only)"
+        );
+    }
+    // Listening only now: the binary opens its store (a standby waits there for its
+    // shard's lock), then binds without listening, so until the process serves a proxy
+    // finds connections refused and sends players to the process that does. Listening
+    // on a listening socket only sets the queue's length (Linux): the default 128 would
+    // drop an honest client's SYN under a connect flood that outruns the accept loop for
+    // a moment (its retry comes 1 s later).
+    let backlog = i32::try_from(config.shell.listen_backlog_max).unwrap_or(i32::MAX);
+    rustix::net::listen(listener.get_ref(), backlog).map_err(|e| RunError::Listener(e.into()))?;
+    info!(bind = %config.shell.bind, embedded_ai = config.shell.embedded_ai, "Listening");
+    Ok(listener)
+}
+
+/// The channel the core task hears `shutdown` on: a task of its own waits for it.
+fn shutdown_channel(
+    ex: &Priorities,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> async_channel::Receiver<()> {
+    let (shutdown_tx, shutdown_rx) = async_channel::bounded(1);
+    ex.games
+        .spawn(async move {
+            shutdown.await;
+            let _ = shutdown_tx.send(()).await;
+        })
+        .detach();
+    shutdown_rx
+}
+
+/// Hands `/metrics` the SQLite store's counters, path and the games set aside at the
+/// restore (the PostgreSQL store has no series of its own there).
+fn watch_store(stats: &ShellStats, store: Option<&store::Backend>, server: &Server) {
+    if let Some(store::Backend::Sqlite(sqlite)) = store {
+        let _ = stats.store.set(store::metrics::StoreSource {
+            counters: Arc::clone(sqlite.counters()),
+            path: sqlite.path().to_path_buf(),
+            games_set_aside: server.set_aside().len() as u64,
+        });
+    }
+}
+
+/// The reader of the store's finished games, for `/games/<id>` and the profiles'
+/// recent games (`None` without a store).
+fn history_reader(store: Option<&store::Backend>) -> Option<Arc<store::history::Reader>> {
+    match store {
+        Some(store::Backend::Sqlite(sqlite)) => {
+            Some(Arc::new(store::history::Reader::sqlite(sqlite.path())))
+        }
+        #[cfg(feature = "postgres")]
+        Some(store::Backend::Postgres(pg)) => pg.history_reader().map(Arc::new),
+        None => None,
+    }
+}
+
+/// `GAMES_RATE` per client address, over at most `IP_TABLE_MAX` addresses.
+fn games_rate(config: &Config) -> KeyedRateLimiter<IpKey> {
+    KeyedRateLimiter::new(
+        rate_from(config.shell.games_rate_per_min, 60 * US_PER_SEC),
+        (config.shell.games_rate_per_min.ceil().max(1.0)) as u64,
+        config.ip_table_entries_max,
+    )
+}
+
+/// The shards' shared quick-play pool, for a shard on the PostgreSQL store (the core
+/// told to share its quick play); `None` otherwise.
+#[cfg(feature = "postgres")]
+fn start_pool(ctx: &Ctx, server: &mut Server) -> Result<Option<store::pool::SharedPool>, RunError> {
+    match (&ctx.config.shell.store, ctx.config.shard) {
+        (StoreSpec::Postgres(url), Some(shard)) => {
+            server.share_quick_play();
+            let pool = store::pool::SharedPool::start(url, shard, &ctx.config, ctx.inbox.clone())
+                .map_err(RunError::Thread)?;
+            info!(shard = %shard, "Quick play: the shards' shared pool in PostgreSQL");
+            Ok(Some(pool))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Opens `STORE` and restores the server from it, or starts an empty server for

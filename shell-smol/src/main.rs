@@ -72,37 +72,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs the server: its settings, the address, the store, the signals, then serving;
+/// returns the exit status.
 fn serve() -> ExitCode {
-    // Variables that are not UTF-8 cannot be ours; skip them rather than panic.
-    let env: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
-    let pairs = || env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-    let mut config = match Config::from_pairs(pairs()) {
-        Ok(config) => config,
-        Err(e) => return fail_early(&format!("bad setting {e}")),
+    let Start {
+        config,
+        embedded_ai,
+        seed,
+    } = match start() {
+        Ok(start) => start,
+        Err(status) => return status,
     };
-    let ai_config = match AiServiceConfig::from_pairs(pairs()) {
-        Ok(ai) => ai,
-        Err(e) => return fail_early(&format!("bad setting {e}")),
-    };
-    if let Err(message) = init_logging(&config) {
-        return fail_early(&message);
-    }
-    let seed = match os_seed() {
-        Ok(seed) => seed,
-        Err(e) => {
-            error!(error = %e, "no OS entropy for the seed");
-            return ExitCode::from(EXIT_START);
-        }
-    };
-    let embedded_ai = config.shell.embedded_ai.then_some(ai_config);
-    if embedded_ai.is_some()
-        && let Err(e) = embedded::lock_ai_route(&mut config)
-    {
-        error!(error = %e, "cannot start the embedded AI service");
-        return ExitCode::from(EXIT_START);
-    }
     // The address first, so that one in use is said before any store work; bound, not
     // listening: a standby then waits for its shard's lock, and listens (answers
     // `/health`) only once it owns the shard and restored its games.
@@ -121,22 +101,78 @@ fn serve() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let signals = match Signals::new([Signal::Term, Signal::Int]) {
-        Ok(signals) => signals,
-        Err(e) => {
-            error!(error = %e, "cannot install signal handlers");
-            return ExitCode::from(EXIT_START);
-        }
+    let shutdown = match on_signals() {
+        Ok(shutdown) => shutdown,
+        Err(status) => return status,
     };
-    let shutdown = async move {
+    exit_status(wizard_server::run_opened(
+        opened,
+        config,
+        embedded_ai,
+        listener,
+        shutdown,
+    ))
+}
+
+/// What the server starts from: its settings, the embedded AI service's when
+/// `EMBEDDED_AI=1`, and the root seed.
+struct Start {
+    config: Config,
+    embedded_ai: Option<AiServiceConfig>,
+    seed: Seed,
+}
+
+/// Reads the settings from the environment, starts logging, draws the seed and locks
+/// the embedded AI service's route; the exit status when one of them fails.
+fn start() -> Result<Start, ExitCode> {
+    // Variables that are not UTF-8 cannot be ours; skip them rather than panic.
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let pairs = || env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let mut config =
+        Config::from_pairs(pairs()).map_err(|e| fail_early(&format!("bad setting {e}")))?;
+    let ai_config = AiServiceConfig::from_pairs(pairs())
+        .map_err(|e| fail_early(&format!("bad setting {e}")))?;
+    init_logging(&config).map_err(|message| fail_early(&message))?;
+    let seed = os_seed().map_err(|e| {
+        error!(error = %e, "no OS entropy for the seed");
+        ExitCode::from(EXIT_START)
+    })?;
+    let embedded_ai = config.shell.embedded_ai.then_some(ai_config);
+    if embedded_ai.is_some()
+        && let Err(e) = embedded::lock_ai_route(&mut config)
+    {
+        error!(error = %e, "cannot start the embedded AI service");
+        return Err(ExitCode::from(EXIT_START));
+    }
+    Ok(Start {
+        config,
+        embedded_ai,
+        seed,
+    })
+}
+
+/// The graceful shutdown: resolves at the first SIGTERM or SIGINT; the exit status when
+/// the handlers cannot be installed.
+fn on_signals() -> Result<impl Future<Output = ()> + Send + 'static, ExitCode> {
+    let signals = Signals::new([Signal::Term, Signal::Int]).map_err(|e| {
+        error!(error = %e, "cannot install signal handlers");
+        ExitCode::from(EXIT_START)
+    })?;
+    Ok(async move {
         let mut signals = signals;
         if let Some(Ok(signal)) = signals.next().await {
             info!(?signal, "Signal received");
         }
-    };
-    match wizard_server::run_opened(opened, config, embedded_ai, listener, shutdown) {
+    })
+}
+
+/// The exit status of a server that ran: a store that cannot be opened is a setting
+/// to fix, like a bad variable; any other failure asks for a restart.
+fn exit_status(result: Result<(), wizard_server::RunError>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        // A store that cannot be opened is a setting to fix, like a bad variable.
         Err(e @ wizard_server::RunError::Store(_)) => {
             error!(error = %e, "server failed");
             ExitCode::from(EXIT_CONFIG)

@@ -1,8 +1,9 @@
-//! Production functions stay short: every function in a workspace crate's `src/` (tests
+//! Production code stays short: every function in a workspace crate's `src/` (tests
 //! and `#[cfg(test)]` code aside) has at most `BODY_LINES_MAX` body lines, unless it is
 //! in `KEPT_WHOLE` with the reason splitting it would hurt reading (the list
 //! `docs/ARCHITECTURE.md` gives under "Long functions kept whole") or in
-//! `NOT_YET_SPLIT`, a list that only shrinks.
+//! `NOT_YET_SPLIT`, a list that only shrinks; and every source file there has at most
+//! `FILE_LINES_MAX` lines, with no exception.
 
 // A test of the core, not the core: it reads the repository's files it checks.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -14,6 +15,10 @@ use std::path::{Path, PathBuf};
 
 /// Lines between a function's opening brace and its closing brace, both excluded.
 const BODY_LINES_MAX: usize = 70;
+
+/// Lines of a production source file (its tests included), at most: a file that
+/// grows past it is split by role.
+const FILE_LINES_MAX: usize = 800;
 
 /// The functions that stay long, as (file from the repository's root, function name,
 /// why splitting would hurt reading).
@@ -92,15 +97,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
     ("shell-sim/src/runs/driver.rs", "populate"),
     ("shell-sim/src/runs/phase.rs", "finish"),
     ("shell-sim/src/runs/swarm.rs", "scenario"),
-    ("shell-smol/src/http.rs", "answer_request"),
-    ("shell-smol/src/lib.rs", "serve"),
-    ("shell-smol/src/main.rs", "serve"),
-    ("shell-smol/src/store/file.rs", "claim"),
-    ("shell-smol/src/store/fold.rs", "run"),
-    ("shell-smol/src/store/pool.rs", "form"),
-    ("shell-smol/src/store/pool.rs", "write"),
-    ("shell-smol/src/store/sqlite.rs", "open_sqlite_with"),
-    ("shell-smol/src/store/sqlite.rs", "recover"),
 ];
 
 /// The codemap's section listing `KEPT_WHOLE`.
@@ -328,9 +324,10 @@ fn past_item(code: &[u8], at: usize) -> usize {
     }
 }
 
-/// Every production function over the bound, as `path name (lines)`, path from the root.
-fn long_functions(root: &Path) -> Vec<(String, String, usize)> {
-    let mut long = Vec::new();
+/// Every production source file (a workspace crate's `src/`), as its path from the root
+/// and its text.
+fn production_files(root: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
     for member in members(root) {
         for file in rust_files(&root.join(&member).join("src")) {
             let text = std::fs::read_to_string(&file)
@@ -340,15 +337,38 @@ fn long_functions(root: &Path) -> Vec<(String, String, usize)> {
                 .expect("under the root")
                 .to_string_lossy()
                 .into_owned();
-            for f in functions(&text) {
-                if f.body_lines > BODY_LINES_MAX {
-                    long.push((path.clone(), f.name, f.body_lines));
-                }
+            files.push((path, text));
+        }
+    }
+    files
+}
+
+/// Every production function over the bound, as `path name (lines)`, path from the root.
+fn long_functions(root: &Path) -> Vec<(String, String, usize)> {
+    let mut long = Vec::new();
+    for (path, text) in production_files(root) {
+        for f in functions(&text) {
+            if f.body_lines > BODY_LINES_MAX {
+                long.push((path.clone(), f.name, f.body_lines));
             }
         }
     }
     long.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
     long
+}
+
+/// The files among `files` (path, text) over `lines_max` lines, as `path: N lines`,
+/// longest first.
+fn long_files(files: &[(String, String)], lines_max: usize) -> Vec<String> {
+    let mut long: Vec<(usize, &str)> = files
+        .iter()
+        .map(|(path, text)| (text.lines().count(), path.as_str()))
+        .filter(|(lines, _)| *lines > lines_max)
+        .collect();
+    long.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    long.into_iter()
+        .map(|(lines, path)| format!("{path}: {lines} lines"))
+        .collect()
 }
 
 /// The (path, name) pairs the codemap lists: lines `` - `path` `name`: reason `` under
@@ -427,6 +447,36 @@ fn every_function_listed_is_still_long() {
         KEPT_WHOLE.iter().all(|(_, _, why)| why.len() >= 20),
         "every function kept whole says why"
     );
+}
+
+#[test]
+fn no_production_file_is_over_the_line_bound() {
+    let files = production_files(&repo_root());
+    assert!(
+        files.len() >= 100,
+        "only {} production files found: wrong folder?",
+        files.len()
+    );
+    let over = long_files(&files, FILE_LINES_MAX);
+    assert!(
+        over.is_empty(),
+        "production source files over {FILE_LINES_MAX} lines (split them by role):\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn a_file_is_measured_by_its_lines_and_named_when_long() {
+    let files = vec![
+        ("a/src/short.rs".to_string(), "fn a() {}\n".repeat(3)),
+        ("b/src/long.rs".to_string(), "// line\n".repeat(5)),
+        ("c/src/longer.rs".to_string(), "x\n".repeat(6)),
+    ];
+    assert_eq!(
+        long_files(&files, 4),
+        vec!["c/src/longer.rs: 6 lines", "b/src/long.rs: 5 lines"]
+    );
+    assert!(long_files(&files, 6).is_empty());
 }
 
 #[test]

@@ -435,3 +435,46 @@ fn the_leaderboard_lists_profiles_with_five_rated_games_best_first() {
     assert_eq!(page["rating"], listed[0]["rating"]);
     assert!(d.server.profile_json("000000000000").is_none());
 }
+
+#[test]
+fn the_registry_finds_each_profile_by_its_own_id_and_refuses_ids_no_profile_has() {
+    use rand::SeedableRng as _;
+    use rand_chacha::ChaCha12Rng;
+    use wizard_core::machine::profiles::{ProfileRecord, ProfileRegistry};
+    use wizard_core::vocabulary::figure::Figure;
+    let mut registry = ProfileRegistry::new(
+        10,
+        ChaCha12Rng::seed_from_u64(1),
+        ChaCha12Rng::seed_from_u64(2),
+    );
+    let record = |id: &str, n: u8| ProfileRecord {
+        id: id.to_owned(),
+        name: format!("Player{n}"),
+        key_sha256: format!("{n:02x}").repeat(32),
+        mu: Figure(25.0 + f64::from(n)),
+        sigma: Figure(8.0),
+        games: u32::from(n),
+    };
+    // Ids that share a prefix or differ only in their last byte are told apart.
+    for (n, id) in ["abc", "ab", "abd", "0123456789abcdef", "b"]
+        .iter()
+        .enumerate()
+    {
+        registry.restore(&record(id, n as u8)).expect(id);
+    }
+    for (n, id) in ["abc", "ab", "abd", "0123456789abcdef", "b"]
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(registry.get(id).map(|p| p.games), Some(n as u32), "{id}");
+    }
+    assert!(registry.get("a").is_none() && registry.get("abcd").is_none());
+    // Listed in the ids' own order.
+    let ids: Vec<&str> = registry.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["0123456789abcdef", "ab", "abc", "abd", "b"]);
+    // Longer than any id, or holding a zero byte: refused, and never found.
+    assert!(registry.restore(&record("0123456789abcdef0", 7)).is_err());
+    assert!(registry.restore(&record("ab\0", 8)).is_err());
+    assert!(registry.get("0123456789abcdef0").is_none() && registry.get("ab\0").is_none());
+    assert_eq!(registry.len(), 5);
+}

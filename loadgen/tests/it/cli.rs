@@ -82,6 +82,19 @@ fn unknown_flags_and_bad_values_exit_2() {
         &["overload", "--addr", "nowhere"],
         &["overload", "--addr", "127.0.0.1:9", "--ai", "9"],
         &["overload", "--games"],
+        &["reads", "--rate", "100"],
+        &["reads", "--addr", "127.0.0.1:9", "--rate", "0"],
+        &["reads", "--addr", "127.0.0.1:9", "--rtae", "100"],
+        &["reads", "--addr", "127.0.0.1:9", "--addrs", "0"],
+        &[
+            "reads",
+            "--addr",
+            "127.0.0.1:9",
+            "--rate",
+            "100000",
+            "--duration",
+            "100000",
+        ],
     ];
     for args in refused {
         let ran = bench(args);
@@ -145,4 +158,28 @@ fn the_think_jitter_flag_is_taken() {
         ran.stderr
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_quick_play_flags_are_checked_before_anything_runs() {
+    let url = "ws://127.0.0.1:9/ws";
+    let ran = bench(&["--url", url, "--quick-every", "soon"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(ran.stderr.contains("--quick-every"), "{}", ran.stderr);
+    for attack in ["quick-cancel", "quick-walk"] {
+        let ran = bench(&["--url", url, "--attack", attack, "--attack-count", "x"]);
+        assert_eq!(ran.code, Some(2), "{attack}: {}", ran.stderr);
+        assert!(
+            !ran.stderr.contains("--attack:"),
+            "{attack}: {}",
+            ran.stderr
+        );
+    }
+    // The killed shard must be one of the players' shards, and named with its pid.
+    let ran = bench(&["quick", "--addr", "A=127.0.0.1:9", "--kill", "B=1"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(ran.stderr.contains("no shard \"B\""), "{}", ran.stderr);
+    let ran = bench(&["quick", "--addr", "A=127.0.0.1:9", "--kill", "A"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(ran.stderr.contains("--kill: ID=PID"), "{}", ran.stderr);
 }

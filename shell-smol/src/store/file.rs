@@ -35,6 +35,7 @@ use tracing::{info, warn};
 
 use super::StoreError;
 use super::journal;
+use super::sqlite::sql;
 
 /// The store's format, recorded in its identity row.
 pub const FORMAT_VERSION: i64 = 1;
@@ -96,8 +97,37 @@ pub fn lock_path(path: &Path) -> PathBuf {
 /// `STORE_INIT`.
 pub fn claim(path: &Path, init: bool) -> Result<(Claim, Connection), StoreError> {
     let real = resolve(path)?;
-    let lock_at = lock_path(&real);
-    let mut lock_file = OpenOptions::new()
+    let mut lock_file = take_lock_file(&real)?;
+    if !real.exists() {
+        make_new(&real, &lock_file, init)?;
+    }
+    let db = take_file_lock(&real)?;
+    let empty_bytes = db.metadata().map(|m| m.len() == 0).unwrap_or(false);
+    let conn = Connection::open(&real).map_err(sql("cannot open", &real))?;
+    let kind = kind_of(&conn, empty_bytes).map_err(sql("cannot read", &real))?;
+    let traces = traces(&real, &lock_file)?;
+    accept_kind(&conn, &real, kind, init, traces)?;
+    let (store_id, home) = identity(&conn).map_err(sql("cannot read", &real))?;
+    let home = settle_home(&conn, &real, PathBuf::from(home), &db)?;
+    write_holder(&mut lock_file, &store_id);
+    // A hard link's own lock file is not the home's: the home's is the one a rolling
+    // upgrade of the home path waits on. The inode lock keeps them apart anyway.
+    Ok((
+        Claim {
+            home,
+            store_id,
+            _lock_file: lock_file,
+            _db: db,
+        },
+        conn,
+    ))
+}
+
+/// Opens (creating it) the lock file beside `real` and takes its lock, standing by
+/// (and saying who holds it) while another process does.
+fn take_lock_file(real: &Path) -> Result<File, StoreError> {
+    let lock_at = lock_path(real);
+    let lock_file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
@@ -115,13 +145,16 @@ pub fn claim(path: &Path, init: bool) -> Result<(Claim, Connection), StoreError>
         );
     })
     .map_err(|e| StoreError(format!("cannot lock {}: {e}", lock_at.display())))?;
-    if !real.exists() {
-        make_new(&real, &lock_file, init)?;
-    }
+    Ok(lock_file)
+}
+
+/// Opens the database file at `real` and takes the lock on its inode, standing by
+/// while another process holds it through another path.
+fn take_file_lock(real: &Path) -> Result<File, StoreError> {
     let db = OpenOptions::new()
         .read(true)
         .write(true)
-        .open(&real)
+        .open(real)
         .map_err(|e| StoreError(format!("cannot open {}: {e}", real.display())))?;
     take(&db, || {
         warn!(
@@ -131,60 +164,63 @@ pub fn claim(path: &Path, init: bool) -> Result<(Claim, Connection), StoreError>
         );
     })
     .map_err(|e| StoreError(format!("cannot lock {}: {e}", real.display())))?;
-    let empty_bytes = db.metadata().map(|m| m.len() == 0).unwrap_or(false);
-    let conn = Connection::open(&real).map_err(sql("cannot open", &real))?;
-    let kind = kind_of(&conn, empty_bytes).map_err(sql("cannot read", &real))?;
-    let traces = traces(&real, &lock_file)?;
+    Ok(db)
+}
+
+/// Takes the file at `real` as a store if it is one: adopts an earlier version's,
+/// sets up an empty one under `STORE_INIT` (`init`), refuses anything else (an empty
+/// file naming the `traces` of the store that was there).
+fn accept_kind(
+    conn: &Connection,
+    real: &Path,
+    kind: Kind,
+    init: bool,
+    traces: Option<String>,
+) -> Result<(), StoreError> {
     match kind {
-        Kind::Store => {}
+        Kind::Store => Ok(()),
         Kind::Legacy => {
-            write_identity(&conn, &real).map_err(sql("cannot adopt", &real))?;
+            write_identity(conn, real).map_err(sql("cannot adopt", real))?;
             info!(store = %real.display(), "Store of an earlier version: identity added");
+            Ok(())
         }
         Kind::Empty if init => {
-            write_identity(&conn, &real).map_err(sql("cannot set up", &real))?;
+            write_identity(conn, real).map_err(sql("cannot set up", real))?;
             warn!(store = %real.display(), "STORE_INIT=1: a new, empty store in an empty file");
+            Ok(())
         }
-        Kind::Empty => {
-            return Err(StoreError(format!(
-                "{} is not a store: it is empty{}; restore it from a backup, or start with STORE_INIT=1 to make a new, empty store there",
-                real.display(),
-                traces.map_or(String::new(), |t| format!(", but {t}"))
-            )));
-        }
-        Kind::Foreign(what) => {
-            return Err(StoreError(format!(
-                "{} is not a store ({what}); name another file in STORE",
-                real.display()
-            )));
-        }
+        Kind::Empty => Err(StoreError(format!(
+            "{} is not a store: it is empty{}; restore it from a backup, or start with STORE_INIT=1 to make a new, empty store there",
+            real.display(),
+            traces.map_or(String::new(), |t| format!(", but {t}"))
+        ))),
+        Kind::Foreign(what) => Err(StoreError(format!(
+            "{} is not a store ({what}); name another file in STORE",
+            real.display()
+        ))),
     }
-    let (store_id, home) = identity(&conn).map_err(sql("cannot read", &real))?;
-    let home = PathBuf::from(home);
-    let home = if home != real && same_file(&home, &db) {
-        home
-    } else {
-        if home != real {
-            conn.execute(
-                "UPDATE store_identity SET home = ?1",
-                params![real.to_string_lossy()],
-            )
-            .map_err(sql("cannot update", &real))?;
-        }
-        real.clone()
-    };
-    write_holder(&mut lock_file, &store_id);
-    // A hard link's own lock file is not the home's: the home's is the one a rolling
-    // upgrade of the home path waits on. The inode lock keeps them apart anyway.
-    Ok((
-        Claim {
-            home,
-            store_id,
-            _lock_file: lock_file,
-            _db: db,
-        },
-        conn,
-    ))
+}
+
+/// The path the journal is named after: the store's recorded `home` while it still is
+/// this very file `db` (a hard link opened under another name), else `real`, which
+/// becomes the recorded home (the file was moved).
+fn settle_home(
+    conn: &Connection,
+    real: &Path,
+    home: PathBuf,
+    db: &File,
+) -> Result<PathBuf, StoreError> {
+    if home != real && same_file(&home, db) {
+        return Ok(home);
+    }
+    if home != real {
+        conn.execute(
+            "UPDATE store_identity SET home = ?1",
+            params![real.to_string_lossy()],
+        )
+        .map_err(sql("cannot update", real))?;
+    }
+    Ok(real.to_path_buf())
 }
 
 /// Takes an exclusive `flock` on `file`, calling `standby` once before waiting when
@@ -195,11 +231,6 @@ fn take(file: &File, standby: impl FnOnce()) -> std::io::Result<()> {
     }
     standby();
     flock(file, FlockOperation::LockExclusive).map_err(std::io::Error::from)
-}
-
-fn sql(what: &str, path: &Path) -> impl Fn(rusqlite::Error) -> StoreError {
-    let at = format!("{what} {}", path.display());
-    move |e| StoreError(format!("{at}: {e}"))
 }
 
 fn same_file(path: &Path, open: &File) -> bool {

@@ -60,65 +60,12 @@ impl Writer {
         loop {
             let (folded_through, asked, stop) = self.take(shared, next);
             shared.taken();
-            let started = Instant::now();
-            let result = self
-                .fold(folded_through, &mut unsynced)
-                .map(|folded| {
-                    if folded {
-                        self.counters.folded(started.elapsed());
-                    }
-                })
-                .map_err(|e| format!("cannot fold into {}: {e}", self.path.display()));
-            let result = result.and_then(|()| {
-                // Every row taken so far is committed and synced in SQLite, so every
-                // row of these generations is.
-                while oldest <= folded_through {
-                    self.delete_generation(oldest);
-                    oldest += 1;
-                }
-                self.compact_if_it_pays()
-                    .map_err(|e| format!("cannot compact {}: {e}", self.path.display()))
-            });
+            let result = self.turn(folded_through, &mut oldest, &mut unsynced);
             if result.is_ok() && !stop {
                 self.purge_if_due();
             }
             let backlog_bytes = self.backlog.frames.len();
-            self.counters
-                .unfolded_bytes
-                .store(backlog_bytes as u64, Ordering::Relaxed);
-            self.counters
-                .fold_failing
-                .store(result.is_err(), Ordering::Relaxed);
-            let wake_core = {
-                let mut front = shared.lock();
-                let queue = &mut front.queue;
-                queue.backlog_bytes = backlog_bytes;
-                match &result {
-                    Ok(()) => {
-                        if let Some((since, _)) = queue.fold_failing.take() {
-                            warn!(
-                                store = %self.path.display(),
-                                failing_ms = since.elapsed().as_millis() as u64,
-                                "Store folds resumed"
-                            );
-                        }
-                    }
-                    Err(e) => {
-                        if queue.fold_failing.is_none() {
-                            error!(
-                                store = %self.path.display(),
-                                error = %e,
-                                unfolded_bytes = backlog_bytes,
-                                "Store fold failed: its rows stay in the journal, retrying"
-                            );
-                            queue.fold_failing = Some((Instant::now(), e.clone()));
-                        } else {
-                            debug!(store = %self.path.display(), error = %e, "Store fold failed again");
-                        }
-                    }
-                }
-                std::mem::take(&mut queue.core_waiting)
-            };
+            let wake_core = self.report(shared, &result, backlog_bytes);
             match &result {
                 Ok(()) => {
                     backoff = RETRY_FIRST;
@@ -137,19 +84,95 @@ impl Writer {
             }
             if stop {
                 stop_tries += 1;
-                if result.is_ok() || stop_tries >= STOP_FOLD_TRIES_MAX {
-                    if result.is_err() {
-                        warn!(
-                            store = %self.path.display(),
-                            unfolded_bytes = backlog_bytes,
-                            "Store writer stopping with rows not folded: they stay in the journal for the next start"
-                        );
-                    }
+                if self.may_stop(&result, stop_tries, backlog_bytes) {
                     break;
                 }
                 std::thread::sleep(backoff);
             }
         }
+    }
+
+    /// One turn's work on the rows taken through generation `folded_through`: the fold
+    /// and its sync, then the deletion of the generations from `oldest` on that are
+    /// all in SQLite now, then the compaction when it pays.
+    fn turn(
+        &mut self,
+        folded_through: u64,
+        oldest: &mut u64,
+        unsynced: &mut bool,
+    ) -> Result<(), String> {
+        let started = Instant::now();
+        let folded = self
+            .fold(folded_through, unsynced)
+            .map_err(|e| format!("cannot fold into {}: {e}", self.path.display()))?;
+        if folded {
+            self.counters.folded(started.elapsed());
+        }
+        // Every row taken so far is committed and synced in SQLite, so every row of
+        // these generations is.
+        while *oldest <= folded_through {
+            self.delete_generation(*oldest);
+            *oldest += 1;
+        }
+        self.compact_if_it_pays()
+            .map_err(|e| format!("cannot compact {}: {e}", self.path.display()))
+    }
+
+    /// Publishes a turn's outcome: the counters, and in the queue the bytes still to
+    /// fold and since when folds fail (saying so in the log when that starts and
+    /// ends). Returns whether a commit waits for this turn (the core task to wake).
+    fn report(&self, shared: &Shared, result: &Result<(), String>, backlog_bytes: usize) -> bool {
+        self.counters
+            .unfolded_bytes
+            .store(backlog_bytes as u64, Ordering::Relaxed);
+        self.counters
+            .fold_failing
+            .store(result.is_err(), Ordering::Relaxed);
+        let mut front = shared.lock();
+        let queue = &mut front.queue;
+        queue.backlog_bytes = backlog_bytes;
+        match result {
+            Ok(()) => {
+                if let Some((since, _)) = queue.fold_failing.take() {
+                    warn!(
+                        store = %self.path.display(),
+                        failing_ms = since.elapsed().as_millis() as u64,
+                        "Store folds resumed"
+                    );
+                }
+            }
+            Err(e) if queue.fold_failing.is_none() => {
+                error!(
+                    store = %self.path.display(),
+                    error = %e,
+                    unfolded_bytes = backlog_bytes,
+                    "Store fold failed: its rows stay in the journal, retrying"
+                );
+                queue.fold_failing = Some((Instant::now(), e.clone()));
+            }
+            Err(e) => {
+                debug!(store = %self.path.display(), error = %e, "Store fold failed again");
+            }
+        }
+        std::mem::take(&mut queue.core_waiting)
+    }
+
+    /// Whether a stopping writer may stop after its `stop_tries`th turn: its last fold
+    /// succeeded, or it tried `STOP_FOLD_TRIES_MAX` times (leaving `backlog_bytes` to
+    /// the journal, and saying so).
+    fn may_stop(&self, result: &Result<(), String>, stop_tries: u32, backlog_bytes: usize) -> bool {
+        if result.is_ok() {
+            return true;
+        }
+        if stop_tries < STOP_FOLD_TRIES_MAX {
+            return false;
+        }
+        warn!(
+            store = %self.path.display(),
+            unfolded_bytes = backlog_bytes,
+            "Store writer stopping with rows not folded: they stay in the journal for the next start"
+        );
+        true
     }
 
     /// Inserts the backlog in one transaction (then it is empty, and `unsynced`

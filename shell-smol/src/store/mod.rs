@@ -3,7 +3,8 @@
 //!
 //! - [`sqlite`] (`STORE=sqlite:PATH`, the default): a journal the core task appends
 //!   to ([`journal`]), folded into SQLite by a writer thread ([`fold`]); the file's
-//!   identity, locks and home ([`file`]).
+//!   identity, locks and home ([`file`]); the restore that folds in a crash's
+//!   journal (`restore`).
 //! - [`postgres`] (`STORE=postgres://...`, shards; the `postgres` cargo feature): a
 //!   writer thread's group commit on the connection that holds the shard's lock.
 //! - Both: the hand-off between the core task and a writer thread (`handoff`), the
@@ -26,6 +27,7 @@ mod pg_copy;
 pub mod pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod restore;
 pub mod rows;
 pub mod sqlite;
 

@@ -41,9 +41,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use postgres::Client;
+use postgres::{Client, Transaction};
 use tracing::{info, warn};
-use wizard_core::machine::matchmaker::{MatchConfig, Ticket, form_groups};
+use wizard_core::machine::matchmaker::{Group, MatchConfig, Ticket, form_groups};
 use wizard_core::vocabulary::config::Config;
 use wizard_core::vocabulary::ids::SessionId;
 use wizard_core::vocabulary::io::Input;
@@ -373,15 +373,7 @@ impl Worker {
         let mut tx = client.transaction().map_err(|e| e.to_string())?;
         let e = |e: postgres::Error| e.to_string();
         if fresh {
-            let gone = tx
-                .execute("DELETE FROM wizard_quick_tickets WHERE shard = $1", &[&me])
-                .map_err(e)?;
-            if gone > 0 {
-                info!(
-                    tickets = gone,
-                    "Quick-play pool: an earlier process's tickets of this shard deleted"
-                );
-            }
+            clear_earlier_tickets(&mut tx, me).map_err(e)?;
         }
         tx.execute(
             &format!(
@@ -392,52 +384,7 @@ impl Worker {
         )
         .map_err(e)?;
         for change in changes {
-            match change {
-                PoolChange::Put {
-                    session,
-                    seats,
-                    rating_milli,
-                } => {
-                    let (session, seats) = (session.0 as i64, i16::from(*seats));
-                    tx.execute(
-                        &format!(
-                            "INSERT INTO wizard_quick_tickets (shard, session, seats, rating_milli, since_us)
-                             VALUES ($1, $2, $3, $4, {NOW_US})
-                             ON CONFLICT (shard, session) DO UPDATE SET seats = EXCLUDED.seats,
-                                 rating_milli = EXCLUDED.rating_milli, group_id = NULL, code = NULL, host = NULL"
-                        ),
-                        &[&me, &session, &seats, rating_milli],
-                    )
-                    .map_err(e)?;
-                }
-                PoolChange::Drop { session } => {
-                    tx.execute(
-                        "DELETE FROM wizard_quick_tickets WHERE shard = $1 AND session = $2",
-                        &[&me, &(session.0 as i64)],
-                    )
-                    .map_err(e)?;
-                }
-                PoolChange::Seated { group, code } => {
-                    let group = *group as i64;
-                    tx.execute(
-                        "UPDATE wizard_quick_tickets SET code = $2, host = $3 WHERE group_id = $1",
-                        &[&group, code, &me],
-                    )
-                    .map_err(e)?;
-                    tx.execute("DELETE FROM wizard_quick_groups WHERE id = $1", &[&group])
-                        .map_err(e)?;
-                }
-                PoolChange::Refused { group } => {
-                    let group = *group as i64;
-                    tx.execute(
-                        "UPDATE wizard_quick_tickets SET group_id = NULL WHERE group_id = $1 AND code IS NULL",
-                        &[&group],
-                    )
-                    .map_err(e)?;
-                    tx.execute("DELETE FROM wizard_quick_groups WHERE id = $1", &[&group])
-                        .map_err(e)?;
-                }
-            }
+            write_change(&mut tx, me, change).map_err(e)?;
         }
         tx.commit().map_err(e)
     }
@@ -481,34 +428,119 @@ impl Worker {
             .query_one(&format!("SELECT {NOW_US}"), &[])
             .map_err(e)?
             .get(0);
-        let live = "SELECT shard FROM wizard_quick_shards WHERE lease_until_us > $1";
-        tx.execute(
-            &format!("DELETE FROM wizard_quick_tickets WHERE shard NOT IN ({live})"),
-            &[&now_us],
-        )
-        .map_err(e)?;
-        let orphans = format!("SELECT id FROM wizard_quick_groups WHERE shard NOT IN ({live})");
-        tx.execute(
-            &format!(
-                "UPDATE wizard_quick_tickets SET group_id = NULL
-                 WHERE code IS NULL AND group_id IN ({orphans})"
-            ),
-            &[&now_us],
-        )
-        .map_err(e)?;
-        tx.execute(
-            &format!("DELETE FROM wizard_quick_groups WHERE id IN ({orphans})"),
-            &[&now_us],
-        )
-        .map_err(e)?;
-        let rows = tx
-            .query(
-                "SELECT shard, session, seats, rating_milli, since_us FROM wizard_quick_tickets
-                 WHERE group_id IS NULL ORDER BY since_us LIMIT $1",
-                &[&limit],
-            )
-            .map_err(e)?;
-        let tickets = rows.iter().filter_map(|row| {
+        expire(&mut tx, now_us).map_err(e)?;
+        let tickets = free_tickets(&mut tx, limit).map_err(e)?;
+        let now = Time(u64::try_from(now_us).unwrap_or(0));
+        let mut events = Vec::new();
+        for group in form_groups(config, now, tickets) {
+            if !group.players.iter().any(|t| t.key.0 == my_byte) {
+                continue;
+            }
+            events.push(claim_group(&mut tx, me, my_byte, &group).map_err(e)?);
+        }
+        tx.commit().map_err(e)?;
+        Ok(events)
+    }
+}
+
+/// Deletes the tickets an earlier process of shard `me` left (its players queue
+/// again), saying how many.
+fn clear_earlier_tickets(tx: &mut Transaction<'_>, me: &str) -> Result<(), postgres::Error> {
+    let gone = tx.execute("DELETE FROM wizard_quick_tickets WHERE shard = $1", &[&me])?;
+    if gone > 0 {
+        info!(
+            tickets = gone,
+            "Quick-play pool: an earlier process's tickets of this shard deleted"
+        );
+    }
+    Ok(())
+}
+
+/// Writes one of the core's ticket changes of shard `me`: a ticket put or dropped, or
+/// a group it formed seated (its code for the other shards' tickets) or refused (its
+/// tickets back in the pool).
+fn write_change(
+    tx: &mut Transaction<'_>,
+    me: &str,
+    change: &PoolChange,
+) -> Result<(), postgres::Error> {
+    match change {
+        PoolChange::Put {
+            session,
+            seats,
+            rating_milli,
+        } => {
+            let (session, seats) = (session.0 as i64, i16::from(*seats));
+            tx.execute(
+                &format!(
+                    "INSERT INTO wizard_quick_tickets (shard, session, seats, rating_milli, since_us)
+                     VALUES ($1, $2, $3, $4, {NOW_US})
+                     ON CONFLICT (shard, session) DO UPDATE SET seats = EXCLUDED.seats,
+                         rating_milli = EXCLUDED.rating_milli, group_id = NULL, code = NULL, host = NULL"
+                ),
+                &[&me, &session, &seats, rating_milli],
+            )?;
+        }
+        PoolChange::Drop { session } => {
+            tx.execute(
+                "DELETE FROM wizard_quick_tickets WHERE shard = $1 AND session = $2",
+                &[&me, &(session.0 as i64)],
+            )?;
+        }
+        PoolChange::Seated { group, code } => {
+            let group = *group as i64;
+            tx.execute(
+                "UPDATE wizard_quick_tickets SET code = $2, host = $3 WHERE group_id = $1",
+                &[&group, code, &me],
+            )?;
+            tx.execute("DELETE FROM wizard_quick_groups WHERE id = $1", &[&group])?;
+        }
+        PoolChange::Refused { group } => {
+            let group = *group as i64;
+            tx.execute(
+                "UPDATE wizard_quick_tickets SET group_id = NULL WHERE group_id = $1 AND code IS NULL",
+                &[&group],
+            )?;
+            tx.execute("DELETE FROM wizard_quick_groups WHERE id = $1", &[&group])?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the tickets of shards whose lease ran out by `now_us`, and puts back in the
+/// pool the other shards' tickets of groups whose forming shard's lease ran out.
+fn expire(tx: &mut Transaction<'_>, now_us: i64) -> Result<(), postgres::Error> {
+    let live = "SELECT shard FROM wizard_quick_shards WHERE lease_until_us > $1";
+    tx.execute(
+        &format!("DELETE FROM wizard_quick_tickets WHERE shard NOT IN ({live})"),
+        &[&now_us],
+    )?;
+    let orphans = format!("SELECT id FROM wizard_quick_groups WHERE shard NOT IN ({live})");
+    tx.execute(
+        &format!(
+            "UPDATE wizard_quick_tickets SET group_id = NULL
+             WHERE code IS NULL AND group_id IN ({orphans})"
+        ),
+        &[&now_us],
+    )?;
+    tx.execute(
+        &format!("DELETE FROM wizard_quick_groups WHERE id IN ({orphans})"),
+        &[&now_us],
+    )?;
+    Ok(())
+}
+
+/// The oldest free tickets of every shard, at most `limit` (rows that do not fit a
+/// ticket are passed over).
+fn free_tickets(tx: &mut Transaction<'_>, limit: i64) -> Result<Vec<Ticket<Key>>, postgres::Error> {
+    let rows = tx.query(
+        "SELECT shard, session, seats, rating_milli, since_us FROM wizard_quick_tickets
+         WHERE group_id IS NULL ORDER BY since_us LIMIT $1",
+        &[&limit],
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|row| {
             let shard: String = row.get(0);
             let session: i64 = row.get(1);
             let seats: i16 = row.get(2);
@@ -518,49 +550,48 @@ impl Worker {
                 rating_milli: row.get(3),
                 since: Time(u64::try_from(row.get::<_, i64>(4)).ok()?),
             })
-        });
-        let now = Time(u64::try_from(now_us).unwrap_or(0));
-        let mut events = Vec::new();
-        for group in form_groups(config, now, tickets.collect::<Vec<_>>()) {
-            if !group.players.iter().any(|t| t.key.0 == my_byte) {
-                continue;
-            }
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO wizard_quick_groups (shard) VALUES ($1) RETURNING id",
-                    &[&me],
-                )
-                .map_err(e)?
-                .get(0);
-            let mut local = Vec::new();
-            let mut remote = 0u8;
-            for t in &group.players {
-                let shard = char::from(t.key.0).to_string();
-                let session = t.key.1 as i64;
-                if t.key.0 == my_byte {
-                    local.push(SessionId(t.key.1));
-                    tx.execute(
-                        "DELETE FROM wizard_quick_tickets WHERE shard = $1 AND session = $2",
-                        &[&shard, &session],
-                    )
-                    .map_err(e)?;
-                } else {
-                    remote += 1;
-                    tx.execute(
-                        "UPDATE wizard_quick_tickets SET group_id = $3 WHERE shard = $1 AND session = $2",
-                        &[&shard, &session, &id],
-                    )
-                    .map_err(e)?;
-                }
-            }
-            events.push(PoolEvent::Formed {
-                group: id as u64,
-                seats: group.seats,
-                local,
-                remote,
-            });
+        })
+        .collect())
+}
+
+/// Claims `group` for shard `me` (id byte `my_byte`): a group row, this shard's
+/// tickets out of the table, the other shards' marked with the group; the event that
+/// has the core seat it.
+fn claim_group(
+    tx: &mut Transaction<'_>,
+    me: &str,
+    my_byte: u8,
+    group: &Group<Key>,
+) -> Result<PoolEvent, postgres::Error> {
+    let id: i64 = tx
+        .query_one(
+            "INSERT INTO wizard_quick_groups (shard) VALUES ($1) RETURNING id",
+            &[&me],
+        )?
+        .get(0);
+    let mut local = Vec::new();
+    let mut remote = 0u8;
+    for t in &group.players {
+        let shard = char::from(t.key.0).to_string();
+        let session = t.key.1 as i64;
+        if t.key.0 == my_byte {
+            local.push(SessionId(t.key.1));
+            tx.execute(
+                "DELETE FROM wizard_quick_tickets WHERE shard = $1 AND session = $2",
+                &[&shard, &session],
+            )?;
+        } else {
+            remote += 1;
+            tx.execute(
+                "UPDATE wizard_quick_tickets SET group_id = $3 WHERE shard = $1 AND session = $2",
+                &[&shard, &session, &id],
+            )?;
         }
-        tx.commit().map_err(e)?;
-        Ok(events)
     }
+    Ok(PoolEvent::Formed {
+        group: id as u64,
+        seats: group.seats,
+        local,
+        remote,
+    })
 }

@@ -1,10 +1,10 @@
 //! What both stores share about rows: the key columns a record is stored with beside
-//! its body, and the batched, multi-threaded decoding of a restore's rows.
+//! its body, and the batched, multi-threaded decoding and counting of a restore's rows.
 
 use std::sync::{Mutex, PoisonError};
 
 use wizard_core::machine::records::Record;
-use wizard_core::machine::records::liveness::{RowKey, RowKind};
+use wizard_core::machine::records::liveness::{Liveness, RowCount, RowKey, RowKind};
 
 use super::StoreError;
 
@@ -115,6 +115,17 @@ pub(crate) fn decode_in_batches(
         records.extend(part.ok_or_else(|| StoreError("a decoding thread panicked".into()))?);
     }
     Ok(records)
+}
+
+/// A restore's records without their sequence numbers, oldest first, and their rows
+/// counted live and dead (what the writer's compaction starts from). Shared by the
+/// SQLite and the PostgreSQL store.
+pub(crate) fn counted(records: Vec<(u64, Record)>) -> (Vec<Record>, Liveness<RowCount>) {
+    let mut liveness = Liveness::<RowCount>::default();
+    for (seq, record) in &records {
+        liveness.add(*seq, record.row_key());
+    }
+    (records.into_iter().map(|(_, r)| r).collect(), liveness)
 }
 
 /// The key columns a record's row is stored with, beside its body: `(lobby, session,

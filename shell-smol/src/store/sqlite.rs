@@ -43,7 +43,7 @@
 //! - **Restore.** [`Store::open_sqlite`] claims the file ([`super::file`]: its
 //!   identity, the locks, where its journal is), folds whatever the journal holds
 //!   beyond SQLite's `folded_seq` (a crash between two folds), syncs, deletes the
-//!   journal and returns every record, oldest first.
+//!   journal and returns every record, oldest first (`restore.rs`).
 //! - **Bounded.** The records waiting for the writer, taken or not, are at most
 //!   [`PENDING_BYTES_MAX`]; the commits waiting for the journal are bounded by what the
 //!   core task holds (`HELD_FRAMES_MAX`, `HELD_BYTES_MAX`: it takes no input beyond).
@@ -68,16 +68,17 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use tracing::{debug, error, info, warn};
 use wizard_core::machine::records::Record;
-use wizard_core::machine::records::liveness::{Liveness, RowCount, RowKey};
+use wizard_core::machine::records::liveness::RowKey;
 
 use super::file::{self, Claim};
-use super::fold::{Writer, checkpoint, insert};
+use super::fold::Writer;
 use super::handoff::Handoff;
 use super::journal;
-use super::rows::decode_in_batches;
+use super::restore::{load, recover};
+use super::rows::counted;
 use super::{COMPACT_ROWS_MIN, PENDING_BYTES_MAX, StoreError};
 
 /// The write-ahead log's file is cut back to this size when the log starts afresh.
@@ -345,47 +346,11 @@ impl Store {
         let (claim, mut conn) = file::claim(path, options.init)?;
         let path = claim.home.clone();
         let path = path.as_path();
-        conn.busy_timeout(options.busy_timeout)
-            .map_err(sql("busy timeout", path))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(sql("WAL mode", path))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError(format!(
-                "{}: journal mode {mode}, not WAL",
-                path.display()
-            )));
-        }
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous=NORMAL;
-             PRAGMA wal_autocheckpoint=0;
-             PRAGMA cache_size=-{CACHE_KIB};
-             PRAGMA journal_size_limit={LOG_BYTES_KEPT};
-             DROP INDEX IF EXISTS records_lobby;
-             DROP INDEX IF EXISTS records_lobby_game;
-             DROP INDEX IF EXISTS records_session;"
-        ))
-        .map_err(sql("cannot set up", path))?;
-        file::create_tables(&conn).map_err(sql("cannot set up", path))?;
+        set_up(&conn, path, options.busy_timeout)?;
         let (next_seq, generation) = recover(&mut conn, path)?;
-        let records = load(&conn, path)?;
-        let mut liveness = Liveness::<RowCount>::default();
-        for (seq, record) in &records {
-            liveness.add(*seq, record.row_key());
-        }
-        let records: Vec<Record> = records.into_iter().map(|(_, r)| r).collect();
-        let journal = journal::Writer::create(path, generation, GENERATION_RESERVED_BYTES)
-            .map_err(|e| {
-                StoreError(format!(
-                    "cannot create {}: {e}",
-                    journal::generation_path(path, generation).display()
-                ))
-            })?;
-        if let Err(e) = journal.prefault(GENERATION_ROTATE_BYTES) {
-            debug!(error = %e, "Journal generation not faulted in ahead");
-        }
+        let (records, liveness) = counted(load(&conn, path)?);
         let queue = Queue {
-            journal,
+            journal: first_generation(path, generation)?,
             pending: Pending::default(),
             backlog_bytes: 0,
             fold_failing: None,
@@ -394,7 +359,7 @@ impl Store {
         let shared = Arc::new(Handoff::new(queue, next_seq));
         let (wake_tx, wakes) = async_channel::bounded(1);
         let counters = Arc::new(StoreCounters::default());
-        let mut writer = Writer {
+        let writer = Writer {
             conn,
             path: path.to_path_buf(),
             liveness,
@@ -408,12 +373,7 @@ impl Store {
             // The first purge soon after the start, not at once: the restore first.
             next_purge: Instant::now() + Duration::from_secs(1).min(options.history.purge_interval),
         };
-        let writer_shared = Arc::clone(&shared);
-        let interval = options.sync_interval;
-        let writer = std::thread::Builder::new()
-            .name("wizard-store".into())
-            .spawn(move || writer.run(&writer_shared, interval, generation))
-            .map_err(|e| StoreError(format!("store writer thread: {e}")))?;
+        let writer = start_writer(writer, &shared, options.sync_interval, generation)?;
         info!(store = %path.display(), records = records.len(), "Store opened");
         Ok((
             Store {
@@ -641,113 +601,62 @@ impl Drop for Store {
     }
 }
 
-fn meta(conn: &Connection, key: &str) -> rusqlite::Result<Option<u64>> {
-    conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
-        r.get::<_, i64>(0)
-    })
-    .optional()
-    .map(|v| v.map(|v| v as u64))
-}
-
-/// Folds into SQLite what the journal holds beyond SQLite's `folded_seq`, as far as it
-/// runs on without a gap, syncs, and deletes the journal. Returns the next sequence
-/// number and the number of the journal generation to write next.
-fn recover(conn: &mut Connection, path: &Path) -> Result<(u64, u64), StoreError> {
-    // A file written before the journal existed has no `folded_seq`: everything in it
-    // was committed to SQLite directly.
-    let folded_seq = match meta(conn, "folded_seq").map_err(sql("cannot read", path))? {
-        Some(seq) => seq,
-        None => conn
-            .query_row("SELECT COALESCE(MAX(seq), 0) FROM records", [], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map_err(sql("cannot read", path))? as u64,
-    };
-    // Generations below it were folded before (one left behind, or brought back by a
-    // power loss after its deletion, is stale).
-    let journal_from = meta(conn, "journal_from")
-        .map_err(sql("cannot read", path))?
-        .unwrap_or(0);
-    let generations = journal::generations(path).map_err(|e| {
-        StoreError(format!(
-            "cannot list the journal of {}: {e}",
+/// Sets the connection up for the writer: `busy_timeout` (`STORE_BUSY_TIMEOUT`), WAL
+/// with `synchronous=NORMAL` and no automatic checkpoint (the writer syncs), the page
+/// cache and the log's size, the indexes earlier versions made dropped, the tables a
+/// newer build adds made.
+fn set_up(conn: &Connection, path: &Path, busy_timeout: Duration) -> Result<(), StoreError> {
+    conn.busy_timeout(busy_timeout)
+        .map_err(sql("busy timeout", path))?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(sql("WAL mode", path))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError(format!(
+            "{}: journal mode {mode}, not WAL",
             path.display()
-        ))
-    })?;
-    let mut rows = Vec::new();
-    let mut next_seq = folded_seq + 1;
-    let mut cut: Option<String> = None;
-    for (number, file) in generations.iter().filter(|(n, _)| *n >= journal_from) {
-        if cut.is_some() {
-            break;
-        }
-        let bytes = std::fs::read(file)
-            .map_err(|e| StoreError(format!("cannot read {}: {e}", file.display())))?;
-        let contents = journal::read(&bytes);
-        for (seq, body) in contents.rows {
-            if seq < next_seq {
-                continue;
-            }
-            if seq > next_seq {
-                cut = Some(format!(
-                    "generation {number} jumps from record {next_seq} to {seq}"
-                ));
-                break;
-            }
-            let record = Record::decode(&body)
-                .map_err(|e| StoreError(format!("{} record {seq}: {e}", file.display())))?;
-            rows.push((seq, record.row_key(), body));
-            next_seq += 1;
-        }
-        if contents.torn_bytes > 0 && cut.is_none() {
-            cut = Some(format!(
-                "generation {number} ends in {} bytes that are no whole record",
-                contents.torn_bytes
-            ));
-        }
+        )));
     }
-    if let Some(why) = &cut {
-        // Only a power loss or a damaged disk leaves this; what follows is dropped.
-        warn!(store = %path.display(), why = %why, kept = rows.len(), "The store's journal is cut");
-    }
-    let generation = generations
-        .last()
-        .map_or(journal_from, |(n, _)| (n + 1).max(journal_from))
-        .max(1);
-    let folded = rows
-        .iter()
-        .map(|(seq, key, body)| (*seq, *key, body.as_bytes()));
-    insert(conn, folded, generation).map_err(sql("cannot fold the journal into", path))?;
-    checkpoint(conn).map_err(sql("cannot sync", path))?;
-    for (_, file) in &generations {
-        std::fs::remove_file(file)
-            .map_err(|e| StoreError(format!("cannot delete {}: {e}", file.display())))?;
-    }
-    if !rows.is_empty() {
-        info!(store = %path.display(), records = rows.len(), "Folded the journal left by the last process");
-    }
-    Ok((next_seq, generation))
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous=NORMAL;
+         PRAGMA wal_autocheckpoint=0;
+         PRAGMA cache_size=-{CACHE_KIB};
+         PRAGMA journal_size_limit={LOG_BYTES_KEPT};
+         DROP INDEX IF EXISTS records_lobby;
+         DROP INDEX IF EXISTS records_lobby_game;
+         DROP INDEX IF EXISTS records_session;"
+    ))
+    .map_err(sql("cannot set up", path))?;
+    file::create_tables(conn).map_err(sql("cannot set up", path))
 }
 
-/// Every record with its sequence number, oldest first. This thread reads the rows in
-/// order, in batches that the other cores decode while it reads the next (a restart's
-/// restore waits for it: 1.8 million records for 10 000 games). At most two batches
-/// per decoding thread wait for one.
-fn load(conn: &Connection, path: &Path) -> Result<Vec<(u64, Record)>, StoreError> {
-    let mut statement = conn
-        .prepare("SELECT seq, body FROM records ORDER BY seq")
-        .map_err(sql("cannot read", path))?;
-    let mut rows = statement.query([]).map_err(sql("cannot read", path))?;
-    let failed = sql("cannot read", path);
-    let at = path.display().to_string();
-    decode_in_batches(&at, |batch| {
-        let Some(row) = rows.next().map_err(&failed)? else {
-            return Ok(false);
-        };
-        let seq = row.get::<_, i64>(0).map_err(&failed)? as u64;
-        let body = row.get_ref(1).map_err(&failed)?;
-        let body = body.as_str().map_err(|e| failed(e.into()))?;
-        batch.push(seq, body);
-        Ok(true)
-    })
+/// Journal generation `generation` of the store at `path`, the first the core task
+/// writes to: allocated `GENERATION_RESERVED_BYTES`, its first half faulted in ahead.
+fn first_generation(path: &Path, generation: u64) -> Result<journal::Writer, StoreError> {
+    let journal =
+        journal::Writer::create(path, generation, GENERATION_RESERVED_BYTES).map_err(|e| {
+            StoreError(format!(
+                "cannot create {}: {e}",
+                journal::generation_path(path, generation).display()
+            ))
+        })?;
+    if let Err(e) = journal.prefault(GENERATION_ROTATE_BYTES) {
+        debug!(error = %e, "Journal generation not faulted in ahead");
+    }
+    Ok(journal)
+}
+
+/// Starts the writer thread, folding every `interval` from journal generation
+/// `generation` on.
+fn start_writer(
+    mut writer: Writer,
+    shared: &Arc<Shared>,
+    interval: Duration,
+    generation: u64,
+) -> Result<JoinHandle<()>, StoreError> {
+    let writer_shared = Arc::clone(shared);
+    std::thread::Builder::new()
+        .name("wizard-store".into())
+        .spawn(move || writer.run(&writer_shared, interval, generation))
+        .map_err(|e| StoreError(format!("store writer thread: {e}")))
 }

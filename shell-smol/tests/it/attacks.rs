@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::bench::bench_lib::{self, Attack, Pacing, Report, Settings};
-use crate::client::TestServer;
+use crate::client::{Player, TestServer, bounded, metric};
+use wizard_core::vocabulary::wire::ClientMessage;
 
 /// The honest games: 2 of 3 humans at 50 ms a move (each human sends at most 7
 /// messages a second, under the default `MESSAGE_RATE`), a 1 s baseline, then the
@@ -43,19 +44,29 @@ fn settings(server: &TestServer, attack: Attack) -> Settings {
 /// Starts a server with `env` (games move without trick pauses, no AI service), runs
 /// the attack beside the honest games and returns the report.
 fn run(attack: Attack, env: &[(&str, &str)], tweak: impl FnOnce(&mut Settings)) -> Report {
+    let server = start(env);
+    let report = run_on(&server, attack, tweak);
+    drop(server);
+    report
+}
+
+/// A server with `env` whose games move without trick pauses, with no AI service.
+fn start(env: &[(&str, &str)]) -> TestServer {
     let mut pairs = vec![
         ("TRICK_PAUSE", "0"),
         ("EMBEDDED_AI", "0"),
         ("LOAD_FORCE_LEVEL", "normal"),
     ];
     pairs.extend_from_slice(env);
-    let server = TestServer::start(&pairs);
-    let mut s = settings(&server, attack);
+    TestServer::start(&pairs)
+}
+
+/// Runs the attack against `server` beside the honest games.
+fn run_on(server: &TestServer, attack: Attack, tweak: impl FnOnce(&mut Settings)) -> Report {
+    let mut s = settings(server, attack);
     s.server_pid = Some(std::process::id());
     tweak(&mut s);
-    let report = bench_lib::run(s).expect("the generator runs");
-    drop(server);
-    report
+    bench_lib::run(s).expect("the generator runs")
 }
 
 /// The honest side was served in every phase.
@@ -309,4 +320,84 @@ fn row_12_look_alike_names_are_not_accepted_next_to_host() {
         mismatches.is_empty(),
         "look-alikes accepted: {mismatches:?}"
     );
+}
+
+/// The quick-play rows' server: the test polls `/metrics` from one address as fast as
+/// it is answered once the attack is over; room for every game the walkers' tables
+/// start (each holds a `MAX_ACTIVE_GAMES` slot for `ABANDONED_GAME_TTL`, as in row 4:
+/// capacity, not the pool, which is what these rows test).
+const QUICK_ENV: [(&str, &str); 3] = [
+    ("SOCKET_RATE", "100000"),
+    ("SOCKET_BURST", "100000"),
+    ("MAX_ACTIVE_GAMES", "1000"),
+];
+
+/// Honest groups of 3 queue for quick play every 500 ms beside the games.
+fn quick_groups(s: &mut Settings) {
+    s.quick_every = Duration::from_millis(500);
+}
+
+/// After a quick-play row: honest quick players were seated in both phases, the pool
+/// empties, and three honest players who come then are seated together, alone.
+fn assert_pool_clean(server: &TestServer, report: &Report) {
+    for p in report.line["phases"].as_array().expect("phased run") {
+        assert!(
+            p["quick_seated"].as_u64() > Some(0),
+            "no honest quick player seated: {p}"
+        );
+    }
+    bounded(30, async {
+        while metric(server.addr, "wizard_quick_play_tickets").await != 0.0 {}
+        let mut honest = Vec::new();
+        for name in ["Ann", "Bob", "Cat"] {
+            let (mut p, _) = Player::hello(server.addr, None).await;
+            p.send(ClientMessage::QuickPlay {
+                name: name.to_owned(),
+                seats: Some(3),
+            })
+            .await;
+            honest.push(p);
+        }
+        for p in honest.iter_mut() {
+            let view = p.state_where(|v| v.game.is_some()).await;
+            let lobby = view.lobby.expect("a lobby");
+            let names: Vec<&str> = lobby.players.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, ["Ann", "Bob", "Cat"], "a table of the three alone");
+            assert!(lobby.players.iter().all(|s| !s.is_ai), "no AI seat");
+        }
+    });
+}
+
+#[test]
+fn row_13a_one_address_queueing_and_cancelling_is_rate_limited_and_leaves_no_ticket() {
+    let server = start(&QUICK_ENV);
+    let report = run_on(&server, Attack::QuickCancel, |s| {
+        quick_groups(s);
+        s.attack_conns = 4;
+        s.attack_ips = 1;
+        s.attack_count = 200_000;
+    });
+    assert_honest(&report);
+    let a = attack_stats(&report);
+    assert!(a["accepted"].as_u64() > Some(0), "no ticket queued: {a}");
+    assert!(
+        a["rate_limited"].as_u64() > Some(0),
+        "the loop never got rate_limited: {a}"
+    );
+    assert_pool_clean(&server, &report);
+}
+
+#[test]
+fn row_13b_many_addresses_queueing_and_walking_away_leave_no_ticket() {
+    let server = start(&QUICK_ENV);
+    let report = run_on(&server, Attack::QuickWalk, |s| {
+        quick_groups(s);
+        s.attack_conns = 8;
+        s.attack_ips = 8;
+        s.attack_count = 100;
+    });
+    assert_honest(&report);
+    let a = attack_stats(&report);
+    assert!(a["accepted"].as_u64() > Some(0), "no ticket queued: {a}");
+    assert_pool_clean(&server, &report);
 }

@@ -21,6 +21,26 @@ fn run(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// Starts the server with `env` (and `STORE=memory`, `EMBEDDED_AI=0`), its output
+/// piped, and waits `secs` at most for it to exit: its output, or `None` when it still
+/// runs by then (it is killed).
+fn exit_within(env: &[(&str, &str)], secs: u64) -> Option<std::process::Output> {
+    let child = super::durable::server_command(&[("STORE", "memory")])
+        .envs(env.iter().copied())
+        .spawn()
+        .expect("wizard-server runs");
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait_with_output());
+    });
+    let Ok(out) = done_rx.recv_timeout(std::time::Duration::from_secs(secs)) else {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        return None;
+    };
+    Some(out.expect("its output"))
+}
+
 #[test]
 fn help_and_version_print_and_exit_and_unknown_arguments_are_refused() {
     let (code, out, _) = run(&["--help"]);
@@ -78,27 +98,10 @@ fn the_health_check_has_help_and_version_and_refuses_other_arguments() {
 #[test]
 fn a_bad_shard_id_stops_start_up() {
     for value in ["O", "a", "AB", "1"] {
-        let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
-            .env_clear()
-            .env("BIND", "127.0.0.1:0")
-            .env("STORE", "memory")
-            .env("EMBEDDED_AI", "0")
-            .env("SHARD_ID", value)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("wizard-server runs");
-        let pid = child.id();
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = done_tx.send(child.wait_with_output());
-        });
-        let Ok(out) = done_rx.recv_timeout(std::time::Duration::from_secs(60)) else {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        let env = [("BIND", "127.0.0.1:0"), ("SHARD_ID", value)];
+        let Some(out) = exit_within(&env, 60) else {
             panic!("SHARD_ID={value}: the server started instead of refusing the setting");
         };
-        let out = out.expect("its output");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{value}: {err}");
         assert!(err.contains("SHARD_ID"), "{value}: {err}");
@@ -113,26 +116,9 @@ fn an_address_in_use_stops_start_up_at_once() {
     let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = holder.local_addr().unwrap();
     let started = std::time::Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
-        .env_clear()
-        .env("BIND", addr.to_string())
-        .env("STORE", "memory")
-        .env("EMBEDDED_AI", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wizard-server runs");
-    let pid = child.id();
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait_with_output());
-    });
-    let Ok(out) = done_rx.recv_timeout(std::time::Duration::from_secs(10)) else {
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    let Some(out) = exit_within(&[("BIND", &addr.to_string())], 10) else {
         panic!("the server did not stop within 10 s on an address in use");
     };
-    let out = out.expect("its output");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

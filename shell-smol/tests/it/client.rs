@@ -191,6 +191,28 @@ pub async fn ws_from(addr: SocketAddr, from: std::net::IpAddr) -> Client {
     ws
 }
 
+/// Upgrades `tcp` to a player's websocket by hand and says `hello`, reading nothing but
+/// the 101: a client that may stop reading.
+pub async fn raw_hello(tcp: &mut Async<TcpStream>) {
+    let request = "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+                   Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                   Sec-WebSocket-Version: 13\r\n\r\n";
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut head = [0u8; 129];
+    tcp.read_exact(&mut head).await.unwrap();
+    assert!(head.starts_with(b"HTTP/1.1 101"));
+    tcp.write_all(&client_frame(r#"{"type":"hello","token":null}"#))
+        .await
+        .unwrap();
+}
+
+/// A masked client text frame (mask 0: the payload goes as is).
+pub fn client_frame(text: &str) -> Vec<u8> {
+    let mut f = Vec::new();
+    wizard_core::shell::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
+    f
+}
+
 /// `127.0.0.n`.
 pub fn local(n: u8) -> std::net::IpAddr {
     std::net::IpAddr::from([127, 0, 0, n])
@@ -207,6 +229,50 @@ pub async fn send(ws: &mut Client, message: &ClientMessage) {
     ws.send(Message::text(encode_client(message)))
         .await
         .unwrap();
+}
+
+/// Skips other messages on `ws` up to the next `state`.
+pub async fn next_state(ws: &mut Client) -> View {
+    loop {
+        if let ServerMessage::State {
+            lobby,
+            game,
+            events,
+        } = next_message(ws).await
+        {
+            return View {
+                lobby,
+                game,
+                events,
+            };
+        }
+    }
+}
+
+/// Creates a private lobby as `name` on `ws`, adds two AI seats and starts the game
+/// (without reading the answers).
+pub async fn start_against_two_ai(ws: &mut Client, name: &str) {
+    let create = ClientMessage::CreateLobby {
+        name: name.into(),
+        public: false,
+    };
+    send(ws, &create).await;
+    send(ws, &ClientMessage::AddAi { level: None }).await;
+    send(ws, &ClientMessage::AddAi { level: None }).await;
+    send(ws, &ClientMessage::StartGame).await;
+}
+
+/// `GET path` from the local address `from`: status and body (status 0 when the socket
+/// was closed without an answer).
+pub async fn get_from(addr: SocketAddr, from: std::net::IpAddr, path: &str) -> (u16, String) {
+    let mut tcp = tcp_from(addr, from);
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    if tcp.write_all(request.as_bytes()).await.is_err() {
+        return (0, String::new());
+    }
+    let mut response = String::new();
+    let _ = tcp.read_to_string(&mut response).await;
+    parse_response(&response)
 }
 
 /// A player's `state`, the fields tests look at.
@@ -278,20 +344,7 @@ impl Player {
 
     /// Skips other messages up to the next `state`.
     pub async fn next_state(&mut self) -> View {
-        loop {
-            if let ServerMessage::State {
-                lobby,
-                game,
-                events,
-            } = self.next().await
-            {
-                return View {
-                    lobby,
-                    game,
-                    events,
-                };
-            }
-        }
+        next_state(&mut self.ws).await
     }
 
     /// The next `state`; an `error` on the way fails the test (a refused move).

@@ -14,8 +14,8 @@ use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use wizard_core::vocabulary::wire::ClientMessage;
 
 use crate::client::{
-    Player, TestServer, View, bounded, http, local, metric, metric_in, my_move, parse_response,
-    tcp_from, ws_from,
+    Player, TestServer, View, bounded, client_frame, http, local, metric, metric_in, my_move,
+    parse_response, raw_hello, tcp_from, ws_from,
 };
 
 /// Fast games with a small socket cap: `MAX_CONNECTIONS` 20 makes 36 full slots and 16
@@ -529,34 +529,15 @@ fn a_client_that_never_reads_is_cut_within_write_timeout_with_bounded_kernel_mem
     ]);
     let addr = server.addr;
     bounded(60, async {
-        let mut tcp = tcp_with_small_receive_buffer(addr, local(5));
+        let mut tcp = raw_player(addr, local(5)).await;
         let me = tcp.get_ref().local_addr().unwrap();
-        let request = "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
-                       Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-                       Sec-WebSocket-Version: 13\r\n\r\n";
-        tcp.write_all(request.as_bytes()).await.unwrap();
-        let mut head = [0u8; 129];
-        tcp.read_exact(&mut head).await.unwrap();
-        let frame = |text: &str| {
-            let mut f = Vec::new();
-            wizard_core::shell::ws::encode::client_frame(
-                &mut f,
-                0x81,
-                Some([0; 4]),
-                text.as_bytes(),
-            );
-            f
-        };
-        tcp.write_all(&frame(r#"{"type":"hello","token":null}"#))
-            .await
-            .unwrap();
-        tcp.write_all(&frame(r#"{"type":"create_lobby","name":"Slow"}"#))
+        tcp.write_all(&client_frame(r#"{"type":"create_lobby","name":"Slow"}"#))
             .await
             .unwrap();
         // Every toggle is answered with a `state` of the lobby; none is read.
         let toggles: Vec<u8> = (0..200)
             .flat_map(|i| {
-                frame(&format!(
+                client_frame(&format!(
                     r#"{{"type":"set_options","hidden_bids":{}}}"#,
                     i % 2 == 0
                 ))
@@ -602,24 +583,8 @@ fn a_client_that_never_reads_is_cut_within_write_timeout_with_bounded_kernel_mem
 /// read), with the receive buffer fixed small.
 async fn raw_player(addr: SocketAddr, from: IpAddr) -> Async<TcpStream> {
     let mut tcp = tcp_with_small_receive_buffer(addr, from);
-    let request = "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
-                   Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-                   Sec-WebSocket-Version: 13\r\n\r\n";
-    tcp.write_all(request.as_bytes()).await.unwrap();
-    let mut head = [0u8; 129];
-    tcp.read_exact(&mut head).await.unwrap();
-    assert!(head.starts_with(b"HTTP/1.1 101"));
-    tcp.write_all(&client_frame(r#"{"type":"hello","token":null}"#))
-        .await
-        .unwrap();
+    raw_hello(&mut tcp).await;
     tcp
-}
-
-/// A masked client text frame (mask 0: the payload goes as is).
-fn client_frame(text: &str) -> Vec<u8> {
-    let mut f = Vec::new();
-    wizard_core::shell::ws::encode::client_frame(&mut f, 0x81, Some([0; 4]), text.as_bytes());
-    f
 }
 
 /// Reads one server frame (unmasked, unfragmented): its opcode and payload.

@@ -24,6 +24,14 @@ impl TempDir {
         TempDir(dir)
     }
 
+    /// [`TempDir::new`], made (for a store file, and the logs beside it).
+    pub(super) fn made() -> TempDir {
+        let dir = TempDir::new();
+        std::fs::create_dir_all(&dir.0).unwrap();
+        dir
+    }
+
+    /// `sqlite:` and the store file `wizard.db` in it.
     pub(super) fn store(&self) -> String {
         format!("sqlite:{}/wizard.db", self.0.display())
     }
@@ -121,8 +129,7 @@ fn a_new_server_waits_for_the_old_ones_store_and_then_restores_it() {
 
 #[test]
 fn a_store_that_cannot_be_opened_stops_start_up() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     // A file where the store's folder should be.
     let blocker = dir.0.join("not-a-folder");
     std::fs::write(&blocker, b"x").unwrap();
@@ -133,6 +140,21 @@ fn a_store_that_cannot_be_opened_stops_start_up() {
     let e = result.expect_err("started on a store it cannot open");
     assert!(matches!(e, wizard_server::RunError::Store(_)), "{e}");
     assert!(e.to_string().starts_with("STORE: "), "{e}");
+}
+
+/// The real binary with no settings but `EMBEDDED_AI=0` (no embedded AI service to
+/// start) and `env`, its stdin closed and its output piped.
+pub(super) fn server_command(env: &[(&str, &str)]) -> std::process::Command {
+    use std::process::{Command, Stdio};
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wizard-server"));
+    command
+        .env_clear()
+        .env("EMBEDDED_AI", "0")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
 }
 
 /// The real binary on `store`, at `port`; killed (SIGKILL) when dropped.
@@ -169,24 +191,23 @@ impl Process {
         log: &std::path::Path,
         env: &[(&str, &str)],
     ) -> Process {
-        use std::process::{Command, Stdio};
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let log_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(log)
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
-            .env_clear()
-            .env("BIND", addr.to_string())
-            .env("STORE", store)
-            .env("EMBEDDED_AI", "0")
-            .env("LOG_LEVEL", "warn")
+        let bind = addr.to_string();
+        let settings = [
+            ("BIND", bind.as_str()),
+            ("STORE", store),
+            ("LOG_LEVEL", "warn"),
             // The test's players move as fast as they are answered.
-            .env("MESSAGE_RATE", "1000")
-            .env("MESSAGE_BURST", "1000")
+            ("MESSAGE_RATE", "1000"),
+            ("MESSAGE_BURST", "1000"),
+        ];
+        let child = server_command(&settings)
             .envs(env.iter().copied())
-            .stdin(Stdio::null())
             // The log lines (stdout) and whatever else it says (stderr), in `log`.
             .stdout(log_file.try_clone().unwrap())
             .stderr(log_file)
@@ -276,8 +297,7 @@ pub(super) fn extends(before: &Observation, after: &Observation) -> Result<(), S
 /// journal only, and each start folds it.
 #[test]
 fn a_game_survives_ten_kill_9s_and_a_sigterm() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let store = dir.store();
     let env = [("STORE_SYNC_INTERVAL", "3600")];
     a_game_survives_kill_9s(&dir, &store, &env, 10);
@@ -307,19 +327,7 @@ pub(super) fn a_game_survives_kill_9s(
     let mut server = Some(Process::start_env(&store, port, &log, &env));
     let addr = server.as_ref().unwrap().addr;
     bounded(240, async {
-        let (mut ann, _) = Player::hello(addr, None).await;
-        let (mut bob, _) = Player::hello(addr, None).await;
-        let (mut cat, _) = Player::hello(addr, None).await;
-        let code = ann.create_lobby("Ann").await;
-        bob.join_lobby(&code, "Bob").await;
-        cat.join_lobby(&code, "Cat").await;
-        ann.send(ClientMessage::StartGame).await;
-        let mut players = [ann, bob, cat];
-        let mut seen: Vec<Observation> = Vec::new();
-        for p in players.iter_mut() {
-            let v = p.state_where(|v| v.game.is_some()).await;
-            seen.push(v.game.unwrap().observation);
-        }
+        let (mut players, mut seen, _) = table(addr).await;
         let (mut moves, mut restarts) = (0usize, 0usize);
         while seen[0].ranking.is_none() {
             let crash = crashes.first() == Some(&moves);
@@ -437,8 +445,7 @@ fn load_generator_bots_come_back_after_ten_kill_9s_and_a_sigterm() {
     use super::bench::bench_lib::{self, Pacing, Settings};
     use rand::{RngExt, SeedableRng};
     const BOTS: u64 = 12;
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let store = dir.store();
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
@@ -564,8 +571,7 @@ fn the_write_ahead_log_stays_bounded_under_steady_writes() {
 /// old one's lobby to its player, who comes back with the token.
 #[test]
 fn a_new_binary_started_while_the_old_one_stops_takes_over_its_address_and_games() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let store = dir.store();
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
@@ -694,8 +700,7 @@ fn up_to_last_non_zero(tail: &[u8]) -> usize {
 #[test]
 fn a_journal_generation_reads_back_every_frame_before_its_unused_zeros() {
     use wizard_server::journal;
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let db = dir.0.join("wizard.db");
     let reserved_bytes = 64;
     let mut writer = journal::Writer::create(&db, 7, reserved_bytes).unwrap();
@@ -748,8 +753,7 @@ fn thread_minor_faults() -> u64 {
 #[test]
 fn a_generation_faulted_in_ahead_takes_its_frames_without_page_faults() {
     use wizard_server::journal;
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let db = dir.0.join("wizard.db");
     let (page_bytes, pages) = (4096, 64);
     let filled_bytes = (page_bytes * pages) as u64;
@@ -1093,10 +1097,9 @@ fn an_open_reads_many_batches_in_order_and_names_a_damaged_row() {
 fn a_process_waiting_for_the_store_refuses_connections_until_it_serves() {
     use std::io::{BufRead, BufReader};
     use std::net::{TcpListener, TcpStream};
-    use std::process::{Command, Stdio};
+    use std::process::Command;
 
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     // The store's lock, as a serving process holds it (store.rs: PATH.lock, flock).
     let lock = std::fs::File::create(dir.0.join("wizard.db.lock")).unwrap();
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
@@ -1106,15 +1109,8 @@ fn a_process_waiting_for_the_store_refuses_connections_until_it_serves() {
         .unwrap()
         .port();
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wizard-server"))
-        .env_clear()
-        .env("BIND", addr.to_string())
-        .env("STORE", dir.store())
-        .env("EMBEDDED_AI", "0")
-        .env("LOG_FORMAT", "text")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let (bind, store) = (addr.to_string(), dir.store());
+    let mut child = server_command(&[("BIND", &bind), ("STORE", &store), ("LOG_FORMAT", "text")])
         .spawn()
         .expect("wizard-server runs");
     let pid = child.id();

@@ -5,45 +5,17 @@
 //! `HISTORY_DAYS=0` keeps nothing, retention deletes old games, and scraping is
 //! rate-limited per address.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use wizard_core::vocabulary::game::trick;
 use wizard_core::vocabulary::game::{Card, Suit, round_score};
 use wizard_core::vocabulary::wire::{ClientMessage, LobbyStatus, ServerMessage};
 
-use super::client::{View, bounded, local, my_move, next_message, send, ws_from};
+use super::client::{
+    bounded, get_from, local, my_move, next_message, next_state, send, start_against_two_ai,
+    ws_from,
+};
 use super::durable::{Process, TempDir};
-
-/// `GET path` from the local address `from`: status and body.
-async fn get_from(addr: SocketAddr, from: IpAddr, path: &str) -> (u16, String) {
-    use futures_lite::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut tcp = super::client::tcp_from(addr, from);
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    if tcp.write_all(request.as_bytes()).await.is_err() {
-        return (0, String::new());
-    }
-    let mut response = String::new();
-    let _ = tcp.read_to_string(&mut response).await;
-    super::client::parse_response(&response)
-}
-
-/// The next `state`.
-async fn next_state(ws: &mut super::client::Client) -> View {
-    loop {
-        if let ServerMessage::State {
-            lobby,
-            game,
-            events,
-        } = next_message(ws).await
-        {
-            return View {
-                lobby,
-                game,
-                events,
-            };
-        }
-    }
-}
 
 /// What a played game left: its id, the final scores its last `state` showed, and
 /// the profile id of the human seat.
@@ -76,17 +48,7 @@ async fn play_a_game(addr: SocketAddr) -> Played {
             break id;
         }
     };
-    send(
-        &mut ws,
-        &ClientMessage::CreateLobby {
-            name: "Ann".into(),
-            public: false,
-        },
-    )
-    .await;
-    send(&mut ws, &ClientMessage::AddAi { level: None }).await;
-    send(&mut ws, &ClientMessage::AddAi { level: None }).await;
-    send(&mut ws, &ClientMessage::StartGame).await;
+    start_against_two_ai(&mut ws, "Ann").await;
     let mut asked_while_running = false;
     loop {
         let view = next_state(&mut ws).await;
@@ -205,9 +167,8 @@ fn replay(game: &serde_json::Value) -> Vec<i32> {
 
 #[test]
 fn a_finished_game_replays_to_its_scores_is_listed_and_survives_a_restart() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    let dir = TempDir::made();
+    let store = dir.store();
     history_survives_a_restart(&dir, &store, &[("STORE_SYNC_INTERVAL", "0.1")]);
 }
 
@@ -261,9 +222,8 @@ pub(super) fn history_survives_a_restart(dir: &TempDir, store: &str, env: &[(&st
 
 #[test]
 fn history_days_0_keeps_no_game() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    let dir = TempDir::made();
+    let store = dir.store();
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
     let env = [
@@ -296,9 +256,8 @@ fn history_days_0_keeps_no_game() {
 
 #[test]
 fn retention_deletes_games_past_history_days_in_bounded_passes() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    let dir = TempDir::made();
+    let store = dir.store();
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
     // A store made by the server, then 250 games of 100 days ago and one of yesterday.

@@ -3,12 +3,12 @@
 use std::time::{Duration, Instant};
 
 use async_tungstenite::tungstenite::Message;
-use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use futures_lite::io::AsyncWriteExt;
 use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage, decode_server};
 
 use crate::client::{
-    Player, TestServer, bounded, close_code, http, local, metric, my_move, next_text, send,
-    tcp_from, vm_rss_kib, ws, ws_from,
+    Player, TestServer, bounded, client_frame, close_code, http, local, metric, my_move, next_text,
+    raw_hello, send, tcp_from, vm_rss_kib, ws, ws_from,
 };
 
 fn error_code(text: &str) -> Option<ErrorCode> {
@@ -232,35 +232,15 @@ fn a_client_that_stops_reading_is_cut_and_costs_no_memory() {
         // sends makes the server answer with a `state` of its lobby (~400 bytes) and an
         // error, none of which it reads.
         let mut tcp = tcp_from(addr, local(5));
-        let request = "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
-                       Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-                       Sec-WebSocket-Version: 13\r\n\r\n";
-        tcp.write_all(request.as_bytes()).await.unwrap();
-        let mut head = [0u8; 129];
-        tcp.read_exact(&mut head).await.unwrap();
-        assert!(head.starts_with(b"HTTP/1.1 101"));
-        let frame = |text: &str| {
-            // A masked client text frame (mask 0: the payload goes as is).
-            let mut f = Vec::new();
-            wizard_core::shell::ws::encode::client_frame(
-                &mut f,
-                0x81,
-                Some([0; 4]),
-                text.as_bytes(),
-            );
-            f
-        };
-        tcp.write_all(&frame(r#"{"type":"hello","token":null}"#))
-            .await
-            .unwrap();
-        tcp.write_all(&frame(r#"{"type":"create_lobby","name":"Slow"}"#))
+        raw_hello(&mut tcp).await;
+        tcp.write_all(&client_frame(r#"{"type":"create_lobby","name":"Slow"}"#))
             .await
             .unwrap();
         let toggles: Vec<u8> = (0..1000)
             .flat_map(|i| {
                 let text = format!(r#"{{"type":"set_options","hidden_bids":{}}}"#, i % 2 == 0);
-                let mut bytes = frame(&text);
-                bytes.extend(frame(r#"{"type":"start_game"}"#));
+                let mut bytes = client_frame(&text);
+                bytes.extend(client_frame(r#"{"type":"start_game"}"#));
                 bytes
             })
             .collect();

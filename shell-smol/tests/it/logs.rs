@@ -1,7 +1,7 @@
 //! The binary's text logs through a pipe, as `docker logs` reads them: plain text.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// Kills the server when the test ends, however it ends.
 struct Killed(std::process::Child);
@@ -16,18 +16,15 @@ impl Drop for Killed {
 #[test]
 fn text_logs_into_a_pipe_carry_no_colour_codes() {
     let mut child = Killed(
-        Command::new(env!("CARGO_BIN_EXE_wizard-server"))
-            .env_clear()
-            .env("BIND", "127.0.0.1:0")
-            .env("STORE", "memory")
-            .env("EMBEDDED_AI", "0")
-            .env("LOG_LEVEL", "info")
-            .env("LOG_FORMAT", "text")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("wizard-server starts"),
+        super::durable::server_command(&[
+            ("BIND", "127.0.0.1:0"),
+            ("STORE", "memory"),
+            ("LOG_LEVEL", "info"),
+            ("LOG_FORMAT", "text"),
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("wizard-server starts"),
     );
     let stdout = child.0.stdout.take().expect("piped stdout");
     let mut seen = String::new();
@@ -55,8 +52,7 @@ fn a_games_start_and_end_are_logged() {
     use super::durable::{Process, TempDir};
     use wizard_core::vocabulary::wire::ClientMessage;
 
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let log = dir.0.join("server.log");
     let env = [
         ("LOG_LEVEL", "info"),

@@ -394,6 +394,15 @@ async fn three_players_in_a_game(addr: std::net::SocketAddr) -> ([Player; 3], Ve
     (players, seen)
 }
 
+/// Ann, Bob and Cat in a game on `addr` after `moves` moves ([`play`]), within 60 s.
+fn players_after(addr: std::net::SocketAddr, moves: usize) -> ([Player; 3], Vec<Observation>) {
+    bounded(60, async {
+        let (mut players, mut seen) = three_players_in_a_game(addr).await;
+        play(&mut players, &mut seen, moves).await;
+        (players, seen)
+    })
+}
+
 /// Plays `moves` moves (whoever may move), every player's view followed.
 /// Up to `moves` moves, fewer if the game ends.
 async fn play(players: &mut [Player; 3], seen: &mut [Observation], moves: usize) {
@@ -422,6 +431,45 @@ async fn come_back(
     }
 }
 
+/// Shard K on a database of its own: its owner serving, its standby waiting for the
+/// owner's lock, and an administrator's session.
+struct Shard {
+    admin: postgres::Client,
+    owner: Process,
+    owner_log: PathBuf,
+    standby: Process,
+    standby_log: PathBuf,
+}
+
+/// Starts shard K's owner, then its standby, on database `db` of `pg`, and waits
+/// until the standby says it stands by.
+fn owner_and_standby(pg: &Postgres, db: &str) -> Shard {
+    let url = pg.database(db);
+    let admin = pg.client(db);
+    let env = [("SHARD_ID", "K")];
+    let (owner_log, standby_log) = (pg.dir().0.join("owner.log"), pg.dir().0.join("standby.log"));
+    let owner = Process::start_env(&url, super::proxy::free_port(), &owner_log, &env);
+    let standby = Process::spawn_env(&url, super::proxy::free_port(), &standby_log, &env);
+    wait_for_line(&standby_log, "standing by, another server owns this shard");
+    Shard {
+        admin,
+        owner,
+        owner_log,
+        standby,
+        standby_log,
+    }
+}
+
+/// Waits (30 s at most) for the standby to serve `/health`: it took the shard over.
+fn takes_over(standby: &mut Process, standby_log: &Path) {
+    let mut exited = || standby.child.try_wait().ok().flatten().is_some();
+    assert!(
+        super::proxy::poll_200(standby.addr, "/health", 30, &mut exited),
+        "the standby did not take over: {}",
+        std::fs::read_to_string(standby_log).unwrap_or_default()
+    );
+}
+
 /// Owner and standby of shard K on one database: the standby waits (it does not even
 /// listen) while the owner serves, so only one of them ever answers; after a
 /// `kill -9` of the owner the standby takes the lock, restores and serves the game,
@@ -431,18 +479,14 @@ fn a_standby_takes_over_after_kill_9_of_the_owner() {
     let Some(pg) = Postgres::start("a_standby_takes_over_after_kill_9_of_the_owner") else {
         return;
     };
-    let url = pg.database("standby");
-    let mut admin = pg.client("standby");
-    let env = [("SHARD_ID", "K")];
-    let (owner_log, standby_log) = (pg.dir().0.join("owner.log"), pg.dir().0.join("standby.log"));
-    let owner = Process::start_env(&url, super::proxy::free_port(), &owner_log, &env);
-    let mut standby = Process::spawn_env(&url, super::proxy::free_port(), &standby_log, &env);
-    wait_for_line(&standby_log, "standing by, another server owns this shard");
-    let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
-        play(&mut players, &mut seen, 5).await;
-        (players, seen)
-    });
+    let Shard {
+        mut admin,
+        owner,
+        mut standby,
+        standby_log,
+        ..
+    } = owner_and_standby(&pg, "standby");
+    let (mut players, mut seen) = players_after(owner.addr, 5);
     // One owner: the standby has not even bound its address.
     assert_eq!(super::proxy::get(standby.addr, "/health").0, 0);
     assert!(
@@ -452,12 +496,7 @@ fn a_standby_takes_over_after_kill_9_of_the_owner() {
     let held_by = owner_backend(&mut admin, shard("K"));
     assert!(held_by.is_some(), "the owner holds the lock");
     owner.crash();
-    let mut exited = || standby.child.try_wait().ok().flatten().is_some();
-    assert!(
-        super::proxy::poll_200(standby.addr, "/health", 30, &mut exited),
-        "the standby did not take over: {}",
-        std::fs::read_to_string(&standby_log).unwrap_or_default()
-    );
+    takes_over(&mut standby, &standby_log);
     let now_held_by = owner_backend(&mut admin, shard("K"));
     assert!(
         now_held_by.is_some() && now_held_by != held_by,
@@ -512,18 +551,14 @@ fn an_owner_whose_session_is_terminated_acknowledges_nothing_and_exits() {
     let Some(pg) = Postgres::start("an_owner_whose_session_is_terminated") else {
         return;
     };
-    let url = pg.database("fence");
-    let mut admin = pg.client("fence");
-    let env = [("SHARD_ID", "K")];
-    let (owner_log, standby_log) = (pg.dir().0.join("owner.log"), pg.dir().0.join("standby.log"));
-    let mut owner = Process::start_env(&url, super::proxy::free_port(), &owner_log, &env);
-    let mut standby = Process::spawn_env(&url, super::proxy::free_port(), &standby_log, &env);
-    wait_for_line(&standby_log, "standing by, another server owns this shard");
-    let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
-        play(&mut players, &mut seen, 3).await;
-        (players, seen)
-    });
+    let Shard {
+        mut admin,
+        mut owner,
+        owner_log,
+        mut standby,
+        standby_log,
+    } = owner_and_standby(&pg, "fence");
+    let (mut players, mut seen) = players_after(owner.addr, 3);
     let backend = owner_backend(&mut admin, shard("K")).expect("the owner's backend");
     // The lock is asked for in the same statement: queued before the owner's session
     // is gone, it is granted before the owner can connect again.
@@ -567,12 +602,7 @@ fn an_owner_whose_session_is_terminated_acknowledges_nothing_and_exits() {
         .query_one("SELECT pg_advisory_unlock($1)", &[&key])
         .unwrap()
         .get(0);
-    let mut exited = || standby.child.try_wait().ok().flatten().is_some();
-    assert!(
-        super::proxy::poll_200(standby.addr, "/health", 30, &mut exited),
-        "the standby did not take over: {}",
-        std::fs::read_to_string(&standby_log).unwrap_or_default()
-    );
+    takes_over(&mut standby, &standby_log);
     bounded(60, async {
         come_back(standby.addr, &mut players, &mut seen).await;
         assert_eq!(seen[mover], before, "the unacknowledged move is not there");
@@ -621,11 +651,7 @@ fn an_owner_whose_session_is_terminated_connects_again_and_loses_nothing() {
     let log = pg.dir().0.join("owner.log");
     let port = super::proxy::free_port();
     let owner = Process::start_env(&url, port, &log, &env);
-    let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
-        play(&mut players, &mut seen, 5).await;
-        (players, seen)
-    });
+    let (mut players, mut seen) = players_after(owner.addr, 5);
     let backend = owner_backend(&mut admin, shard("K")).expect("the owner's backend");
     let ended: bool = admin
         .query_one("SELECT pg_terminate_backend($1)", &[&backend])
@@ -671,11 +697,7 @@ fn a_statement_timeout_pauses_the_owner_and_it_resumes() {
     let log = pg.dir().0.join("owner.log");
     let port = super::proxy::free_port();
     let owner = Process::start_env(&url, port, &log, &env);
-    let (mut players, mut seen) = bounded(60, async {
-        let (mut players, mut seen) = three_players_in_a_game(owner.addr).await;
-        play(&mut players, &mut seen, 5).await;
-        (players, seen)
-    });
+    let (mut players, mut seen) = players_after(owner.addr, 5);
     let mut tx = admin.transaction().unwrap();
     tx.batch_execute("LOCK TABLE wizard_records IN ACCESS EXCLUSIVE MODE")
         .unwrap();

@@ -8,7 +8,9 @@ use wizard_core::vocabulary::wire::{
     ClientMessage, LobbyStatus, LobbyView, ProfileView, ServerMessage,
 };
 
-use super::client::{Client, View, bounded, local, my_move, next_message, send, ws_from};
+use super::client::{
+    Client, bounded, local, my_move, next_message, next_state, send, start_against_two_ai, ws_from,
+};
 use super::durable::{Process, TempDir};
 
 /// Says hello on `ws`: the welcome's token and profile, and the first `state`'s lobby.
@@ -74,33 +76,14 @@ async fn state_until(ws: &mut Client, done: impl Fn(&LobbyView) -> bool) -> Lobb
 /// Creates a lobby as `name`, adds two AI seats, starts and plays the game to its end:
 /// the finished lobby (seat 0 is ours).
 pub(super) async fn play_rated_game(ws: &mut Client, name: &str) -> LobbyView {
-    let create = ClientMessage::CreateLobby {
-        name: name.into(),
-        public: false,
-    };
-    send(ws, &create).await;
-    send(ws, &ClientMessage::AddAi { level: None }).await;
-    send(ws, &ClientMessage::AddAi { level: None }).await;
-    send(ws, &ClientMessage::StartGame).await;
+    start_against_two_ai(ws, name).await;
     loop {
-        let ServerMessage::State {
-            lobby,
-            game,
-            events,
-        } = next_message(ws).await
-        else {
-            continue;
-        };
-        if let Some(l) = &lobby
+        let view = next_state(ws).await;
+        if let Some(l) = &view.lobby
             && l.status == LobbyStatus::Finished
         {
             return l.clone();
         }
-        let view = View {
-            lobby,
-            game,
-            events,
-        };
         if let Some(action) = my_move(&view) {
             send(ws, &ClientMessage::Action { action }).await;
         }
@@ -162,9 +145,8 @@ fn back_without_the_key_is_a_guest_and_the_key_signs_in_again() {
 
 #[test]
 fn the_rating_change_at_a_game_s_end_is_shown_again_after_a_restart() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    let dir = TempDir::made();
+    let store = dir.store();
     let port = super::proxy::free_port();
     let log = dir.0.join("server.log");
     let env = [("AI_MOVE_DELAY", "0"), ("TRICK_PAUSE", "0")];

@@ -5,8 +5,9 @@
 use wizard_core::machine::profiles::ProfileKey;
 use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
-use super::client::{Client, View, bounded, local, my_move, next_message, send, ws_from};
+use super::client::{Client, bounded, get_from, local, next_message, send, ws_from};
 use super::durable::{Process, TempDir};
+use super::profile_returns::play_rated_game;
 
 /// Says hello on `ws` with `key`; the `welcome`'s profile as (id, games, mu), if any.
 async fn hello_with_key(ws: &mut Client, key: Option<&str>) -> Option<(String, u32, f64)> {
@@ -38,29 +39,10 @@ async fn create_profile(ws: &mut Client, name: &str) -> Result<String, ErrorCode
     }
 }
 
-/// The next `state`.
-async fn next_state(ws: &mut Client) -> View {
-    loop {
-        if let ServerMessage::State {
-            lobby,
-            game,
-            events,
-        } = next_message(ws).await
-        {
-            return View {
-                lobby,
-                game,
-                events,
-            };
-        }
-    }
-}
-
 #[test]
 fn a_rated_game_s_rating_survives_kill_9_and_is_counted_once() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    let dir = TempDir::made();
+    let store = dir.store();
     // The writer never folds on its own: what a crash leaves is in the journal only.
     rating_survives_kill_9(&dir, &store, &[("STORE_SYNC_INTERVAL", "3600")]);
 }
@@ -81,34 +63,12 @@ pub(super) fn rating_survives_kill_9(dir: &TempDir, store: &str, env: &[(&str, &
         let mut ws = ws_from(addr, local(1)).await;
         assert_eq!(hello_with_key(&mut ws, None).await, None);
         let key = create_profile(&mut ws, "Ann").await.expect("a profile");
-        send(
-            &mut ws,
-            &ClientMessage::CreateLobby {
-                name: "Ann".into(),
-                public: false,
-            },
-        )
-        .await;
-        send(&mut ws, &ClientMessage::AddAi { level: None }).await;
-        send(&mut ws, &ClientMessage::AddAi { level: None }).await;
-        send(&mut ws, &ClientMessage::StartGame).await;
-        loop {
-            let view = next_state(&mut ws).await;
-            let finished = view
-                .lobby
-                .as_ref()
-                .is_some_and(|l| l.status == wizard_core::vocabulary::wire::LobbyStatus::Finished);
-            if finished {
-                let me = &view.lobby.unwrap().players[0];
-                let id = me.profile_id.clone().expect("a profile seat");
-                let change = me.rating_change.expect("the change is shown").0;
-                assert!(change != 0.0);
-                break (key, id, me.mu.expect("mu").0);
-            }
-            if let Some(action) = my_move(&view) {
-                send(&mut ws, &ClientMessage::Action { action }).await;
-            }
-        }
+        let finished = play_rated_game(&mut ws, "Ann").await;
+        let me = &finished.players[0];
+        let id = me.profile_id.clone().expect("a profile seat");
+        let change = me.rating_change.expect("the change is shown").0;
+        assert!(change != 0.0);
+        (key, id, me.mu.expect("mu").0)
     });
     server.crash();
     for restart in 0..2 {
@@ -129,9 +89,8 @@ pub(super) fn rating_survives_kill_9(dir: &TempDir, store: &str, env: &[(&str, &
 
 #[test]
 fn profile_floods_and_look_alike_names_from_one_address_are_refused() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    let dir = TempDir::made();
+    let store = dir.store();
     let port = super::proxy::free_port();
     let server = Process::start_env(&store, port, &dir.0.join("server.log"), &[]);
     bounded(60, async {
@@ -169,9 +128,8 @@ fn profile_floods_and_look_alike_names_from_one_address_are_refused() {
 
 #[test]
 fn guessed_keys_sign_nobody_in_and_use_up_the_address_s_guesses() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let store = format!("sqlite:{}/wizard.db", dir.0.display());
+    let dir = TempDir::made();
+    let store = dir.store();
     let port = super::proxy::free_port();
     let env = [("JOIN_FAIL_BURST", "5"), ("JOIN_FAIL_RATE", "1")];
     let server = Process::start_env(&store, port, &dir.0.join("server.log"), &env);
@@ -195,20 +153,6 @@ fn guessed_keys_sign_nobody_in_and_use_up_the_address_s_guesses() {
         let profile = hello_with_key(&mut owner, Some(&key)).await;
         assert_eq!(profile.map(|p| p.1), Some(0));
     });
-}
-
-/// `GET path` from the local address `from`: status and body (status 0 when the socket
-/// was closed without an answer).
-async fn get_from(addr: std::net::SocketAddr, from: std::net::IpAddr, path: &str) -> (u16, String) {
-    use futures_lite::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut tcp = super::client::tcp_from(addr, from);
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    if tcp.write_all(request.as_bytes()).await.is_err() {
-        return (0, String::new());
-    }
-    let mut response = String::new();
-    let _ = tcp.read_to_string(&mut response).await;
-    super::client::parse_response(&response)
 }
 
 #[test]

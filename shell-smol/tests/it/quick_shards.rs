@@ -29,6 +29,12 @@ fn shard_env(id: &'static str) -> Vec<(&'static str, &'static str)> {
     env
 }
 
+/// Shard `id`'s process on `url` (the database of `pg`), its log in the test's folder.
+fn start_shard(pg: &Postgres, url: &str, id: &'static str) -> Process {
+    let log = pg.dir().0.join(format!("{}.log", id.to_lowercase()));
+    Process::start_env(url, super::proxy::free_port(), &log, &shard_env(id))
+}
+
 /// Queues `name` for a table of `seats` and reads up to `queued`.
 async fn queue(p: &mut Player, name: &str, seats: u8) {
     p.send(ClientMessage::QuickPlay {
@@ -114,19 +120,7 @@ fn players_on_two_shards_are_matched_into_one_game() {
         return;
     };
     let url = pg.database("quick_two");
-    let dir = &pg.dir().0;
-    let a = Process::start_env(
-        &url,
-        super::proxy::free_port(),
-        &dir.join("a.log"),
-        &shard_env("A"),
-    );
-    let b = Process::start_env(
-        &url,
-        super::proxy::free_port(),
-        &dir.join("b.log"),
-        &shard_env("B"),
-    );
+    let (a, b) = (start_shard(&pg, &url, "A"), start_shard(&pg, &url, "B"));
     let shards = [("A", a.addr), ("B", b.addr)];
     bounded(60, async {
         let (mut ann, _) = Player::hello(a.addr, None).await;
@@ -156,10 +150,7 @@ fn players_on_two_shards_are_matched_into_one_game() {
         }
     });
     let mut admin = pg.client("quick_two");
-    let left: i64 = admin
-        .query_one("SELECT count(*) FROM wizard_quick_tickets", &[])
-        .unwrap()
-        .get(0);
+    let left = count(&mut admin, "wizard_quick_tickets", &[]).unwrap();
     assert_eq!(left, 0, "no ticket outlives its seat");
 }
 
@@ -170,29 +161,8 @@ fn a_shard_killed_while_a_group_forms_loses_no_ticket_of_the_other_shard() {
         return;
     };
     let url = pg.database("quick_kill");
-    let dir = &pg.dir().0;
-    let a = Process::start_env(
-        &url,
-        super::proxy::free_port(),
-        &dir.join("a.log"),
-        &shard_env("A"),
-    );
-    let b = Process::start_env(
-        &url,
-        super::proxy::free_port(),
-        &dir.join("b.log"),
-        &shard_env("B"),
-    );
+    let (a, b) = (start_shard(&pg, &url, "A"), start_shard(&pg, &url, "B"));
     let mut admin = pg.client("quick_kill");
-    // Zero until a shard's first cycle has made the pool's tables.
-    let tickets = |admin: &mut postgres::Client, shard: &str| -> i64 {
-        admin
-            .query_one(
-                "SELECT count(*) FROM wizard_quick_tickets WHERE shard = $1",
-                &[&shard],
-            )
-            .map_or(0, |row| row.get(0))
-    };
     let (ann, cat) = bounded(30, async {
         let (mut ann, _) = Player::hello(a.addr, None).await;
         let (mut cat, _) = Player::hello(b.addr, None).await;
@@ -255,13 +225,24 @@ fn a_shard_killed_while_a_group_forms_loses_no_ticket_of_the_other_shard() {
     assert_eq!(tickets(&mut admin, "B"), 0, "no ticket outlives its seat");
 }
 
+/// Shard `shard`'s tickets in the pool: zero until a shard's first cycle has made the
+/// pool's tables.
+fn tickets(admin: &mut postgres::Client, shard: &str) -> i64 {
+    count(admin, "wizard_quick_tickets WHERE shard = $1", &[&shard]).unwrap_or(0)
+}
+
 /// Groups of shard A still in the pool.
 fn claims_of_a(admin: &mut postgres::Client) -> i64 {
-    admin
-        .query_one(
-            "SELECT count(*) FROM wizard_quick_groups WHERE shard = 'A'",
-            &[],
-        )
-        .unwrap()
-        .get(0)
+    count(admin, "wizard_quick_groups WHERE shard = 'A'", &[]).unwrap()
+}
+
+/// The rows of `from` (a table, and a `WHERE` clause over `params` or none).
+fn count(
+    admin: &mut postgres::Client,
+    from: &str,
+    params: &[&(dyn postgres::types::ToSql + Sync)],
+) -> Result<i64, postgres::Error> {
+    Ok(admin
+        .query_one(&format!("SELECT count(*) FROM {from}"), params)?
+        .get(0))
 }

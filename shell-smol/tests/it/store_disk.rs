@@ -50,8 +50,7 @@ fn sqlite(path: &Path) -> String {
 /// the writer catches up. Then `kill -9`: every move any player saw comes back.
 #[test]
 fn a_lock_held_by_another_process_loses_no_move() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let path = dir.0.join("wizard.db");
     let store = sqlite(&path);
     let log = dir.0.join("server.log");
@@ -398,8 +397,7 @@ fn start_fails(store: &str, log: &Path, env: &[(&str, &str)]) -> Option<(i32, St
 /// that is what the operator wants; a foreign file is never written into.
 #[test]
 fn a_file_that_is_not_the_store_stops_start_up() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let path = dir.0.join("wizard.db");
     let store = sqlite(&path);
     let log = dir.0.join("server.log");
@@ -468,8 +466,7 @@ fn a_file_that_is_not_the_store_stops_start_up() {
 /// game's player is told at its `hello`, and `/metrics` counts it.
 #[test]
 fn a_game_that_cannot_be_replayed_is_set_aside_and_its_player_told() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::made();
     let path = dir.0.join("wizard.db");
     let store = sqlite(&path);
     let log = dir.0.join("server.log");
