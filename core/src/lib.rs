@@ -30,8 +30,8 @@
 //! pass::next_wake(server.poll_timeout(), &reply_waits, now) -> Option<Time>
 //! ```
 //!
-//! (The exact signatures are on [`Server`] and [`shell::pass`]; the simulator also
-//! calls the checks `check_absent`, `check_audiences` and `check_quick_play`.)
+//! (The exact signatures are on [`Server`] and [`shell::pass`]; the core's tests also
+//! call the checks `check_absent`, `check_audiences` and `check_quick_play`.)
 //!
 //! - [`Time`] is microseconds since the server's start. `now` never goes backwards (the
 //!   core clamps it, and debug builds assert). A [`vocabulary::io::Input::Timeout`] may come early,
@@ -86,7 +86,9 @@
 //!   engine, observations, the fallback player), [`vocabulary::wire`] (the messages of
 //!   PROTOCOL.md), [`vocabulary::config`] (every setting), [`vocabulary::io`] (inputs and
 //!   outputs), [`vocabulary::limiter`], [`vocabulary::load`], [`vocabulary::stats`],
-//!   [`vocabulary::figure`], [`vocabulary::pool`].
+//!   [`vocabulary::figure`], [`vocabulary::pool`], [`vocabulary::profile`] (profiles
+//!   as a store keeps them), and `vocabulary::serde_str` (the crate's own serde
+//!   visitor for values read from a JSON string).
 //! - [`shell`]: the contract every shell applies, never importing the machine:
 //!   [`shell::pass`], [`shell::executor`], [`shell::outqueue`], [`shell::keepalive`],
 //!   [`shell::reply_wait`], [`shell::upgrade`], [`shell::ws`], [`shell::door`],
@@ -94,6 +96,8 @@
 //!
 //! `core/tests/it/layers.rs` holds the wings' order: vocabulary imports neither wing,
 //! the shell wing does not import the machine.
+//! `core/tests/it/wings.rs` holds this list to the folders, and the drive contract above
+//! to the methods of [`Server`] the shells call.
 
 pub mod machine;
 #[cfg(feature = "planted-bugs")]

@@ -219,81 +219,101 @@ impl Record {
 /// heuristic player (seeded, so always the same). For measuring stores and restores.
 pub fn halfway_games(games: u64) -> Vec<Record> {
     use rand::SeedableRng;
-    use sha2::Digest as _;
 
-    use crate::vocabulary::game::{Game, bot};
     let mut records = Vec::new();
     let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
     for g in 0..games {
-        let session = g + 1;
-        records.push(Record::Session {
-            session: SessionId(session),
-            player_id: format!("{session:012x}"),
-            token_sha256: sha2::Sha256::digest(session.to_le_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect(),
-        });
         let seed = g * 7919 + 13;
-        let seats = (0..4)
-            .map(|s| SeatRecord {
-                player_id: if s == 0 {
-                    format!("{session:012x}")
-                } else {
-                    format!("ai-{g:08x}{s}")
-                },
-                name: format!("P{s}"),
-                session: (s == 0).then_some(SessionId(session)),
-                level: AiLevel::Strong,
-                profile: None,
-                rating_change: None,
-            })
-            .collect();
-        records.push(Record::Lobby(LobbyRecord {
-            lobby: LobbyId(g + 1),
-            code: format!("{:06}", g),
-            status: LobbyStatus::Playing,
-            host: format!("{session:012x}"),
-            options: Options::default(),
-            seats,
-            owner: IpAddr::from([10, (g >> 16) as u8, (g >> 8) as u8, g as u8]),
-            game_no: 1,
-            seed: Some(seed),
-            game_id: None,
-            started_ms: 0,
-            public: false,
-        }));
-        let mut events = Vec::new();
-        let Ok(mut game) = Game::new(4, Options::default(), seed, &mut events) else {
-            continue;
-        };
-        // A 4-player game has 15 rounds: play the first 7 and a half.
-        while u32::from(game.round()) * 2 <= u32::from(game.rounds()) + 1 {
-            let Some(seat) = game.next_to_act() else {
-                break;
-            };
-            let Some(action) = bot::decide(&game.observation(seat), &mut rng) else {
-                break;
-            };
-            if game.apply(seat, action, &mut events).is_err() {
-                break;
-            }
-            events.clear();
-            records.push(Record::Move {
-                lobby: LobbyId(g + 1),
-                game_no: 1,
-                seat,
-                action,
-                by: if seat == 0 {
-                    MoveSource::Human
-                } else {
-                    MoveSource::Ai
-                },
-                autoplayed: false,
-            });
-        }
+        records.push(halfway_session(g));
+        records.push(halfway_lobby(g, seed));
+        halfway_moves(g, seed, &mut rng, &mut records);
     }
     records
+}
+
+/// The session of game `g`'s one human, as [`halfway_games`] stores it.
+fn halfway_session(g: u64) -> Record {
+    use sha2::Digest as _;
+
+    let session = g + 1;
+    Record::Session {
+        session: SessionId(session),
+        player_id: format!("{session:012x}"),
+        token_sha256: sha2::Sha256::digest(session.to_le_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    }
+}
+
+/// The playing lobby of game `g` with game seed `seed`: its human in seat 0, three
+/// strong AI seats.
+fn halfway_lobby(g: u64, seed: u64) -> Record {
+    let session = g + 1;
+    let seats = (0..4)
+        .map(|s| SeatRecord {
+            player_id: if s == 0 {
+                format!("{session:012x}")
+            } else {
+                format!("ai-{g:08x}{s}")
+            },
+            name: format!("P{s}"),
+            session: (s == 0).then_some(SessionId(session)),
+            level: AiLevel::Strong,
+            profile: None,
+            rating_change: None,
+        })
+        .collect();
+    Record::Lobby(LobbyRecord {
+        lobby: LobbyId(g + 1),
+        code: format!("{:06}", g),
+        status: LobbyStatus::Playing,
+        host: format!("{session:012x}"),
+        options: Options::default(),
+        seats,
+        owner: IpAddr::from([10, (g >> 16) as u8, (g >> 8) as u8, g as u8]),
+        game_no: 1,
+        seed: Some(seed),
+        game_id: None,
+        started_ms: 0,
+        public: false,
+    })
+}
+
+/// The moves of game `g`'s first 7 rounds and a half, played by the heuristic player
+/// drawing from `rng`, appended to `records`.
+fn halfway_moves(g: u64, seed: u64, rng: &mut rand_chacha::ChaCha12Rng, records: &mut Vec<Record>) {
+    use crate::vocabulary::game::{Game, bot};
+
+    let mut events = Vec::new();
+    let Ok(mut game) = Game::new(4, Options::default(), seed, &mut events) else {
+        return;
+    };
+    // A 4-player game has 15 rounds: play the first 7 and a half.
+    while u32::from(game.round()) * 2 <= u32::from(game.rounds()) + 1 {
+        let Some(seat) = game.next_to_act() else {
+            break;
+        };
+        let Some(action) = bot::decide(&game.observation(seat), rng) else {
+            break;
+        };
+        if game.apply(seat, action, &mut events).is_err() {
+            break;
+        }
+        events.clear();
+        records.push(Record::Move {
+            lobby: LobbyId(g + 1),
+            game_no: 1,
+            seat,
+            action,
+            by: if seat == 0 {
+                MoveSource::Human
+            } else {
+                MoveSource::Ai
+            },
+            autoplayed: false,
+        });
+    }
 }
 
 /// A stored record this build cannot read (the store's or the operator's fault).

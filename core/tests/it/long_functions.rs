@@ -83,12 +83,6 @@ const KEPT_WHOLE: &[(&str, &str, &str)] = &[
 /// The long functions not split yet, as (file, function name): the list only shrinks (a
 /// function split is dropped from it, and nothing is added).
 const NOT_YET_SPLIT: &[(&str, &str)] = &[
-    ("core/src/machine/lobby/index.rs", "restore"),
-    ("core/src/machine/records.rs", "halfway_games"),
-    ("core/src/machine/server/durable.rs", "restore"),
-    ("core/src/machine/server/players.rs", "hello"),
-    ("core/src/machine/server/quick.rs", "quick_play"),
-    ("core/src/machine/server/quick.rs", "seat_group"),
 ];
 
 /// The codemap's section listing `KEPT_WHOLE`.
@@ -114,7 +108,7 @@ fn members(root: &Path) -> Vec<String> {
 
 /// `text` with comments, string and character literals blanked to spaces, newlines
 /// kept: what is left has only the code's own braces, on their own lines.
-fn code_only(text: &str) -> Vec<u8> {
+pub(crate) fn code_only(text: &str) -> Vec<u8> {
     let src = text.as_bytes();
     let mut out = src.to_vec();
     let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
@@ -238,7 +232,7 @@ struct Function {
 }
 
 /// The index just past the brace that closes the one at `open`.
-fn matching_brace(code: &[u8], open: usize) -> usize {
+pub(crate) fn matching_brace(code: &[u8], open: usize) -> usize {
     let mut depth = 0usize;
     for (i, &b) in code.iter().enumerate().skip(open) {
         match b {
@@ -260,7 +254,7 @@ fn is_ident(b: u8) -> bool {
 }
 
 /// Whether the word `word` starts at `at` in `code`, not inside a longer identifier.
-fn word_at(code: &[u8], at: usize, word: &[u8]) -> bool {
+pub(crate) fn word_at(code: &[u8], at: usize, word: &[u8]) -> bool {
     code[at..].starts_with(word)
         && (at == 0 || !is_ident(code[at - 1]))
         && code.get(at + word.len()).is_none_or(|&b| !is_ident(b))

@@ -39,6 +39,7 @@ mod shards;
 mod transcripts;
 mod upgrade;
 mod watch;
+mod wings;
 mod wire;
 mod ws;
 mod ws_props;

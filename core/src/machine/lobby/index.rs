@@ -112,61 +112,15 @@ impl LobbyManager {
         if self.lobbies.len() >= self.lobbies_max {
             return Err(format!("lobby {id}: over MAX_LOBBIES"));
         }
-        let seats: Vec<SeatInfo> = record
-            .seats
-            .iter()
-            .map(|s| SeatInfo {
-                player_id: s.player_id.clone(),
-                name: s.name.clone(),
-                occupant: s.session.map_or(Occupant::Ai(s.level), Occupant::Human),
-                profile: s.profile.clone(),
-                rating_change: s.rating_change.map(|f| f.0),
-            })
-            .collect();
+        let seats = restored_seats(record);
         if seats.is_empty() || seats.len() > usize::from(PLAYERS_MAX) {
             return Err(format!("lobby {id}: {} seats", seats.len()));
         }
-        let mut status = record.status;
-        let game = match (status, record.seed) {
-            (LobbyStatus::Waiting, _) => None,
-            (_, None) => return Err(format!("lobby {id}: a game without a seed")),
-            (_, Some(seed)) => {
-                let players = u8::try_from(seats.len()).unwrap_or(0);
-                let mut events = Vec::new();
-                let mut game = Game::new(players, record.options, seed, &mut events)
-                    .map_err(|e| format!("lobby {id}: {e:?}"))?;
-                for (i, (seat, action)) in moves.iter().enumerate() {
-                    game.apply(*seat, *action, &mut events)
-                        .map_err(|e| format!("lobby {id}: move {i}: {e}"))?;
-                    events.clear();
-                }
-                // The finishing move and the finished lobby are committed together;
-                // the game itself is the authority anyway.
-                if game.phase() == Phase::Finished {
-                    status = LobbyStatus::Finished;
-                }
-                Some(game)
-            }
-        };
+        let (game, status) = replayed_game(record, seats.len(), moves)?;
         let owner = IpKey::new(record.owner);
         let playing = status == LobbyStatus::Playing;
         self.by_code.insert(code.clone(), id);
-        let mut lobby = Lobby::new(id, code, record.host.clone(), seats, owner);
-        lobby.status = status;
-        lobby.options = record.options;
-        lobby.game = game;
-        lobby.game_no = record.game_no;
-        lobby.seed = record.seed.filter(|_| status != LobbyStatus::Waiting);
-        lobby.game_id = record
-            .game_id
-            .clone()
-            .filter(|_| status != LobbyStatus::Waiting);
-        lobby.moves = moves.len() as u64;
-        if status != LobbyStatus::Waiting {
-            lobby.log = moves.to_vec();
-            lobby.started_ms = record.started_ms;
-        }
-        lobby.public = record.public;
+        let lobby = restored_lobby(record, code, seats, owner, (game, status), moves);
         self.lobbies.insert(id, lobby);
         self.reindex_table(id);
         self.next_id = self.next_id.max(id.next());
@@ -238,4 +192,81 @@ impl LobbyManager {
             Err(format!("idle index {:?}, recount {recount:?}", self.idle))
         }
     }
+}
+
+/// The seats of a stored lobby: a seat with a session is that human's, any other the
+/// AI's at its stored level.
+fn restored_seats(record: &crate::machine::records::LobbyRecord) -> Vec<SeatInfo> {
+    record
+        .seats
+        .iter()
+        .map(|s| SeatInfo {
+            player_id: s.player_id.clone(),
+            name: s.name.clone(),
+            occupant: s.session.map_or(Occupant::Ai(s.level), Occupant::Human),
+            profile: s.profile.clone(),
+            rating_change: s.rating_change.map(|f| f.0),
+        })
+        .collect()
+}
+
+/// A stored lobby's game rebuilt by replaying `moves` through the rules engine (none
+/// while the lobby waits), with the lobby's status: finished if the game is.
+fn replayed_game(
+    record: &crate::machine::records::LobbyRecord,
+    seats_len: usize,
+    moves: &[(Seat, Action)],
+) -> Result<(Option<Game>, LobbyStatus), String> {
+    let id = record.lobby;
+    let seed = match (record.status, record.seed) {
+        (LobbyStatus::Waiting, _) => return Ok((None, LobbyStatus::Waiting)),
+        (_, None) => return Err(format!("lobby {id}: a game without a seed")),
+        (_, Some(seed)) => seed,
+    };
+    let players = u8::try_from(seats_len).unwrap_or(0);
+    let mut events = Vec::new();
+    let mut game = Game::new(players, record.options, seed, &mut events)
+        .map_err(|e| format!("lobby {id}: {e:?}"))?;
+    for (i, (seat, action)) in moves.iter().enumerate() {
+        game.apply(*seat, *action, &mut events)
+            .map_err(|e| format!("lobby {id}: move {i}: {e}"))?;
+        events.clear();
+    }
+    // The finishing move and the finished lobby are committed together; the game
+    // itself is the authority anyway.
+    let status = if game.phase() == Phase::Finished {
+        LobbyStatus::Finished
+    } else {
+        record.status
+    };
+    Ok((Some(game), status))
+}
+
+/// The lobby a stored record describes, its game and status already replayed: what a
+/// waiting lobby keeps of a game (seed, game id, log, start) is left out.
+fn restored_lobby(
+    record: &crate::machine::records::LobbyRecord,
+    code: String,
+    seats: Vec<SeatInfo>,
+    owner: IpKey,
+    (game, status): (Option<Game>, LobbyStatus),
+    moves: &[(Seat, Action)],
+) -> Lobby {
+    let mut lobby = Lobby::new(record.lobby, code, record.host.clone(), seats, owner);
+    lobby.status = status;
+    lobby.options = record.options;
+    lobby.game = game;
+    lobby.game_no = record.game_no;
+    lobby.seed = record.seed.filter(|_| status != LobbyStatus::Waiting);
+    lobby.game_id = record
+        .game_id
+        .clone()
+        .filter(|_| status != LobbyStatus::Waiting);
+    lobby.moves = moves.len() as u64;
+    if status != LobbyStatus::Waiting {
+        lobby.log = moves.to_vec();
+        lobby.started_ms = record.started_ms;
+    }
+    lobby.public = record.public;
+    lobby
 }

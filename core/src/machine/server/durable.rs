@@ -230,152 +230,215 @@ impl Server {
         now: Time,
         records: impl IntoIterator<Item = Record>,
     ) -> Result<Server, RestoreError> {
-        let mut sessions: BTreeMap<SessionId, (String, String)> = BTreeMap::new();
-        let mut lobbies: BTreeMap<LobbyId, LobbyRecord> = BTreeMap::new();
-        // Moves by lobby and game, whatever lobby record came before them: a store that
-        // compacted keeps only a lobby's newest record, which may come after the moves
-        // of its game (a seat turned AI mid-game writes one), so a move is the current
-        // game's when its number matches the newest record's (`records::liveness`).
-        let mut moves: BTreeMap<(LobbyId, u64), Vec<(Seat, Action)>> = BTreeMap::new();
-        let mut profiles: BTreeMap<String, ProfileRecord> = BTreeMap::new();
+        let mut fold = StoredFold::default();
         for record in records {
-            match record {
-                Record::Session {
-                    session,
-                    player_id,
-                    token_sha256,
-                } => {
-                    sessions.insert(session, (player_id, token_sha256));
-                }
-                Record::SessionGone { session } => {
-                    sessions.remove(&session);
-                }
-                Record::Lobby(l) => {
-                    // An earlier game's moves are not needed any more.
-                    moves.retain(|(lobby, game_no), _| *lobby != l.lobby || *game_no >= l.game_no);
-                    lobbies.insert(l.lobby, l);
-                }
-                Record::Move {
-                    lobby,
-                    game_no,
-                    seat,
-                    action,
-                    ..
-                } => {
-                    let current = lobbies.get(&lobby).is_none_or(|l| l.game_no <= game_no);
-                    if current {
-                        moves
-                            .entry((lobby, game_no))
-                            .or_default()
-                            .push((seat, action));
-                    }
-                }
-                Record::LobbyGone { lobby } => {
-                    lobbies.remove(&lobby);
-                    moves.retain(|(l, _), _| *l != lobby);
-                }
-                Record::Profile(p) => {
-                    profiles.insert(p.id.clone(), p);
-                }
-                Record::ProfileGone { profile } => {
-                    profiles.remove(&profile);
-                }
-                // History: nothing a restore rebuilds.
-                Record::Game(_) => {}
-            }
+            fold.add(record);
         }
-        let lobbies: BTreeMap<LobbyId, (LobbyRecord, Vec<(Seat, Action)>)> = lobbies
-            .into_iter()
-            .map(|(id, record)| {
-                let game = moves.remove(&(id, record.game_no)).unwrap_or_default();
-                (id, (record, game))
-            })
-            .collect();
         let mut server = Server::new(config, seed, now);
         server.keep_records();
-        for profile in profiles.values() {
+        for profile in fold.profiles.values() {
             server.profiles.restore(profile).map_err(RestoreError)?;
         }
+        server.restore_sessions(std::mem::take(&mut fold.sessions), now)?;
+        let mut lost: BTreeSet<SessionId> = BTreeSet::new();
+        for (id, (record, moves)) in fold.into_lobbies() {
+            server.restore_lobby(id, record, &moves, &mut lost);
+        }
+        server.rearm_sessions(now, &lost);
+        server.rearm_lobbies(now);
+        Ok(server)
+    }
+
+    /// Puts back the stored sessions (player id, token digest in hex), each disconnected
+    /// since `now`.
+    fn restore_sessions(
+        &mut self,
+        sessions: BTreeMap<SessionId, (String, String)>,
+        now: Time,
+    ) -> Result<(), RestoreError> {
         for (id, (player_id, hex)) in sessions {
             let digest = digest_from_hex(&hex)
                 .ok_or_else(|| RestoreError(format!("session {id}: bad digest")))?;
-            server
-                .sessions
+            self.sessions
                 .restore(id, player_id, digest, now)
                 .map_err(|_| RestoreError(format!("session {id}: taken or over MAX_SESSIONS")))?;
         }
-        let mut lost: BTreeSet<SessionId> = BTreeSet::new();
-        let mut out = Vec::new();
-        for (id, (mut record, moves)) in lobbies {
-            // A seat whose session is gone is played by the AI (its record was written
-            // before the session's end, in the same commit).
-            for seat in &mut record.seats {
-                if seat
-                    .session
-                    .is_some_and(|s| server.sessions.get(s).is_none())
-                {
-                    seat.session = None;
-                }
-            }
-            if let Err(reason) = server.lobbies.restore(&record, &moves) {
-                // One game that cannot be replayed does not keep the others from
-                // coming back: it is set aside, its players told, its id not reused.
-                server.lobbies.reserve_id(id);
-                let sessions: Vec<SessionId> =
-                    record.seats.iter().filter_map(|s| s.session).collect();
-                for session in &sessions {
-                    if let Some(s) = server.sessions.get_mut(*session) {
-                        s.lost_lobby = Some(record.code.clone());
-                    }
-                }
-                lost.extend(&sessions);
-                server.set_aside.push(SetAside {
-                    lobby: id,
-                    code: record.code.clone(),
-                    reason,
-                    sessions,
-                });
-                continue;
-            }
-            for seat in &record.seats {
-                if let Some(s) = seat.session.and_then(|s| server.sessions.get_mut(s)) {
-                    s.lobby = Some(id);
-                    s.name = seat.name.clone();
-                }
-            }
-            if let Some(r) = server.lobby_record(id) {
-                server.persisted_lobbies.insert(id, r);
-            }
-            if let Some(l) = server.lobbies.get_mut(id) {
-                l.mark_record_kept();
+        Ok(())
+    }
+
+    /// Puts back one stored lobby with its current game's `moves`, its humans seated
+    /// again; one that cannot be replayed is set aside, its sessions added to `lost`.
+    fn restore_lobby(
+        &mut self,
+        id: LobbyId,
+        mut record: LobbyRecord,
+        moves: &[(Seat, Action)],
+        lost: &mut BTreeSet<SessionId>,
+    ) {
+        // A seat whose session is gone is played by the AI (its record was written
+        // before the session's end, in the same commit).
+        for seat in &mut record.seats {
+            if seat.session.is_some_and(|s| self.sessions.get(s).is_none()) {
+                seat.session = None;
             }
         }
-        let ids: Vec<SessionId> = server.sessions.ids().collect();
+        if let Err(reason) = self.lobbies.restore(&record, moves) {
+            self.set_aside_lobby(id, &record, reason, lost);
+            return;
+        }
+        for seat in &record.seats {
+            if let Some(s) = seat.session.and_then(|s| self.sessions.get_mut(s)) {
+                s.lobby = Some(id);
+                s.name = seat.name.clone();
+            }
+        }
+        if let Some(r) = self.lobby_record(id) {
+            self.persisted_lobbies.insert(id, r);
+        }
+        if let Some(l) = self.lobbies.get_mut(id) {
+            l.mark_record_kept();
+        }
+    }
+
+    /// Sets aside a lobby whose game cannot be replayed, so that it does not keep the
+    /// others from coming back: its players told, its id not reused, its sessions
+    /// added to `lost`.
+    fn set_aside_lobby(
+        &mut self,
+        id: LobbyId,
+        record: &LobbyRecord,
+        reason: String,
+        lost: &mut BTreeSet<SessionId>,
+    ) {
+        self.lobbies.reserve_id(id);
+        let sessions: Vec<SessionId> = record.seats.iter().filter_map(|s| s.session).collect();
+        for session in &sessions {
+            if let Some(s) = self.sessions.get_mut(*session) {
+                s.lost_lobby = Some(record.code.clone());
+            }
+        }
+        lost.extend(&sessions);
+        self.set_aside.push(SetAside {
+            lobby: id,
+            code: record.code.clone(),
+            reason,
+            sessions,
+        });
+    }
+
+    /// Starts `SESSION_TTL` afresh at `now` for every seated session and every one of
+    /// a lobby set aside (`lost`), and drops the others.
+    fn rearm_sessions(&mut self, now: Time, lost: &BTreeSet<SessionId>) {
+        let ids: Vec<SessionId> = self.sessions.ids().collect();
         for session in ids {
-            let seated = server.sessions.get(session).and_then(|s| s.lobby).is_some();
+            let seated = self.sessions.get(session).and_then(|s| s.lobby).is_some();
             if seated || lost.contains(&session) {
-                let ttl = server.config.session_ttl_us;
-                server
-                    .timers
+                let ttl = self.config.session_ttl_us;
+                self.timers
                     .set(TimerKey::Session(session), now.plus_us(ttl));
-                server.sync_evictable(session);
+                self.sync_evictable(session);
             } else {
-                server.sessions.remove(session);
+                self.sessions.remove(session);
             }
         }
-        for lobby in server.lobbies.ids() {
-            server.sync_away(now, lobby, &mut out);
-            let playing = server
+    }
+
+    /// Starts every restored lobby's away clock at `now`, and drives each playing one
+    /// at once.
+    fn rearm_lobbies(&mut self, now: Time) {
+        let mut out = Vec::new();
+        for lobby in self.lobbies.ids() {
+            self.sync_away(now, lobby, &mut out);
+            let playing = self
                 .lobbies
                 .get(lobby)
                 .is_some_and(|l| l.status() == LobbyStatus::Playing);
             if playing {
                 // Driven at once: turns start afresh, AI seats are asked again.
-                server.timers.set(TimerKey::Lobby(lobby), now);
+                self.timers.set(TimerKey::Lobby(lobby), now);
             }
         }
         // Nobody is connected yet: what restoring would send goes nowhere.
         drop(out);
-        Ok(server)
+    }
+}
+
+/// The stored records folded to what a restore rebuilds: the sessions not gone, each
+/// lobby's newest record, the moves of each lobby's games, the profiles not gone.
+#[derive(Default)]
+struct StoredFold {
+    /// Session id to (player id, token digest in hex).
+    sessions: BTreeMap<SessionId, (String, String)>,
+    lobbies: BTreeMap<LobbyId, LobbyRecord>,
+    /// Moves by lobby and game, whatever lobby record came before them: a store that
+    /// compacted keeps only a lobby's newest record, which may come after the moves of
+    /// its game (a seat turned AI mid-game writes one), so a move is the current
+    /// game's when its number matches the newest record's (`records::liveness`).
+    moves: BTreeMap<(LobbyId, u64), Vec<(Seat, Action)>>,
+    profiles: BTreeMap<String, ProfileRecord>,
+}
+
+impl StoredFold {
+    /// Folds in the next record (records come oldest first).
+    fn add(&mut self, record: Record) {
+        match record {
+            Record::Session {
+                session,
+                player_id,
+                token_sha256,
+            } => {
+                self.sessions.insert(session, (player_id, token_sha256));
+            }
+            Record::SessionGone { session } => {
+                self.sessions.remove(&session);
+            }
+            Record::Lobby(l) => {
+                // An earlier game's moves are not needed any more.
+                self.moves
+                    .retain(|(lobby, game_no), _| *lobby != l.lobby || *game_no >= l.game_no);
+                self.lobbies.insert(l.lobby, l);
+            }
+            Record::Move {
+                lobby,
+                game_no,
+                seat,
+                action,
+                ..
+            } => {
+                let current = self
+                    .lobbies
+                    .get(&lobby)
+                    .is_none_or(|l| l.game_no <= game_no);
+                if current {
+                    self.moves
+                        .entry((lobby, game_no))
+                        .or_default()
+                        .push((seat, action));
+                }
+            }
+            Record::LobbyGone { lobby } => {
+                self.lobbies.remove(&lobby);
+                self.moves.retain(|(l, _), _| *l != lobby);
+            }
+            Record::Profile(p) => {
+                self.profiles.insert(p.id.clone(), p);
+            }
+            Record::ProfileGone { profile } => {
+                self.profiles.remove(&profile);
+            }
+            // History: nothing a restore rebuilds.
+            Record::Game(_) => {}
+        }
+    }
+
+    /// Each lobby's newest record with the moves of its current game, by id.
+    fn into_lobbies(mut self) -> BTreeMap<LobbyId, (LobbyRecord, Vec<(Seat, Action)>)> {
+        self.lobbies
+            .into_iter()
+            .map(|(id, record)| {
+                let game = self.moves.remove(&(id, record.game_no)).unwrap_or_default();
+                (id, (record, game))
+            })
+            .collect()
     }
 }

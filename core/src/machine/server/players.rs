@@ -10,7 +10,7 @@ use crate::vocabulary::rng;
 use crate::vocabulary::shard::{elsewhere, token_owner};
 use crate::vocabulary::stats::RequestRefusal;
 use crate::vocabulary::time::Time;
-use crate::vocabulary::wire::{ClientMessage, CloseCode, ErrorCode, ServerMessage};
+use crate::vocabulary::wire::{ClientMessage, CloseCode, ErrorCode, ProfileView, ServerMessage};
 
 use super::{Server, TimerKey};
 
@@ -192,28 +192,54 @@ impl Server {
                 // which it recognised (so it is exactly a token this server issued).
                 (id, token.unwrap_or_default().to_owned())
             }
-            None => match self.sessions.create().or_else(|full| {
-                // At MAX_SESSIONS a player who left a lobby that is not playing makes
-                // room (abandoned lobbies must not lock new players out for the TTL).
-                if self.evict_idle_session(now, out) {
-                    self.sessions.create()
-                } else {
-                    Err(full)
-                }
-            }) {
-                Ok(created) => {
-                    self.persist_session(created.id);
-                    (created.id, created.token)
-                }
-                Err(_) => {
-                    let ip = self.conns.get(&conn).map(|c| c.ip);
-                    if let Some(ip) = ip {
-                        self.refuse_connection(conn, ip, RefuseReason::Sessions, out);
-                    }
-                    return;
-                }
+            None => match self.new_session(now, conn, out) {
+                Some(created) => created,
+                None => return,
             },
         };
+        self.bind_session(conn, session);
+        let profile = self.sign_in(now, conn, session, profile_key);
+        self.seat_follows_sign_in(now, session, out);
+        self.send_welcome(conn, session, token, profile, out);
+        self.send_after_hello(now, conn, session, known.is_some(), out);
+    }
+
+    /// A new session for a `hello` without a known token, with its token; at
+    /// `MAX_SESSIONS` an idle session may make room, else the connection is refused
+    /// (`None`).
+    fn new_session(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        out: &mut Vec<Output>,
+    ) -> Option<(SessionId, String)> {
+        let created = self.sessions.create().or_else(|full| {
+            // At MAX_SESSIONS a player who left a lobby that is not playing makes
+            // room (abandoned lobbies must not lock new players out for the TTL).
+            if self.evict_idle_session(now, out) {
+                self.sessions.create()
+            } else {
+                Err(full)
+            }
+        });
+        match created {
+            Ok(created) => {
+                self.persist_session(created.id);
+                Some((created.id, created.token))
+            }
+            Err(_) => {
+                let ip = self.conns.get(&conn).map(|c| c.ip);
+                if let Some(ip) = ip {
+                    self.refuse_connection(conn, ip, RefuseReason::Sessions, out);
+                }
+                None
+            }
+        }
+    }
+
+    /// Ties `session` and `conn` to each other: the session connected, not evictable,
+    /// and a guest until the hello's key signs it in.
+    fn bind_session(&mut self, conn: ConnId, session: SessionId) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.session = Some(session);
         }
@@ -226,8 +252,18 @@ impl Server {
             // Signed in by this hello's key only: none, and it is a guest.
             s.profile = None;
         }
-        let profile = self.sign_in(now, conn, session, profile_key);
-        self.seat_follows_sign_in(now, session, out);
+    }
+
+    /// The `welcome` of a hello: the session's player id, `token`, name, the shard and
+    /// the `profile` signed in with.
+    fn send_welcome(
+        &mut self,
+        conn: ConnId,
+        session: SessionId,
+        token: String,
+        profile: Option<ProfileView>,
+        out: &mut Vec<Output>,
+    ) {
         if let Some(s) = self.sessions.get(session) {
             let welcome = crate::vocabulary::wire::encode(&ServerMessage::Welcome {
                 player_id: s.player_id.clone(),
@@ -242,6 +278,19 @@ impl Server {
                 delivery: Delivery::Every,
             });
         }
+    }
+
+    /// What follows a `welcome`: the status, the session's `state` and its lobby's
+    /// chat history, a game lost at a restore, and (for a `resumed` session) its lobby
+    /// told that it is back.
+    fn send_after_hello(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        session: SessionId,
+        resumed: bool,
+        out: &mut Vec<Output>,
+    ) {
         self.send_status(conn, out);
         let lobby = self.sessions.get(session).and_then(|s| s.lobby);
         if let Some(lobby) = lobby {
@@ -262,9 +311,7 @@ impl Server {
             );
             self.send_error(conn, ErrorCode::NotFound, &message, None, out);
         }
-        if known.is_some()
-            && let Some(lobby) = lobby
-        {
+        if resumed && let Some(lobby) = lobby {
             self.broadcast_except(now, lobby, session, out);
         }
     }

@@ -21,6 +21,8 @@ use super::{Server, TimerKey};
 const NOT_ACCEPTING: &str =
     "The server is not starting new games right now. Try again in a moment.";
 
+const POOL_FULL: &str = "Too many players are waiting for a table. Try again in a moment.";
+
 impl Server {
     /// `list_tables`: the public tables, open ones first, within `LIST_TABLES_RATE`.
     pub(super) fn list_tables(
@@ -100,11 +102,27 @@ impl Server {
         if !(PLAYERS_MIN..=PLAYERS_MAX).contains(&seats) {
             return Err(LobbyError::Invalid("seats must be 3 to 6."));
         }
+        if self.quick_play_refused(conn, session, out) {
+            return Ok(());
+        }
+        self.leave_for_quick_play(now, session, name, out);
+        self.enqueue_quick_play(now, conn, session, seats, out)
+    }
+
+    /// Whether a `quick_play` is refused (and `busy` sent): while not accepting games
+    /// (the session's ticket dropped too), past `MAX_GAMES_PER_IP`, or with the pool
+    /// full and no ticket of the session's to replace.
+    fn quick_play_refused(
+        &mut self,
+        conn: ConnId,
+        session: SessionId,
+        out: &mut Vec<Output>,
+    ) -> bool {
         if !self.accepting_games() {
             // No ticket is kept while not accepting games, not even an older one.
             self.drop_ticket(session);
             self.refuse_quick_play(conn, QuickPlayRefusal::NotAccepting, NOT_ACCEPTING, out);
-            return Ok(());
+            return true;
         }
         let ip = self.conn_ip(conn);
         if let Some(ip) = ip
@@ -116,20 +134,25 @@ impl Server {
                 "Too many games from your address right now.",
                 out,
             );
-            return Ok(());
+            return true;
         }
         let queued = self.matchmaker.ticket(session).is_some();
         if !queued && self.matchmaker.len() >= self.matchmaker.config().tickets_max {
-            self.refuse_quick_play(
-                conn,
-                QuickPlayRefusal::PoolFull,
-                "Too many players are waiting for a table. Try again in a moment.",
-                out,
-            );
-            return Ok(());
+            self.refuse_quick_play(conn, QuickPlayRefusal::PoolFull, POOL_FULL, out);
+            return true;
         }
-        // Waiting for a table is being nowhere else: the current lobby is left (a
-        // running game's seat goes to the AI) and watching stops.
+        false
+    }
+
+    /// Waiting for a table is being nowhere else: the current lobby is left (a running
+    /// game's seat goes to the AI), watching stops, and the session takes `name`.
+    fn leave_for_quick_play(
+        &mut self,
+        now: Time,
+        session: SessionId,
+        name: String,
+        out: &mut Vec<Output>,
+    ) {
         self.stop_watching(now, session, out);
         let seated = self.sessions.get(session).and_then(|s| s.lobby).is_some();
         self.leave_lobby(now, session, out);
@@ -139,6 +162,18 @@ impl Server {
         if let Some(s) = self.sessions.get_mut(session) {
             s.name = name;
         }
+    }
+
+    /// The session's ticket for a table of `seats` put in the pool (or held for the
+    /// shards' shared pool), `queued` sent, and the groups it completes seated.
+    fn enqueue_quick_play(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        session: SessionId,
+        seats: u8,
+        out: &mut Vec<Output>,
+    ) -> Result<(), LobbyError> {
         let rating = self.quick_play_rating(session);
         let mut groups = Vec::new();
         let queued = if self.shared.is_some() {
@@ -161,12 +196,7 @@ impl Server {
             }
             Err(QueueError::BadSeats) => return Err(LobbyError::Invalid("seats must be 3 to 6.")),
             Err(QueueError::Full) => {
-                self.refuse_quick_play(
-                    conn,
-                    QuickPlayRefusal::PoolFull,
-                    "Too many players are waiting for a table. Try again in a moment.",
-                    out,
-                );
+                self.refuse_quick_play(conn, QuickPlayRefusal::PoolFull, POOL_FULL, out);
                 return Ok(());
             }
         }
@@ -235,66 +265,12 @@ impl Server {
         reserved: u8,
         out: &mut Vec<Output>,
     ) -> Option<LobbyId> {
-        let players: Vec<(SessionId, ConnId, String, String)> = group
-            .players
-            .iter()
-            .filter_map(|t| {
-                let s = self.sessions.get(t.key)?;
-                Some((t.key, s.conn?, s.player_id.clone(), s.name.clone()))
-            })
-            .collect();
-        let (host, host_conn, host_id, host_name) = players.first().cloned()?;
-        let room = self.lobbies.has_room_for_new();
-        let owner = self.conn_ip(host_conn);
-        let (true, true, Some(owner)) = (self.games_admitted(), room, owner) else {
-            for (_, conn, _, _) in &players {
-                self.counters
-                    .quick_play_refused
-                    .bump(QuickPlayRefusal::GroupRefused);
-                self.send_error(*conn, ErrorCode::Busy, NOT_ACCEPTING, None, out);
-            }
-            return None;
-        };
-        if self.lobbies.is_full() {
-            self.evict_idle_lobby(out);
-        }
-        let lobby = match self.lobbies.create(host, &host_id, &host_name, owner) {
-            Ok(lobby) => lobby,
-            Err(_) => {
-                for (_, conn, _, _) in &players {
-                    self.send_error(*conn, ErrorCode::Busy, NOT_ACCEPTING, None, out);
-                }
-                return None;
-            }
-        };
-        self.counters.lobbies_created += 1;
-        if let Some(s) = self.sessions.get_mut(host) {
-            s.lobby = Some(lobby);
-        }
-        for (session, _, player_id, name) in players.iter().skip(1) {
-            if self
-                .lobbies
-                .join(lobby, *session, player_id, name, &[])
-                .is_ok()
-                && let Some(s) = self.sessions.get_mut(*session)
-            {
-                s.lobby = Some(lobby);
-            }
-        }
-        let humans = self.lobbies.get(lobby).map_or(0, |l| l.seats().len());
-        let ai = group.ai_seats().saturating_sub(reserved);
-        for _ in humans..humans + usize::from(ai) {
-            let _ = self.lobbies.add_ai(lobby, host, AiLevel::Normal, &[]);
-        }
-        let size = usize::from(group.seats.saturating_sub(PLAYERS_MIN));
-        if let Some(n) = self
-            .counters
-            .quick_play_groups
-            .get_mut(size)
-            .and_then(|row| row.get_mut(usize::from(ai)))
-        {
-            *n += 1;
-        }
+        let players = self.group_players(&group);
+        let host = players.first()?.session;
+        let lobby = self.open_group_lobby(&players, out)?;
+        self.seat_group_players(lobby, &players);
+        let ai = self.fill_group_with_ai(lobby, host, group.ai_seats().saturating_sub(reserved));
+        self.count_quick_play_group(group.seats, ai);
         out.push(Output::Note(Note::QuickPlaySeated {
             lobby,
             humans: u8::try_from(players.len()).unwrap_or(PLAYERS_MAX),
@@ -316,6 +292,111 @@ impl Server {
         }
         Some(lobby)
     }
+
+    /// The group's players still known and connected, oldest ticket first.
+    fn group_players(&self, group: &Group<SessionId>) -> Vec<GroupPlayer> {
+        group
+            .players
+            .iter()
+            .filter_map(|t| {
+                let s = self.sessions.get(t.key)?;
+                Some(GroupPlayer {
+                    session: t.key,
+                    conn: s.conn?,
+                    player_id: s.player_id.clone(),
+                    name: s.name.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// A new lobby hosted by the first of `players`, or `busy` to each of them (and no
+    /// lobby) while games are not admitted or no lobby can be made.
+    fn open_group_lobby(
+        &mut self,
+        players: &[GroupPlayer],
+        out: &mut Vec<Output>,
+    ) -> Option<LobbyId> {
+        let host = players.first()?;
+        let room = self.lobbies.has_room_for_new();
+        let owner = self.conn_ip(host.conn);
+        let (true, true, Some(owner)) = (self.games_admitted(), room, owner) else {
+            for p in players {
+                self.counters
+                    .quick_play_refused
+                    .bump(QuickPlayRefusal::GroupRefused);
+                self.send_error(p.conn, ErrorCode::Busy, NOT_ACCEPTING, None, out);
+            }
+            return None;
+        };
+        if self.lobbies.is_full() {
+            self.evict_idle_lobby(out);
+        }
+        let Ok(lobby) = self
+            .lobbies
+            .create(host.session, &host.player_id, &host.name, owner)
+        else {
+            for p in players {
+                self.send_error(p.conn, ErrorCode::Busy, NOT_ACCEPTING, None, out);
+            }
+            return None;
+        };
+        self.counters.lobbies_created += 1;
+        Some(lobby)
+    }
+
+    /// The host (the first of `players`, already seated by the lobby's creation) and
+    /// the others joined to `lobby`, each session pointing at it.
+    fn seat_group_players(&mut self, lobby: LobbyId, players: &[GroupPlayer]) {
+        let Some(host) = players.first() else {
+            return;
+        };
+        if let Some(s) = self.sessions.get_mut(host.session) {
+            s.lobby = Some(lobby);
+        }
+        for p in players.iter().skip(1) {
+            if self
+                .lobbies
+                .join(lobby, p.session, &p.player_id, &p.name, &[])
+                .is_ok()
+                && let Some(s) = self.sessions.get_mut(p.session)
+            {
+                s.lobby = Some(lobby);
+            }
+        }
+    }
+
+    /// Adds `ai` `normal` AI players to `lobby` after its humans, as `host`; returns
+    /// `ai`.
+    fn fill_group_with_ai(&mut self, lobby: LobbyId, host: SessionId, ai: u8) -> u8 {
+        let humans = self.lobbies.get(lobby).map_or(0, |l| l.seats().len());
+        for _ in humans..humans + usize::from(ai) {
+            let _ = self.lobbies.add_ai(lobby, host, AiLevel::Normal, &[]);
+        }
+        ai
+    }
+
+    /// Counts a table of `seats` formed with `ai` AI seats.
+    fn count_quick_play_group(&mut self, seats: u8, ai: u8) {
+        let size = usize::from(seats.saturating_sub(PLAYERS_MIN));
+        if let Some(n) = self
+            .counters
+            .quick_play_groups
+            .get_mut(size)
+            .and_then(|row| row.get_mut(usize::from(ai)))
+        {
+            *n += 1;
+        }
+    }
+}
+
+/// One player of a group the pool formed, as its table is made: still known and
+/// connected.
+struct GroupPlayer {
+    session: SessionId,
+    conn: ConnId,
+    player_id: String,
+    name: String,
 }
 
 impl Server {
