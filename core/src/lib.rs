@@ -17,6 +17,7 @@
 //! server.keep_records()                  server.take_records() -> Vec<Record>
 //! Server::restore(config, seed, now, records) -> Result<Server, RestoreError>
 //! server.set_aside()                     // the games a restore could not replay
+//! server.durable_views()                // what each seat saw, as a restore must give back
 //! server.set_wall_clock(epoch_ms)        // the dates history records carry
 //! // a shard that keeps the shared quick-play pool
 //! server.share_quick_play()              server.take_pool_changes() -> Vec<PoolChange>
@@ -78,7 +79,7 @@
 //!   [`machine::server`] (the top-level machine and its parts), [`machine::session`],
 //!   [`machine::lobby`], [`machine::turns`], [`machine::matchmaker`],
 //!   [`machine::ai_bridge`], [`machine::audience`], [`machine::profiles`],
-//!   [`machine::rating`], [`machine::removed`], [`machine::records`],
+//!   [`machine::rating`], [`machine::name_holds`], [`machine::removed`], [`machine::records`],
 //!   [`machine::timers`], [`machine::overload`].
 //! - [`vocabulary`]: the words the machine and the shells share, importing neither:
 //!   [`vocabulary::ids`], [`vocabulary::time`], [`vocabulary::rng`],

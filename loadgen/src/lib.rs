@@ -38,6 +38,7 @@ pub mod reads;
 mod resume;
 mod seen;
 mod shards;
+mod validate;
 mod violations;
 
 use std::cell::RefCell;
@@ -62,6 +63,7 @@ use attack::attack_task;
 use game::game;
 use idle::idle_run;
 pub use idle::{summary, table_row};
+use validate::validate;
 
 /// How bot humans pace their moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -531,32 +533,6 @@ pub fn run(settings: Settings) -> Result<Report, String> {
 
 fn report_path(report: &Report) -> Option<PathBuf> {
     report.line["history"].as_str().map(PathBuf::from)
-}
-
-fn validate(s: &Settings) -> Result<(), String> {
-    if s.humans == 0 || s.humans > s.seats || !(3..=6).contains(&s.seats) {
-        return Err(format!(
-            "--humans {} --seats {}: 1 <= humans <= seats, 3 <= seats <= 6",
-            s.humans, s.seats
-        ));
-    }
-    if s.per_ip == 0 {
-        return Err("--per-ip must be at least 1".into());
-    }
-    let v4_loopback = matches!(s.addr.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback());
-    if s.attack.is_some() && !v4_loopback {
-        return Err("attack modes only run against 127.0.0.0/8".into());
-    }
-    if s.phases > 0 && (s.attack.is_none() || s.arrival_rate > 0.0 || s.idle > 0) {
-        return Err("--phases needs --attack and steady --games".into());
-    }
-    if s.phases > 100 || s.phase_duration.is_zero() {
-        return Err("--phases: at most 100, with a --phase-duration above 0".into());
-    }
-    if s.attack_ips > 60_000 {
-        return Err("--attack-ips: at most 60000".into());
-    }
-    Ok(())
 }
 
 async fn run_async(ex: Exec, settings: Settings) -> Result<Report, String> {

@@ -300,16 +300,10 @@ pub fn attack_worker(settings: Settings) -> Result<String, String> {
     Ok(format!("{ATTACK_LINE}{counts}\n"))
 }
 
-/// Runs the phases (the games are already spawned in `tasks`) and the report.
-pub(super) async fn run(
-    ex: &Exec,
-    ctx: &Rc<Ctx>,
-    mut tasks: Vec<smol::Task<()>>,
-    server: &procfs::Sampler,
-    t0: Instant,
-) -> Result<Report, String> {
+/// The honest players beside the games: the stall monitor, and the `/health` prober,
+/// the newcomers and the quick-play groups where their settings ask for them.
+fn spawn_honest(ex: &Exec, ctx: &Rc<Ctx>, tasks: &mut Vec<smol::Task<()>>) {
     let s = &ctx.settings;
-    let attack = s.attack.ok_or("phased mode needs --attack")?;
     tasks.push(ex.spawn(honest::monitor(ctx.clone())));
     if !s.health_every.is_zero() {
         tasks.push(ex.spawn(honest::prober(ex.clone(), ctx.clone())));
@@ -320,6 +314,19 @@ pub(super) async fn run(
     if !s.quick_every.is_zero() {
         tasks.push(ex.spawn(honest::quick_groups(ex.clone(), ctx.clone())));
     }
+}
+
+/// Runs the phases (the games are already spawned in `tasks`) and the report.
+pub(super) async fn run(
+    ex: &Exec,
+    ctx: &Rc<Ctx>,
+    mut tasks: Vec<smol::Task<()>>,
+    server: &procfs::Sampler,
+    t0: Instant,
+) -> Result<Report, String> {
+    let s = &ctx.settings;
+    let attack = s.attack.ok_or("phased mode needs --attack")?;
+    spawn_honest(ex, ctx, &mut tasks);
     Timer::at(ctx.window_start).await;
     let mut total = take(ctx); // the set-up: lobbies, games started
     let mut kinds = [Stats::new(), Stats::new()];

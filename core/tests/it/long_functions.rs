@@ -82,8 +82,7 @@ const KEPT_WHOLE: &[(&str, &str, &str)] = &[
 
 /// The long functions not split yet, as (file, function name): the list only shrinks (a
 /// function split is dropped from it, and nothing is added).
-const NOT_YET_SPLIT: &[(&str, &str)] = &[
-];
+const NOT_YET_SPLIT: &[(&str, &str)] = &[];
 
 /// The codemap's section listing `KEPT_WHOLE`.
 const CODEMAP_SECTION: &str = "### Long functions kept whole";
