@@ -231,15 +231,10 @@ fn the_codemap_names_every_file_of_the_core() {
         .iter()
         .filter(|f| !codemap_names(codemap, f))
         .collect();
-    assert!(
-        missing.is_empty(),
+    assert_none(
         "files under core/src the codemap of docs/ARCHITECTURE.md does not name (a row \
-         naming the path, or its folder `dir/` and the file's name):\n{}",
-        missing
-            .iter()
-            .map(|f| f.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
+         naming the path, or its folder `dir/` and the file's name)",
+        &missing,
     );
 }
 
@@ -251,13 +246,9 @@ fn every_file_the_codemap_lists_exists() {
     assert!(listed.len() >= 50, "too few rows in the core's codemap");
     let src = root.join("core/src");
     let gone: Vec<&String> = listed.iter().filter(|p| !src.join(p).exists()).collect();
-    assert!(
-        gone.is_empty(),
-        "the core's codemap lists paths core/src does not hold:\n{}",
-        gone.iter()
-            .map(|p| p.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
+    assert_none(
+        "the core's codemap lists paths core/src does not hold",
+        &gone,
     );
 }
 
@@ -274,14 +265,9 @@ fn the_crate_doc_names_every_wing_and_module() {
         .iter()
         .filter(|m| !doc.contains(&format!("`{m}`")))
         .collect();
-    assert!(
-        missing.is_empty(),
-        "modules the crate doc of core/src/lib.rs does not name (as [`wing::module`]):\n{}",
-        missing
-            .iter()
-            .map(|m| m.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
+    assert_none(
+        "modules the crate doc of core/src/lib.rs does not name (as [`wing::module`])",
+        &missing,
     );
 }
 
@@ -301,16 +287,17 @@ fn the_drive_contract_names_every_server_method_a_shell_calls() {
         .iter()
         .filter(|m| !contract_names(contract, m))
         .collect();
-    assert!(
-        missing.is_empty(),
+    assert_none(
         "methods of Server the shells call that the drive contract of core/src/lib.rs \
-         does not name:\n{}",
-        missing
-            .iter()
-            .map(|m| m.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
+         does not name",
+        &missing,
     );
+}
+
+/// Fails with `what`, then each of `found` on a line, unless `found` is empty.
+fn assert_none(what: &str, found: &[&String]) {
+    let lines: Vec<&str> = found.iter().map(|x| x.as_str()).collect();
+    assert!(found.is_empty(), "{what}:\n{}", lines.join("\n"));
 }
 
 #[test]
