@@ -113,6 +113,35 @@ proptest! {
         prop_assert_eq!((marks, by_marks), (text, by_text));
     }
 
+    /// Marking an object after another (reusing the marks of the members they start
+    /// with alike) marks it as reading it whole does, whatever the two objects.
+    #[test]
+    fn marks_taken_from_the_last_object_equal_marks_read_anew(
+        old in json_object(3),
+        new in json_object(3),
+        cut in 0..64usize,
+    ) {
+        // Half the cases: `new` starts as `old` does, up to some member of it.
+        let members = merge_patch::members(&old).expect("an object");
+        let kept = members.len().min(cut % 8);
+        let (new, reused) = if cut >= 32 {
+            (new, false)
+        } else {
+            let mut head: Vec<String> = members[..kept].iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            if let Some(rest) = merge_patch::members(&new) {
+                head.extend(rest.iter().map(|(k, v)| format!("{k}:{v}")));
+            }
+            (format!("{{{}}}", head.join(",")), kept > 0)
+        };
+        let last = Flat::new(old.clone()).expect("an object");
+        let read = Flat::new(new.clone());
+        let after = Flat::new_after(new.clone(), &last);
+        prop_assert_eq!(&after, &read);
+        if reused {
+            prop_assert!(read.is_ok(), "{} is an object", new);
+        }
+    }
+
     /// A diff applied to the old object gives the new one byte for byte, or says it
     /// cannot.
     #[test]

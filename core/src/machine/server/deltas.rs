@@ -38,7 +38,12 @@ impl DeltaView {
     /// to keep of it.
     fn frame(&mut self, text: String) -> String {
         self.seq += 1;
-        let new = match Flat::new(text) {
+        // Marked from the last state where they start alike (the lobby, between moves).
+        let marked = match &self.last {
+            Some(last) => Flat::new_after(text, last),
+            None => Flat::new(text),
+        };
+        let new = match marked {
             Ok(new) => new,
             Err(text) => {
                 // Not an object (the views never build one): full, and so is the next.

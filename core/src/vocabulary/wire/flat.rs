@@ -8,6 +8,10 @@
 //! kept whole. When two states have the same members in the same places (every move of
 //! a game), [`diff`] writes the same patch as [`merge_patch::diff`] comparing one slice
 //! per member; otherwise it is [`merge_patch::diff`].
+//!
+//! A connection's next `state` mostly starts with the same bytes as its last (the same
+//! `type` and, between a game's moves, the same `lobby`): [`Flat::new_after`] takes the
+//! marks of such leading members from the last one instead of reading them again.
 
 use super::merge_patch::{self, NotExpressible, changed_member, push_member, skip_ws};
 
@@ -26,8 +30,9 @@ enum Kind {
 }
 
 /// One mark: the member's key (with its quotes) and value, as ranges of the text
-/// (`Open` has no value of its own, `Close` neither key nor value).
-#[derive(Clone, Copy, Debug)]
+/// (`Open` has no value of its own; `Close` has no key, and its value is the empty
+/// range at the end of the object it closes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
     kind: Kind,
     key: (u32, u32),
@@ -35,7 +40,7 @@ struct Entry {
 }
 
 /// A JSON object's text with its members marked (see the module documentation).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Flat {
     text: String,
     entries: Vec<Entry>,
@@ -55,6 +60,67 @@ impl Flat {
         match mark_object(b, skip_ws(b, 0), 0, &mut entries) {
             Some(end) if skip_ws(b, end) == b.len() => Ok(Flat { text, entries }),
             _ => Err(text),
+        }
+    }
+
+    /// Marks the object `text` as [`Flat::new`] does, taking the marks of its leading
+    /// top-level members from `last` while `text` has the same bytes as `last` up to
+    /// just past each of them (where a number would end); the rest is read.
+    pub fn new_after(text: String, last: &Flat) -> Result<Flat, String> {
+        if text.len() > TEXT_BYTES_MAX {
+            return Err(text);
+        }
+        let (b, old) = (text.as_bytes(), last.text.as_bytes());
+        // Bytes `[0, same)` are the same in both; `taken` marks of `last` are reused.
+        let (mut same, mut taken) = (0usize, 0usize);
+        let mut member_end = None;
+        while let Some((end, next)) = last.top_member_end(taken) {
+            let upto = end + 1;
+            if upto > b.len() || upto > old.len() || b[same..upto] != old[same..upto] {
+                break;
+            }
+            (same, taken, member_end) = (upto, next, Some(end));
+        }
+        let Some(end) = member_end else {
+            return Flat::new(text);
+        };
+        let mut entries = Vec::with_capacity(last.entries.len());
+        entries.extend_from_slice(&last.entries[..taken]);
+        let i = skip_ws(b, end);
+        let object_end = match b.get(i) {
+            Some(b',') => mark_members(b, skip_ws(b, i + 1), 0, &mut entries),
+            Some(b'}') => Some(i + 1),
+            _ => None,
+        };
+        match object_end {
+            Some(e) if skip_ws(b, e) == b.len() => Ok(Flat { text, entries }),
+            _ => Err(text),
+        }
+    }
+
+    /// The end of the value of the top-level member whose marks start at `entries[at]`,
+    /// and where the next member's marks start; `None` past the last.
+    fn top_member_end(&self, at: usize) -> Option<(usize, usize)> {
+        let first = self.entries.get(at)?;
+        match first.kind {
+            Kind::Leaf => Some((first.value.1 as usize, at + 1)),
+            Kind::Close => None,
+            Kind::Open => {
+                let mut depth = 0usize;
+                for (k, e) in self.entries.iter().enumerate().skip(at) {
+                    match e.kind {
+                        Kind::Open => depth += 1,
+                        Kind::Close => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some((e.value.1 as usize, k + 1));
+                            }
+                        }
+                        Kind::Leaf => {}
+                    }
+                }
+                None
+            }
         }
     }
 
@@ -99,10 +165,16 @@ fn mark_object(b: &[u8], i: usize, depth: u8, entries: &mut Vec<Entry>) -> Optio
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    let mut i = skip_ws(b, i + 1);
+    let i = skip_ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         return Some(i + 1);
     }
+    mark_members(b, i, depth, entries)
+}
+
+/// Marks the members of an object nested `depth` deep from the key at `i` on; returns
+/// the end of the object.
+fn mark_members(b: &[u8], mut i: usize, depth: u8, entries: &mut Vec<Entry>) -> Option<usize> {
     loop {
         if b.get(i) != Some(&b'"') {
             return None;
@@ -124,7 +196,7 @@ fn mark_object(b: &[u8], i: usize, depth: u8, entries: &mut Vec<Entry>) -> Optio
             entries.push(Entry {
                 kind: Kind::Close,
                 key: (0, 0),
-                value: (0, 0),
+                value: (end as u32, end as u32),
             });
             end
         } else {
