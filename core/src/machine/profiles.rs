@@ -9,7 +9,7 @@
 //! presented key is hashed, looked up by the digest's first 8 bytes and compared in
 //! full in constant time. At most `PROFILES_MAX` profiles exist at once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use rand::Rng as _;
 use rand_chacha::ChaCha12Rng;
@@ -26,6 +26,9 @@ pub const PROFILE_ID_CHARS: usize = 12;
 const LOCATOR_BYTES: usize = 8;
 /// Bytes of an id the registry can key (a profile's id has [`PROFILE_ID_CHARS`]).
 const ID_KEY_BYTES_MAX: usize = 16;
+/// The ids of at most this many of the last changes are kept, for
+/// [`ProfileRegistry::changed_since`]; older changes answer "maybe changed".
+pub const CHANGES_KEPT_MAX: usize = 256;
 
 pub use crate::vocabulary::ids::ProfileKey;
 pub use crate::vocabulary::profile::ProfileRecord;
@@ -92,6 +95,10 @@ pub struct ProfileRegistry {
     profiles_max: usize,
     key_rng: ChaCha12Rng,
     id_rng: ChaCha12Rng,
+    /// Changes made so far: each creation, rating, restore and deletion of a profile.
+    changes: u64,
+    /// The ids of the last changes (at most [`CHANGES_KEPT_MAX`]), the newest last.
+    changed: VecDeque<IdKey>,
 }
 
 fn locator(digest: &KeyDigest) -> [u8; LOCATOR_BYTES] {
@@ -113,7 +120,41 @@ impl ProfileRegistry {
             profiles_max,
             key_rng,
             id_rng,
+            changes: 0,
+            changed: VecDeque::with_capacity(CHANGES_KEPT_MAX),
         }
+    }
+
+    /// How many changes the registry has had: a mark for [`Self::changed_since`].
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Whether the profile `id` may have changed (been created, rated, replaced or
+    /// deleted) since the registry had `mark` changes: true when it did, or when the
+    /// changes since are more than are kept.
+    pub fn changed_since(&self, id: &str, mark: u64) -> bool {
+        let since = self.changes.saturating_sub(mark);
+        if since == 0 {
+            return false;
+        }
+        let Some(key) = IdKey::of(id) else {
+            return true;
+        };
+        match usize::try_from(since) {
+            Ok(n) if n <= self.changed.len() => {
+                self.changed.iter().rev().take(n).any(|k| *k == key)
+            }
+            _ => true,
+        }
+    }
+
+    fn note_change(&mut self, key: IdKey) {
+        self.changes = self.changes.saturating_add(1);
+        if self.changed.len() >= CHANGES_KEPT_MAX {
+            self.changed.pop_front();
+        }
+        self.changed.push_back(key);
     }
 
     pub fn len(&self) -> usize {
@@ -182,6 +223,7 @@ impl ProfileRegistry {
             self.by_name.insert(k, profile.id.clone());
         }
         self.profiles.insert(key, profile);
+        self.note_change(key);
     }
 
     /// The profile whose key is `key`, compared in constant time; `None` for anything
@@ -196,9 +238,13 @@ impl ProfileRegistry {
 
     /// Removes a profile: its key, name and rating. True when it existed.
     pub fn delete(&mut self, id: &str) -> bool {
-        let Some(profile) = IdKey::of(id).and_then(|k| self.profiles.remove(&k)) else {
+        let Some(key) = IdKey::of(id) else {
             return false;
         };
+        let Some(profile) = self.profiles.remove(&key) else {
+            return false;
+        };
+        self.note_change(key);
         self.by_locator.remove(&locator(&profile.digest));
         for k in names::keys(&profile.name) {
             if self.by_name.get(&k).is_some_and(|x| *x == profile.id) {
@@ -210,7 +256,12 @@ impl ProfileRegistry {
 
     /// Sets a profile's rating after a rated game and counts the game.
     pub fn rated(&mut self, id: &str, rating: Rating) -> Option<&Profile> {
-        let p = self.profiles.get_mut(&IdKey::of(id)?)?;
+        let key = IdKey::of(id)?;
+        if !self.profiles.contains_key(&key) {
+            return None;
+        }
+        self.note_change(key);
+        let p = self.profiles.get_mut(&key)?;
         p.rating = rating;
         p.games = p.games.saturating_add(1);
         Some(p)

@@ -478,3 +478,42 @@ fn the_registry_finds_each_profile_by_its_own_id_and_refuses_ids_no_profile_has(
     assert!(registry.get("0123456789abcdef0").is_none() && registry.get("ab\0").is_none());
     assert_eq!(registry.len(), 5);
 }
+
+#[test]
+fn the_registry_says_which_profiles_changed_since_a_mark_and_maybe_past_what_it_keeps() {
+    use rand::SeedableRng as _;
+    use rand_chacha::ChaCha12Rng;
+    use wizard_core::machine::profiles::{CHANGES_KEPT_MAX, ProfileRegistry};
+    let mut registry = ProfileRegistry::new(
+        CHANGES_KEPT_MAX + 10,
+        ChaCha12Rng::seed_from_u64(1),
+        ChaCha12Rng::seed_from_u64(2),
+    );
+    let (a, _) = registry.create("Alpha").expect("created");
+    let (b, _) = registry.create("Beta").expect("created");
+    let mark = registry.changes();
+    assert!(!registry.changed_since(&a.id, mark) && !registry.changed_since(&b.id, mark));
+    // Rated: that one changed, the other not.
+    let rating = Rating {
+        mu: 30.0,
+        sigma: 7.0,
+    };
+    assert!(registry.rated(&a.id, rating).is_some());
+    assert!(registry.changed_since(&a.id, mark) && !registry.changed_since(&b.id, mark));
+    // Unknown ids did not change; rating one changes nothing.
+    assert!(registry.rated("000000000000", rating).is_none());
+    let mark = registry.changes();
+    assert!(!registry.changed_since(&a.id, mark));
+    // Deleted, then created again: changes.
+    assert!(registry.delete(&b.id));
+    assert!(registry.changed_since(&b.id, mark) && !registry.changed_since(&a.id, mark));
+    let mark = registry.changes();
+    let (c, _) = registry.create("Gamma").expect("created");
+    assert!(registry.changed_since(&c.id, mark) && !registry.changed_since(&a.id, mark));
+    // More changes than are kept since the mark: anything may have changed.
+    for n in 0..CHANGES_KEPT_MAX {
+        registry.create(&format!("Filler{n}")).expect("created");
+    }
+    assert!(registry.changed_since(&a.id, mark));
+    assert!(!registry.changed_since(&a.id, registry.changes()));
+}

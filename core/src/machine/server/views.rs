@@ -2,7 +2,7 @@
 //! view. The lobby part and the events are encoded once per change; only the game part
 //! is encoded per seat, and once for all the lobby's spectators.
 
-use crate::machine::lobby::{Lobby, Occupant};
+use crate::machine::lobby::{Lobby, Occupant, SeatInfo};
 use crate::machine::rating::Figure;
 use crate::vocabulary::game::{Event, Game, ObservationJson, Seat};
 use crate::vocabulary::ids::{LobbyId, SessionId};
@@ -76,6 +76,9 @@ fn state_text(
 pub(super) struct LobbyViewCache {
     view: LobbyView,
     json: String,
+    /// The profile registry's change mark when `view` was last found current: a seated
+    /// profile not changed since shows as `view` says without looking it up.
+    profiles_mark: u64,
 }
 
 /// The empty view: not seated anywhere.
@@ -120,9 +123,10 @@ impl Server {
         }
     }
 
-    /// Whether `view` is what [`Server::lobby_view`] would build for `lobby` now,
-    /// compared field by field without building it.
-    fn lobby_view_is(&self, view: &LobbyView, lobby: &Lobby) -> bool {
+    /// Whether the cached view is what [`Server::lobby_view`] would build for `lobby`
+    /// now, compared field by field without building it.
+    fn lobby_view_is(&self, cache: &LobbyViewCache, lobby: &Lobby) -> bool {
+        let view = &cache.view;
         view.code == lobby.code()
             && view.status == lobby.status()
             && view.host_id == lobby.host()
@@ -136,13 +140,7 @@ impl Server {
                     && p.name == s.name
                     && p.is_ai == s.is_ai()
                     && p.level == s.level()
-                    && {
-                        let profile = s.profile.as_deref().and_then(|x| self.profiles.get(x));
-                        p.profile_id.as_deref() == profile.map(|x| x.id.as_str())
-                            && p.mu == profile.map(|x| Figure(x.rating.mu))
-                            && p.sigma == profile.map(|x| Figure(x.rating.sigma))
-                            && p.rating_change == profile.and(s.rating_change).map(Figure)
-                    }
+                    && self.seat_profile_is(p, s, cache.profiles_mark)
                     && p.connected
                         == match s.occupant {
                             Occupant::Ai(_) => true,
@@ -153,22 +151,53 @@ impl Server {
             })
     }
 
+    /// Whether the profile fields of `p` are what the profile seated at `s` shows now,
+    /// `p` having been current when the registry's change mark was `mark`: a look-up
+    /// only when the seat's profile is not the one `p` names or may have changed since
+    /// (a lobby's view is checked at every move, a look-up among thousands of profiles
+    /// touches memory no other move does).
+    fn seat_profile_is(&self, p: &PlayerView, s: &SeatInfo, mark: u64) -> bool {
+        if let (Some(shown), Some(seated)) = (&p.profile_id, &s.profile)
+            && shown == seated
+            && !self.profiles.changed_since(seated, mark)
+        {
+            return p.rating_change == s.rating_change.map(Figure);
+        }
+        let profile = s.profile.as_deref().and_then(|x| self.profiles.get(x));
+        p.profile_id.as_deref() == profile.map(|x| x.id.as_str())
+            && p.mu == profile.map(|x| Figure(x.rating.mu))
+            && p.sigma == profile.map(|x| Figure(x.rating.sigma))
+            && p.rating_change == profile.and(s.rating_change).map(Figure)
+    }
+
     /// Brings the lobby part's cached JSON up to date; false without such a lobby.
     fn refresh_lobby_json(&mut self, lobby_id: LobbyId) -> bool {
         let Some(lobby) = self.lobbies.get(lobby_id) else {
             return false;
         };
+        let profiles_mark = self.profiles.changes();
         let fresh = match self.lobby_views.get(&lobby_id) {
-            Some(cache) if self.lobby_view_is(&cache.view, lobby) => {
+            Some(cache) if self.lobby_view_is(cache, lobby) => {
                 debug_assert_eq!(cache.view, self.lobby_view(lobby), "stale lobby view");
                 None
             }
             _ => Some(self.lobby_view(lobby)),
         };
-        if let Some(view) = fresh {
-            let json = serde_json::to_string(&view).unwrap_or_default();
-            self.lobby_views
-                .insert(lobby_id, LobbyViewCache { view, json });
+        match fresh {
+            Some(view) => {
+                let json = serde_json::to_string(&view).unwrap_or_default();
+                let cache = LobbyViewCache {
+                    view,
+                    json,
+                    profiles_mark,
+                };
+                self.lobby_views.insert(lobby_id, cache);
+            }
+            None => {
+                if let Some(cache) = self.lobby_views.get_mut(&lobby_id) {
+                    cache.profiles_mark = profiles_mark;
+                }
+            }
         }
         true
     }
