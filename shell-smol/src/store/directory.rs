@@ -34,12 +34,15 @@
 //!   is rolled back). The answer tells the core (`NameClaim`): `Claimed`, or
 //!   `HeldElsewhere` (the name is taken: `not_allowed`), or `Unanswered` when the
 //!   lookup was skipped (the core answers `busy`: a name is never created unchecked).
-//!   A claim is this shard's for [`CLAIM_HOLD`]: the writer drops it when the profile's
-//!   names are committed, and a claim whose profile was never made (refused by the
-//!   core's own limits) frees the name once that time is over; expired claims are
-//!   deleted by the next claim. A shard asking again for a name it holds keeps it.
-//!   A profile's names are committed after its claim, so a claim made after that
-//!   commit finds them in the same transaction.
+//!   A claim is this shard's for [`CLAIM_HOLD`] from its first taking: the writer
+//!   drops it when the profile's names are committed, and a claim whose profile was
+//!   never made (refused by the core's own limits) frees the name once that time is
+//!   over. A shard asking again for a name it holds keeps it without extending it, and
+//!   may not take it again for another [`CLAIM_HOLD`] after it expired, when any other
+//!   shard may: a client repeating a `create_profile` its shard refuses holds a name
+//!   for at most [`CLAIM_HOLD`] at a time. Claims are deleted by the next claim two
+//!   holds after their taking. A profile's names are committed after its claim, so a
+//!   claim made after that commit finds them in the same transaction.
 
 use std::time::Duration;
 
@@ -329,22 +332,29 @@ fn claim(
     let mut tx = client.transaction()?;
     tx.execute(
         "DELETE FROM wizard_profile_name_claims
-         WHERE claimed_at < now() - make_interval(secs => $1)",
+         WHERE claimed_at < now() - 2 * make_interval(secs => $1)",
         &[&hold_s],
     )?;
-    // A key held by another shard's live claim is left alone and not returned.
-    let held = tx.query(
+    // A new key is taken; another shard's expired claim is taken anew; a live claim
+    // (this shard's too: it is not extended) and this shard's expired one stay.
+    tx.execute(
         "INSERT INTO wizard_profile_name_claims (name_key, shard, claimed_at)
          SELECT k, $2, now() FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) ORDER BY i
          ON CONFLICT (name_key) DO UPDATE
          SET shard = EXCLUDED.shard, claimed_at = EXCLUDED.claimed_at
-         WHERE wizard_profile_name_claims.shard = EXCLUDED.shard
-            OR wizard_profile_name_claims.claimed_at
-               < EXCLUDED.claimed_at - make_interval(secs => $3)
-         RETURNING name_key",
+         WHERE wizard_profile_name_claims.shard <> EXCLUDED.shard
+           AND wizard_profile_name_claims.claimed_at
+               < EXCLUDED.claimed_at - make_interval(secs => $3)",
         &[&keys, &me, &hold_s],
     )?;
-    let claimed = held.len() == keys.len();
+    // Every key must be this shard's by a live claim.
+    let held = tx.query_one(
+        "SELECT count(*) FROM wizard_profile_name_claims
+         WHERE name_key = ANY($1) AND shard = $2
+           AND claimed_at >= now() - make_interval(secs => $3)",
+        &[&keys, &me, &hold_s],
+    )?;
+    let claimed = usize::try_from(held.get::<_, i64>(0)).is_ok_and(|n| n == keys.len());
     let rows = tx.query(
         "SELECT p.body FROM wizard_profile_names n JOIN wizard_profiles p ON p.id = n.id
          WHERE n.name_key = ANY($1)",

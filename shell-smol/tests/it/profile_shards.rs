@@ -4,8 +4,13 @@
 //! made on A signs in on B and is rated there, A then signs it in with B's rating, and
 //! a profile deleted on B no longer signs in on A, whose name is free again; and when
 //! both shards are asked for the same name (or two look-alikes) at the same moment,
-//! exactly one creates it.
+//! exactly one creates it; a shard whose client keeps asking for a name its core
+//! refuses holds the name's claim one hold, not for ever.
 
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use async_io::Timer;
 use futures_util::future::join;
 use wizard_core::vocabulary::wire::{ClientMessage, ErrorCode, ServerMessage};
 
@@ -167,6 +172,73 @@ fn a_profile_made_on_one_shard_plays_and_is_rated_on_another() {
             "a profile deleted on B is a guest's key on A"
         );
         create_profile(&mut after, "Morgana").await;
+    });
+    a.stop();
+    b.stop();
+}
+
+#[test]
+fn a_name_claim_repeated_by_refused_creations_frees_the_name_after_one_hold() {
+    let Some(pg) =
+        Postgres::start("a_name_claim_repeated_by_refused_creations_frees_the_name_after_one_hold")
+    else {
+        return;
+    };
+    let url = pg.database("claims");
+    let log = pg.dir().0.join("claims.log");
+    // On A an address makes one profile an hour: each later creation claims the name,
+    // then the core refuses it.
+    let env_a = [("SHARD_ID", "A"), ("PROFILE_CREATE_RATE", "1")];
+    let a = Process::start_env(&url, super::proxy::free_port(), &log, &env_a);
+    let b = Process::start_env(&url, super::proxy::free_port(), &log, &[("SHARD_ID", "B")]);
+    let hold = wizard_server::store::directory::CLAIM_HOLD;
+    bounded(4 * hold.as_secs() + 60, async {
+        let mut on_a = ws_from(a.addr, local(51)).await;
+        hello(&mut on_a, None, None).await;
+        create_profile(&mut on_a, "Nimue").await;
+        assert_eq!(refused(&mut on_a, "Vivien").await, ErrorCode::RateLimited);
+        let claimed = Instant::now();
+        let mut on_b = ws_from(b.addr, local(52)).await;
+        hello(&mut on_b, None, None).await;
+        assert_eq!(
+            refused(&mut on_b, "Vivien").await,
+            ErrorCode::NotAllowed,
+            "A's claim holds the name"
+        );
+        // A asks again and again; B asks too until it gets the name.
+        let done = Cell::new(false);
+        let repeat_on_a = async {
+            while !done.get() {
+                let code = refused(&mut on_a, "Vivien").await;
+                assert!(
+                    matches!(code, ErrorCode::RateLimited | ErrorCode::NotAllowed),
+                    "{code:?}"
+                );
+                Timer::after(Duration::from_millis(250)).await;
+            }
+        };
+        let ask_on_b = async {
+            let deadline = claimed + 3 * hold;
+            let got = loop {
+                match create(&mut on_b, "Vivien").await {
+                    Ok(id) => break id,
+                    Err(code) => assert_eq!(code, ErrorCode::NotAllowed),
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "A's repeated claims held the name for three holds"
+                );
+                Timer::after(Duration::from_millis(500)).await;
+            };
+            done.set(true);
+            got
+        };
+        let ((), id) = join(repeat_on_a, ask_on_b).await;
+        assert!(!id.is_empty());
+        assert!(
+            claimed.elapsed() >= hold,
+            "the name came free before the claim's hold was over"
+        );
     });
     a.stop();
     b.stop();
