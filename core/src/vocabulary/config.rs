@@ -131,7 +131,7 @@ pub const SETTINGS: &[Setting] = &[
     server("GAMES_RATE", "60", "GET /games/<id> requests one client IP may make per minute"),
     server("STORE_SYNC_INTERVAL", "1", "seconds between the store writer's turns: folding the journal into SQLite and syncing it to disk (about what a power loss can take)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
-    server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
+    server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant (a table the quick-play matchmaker seated: at once)"),
     server("MAX_LOBBIES_PER_IP", "10", "lobbies (waiting, running or finished) created from one client IP that may exist at once"),
     server("MAX_GAMES_PER_IP", "5", "running games in lobbies created from one client IP"),
     server("RECONNECT_RATE", "30", "new player connections one client IP may open per minute"),
