@@ -51,11 +51,33 @@ impl Server {
                 );
                 self.sync_evictable(session);
                 self.sync_away(now, lobby, out);
+                self.wake_for_away_turns(now, lobby);
                 self.broadcast(now, lobby, &[], out);
             }
             None => {
                 self.sessions.remove(session);
             }
+        }
+    }
+
+    /// At a running quick-play table, the lobby's timer no later than when the player
+    /// who just disconnected counts as away (`QUICK_PLAY_AWAY`), so that their turns
+    /// are then played for them (`Server::timing`); an earlier wake-up finds nothing
+    /// due and sets the next.
+    fn wake_for_away_turns(&mut self, now: Time, lobby: LobbyId) {
+        let running = self.lobbies.get(lobby).is_some_and(|l| {
+            l.is_quick_play() && l.status() == LobbyStatus::Playing && !l.is_dormant()
+        });
+        if !running {
+            return;
+        }
+        let away = now.plus_us(self.config.quick_play_away_us);
+        if self
+            .timers
+            .at(&TimerKey::Lobby(lobby))
+            .is_none_or(|at| at > away)
+        {
+            self.timers.set(TimerKey::Lobby(lobby), away);
         }
     }
 
