@@ -158,6 +158,7 @@ pub const SETTINGS: &[Setting] = &[
     // Public tables and quick play (PROTOCOL.md 7.2).
     server("QUICK_PLAY_WAIT", "30", "seconds a quick-play ticket waits for players of a close rating before it is seated with whoever waits and normal AI players fill the table"),
     server("QUICK_PLAY_INTERVAL", "1", "seconds between two passes of the matchmaker over the pool (the accepted rating spread widens with the wait; a table of close ratings is seated at once)"),
+    server("QUICK_PLAY_SETTLE", "0.25", "seconds a quick-play ticket waits before it is grouped: a player who queues and walks away at once never takes a seat from players who stay (0: grouped at once)"),
     server("QUICK_PLAY_AWAY", "15", "seconds a quick-play table waits for a player who disconnected before the AI plays their turns (their seat stays theirs: back, they play again; a table all of whose players are gone sleeps at once)"),
     server("QUICK_PLAY_JOIN_WAIT", "10", "with shards: seconds a table formed from the shared pool keeps the seats of players matched on other shards; whoever has not joined by then is replaced by a normal AI player and the game starts"),
     server("QUICK_PLAY_MAX", "", "quick-play tickets waiting at once; beyond, quick_play gets busy (empty = MAX_LOBBIES)"),
@@ -282,6 +283,8 @@ pub struct Config {
     pub quick_play_wait_us: u64,
     /// `QUICK_PLAY_INTERVAL`: between two passes of the matchmaker.
     pub quick_play_interval_us: u64,
+    /// `QUICK_PLAY_SETTLE`: how long a ticket waits before it is grouped.
+    pub quick_play_settle_us: u64,
     /// `QUICK_PLAY_AWAY`: after this long disconnected, a quick-play player's turns are
     /// played for them.
     pub quick_play_away_us: u64,
@@ -368,6 +371,7 @@ impl Default for Config {
             chat_replay_burst: 20,
             quick_play_wait_us: 30 * US_PER_SEC,
             quick_play_interval_us: US_PER_SEC,
+            quick_play_settle_us: 250_000,
             quick_play_away_us: 15 * US_PER_SEC,
             quick_play_join_wait_us: 10 * US_PER_SEC,
             quick_play_max: None,
@@ -490,6 +494,7 @@ impl Config {
                 "CHAT_REPLAY_BURST" => c.chat_replay_burst = v.count(1)?,
                 "QUICK_PLAY_WAIT" => c.quick_play_wait_us = v.duration_us(0)?,
                 "QUICK_PLAY_INTERVAL" => c.quick_play_interval_us = v.duration_us(1000)?,
+                "QUICK_PLAY_SETTLE" => c.quick_play_settle_us = v.duration_us(0)?,
                 "QUICK_PLAY_AWAY" => c.quick_play_away_us = v.duration_us(0)?,
                 "QUICK_PLAY_JOIN_WAIT" => c.quick_play_join_wait_us = v.duration_us(0)?,
                 "QUICK_PLAY_MAX" => c.quick_play_max = Some(v.count(1)?),

@@ -796,6 +796,7 @@ fn a_quick_play_table_is_restored_as_one() {
         ("TRICK_PAUSE", "0"),
         ("MESSAGE_RATE", "1000"),
         ("MESSAGE_BURST", "1000"),
+        ("QUICK_PLAY_SETTLE", "0"),
     ];
     let mut d = Driver::new(config(&pairs), 11);
     d.server.keep_records();

@@ -8,8 +8,14 @@ use wizard_core::vocabulary::io::{Note, Output};
 
 use crate::driver::{Driver, config};
 
+/// A server whose pool groups tickets at once (`QUICK_PLAY_SETTLE` 0) unless `pairs`
+/// say otherwise.
 fn driver(pairs: &[(&str, &str)]) -> Driver {
-    let mut all = vec![("MESSAGE_RATE", "1000"), ("MESSAGE_BURST", "1000")];
+    let mut all = vec![
+        ("MESSAGE_RATE", "1000"),
+        ("MESSAGE_BURST", "1000"),
+        ("QUICK_PLAY_SETTLE", "0"),
+    ];
     all.extend_from_slice(pairs);
     Driver::new(config(&all), 11)
 }
@@ -488,4 +494,56 @@ fn at_a_quick_play_table_the_turns_of_a_player_who_walked_away_are_played_for_th
         );
         d.server.check_absent().unwrap();
     }
+}
+
+/// Queueing and walking away at once takes nobody's seat: a ticket is grouped only once
+/// it has waited `QUICK_PLAY_SETTLE`, and a walker's close takes it out before then.
+#[test]
+fn a_player_who_queues_and_walks_away_at_once_takes_no_seat() {
+    let mut d = driver(&[("QUICK_PLAY_SETTLE", "0.25")]);
+    let [ann, bob, cat] = [1, 2, 3].map(|n| arrive(&mut d, n));
+    let walkers: Vec<ConnId> = (10..14).map(|n| arrive(&mut d, n)).collect();
+    let start = d.now;
+    for (i, &p) in [
+        ann, walkers[0], walkers[1], bob, walkers[2], cat, walkers[3],
+    ]
+    .iter()
+    .enumerate()
+    {
+        d.send_json(p, json!({"type": "quick_play", "name": "P", "seats": 3}));
+        assert_eq!(last_of(&d, p, "queued").len(), 1, "ticket {i} queued");
+        if walkers.contains(&p) {
+            d.advance_ms(10);
+            d.close(p);
+        }
+    }
+    d.run_until(start.plus_us(249_000));
+    assert!(
+        d.state(ann).unwrap()["lobby"].is_null(),
+        "not before the settling time"
+    );
+    d.run_until(start.plus_us(400_000));
+    let code = d.lobby_code(ann).expect("Ann seated");
+    assert_eq!(d.lobby_code(bob).as_deref(), Some(code.as_str()));
+    assert_eq!(d.lobby_code(cat).as_deref(), Some(code.as_str()));
+    let seats = d.state(ann).unwrap()["lobby"]["players"].clone();
+    let names: Vec<&str> = seats
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| {
+            s["is_ai"]
+                .as_bool()
+                .filter(|ai| !ai)
+                .and(s["name"].as_str())
+        })
+        .collect();
+    assert_eq!(names.len(), 3, "three humans, no walker: {seats}");
+    assert_eq!(
+        d.server.counters().lobbies_created,
+        1,
+        "no table for the walkers"
+    );
+    assert_eq!(d.server.gauges().quick_play_tickets, 0);
+    d.server.check_quick_play().unwrap();
 }

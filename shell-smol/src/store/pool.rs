@@ -156,6 +156,7 @@ impl SharedPool {
                 wait_us: config.quick_play_wait_us,
                 interval_us: config.quick_play_interval_us,
                 tickets_max: config.quick_play_tickets_max(),
+                settle_us: config.quick_play_settle_us,
             },
             lease_us: lease_us(config),
             queue: Arc::clone(&queue),
