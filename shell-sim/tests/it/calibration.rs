@@ -30,6 +30,7 @@ fn the_default_cost_model_takes_the_fitted_figures() {
     let f = calibration().figures;
     assert_eq!(cost.ai_embedded_us, f.ai_embedded_us);
     assert_eq!(cost.ai_embedded_heuristic_us, f.ai_embedded_heuristic_us);
+    assert_eq!(cost.ai_embedded_answer_us, f.ai_embedded_answer_us);
     assert_eq!(cost.fallback_move_us, f.fallback_move_us);
     assert_eq!(cost.idle_floor_us_per_s(true), f.idle_floor_ai_on_us_per_s);
     assert_eq!(
