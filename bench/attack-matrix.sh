@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The issue-14 attack matrix: for every row, a fresh server on loopback, honest games
+# The attack matrix: for every row, a fresh server on loopback, honest games
 # beside the attack in interleaved baseline and attack phases (wizard-bench --phases),
 # then the table (attack, baseline move p99, attack move p99, ratio, health p99, honest
 # refusals, stalls, RSS) from the history file.
 #
-#   bench/attack-matrix.sh                       # release build, the sizes of the issue
+#   bench/attack-matrix.sh                       # release build, the full sizes
 #   SCALE=tiny BUILD=debug bench/attack-matrix.sh  # a quick check that it all runs
 #
 # Settings (environment): BUILD=release|debug, TARGET_DIR (default CARGO_TARGET_DIR or target),
 # HISTORY (default bench/attacks.jsonl), ROWS (space-separated row names, default all),
-# SCALE=full|tiny, PHASES, PHASE_S, SERVER_CPU / BENCH_CPU (taskset CPU lists, empty =
+# SCALE=full|tiny, PHASES, PHASE_S, QUICK_EVERY (seconds between two honest quick-play
+# groups in the quick-play rows, default 1; smaller gives their seat p99 more samples), SERVER_CPU / BENCH_CPU (taskset CPU lists, empty =
 # no pinning), ATTACK_CPU (the attack worker's CPUs, wizard-bench --attack-cpus; default
 # SERVER_CPU, see docs/BENCHMARKS.md "Attacks"), SERVER_BIN (another server binary, e.g. an
 # older build, against the same generator), LABEL (stored with each run).
@@ -32,6 +33,7 @@ else
   THINK="--pacing realistic"
 fi
 n() { echo $(( ($1 + K - 1) / K )); }   # a count scaled down for SCALE=tiny
+QUICK_EVERY=${QUICK_EVERY:-1}
 
 profile=$([ "$BUILD" = release ] && echo --release || true)
 cargo build $profile -p wizard-server --bin wizard-server -p wizard-bench --bin wizard-bench \
@@ -58,9 +60,9 @@ ROWS_ALL=(
   "10-busy-retry-room-for-all|MAX_ACTIVE_GAMES=$GAMES MAX_CONNECTIONS=1000|--attack busy-retry --attack-conns $(n 400) --attack-ips $(n 100) --attack-count $(n 10000000) --newcomer-lobby 0"
   "11-violations||--attack violations --attack-conns 4 --attack-ips 200 --attack-count $(n 100000)"
   "12-names||--attack names --attack-conns 1"
-  "13-quick-cancel||--attack quick-cancel --attack-conns 10 --attack-ips 1 --attack-count $(n 10000000) --quick-every 1"
-  "13-quick-walk||--attack quick-walk --attack-conns $(n 200) --attack-ips $(n 200) --attack-count $(n 100000) --quick-every 1"
-  "13-quick-walk-room-for-all|MAX_ACTIVE_GAMES=4000|--attack quick-walk --attack-conns $(n 200) --attack-ips $(n 200) --attack-count $(n 100000) --quick-every 1"
+  "13-quick-cancel||--attack quick-cancel --attack-conns 10 --attack-ips 1 --attack-count $(n 10000000) --quick-every $QUICK_EVERY"
+  "13-quick-walk||--attack quick-walk --attack-conns $(n 200) --attack-ips $(n 200) --attack-count $(n 100000) --quick-every $QUICK_EVERY"
+  "13-quick-walk-room-for-all|MAX_ACTIVE_GAMES=4000|--attack quick-walk --attack-conns $(n 200) --attack-ips $(n 200) --attack-count $(n 100000) --quick-every $QUICK_EVERY"
 )
 
 ulimit -n "$(ulimit -Hn)" || true

@@ -6,13 +6,16 @@ Usage: calibrate_fit.py OUT_DIR SIM_BIN LOAD_SECS POINT...
   OUT_DIR holds <point>.real.txt, the real server's timeline (bench/cpu_quota_test.sh)
   for each POINT, a scenario name in fixtures/scenarios (calib_<quota>_<games>_ai<0|1>).
 
-Each figure is fitted by the secant method on the saturated moves a second, the
-simulator run with candidate figures (the scenario's `cost`) and the server's default
-store (SQLite) against the real server's: `fallback_move_us` to the points with
-EMBEDDED_AI=0, then one factor on both embedded decision figures to those with 1. The
-idle floor is the real server's CPU in the quiet end of the recovery at the points with
+Each figure is fitted by the secant method, the simulator run with candidate figures
+(the scenario's `cost`) and the server's default store (SQLite) against the real
+server's: `fallback_move_us` to the saturated moves a second of the points with
+EMBEDDED_AI=0; at the points with 1, one factor on both embedded decision figures to
+the share of decisions the primary agent (search) made, and for each factor tried
+`ai_embedded_answer_us` (the core thread's share of an answer, which paces the games
+when the workers keep up) to the saturated moves a second. The idle floor is the real server's CPU in the quiet end of the recovery at the points with
 EMBEDDED_AI=1 (the default). The file records the commit measured (git HEAD)."""
 import json
+import math
 import os
 import re
 import subprocess
@@ -65,6 +68,19 @@ def run_sim(sim_bin, point, figures, out_dir):
     sim_txt = os.path.join(out_dir, point + ".sim.txt")
     open(sim_txt, "w").write(out)
     return sim_txt
+
+
+def share_error(points, figures, sim_bin, out_dir):
+    """The mean over `points` of log(sim / real) of the search share."""
+    e = []
+    for p, _ in points:
+        real = search_share(open(os.path.join(out_dir, p + ".real.log")).read(),
+                            r"\((\d+) per mille\)")
+        sim = search_share(open(run_sim(sim_bin, p, figures, out_dir)).read(),
+                           r'"ai_embedded_search_per_mille": (\d+)')
+        if real and sim:
+            e.append(math.log(sim / real))
+    return sum(e) / len(e) if e else 0.0
 
 
 def fit(points, figures, set_x, x0, sim_bin, out_dir, load):
@@ -125,9 +141,26 @@ def main():
                       figures["read_us"] / 8.0, sim_bin, out_dir, load)
     if on:
         base = (figures["ai_embedded_us"], figures["ai_embedded_heuristic_us"])
-        figures = fit(on, figures, lambda f, x: {**f, "ai_embedded_us": round(base[0] * x, 1),
-                                                 "ai_embedded_heuristic_us": round(base[1] * x, 1)},
-                      1.0, sim_bin, out_dir, load)
+
+        def with_factor(x):
+            # The decisions' figures scaled by x, then the answer's fitted to the moves.
+            f = {**figures, "ai_embedded_us": round(base[0] * x, 1),
+                 "ai_embedded_heuristic_us": round(base[1] * x, 1)}
+            return fit(on, f, lambda f, a: {**f, "ai_embedded_answer_us": round(a, 2)},
+                       f.get("ai_embedded_answer_us") or 10.0, sim_bin, out_dir, load)
+
+        a, b = 1.0, 1.2
+        fa = with_factor(a)
+        fb = with_factor(b)
+        ea = share_error(on, fa, sim_bin, out_dir)
+        eb = share_error(on, fb, sim_bin, out_dir)
+        for _ in range(4):
+            if eb == ea or abs(eb) < 0.01:
+                break
+            c = max(0.1, b - eb * (b - a) / (eb - ea))
+            fc = with_factor(c)
+            a, ea, b, fb, eb = b, eb, c, fc, share_error(on, fc, sim_bin, out_dir)
+        figures = fb
     out = []
     for p in names:
         sim_txt = run_sim(sim_bin, p, figures, out_dir)

@@ -17,6 +17,7 @@ fn config() -> MatchConfig {
         wait_us: 30_000_000,
         interval_us: 1_000_000,
         tickets_max: 20_000,
+        settle_us: 0,
     }
 }
 

@@ -99,7 +99,7 @@ pub struct Settings {
     /// Think time per human move (1.5 s realistic, 0 full).
     pub think: Duration,
     /// Each think time is drawn uniformly within this much of `think` (0: exactly
-    /// `think`, the seed's and the issues' bots), so that games do not stay in step as
+    /// `think`, as the original design's bots), so that games do not stay in step as
     /// bots thinking exactly as long do ([`think_us`]).
     pub think_jitter: Duration,
     /// Measured window after set-up and warm-up.

@@ -25,7 +25,7 @@
 //! a bad value is refused with exit 2 and a message on stderr; a run that fails exits 1.
 //!
 //! With `--phases N` a run prints one `PHASE {json}` line per phase, then the phase
-//! table and the run's issue-14 row.
+//! table and the run's row of the attack matrix.
 //!
 //! It starts no server. Each run appends one JSON line to the history
 //! (`bench/history.jsonl` by default).

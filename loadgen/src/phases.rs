@@ -1,6 +1,6 @@
 //! Phased mode: baseline and attack phases interleaved in one run against the same
 //! server, with the honest games playing through all of them; one summary per phase,
-//! the issue-14 acceptance row of the run, and the matrix table over runs.
+//! the run's acceptance row of the attack matrix, and the matrix table over runs.
 //!
 //! Server RSS comes from `/proc/<pid>/status` (`VmRSS`) of `--server-pid`, sampled every
 //! 250 ms; the server's `/metrics` has no process memory.
@@ -390,7 +390,7 @@ pub(super) async fn run(
     Ok(report)
 }
 
-/// The run's row of the issue-14 table, with the acceptance verdict (RSS is compared
+/// The run's row of the attack matrix, with the acceptance verdict (RSS is compared
 /// by hand with `MAX_CONNECTIONS` x the documented per-connection bound).
 fn matrix_row(s: &Settings, kinds: &[Stats; 2], rss: &[Rss; 2], measured: bool) -> Value {
     let p99 = |h: &hdrhistogram::Histogram<u64>| h.value_at_quantile(0.99) as f64 / 1000.0;
@@ -497,7 +497,7 @@ pub fn phase_table(line: &Value) -> String {
     out
 }
 
-/// The issue-14 table over the last `last` phased runs in the history.
+/// The attack matrix over the last `last` phased runs in the history.
 pub fn attack_table(path: &Path, last: usize) -> Result<String, String> {
     let lines = history::load(path)?;
     let rows: Vec<&Value> = lines

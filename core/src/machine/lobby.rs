@@ -126,6 +126,10 @@ pub struct Lobby {
     public: bool,
     /// Its key in the manager's index of public tables, while it is in it.
     table_key: Option<TableKey>,
+    /// Seated by the quick-play matchmaker: nobody chose this table, so once all its
+    /// humans are gone its game sleeps at once (`server/absent.rs`); set through
+    /// [`LobbyManager::set_quick_play`].
+    quick_play: bool,
     /// Whether what the lobby's record holds (its status, host, options, seats, game
     /// number and seed) may have changed since the server last recorded it: every
     /// method that changes one of them sets it, so that the server need not compare
@@ -156,6 +160,7 @@ impl Lobby {
             dormant: false,
             public: false,
             table_key: None,
+            quick_play: false,
             record_changed: true,
         }
     }
@@ -163,6 +168,11 @@ impl Lobby {
     /// Whether `list_tables` lists it (while waiting with a free seat, or running).
     pub fn is_public(&self) -> bool {
         self.public
+    }
+
+    /// Whether the quick-play matchmaker seated it.
+    pub fn is_quick_play(&self) -> bool {
+        self.quick_play
     }
 
     /// Where the index of public tables should hold it now.
@@ -351,10 +361,10 @@ impl Lobby {
         self.away_since
     }
 
-    /// A lobby without a running game whose humans are all disconnected: the kind
-    /// `MAX_LOBBIES` may delete for a new one.
+    /// A lobby whose humans are all disconnected and whose game, if one runs, is
+    /// dormant: the kind `MAX_LOBBIES` may delete for a new one.
     pub fn is_idle(&self) -> bool {
-        self.status != LobbyStatus::Playing && self.away_since.is_some()
+        (self.status != LobbyStatus::Playing || self.dormant) && self.away_since.is_some()
     }
 
     /// The seat `session` holds as a human. A seat the AI plays on for a player keeps
@@ -576,6 +586,17 @@ impl LobbyManager {
         } else {
             self.playing += 1;
             self.dormant -= 1;
+        }
+        self.reindex_idle(id);
+    }
+
+    /// Marks the lobby as seated by the quick-play matchmaker (kept in its record).
+    pub fn set_quick_play(&mut self, id: LobbyId) {
+        if let Some(lobby) = self.lobbies.get_mut(&id)
+            && !lobby.quick_play
+        {
+            lobby.quick_play = true;
+            lobby.record_changed = true;
         }
     }
 

@@ -4,10 +4,13 @@
 //! A ticket waits in the bucket of its table size, ordered by rating. A group is `n`
 //! tickets of one bucket (`n` its table size) whose ratings differ by no more than every
 //! member accepts: [`SPREAD_BASE_MILLI`] at first, widening by
-//! [`SPREAD_PER_SEC_MILLI`] for every second the member has waited. A new ticket is
-//! tried at once against its neighbours by rating; every `QUICK_PLAY_INTERVAL` a pass
-//! over the buckets that could seat a table groups those whose spread has widened
-//! enough. A ticket that has waited `QUICK_PLAY_WAIT` is seated with the closest
+//! [`SPREAD_PER_SEC_MILLI`] for every second the member has waited. Only a ticket that
+//! has waited `QUICK_PLAY_SETTLE` is grouped: a player who queues and walks away at
+//! once (the connection's close takes the ticket out) never takes a seat from players
+//! who stay. A pass over the buckets that could seat a table runs as each ticket
+//! settles and every `QUICK_PLAY_INTERVAL`, grouping those whose spread has widened
+//! enough; with no settling time a new ticket is tried at once against its neighbours
+//! by rating. A ticket that has waited `QUICK_PLAY_WAIT` is seated with the closest
 //! waiting tickets of its bucket whatever their ratings, and the caller fills the rest
 //! of the table with AI seats: quick play never waits for ever.
 //!
@@ -20,6 +23,7 @@
 //! clock; [`Matchmaker::next_wake`] says when [`Matchmaker::poll`] has work.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 use crate::vocabulary::game::types::{PLAYERS_MAX, PLAYERS_MIN};
 use crate::vocabulary::time::{Time, US_PER_SEC};
@@ -47,6 +51,8 @@ pub struct MatchConfig {
     pub interval_us: u64,
     /// `QUICK_PLAY_MAX`: tickets in the pool at once.
     pub tickets_max: usize,
+    /// `QUICK_PLAY_SETTLE`: how long a ticket waits before it is grouped (0: at once).
+    pub settle_us: u64,
 }
 
 /// One player waiting.
@@ -139,6 +145,9 @@ pub struct Matchmaker<K: Ord + Copy> {
     buckets: [BTreeSet<Entry<K>>; BUCKETS],
     /// Every ticket by age, oldest first.
     by_age: BTreeSet<(Time, K)>,
+    /// How many tickets joined the pool at each instant: finds the oldest ticket still
+    /// settling in O(log n).
+    arrivals: BTreeMap<Time, usize>,
     /// When the next pass over the buckets is due (None: no bucket could seat a table).
     next_pass: Option<Time>,
 }
@@ -160,6 +169,7 @@ impl<K: Ord + Copy> Matchmaker<K> {
             tickets: BTreeMap::new(),
             buckets: Default::default(),
             by_age: BTreeSet::new(),
+            arrivals: BTreeMap::new(),
             next_pass: None,
         }
     }
@@ -212,13 +222,11 @@ impl<K: Ord + Copy> Matchmaker<K> {
             rating_milli: rating_milli(rating),
             since,
         };
-        self.tickets.insert(key, ticket);
-        self.by_age.insert((since, key));
+        self.insert(ticket, bucket);
         let entry = (ticket.rating_milli, since, key);
-        if let Some(b) = self.buckets.get_mut(bucket) {
-            b.insert(entry);
-        }
-        if let Some(window) = self.best_window_around(now, bucket, entry) {
+        if self.is_settled(now, since)
+            && let Some(window) = self.best_window_around(now, bucket, entry)
+        {
             out.push(self.take_group(seats, &window, false));
         }
         self.schedule_pass(now);
@@ -233,18 +241,47 @@ impl<K: Ord + Copy> Matchmaker<K> {
         if self.cancel(ticket.key).is_none() && self.tickets.len() >= self.config.tickets_max {
             return Err(QueueError::Full);
         }
+        self.insert(ticket, bucket);
+        Ok(())
+    }
+
+    /// Puts `ticket` in every index (its key holds none).
+    fn insert(&mut self, ticket: Ticket<K>, bucket: usize) {
         self.tickets.insert(ticket.key, ticket);
         self.by_age.insert((ticket.since, ticket.key));
+        *self.arrivals.entry(ticket.since).or_default() += 1;
         if let Some(b) = self.buckets.get_mut(bucket) {
             b.insert((ticket.rating_milli, ticket.since, ticket.key));
         }
-        Ok(())
+    }
+
+    /// Whether a ticket that joined at `since` may be grouped at `now`.
+    fn is_settled(&self, now: Time, since: Time) -> bool {
+        since.plus_us(self.config.settle_us) <= now
+    }
+
+    /// When the oldest ticket still settling at `now` settles, if one is.
+    fn next_settled(&self, now: Time) -> Option<Time> {
+        if self.config.settle_us == 0 {
+            return None;
+        }
+        let cutoff = Time(now.as_micros().saturating_sub(self.config.settle_us));
+        self.arrivals
+            .range((Bound::Excluded(cutoff), Bound::Unbounded))
+            .next()
+            .map(|(since, _)| since.plus_us(self.config.settle_us))
     }
 
     /// Takes `key`'s ticket out of the pool, returning it.
     pub fn cancel(&mut self, key: K) -> Option<Ticket<K>> {
         let ticket = self.tickets.remove(&key)?;
         self.by_age.remove(&(ticket.since, key));
+        if let Some(n) = self.arrivals.get_mut(&ticket.since) {
+            *n -= 1;
+            if *n == 0 {
+                self.arrivals.remove(&ticket.since);
+            }
+        }
         if let Some(b) = bucket_of(ticket.seats).and_then(|i| self.buckets.get_mut(i)) {
             b.remove(&(ticket.rating_milli, ticket.since, key));
         }
@@ -285,7 +322,7 @@ impl<K: Ord + Copy> Matchmaker<K> {
                 self.by_age.remove(&(since, key));
                 continue;
             };
-            let window = self.closest(ticket);
+            let window = self.closest(now, ticket);
             out.push(self.take_group(ticket.seats, &window, true));
         }
         self.schedule_pass(now);
@@ -300,13 +337,20 @@ impl<K: Ord + Copy> Matchmaker<K> {
         })
     }
 
-    /// Sets the next pass one interval ahead while a bucket could seat a table.
+    /// Sets the next pass while a bucket could seat a table: one interval ahead, or
+    /// sooner when a ticket settles.
     fn schedule_pass(&mut self, now: Time) {
         if self.buckets_could_seat().is_none() {
             self.next_pass = None;
-        } else if self.next_pass.is_none() {
-            self.next_pass = Some(now.plus_us(self.config.interval_us.max(1)));
+            return;
         }
+        let regular = self
+            .next_pass
+            .unwrap_or_else(|| now.plus_us(self.config.interval_us.max(1)));
+        self.next_pass = Some(match self.next_settled(now) {
+            Some(settles) => settles.min(regular),
+            None => regular,
+        });
     }
 
     /// Whether `window` (entries of one bucket in rating order) is a table every member
@@ -361,7 +405,11 @@ impl<K: Ord + Copy> Matchmaker<K> {
         if b.len() < n {
             return;
         }
-        let entries: Vec<Entry<K>> = b.iter().copied().collect();
+        let entries: Vec<Entry<K>> = b
+            .iter()
+            .filter(|(_, since, _)| self.is_settled(now, *since))
+            .copied()
+            .collect();
         let mut windows = Vec::new();
         let mut i = 0;
         while let Some(w) = entries.get(i..i + n) {
@@ -377,16 +425,19 @@ impl<K: Ord + Copy> Matchmaker<K> {
         }
     }
 
-    /// `ticket` and the tickets of its bucket closest to it in rating, up to a table.
-    fn closest(&self, ticket: Ticket<K>) -> Vec<Entry<K>> {
+    /// `ticket` and the settled tickets of its bucket closest to it in rating, up to a
+    /// table.
+    fn closest(&self, now: Time, ticket: Ticket<K>) -> Vec<Entry<K>> {
         let entry = (ticket.rating_milli, ticket.since, ticket.key);
         let mut chosen = vec![entry];
         let Some(b) = bucket_of(ticket.seats).and_then(|i| self.buckets.get(i)) else {
             return chosen;
         };
-        let mut below = b.range(..entry).rev().peekable();
+        let settled = |e: &&Entry<K>| self.is_settled(now, e.1);
+        let mut below = b.range(..entry).rev().filter(settled).peekable();
         let mut above = b
-            .range((std::ops::Bound::Excluded(entry), std::ops::Bound::Unbounded))
+            .range((Bound::Excluded(entry), Bound::Unbounded))
+            .filter(settled)
             .peekable();
         while chosen.len() < usize::from(ticket.seats) {
             let next = match (below.peek(), above.peek()) {
@@ -448,6 +499,13 @@ impl<K: Ord + Copy> Matchmaker<K> {
             if !in_bucket || !self.by_age.contains(&(t.since, t.key)) {
                 return Err("a ticket missing from an index".to_owned());
             }
+        }
+        let mut arrivals: BTreeMap<Time, usize> = BTreeMap::new();
+        for t in self.tickets.values() {
+            *arrivals.entry(t.since).or_default() += 1;
+        }
+        if arrivals != self.arrivals {
+            return Err("the arrivals index is stale".to_owned());
         }
         Ok(())
     }

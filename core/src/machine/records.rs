@@ -103,6 +103,9 @@ pub struct LobbyRecord {
     /// Listed by `list_tables`; left out when false, so older records read as private.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub public: bool,
+    /// Seated by the quick-play matchmaker; left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quick_play: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -277,6 +280,7 @@ fn halfway_lobby(g: u64, seed: u64) -> Record {
         game_id: None,
         started_ms: 0,
         public: false,
+        quick_play: false,
     })
 }
 

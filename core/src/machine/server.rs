@@ -284,6 +284,7 @@ impl Server {
             wait_us: config.quick_play_wait_us,
             interval_us: config.quick_play_interval_us,
             tickets_max: config.quick_play_tickets_max(),
+            settle_us: config.quick_play_settle_us,
         });
         let mut timers = Timers::default();
         timers.set(TimerKey::Sweep, now.plus_us(SWEEP_INTERVAL_US));

@@ -4,10 +4,13 @@
 //! The book decides timing only: an AI move is applied no earlier than `AI_MOVE_DELAY`
 //! after its turn began and `TRICK_PAUSE` after the last completed trick, plus the
 //! turn's spread ([`AI_MOVE_SPREAD_US_MAX`]); a human's turn runs out after
-//! `turn_seconds`. The server asks for decisions and applies moves.
+//! `turn_seconds`, and the turn of a human the server counts as away (a quick-play
+//! player disconnected for `QUICK_PLAY_AWAY`) as soon as an AI seat's would be
+//! applied. The server asks for decisions and applies moves.
 
 use std::collections::BTreeMap;
 
+use crate::vocabulary::game::types::PLAYERS_MAX;
 use crate::vocabulary::game::{Action, Seat};
 use crate::vocabulary::time::Time;
 use crate::vocabulary::time::WAKE_GRID_US;
@@ -72,6 +75,19 @@ pub struct TurnTiming {
     pub ai_move_delay_us: u64,
     /// 0 = humans are waited for without limit.
     pub turn_us: u64,
+    /// Per seat, from when its human's turns are played for them (away), if ever.
+    pub away_from: [Option<Time>; PLAYERS_MAX as usize],
+}
+
+impl TurnTiming {
+    /// No seat away.
+    pub fn new(ai_move_delay_us: u64, turn_us: u64) -> TurnTiming {
+        TurnTiming {
+            ai_move_delay_us,
+            turn_us,
+            away_from: [None; PLAYERS_MAX as usize],
+        }
+    }
 }
 
 impl TurnBook {
@@ -135,18 +151,35 @@ impl TurnBook {
         }
     }
 
-    /// When a human's turn runs out, if `turn_seconds` is on.
+    /// When a human's turn runs out, if `turn_seconds` is on (what `turn_deadline_ms`
+    /// shows).
     pub fn human_deadline(turn: &Turn, timing: &TurnTiming) -> Option<Time> {
         (timing.turn_us > 0).then(|| turn.started.plus_us(timing.turn_us))
+    }
+
+    /// When a human's turn is played for them: at the deadline, or once the seat is
+    /// away and an AI seat's move would be due (`AI_MOVE_DELAY` after the turn began,
+    /// pauses and spread left out), whichever comes first.
+    fn human_due(seat: Seat, turn: &Turn, timing: &TurnTiming) -> Option<Time> {
+        let away = timing
+            .away_from
+            .get(usize::from(seat))
+            .copied()
+            .flatten()
+            .map(|from| from.max(turn.started.plus_us(timing.ai_move_delay_us)));
+        match (Self::human_deadline(turn, timing), away) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The next instant something is due in this lobby.
     pub fn next_due(&self, timing: &TurnTiming) -> Option<Time> {
         self.turns
-            .values()
-            .filter_map(|t| match t.state {
+            .iter()
+            .filter_map(|(&seat, t)| match t.state {
                 TurnState::Decided { .. } => Some(self.ready_at(t, timing)),
-                TurnState::Human => Self::human_deadline(t, timing),
+                TurnState::Human => Self::human_due(seat, t, timing),
                 TurnState::AiToAsk => Some(t.started),
                 TurnState::AiAsked { .. } => None,
             })
@@ -158,9 +191,9 @@ impl TurnBook {
     pub fn due(&self, now: Time, timing: &TurnTiming) -> Option<(Seat, Turn)> {
         self.turns
             .iter()
-            .find(|(_, t)| match t.state {
+            .find(|(seat, t)| match t.state {
                 TurnState::Decided { .. } => self.ready_at(t, timing) <= now,
-                TurnState::Human => Self::human_deadline(t, timing).is_some_and(|d| d <= now),
+                TurnState::Human => Self::human_due(**seat, t, timing).is_some_and(|d| d <= now),
                 TurnState::AiToAsk | TurnState::AiAsked { .. } => false,
             })
             .map(|(s, t)| (*s, *t))

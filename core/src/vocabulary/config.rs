@@ -131,7 +131,7 @@ pub const SETTINGS: &[Setting] = &[
     server("GAMES_RATE", "60", "GET /games/<id> requests one client IP may make per minute"),
     server("STORE_SYNC_INTERVAL", "1", "seconds between the store writer's turns: folding the journal into SQLite and syncing it to disk (about what a power loss can take)"),
     server("LOBBY_IDLE_TTL", "300", "seconds a lobby not running a game is kept once all its humans are disconnected"),
-    server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant"),
+    server("ABANDONED_GAME_TTL", "90", "seconds after which a running game with no human connected goes dormant (a table the quick-play matchmaker seated: at once)"),
     server("MAX_LOBBIES_PER_IP", "10", "lobbies (waiting, running or finished) created from one client IP that may exist at once"),
     server("MAX_GAMES_PER_IP", "5", "running games in lobbies created from one client IP"),
     server("RECONNECT_RATE", "30", "new player connections one client IP may open per minute"),
@@ -158,6 +158,8 @@ pub const SETTINGS: &[Setting] = &[
     // Public tables and quick play (PROTOCOL.md 7.2).
     server("QUICK_PLAY_WAIT", "30", "seconds a quick-play ticket waits for players of a close rating before it is seated with whoever waits and normal AI players fill the table"),
     server("QUICK_PLAY_INTERVAL", "1", "seconds between two passes of the matchmaker over the pool (the accepted rating spread widens with the wait; a table of close ratings is seated at once)"),
+    server("QUICK_PLAY_SETTLE", "0.25", "seconds a quick-play ticket waits before it is grouped: a player who queues and walks away at once never takes a seat from players who stay (0: grouped at once)"),
+    server("QUICK_PLAY_AWAY", "15", "seconds a quick-play table waits for a player who disconnected before the AI plays their turns (their seat stays theirs: back, they play again; a table all of whose players are gone sleeps at once)"),
     server("QUICK_PLAY_JOIN_WAIT", "10", "with shards: seconds a table formed from the shared pool keeps the seats of players matched on other shards; whoever has not joined by then is replaced by a normal AI player and the game starts"),
     server("QUICK_PLAY_MAX", "", "quick-play tickets waiting at once; beyond, quick_play gets busy (empty = MAX_LOBBIES)"),
     server("LIST_TABLES_RATE", "30", "list_tables requests one client IP may make per minute"),
@@ -281,6 +283,11 @@ pub struct Config {
     pub quick_play_wait_us: u64,
     /// `QUICK_PLAY_INTERVAL`: between two passes of the matchmaker.
     pub quick_play_interval_us: u64,
+    /// `QUICK_PLAY_SETTLE`: how long a ticket waits before it is grouped.
+    pub quick_play_settle_us: u64,
+    /// `QUICK_PLAY_AWAY`: after this long disconnected, a quick-play player's turns are
+    /// played for them.
+    pub quick_play_away_us: u64,
     /// `QUICK_PLAY_JOIN_WAIT`: how long a table formed from the shards' shared pool
     /// keeps the seats of players matched on other shards.
     pub quick_play_join_wait_us: u64,
@@ -364,6 +371,8 @@ impl Default for Config {
             chat_replay_burst: 20,
             quick_play_wait_us: 30 * US_PER_SEC,
             quick_play_interval_us: US_PER_SEC,
+            quick_play_settle_us: 250_000,
+            quick_play_away_us: 15 * US_PER_SEC,
             quick_play_join_wait_us: 10 * US_PER_SEC,
             quick_play_max: None,
             list_tables_rate_per_min: 30.0,
@@ -485,6 +494,8 @@ impl Config {
                 "CHAT_REPLAY_BURST" => c.chat_replay_burst = v.count(1)?,
                 "QUICK_PLAY_WAIT" => c.quick_play_wait_us = v.duration_us(0)?,
                 "QUICK_PLAY_INTERVAL" => c.quick_play_interval_us = v.duration_us(1000)?,
+                "QUICK_PLAY_SETTLE" => c.quick_play_settle_us = v.duration_us(0)?,
+                "QUICK_PLAY_AWAY" => c.quick_play_away_us = v.duration_us(0)?,
                 "QUICK_PLAY_JOIN_WAIT" => c.quick_play_join_wait_us = v.duration_us(0)?,
                 "QUICK_PLAY_MAX" => c.quick_play_max = Some(v.count(1)?),
                 "LIST_TABLES_RATE" => c.list_tables_rate_per_min = v.rate()?,

@@ -428,8 +428,9 @@ pub enum Note {
         conn: ConnId,
         ip: IpAddr,
     },
-    /// A running game had no human connected for `ABANDONED_GAME_TTL`: it stops moving
-    /// and leaves its `MAX_ACTIVE_GAMES` slot until one of them comes back.
+    /// A running game had no human connected for `ABANDONED_GAME_TTL` (a quick-play
+    /// game: none connected any more): it stops moving and leaves its
+    /// `MAX_ACTIVE_GAMES` slot until one of them comes back.
     GameDormant {
         lobby: LobbyId,
     },
@@ -437,7 +438,8 @@ pub enum Note {
     GameWoken {
         lobby: LobbyId,
     },
-    /// A lobby without a running game had no human connected for `LOBBY_IDLE_TTL`: it
+    /// A lobby without a running game had no human connected for `LOBBY_IDLE_TTL`, or
+    /// an idle lobby or dormant game made room for a new lobby at `MAX_LOBBIES`: it
     /// was deleted with its (disconnected) sessions. A `LobbyDeleted` follows.
     LobbyIdle {
         lobby: LobbyId,

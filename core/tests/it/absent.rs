@@ -411,6 +411,58 @@ fn an_abandoned_game_goes_dormant_and_its_player_wakes_it_past_the_cap() {
     d.server.check_absent().unwrap();
 }
 
+/// Row 4b: at MAX_LOBBIES a dormant game counts as idle: a new lobby takes the place
+/// of the one whose humans have been gone longest, deleted with their sessions; a game
+/// whose human is connected, and a running one, never go.
+#[test]
+fn at_max_lobbies_a_new_lobby_takes_the_place_of_a_dormant_game() {
+    let cfg = config(&[
+        ("MAX_LOBBIES", "2"),
+        ("ABANDONED_GAME_TTL", "5"),
+        ("AI_MOVE_DELAY", "0.5"),
+        ("TRICK_PAUSE", "0"),
+    ]);
+    let mut d = Driver::new(cfg, 9);
+    join(&mut d, ConnId(1), "10.0.0.1", None);
+    start_game(&mut d, ConnId(1));
+    let ann = token(&d, ConnId(1));
+    join(&mut d, ConnId(2), "10.0.0.2", None);
+    start_game(&mut d, ConnId(2));
+    d.close(ConnId(1));
+    let closed = d.now;
+    join(&mut d, ConnId(3), "10.0.0.3", None);
+    // Ann's game still plays (before ABANDONED_GAME_TTL): no room.
+    d.send_json(ConnId(3), json!({"type": "create_lobby", "name": "Cat"}));
+    assert_eq!(
+        d.last_errors(ConnId(3)),
+        vec!["busy"],
+        "a running game stays"
+    );
+    d.run_until(closed.plus_us(5_000_000));
+    assert_eq!(d.server.gauges().dormant_games, 1);
+    d.send_json(ConnId(3), json!({"type": "create_lobby", "name": "Cat"}));
+    assert!(d.last_errors(ConnId(3)).is_empty(), "room made");
+    assert!(d.lobby_code(ConnId(3)).is_some());
+    let notes = d.last_notes();
+    assert!(
+        notes
+            .iter()
+            .any(|n| matches!(n, Note::LobbyIdle { sessions: 1, .. })),
+        "the dormant game went with Ann's session: {notes:?}"
+    );
+    let g = d.server.gauges();
+    assert_eq!((g.active_games, g.dormant_games, g.lobbies), (1, 0, 2));
+    assert_eq!(
+        status(&d, ConnId(2)).as_deref(),
+        Some("playing"),
+        "Bob's game stays"
+    );
+    // Ann's token now names nobody: she starts afresh, in no lobby.
+    join(&mut d, ConnId(4), "10.0.0.1", Some(&ann));
+    assert!(d.state(ConnId(4)).is_some_and(|s| s["lobby"].is_null()));
+    d.server.check_absent().unwrap();
+}
+
 /// Row 5: per-address caps on lobbies and started games, charged to the creator's
 /// address; other addresses are unaffected.
 #[test]

@@ -293,6 +293,8 @@ const OTHER: &[(&str, &str)] = &[
     ("QUICK_PLAY_WAIT", "12"),
     ("QUICK_PLAY_INTERVAL", "0.25"),
     ("QUICK_PLAY_JOIN_WAIT", "7.5"),
+    ("QUICK_PLAY_AWAY", "4.5"),
+    ("QUICK_PLAY_SETTLE", "0.125"),
     ("QUICK_PLAY_MAX", "33"),
     ("LIST_TABLES_RATE", "1.5"),
     ("LIST_TABLES_BURST", "4"),
@@ -429,6 +431,8 @@ fn every_field_is_covered() {
         quick_play_interval_us,
         quick_play_max,
         quick_play_join_wait_us,
+        quick_play_away_us,
+        quick_play_settle_us,
         list_tables_rate_per_min,
         list_tables_burst,
         removed_player_ttl_us,
@@ -453,7 +457,14 @@ fn every_field_is_covered() {
         (quick_play_wait_us, quick_play_interval_us, quick_play_max),
         (12 * S, 250_000, Some(33))
     );
-    assert_eq!(quick_play_join_wait_us, 7_500_000);
+    assert_eq!(
+        (
+            quick_play_join_wait_us,
+            quick_play_away_us,
+            quick_play_settle_us
+        ),
+        (7_500_000, 4_500_000, 125_000)
+    );
     assert_eq!((list_tables_rate_per_min, list_tables_burst), (1.5, 4));
     assert_eq!((removed_player_ttl_us, removed_players_max), (0, 0));
     assert_eq!(bind, "[::1]:9000".parse::<SocketAddr>().unwrap());

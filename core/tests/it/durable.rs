@@ -784,3 +784,53 @@ fn a_restart_wakes_a_dormant_game_until_abandoned_game_ttl() {
     );
     r.server.check_absent().expect("bookkeeping");
 }
+
+/// A table the quick-play matchmaker seated stays one after a restart (its record says
+/// so): with its humans not back, it sleeps at once, where a lobby someone made plays
+/// on until `ABANDONED_GAME_TTL`.
+#[test]
+fn a_quick_play_table_is_restored_as_one() {
+    let pairs = [
+        ("ABANDONED_GAME_TTL", "30"),
+        ("AI_MOVE_DELAY", "0.5"),
+        ("TRICK_PAUSE", "0"),
+        ("MESSAGE_RATE", "1000"),
+        ("MESSAGE_BURST", "1000"),
+        ("QUICK_PLAY_SETTLE", "0"),
+    ];
+    let mut d = Driver::new(config(&pairs), 11);
+    d.server.keep_records();
+    for n in 1..=3 {
+        d.open(ConnId(n), &format!("10.0.0.{n}"));
+        d.hello(ConnId(n), None);
+        d.send_json(
+            ConnId(n),
+            json!({"type": "quick_play", "name": format!("Q{n}"), "seats": 3}),
+        );
+    }
+    d.open(ConnId(4), "10.0.0.4");
+    d.hello(ConnId(4), None);
+    d.start_with_two_ai(ConnId(4));
+    assert_eq!(d.server.gauges().active_games, 2);
+    let restart = d.now;
+    let records = d.server.take_records();
+    let server = Server::restore(config(&pairs), Seed::from_u64(12), restart, records)
+        .expect("the records restore");
+    let flags: Vec<bool> = server
+        .durable_views()
+        .iter()
+        .map(|(r, _)| r.quick_play)
+        .collect();
+    assert_eq!(flags, vec![true, false], "the quick-play table's record");
+    let mut r = Driver::new(config(&pairs), 12);
+    r.server = server;
+    r.now = restart;
+    r.advance_ms(1);
+    let g = r.server.gauges();
+    assert_eq!(
+        (g.active_games, g.dormant_games),
+        (1, 1),
+        "the quick-play table asleep, the other awake"
+    );
+    r.server.check_absent().expect("bookkeeping");
+}

@@ -45,6 +45,11 @@ const KEPT_WHOLE: &[(&str, &str, &str)] = &[
     ),
     (
         "core/src/vocabulary/config.rs",
+        "default",
+        "every server setting's default, one field a line",
+    ),
+    (
+        "core/src/vocabulary/config.rs",
         "from_pairs",
         "a match over every server variable, each arm one setting",
     ),

@@ -13,6 +13,7 @@ fn pool(max: usize) -> Matchmaker<u32> {
         wait_us: 30 * SEC,
         interval_us: SEC,
         tickets_max: max,
+        settle_us: 0,
     })
 }
 
@@ -244,5 +245,39 @@ fn hold_keeps_tickets_without_grouping_them() {
     assert_eq!(m.len(), 3);
     assert_eq!(m.ticket(1).map(|t| t.seats), Some(4));
     assert_eq!(m.hold(ticket(8, 7, 0, 0)), Err(QueueError::BadSeats));
+    m.check().unwrap();
+}
+
+/// With a settling time a ticket is grouped only once it has waited that long; the pool
+/// wakes as each one settles (not a whole interval later), and one taken out before
+/// then was never in a table.
+#[test]
+fn tickets_are_grouped_as_they_settle_and_one_gone_before_never_was() {
+    let settle = SEC / 4;
+    let mut m = Matchmaker::new(MatchConfig {
+        wait_us: 30 * SEC,
+        interval_us: SEC,
+        tickets_max: 100,
+        settle_us: settle,
+    });
+    let mut out = Vec::new();
+    // (arrival in ms, key); key 9 walks away 10 ms after queueing.
+    for (ms, key) in [(0, 1), (5, 9), (100, 2), (600, 3)] {
+        m.enqueue(Time(ms * 1000), key, 3, 0.0, &mut out).unwrap();
+    }
+    m.cancel(9).unwrap();
+    assert!(out.is_empty(), "nothing grouped on arrival");
+    let mut formed = Vec::new();
+    while let Some(at) = m.next_wake().filter(|t| t.0 < 30 * SEC) {
+        m.poll(at, &mut out);
+        for g in out.drain(..) {
+            formed.push((at.0 / 1000, keys(&g)));
+        }
+    }
+    assert_eq!(
+        formed,
+        vec![(850, vec![1, 2, 3])],
+        "when the last ticket settled"
+    );
     m.check().unwrap();
 }

@@ -8,8 +8,14 @@ use wizard_core::vocabulary::io::{Note, Output};
 
 use crate::driver::{Driver, config};
 
+/// A server whose pool groups tickets at once (`QUICK_PLAY_SETTLE` 0) unless `pairs`
+/// say otherwise.
 fn driver(pairs: &[(&str, &str)]) -> Driver {
-    let mut all = vec![("MESSAGE_RATE", "1000"), ("MESSAGE_BURST", "1000")];
+    let mut all = vec![
+        ("MESSAGE_RATE", "1000"),
+        ("MESSAGE_BURST", "1000"),
+        ("QUICK_PLAY_SETTLE", "0"),
+    ];
     all.extend_from_slice(pairs);
     Driver::new(config(&all), 11)
 }
@@ -352,5 +358,192 @@ fn a_seated_player_who_queues_leaves_the_old_lobby() {
             .len(),
         1
     );
+    d.server.check_quick_play().unwrap();
+}
+
+/// The moves the last input applied.
+fn moves_applied(d: &Driver) -> usize {
+    d.last_notes()
+        .iter()
+        .filter(|n| matches!(n, Note::MoveApplied { .. }))
+        .count()
+}
+
+/// Players who queue and walk away must not hold a game slot or the AI's time: a table
+/// the matchmaker seated sleeps as soon as its last human is gone (a lobby someone
+/// made waits `ABANDONED_GAME_TTL`), and wakes when one comes back.
+#[test]
+fn a_quick_play_table_sleeps_once_its_players_are_gone_and_wakes_when_one_returns() {
+    let mut d = driver(&[
+        ("MAX_ACTIVE_GAMES", "1"),
+        ("ABANDONED_GAME_TTL", "90"),
+        ("AI_MOVE_DELAY", "0.5"),
+        ("TRICK_PAUSE", "0"),
+    ]);
+    let players: Vec<ConnId> = (1..=3).map(|n| arrive(&mut d, n)).collect();
+    for &p in &players {
+        d.send_json(p, json!({"type": "quick_play", "name": "W", "seats": 3}));
+    }
+    assert_eq!(d.state(players[0]).unwrap()["lobby"]["status"], "playing");
+    let ann = d.seen[&players[0]].token.clone().expect("welcomed");
+    // While one of them is connected the game runs.
+    d.close(players[1]);
+    d.close(players[2]);
+    d.advance_ms(1);
+    assert_eq!(d.server.gauges().active_games, 1);
+    d.close(players[0]);
+    d.advance_ms(1);
+    let g = d.server.gauges();
+    assert_eq!((g.active_games, g.dormant_games), (0, 1), "asleep at once");
+    assert_eq!(d.server.counters().games_dormant, 1);
+    let mut quiet = 0;
+    for _ in 0..10 {
+        d.advance_ms(1_000);
+        quiet += moves_applied(&d);
+    }
+    assert_eq!(quiet, 0, "a sleeping table moved");
+    // Its slot is free for a game someone makes.
+    let eve = arrive(&mut d, 9);
+    d.send_json(eve, json!({"type": "create_lobby", "name": "Eve"}));
+    d.send_json(eve, json!({"type": "add_ai"}));
+    d.send_json(eve, json!({"type": "add_ai"}));
+    d.send_json(eve, json!({"type": "start_game"}));
+    assert_eq!(d.state(eve).unwrap()["lobby"]["status"], "playing");
+    // Ann comes back: her table plays on where it stood.
+    let back = ConnId(20);
+    d.open(back, "10.0.0.2");
+    d.hello(back, Some(&ann));
+    assert_eq!(d.state(back).unwrap()["lobby"]["status"], "playing");
+    let g = d.server.gauges();
+    assert_eq!((g.active_games, g.dormant_games), (2, 0), "woken");
+    d.server.check_absent().unwrap();
+    d.server.check_quick_play().unwrap();
+}
+
+/// Ann and Cat play every turn they have; returns the turns played for an absent
+/// human by the fallback (`turn_seconds` ran out or the player is away) meanwhile.
+fn play_for(d: &mut Driver, present: &[ConnId], ms: u64) -> u64 {
+    use wizard_core::vocabulary::io::FallbackReason;
+    let before = d
+        .server
+        .counters()
+        .fallbacks
+        .get(FallbackReason::TurnTimeout);
+    for _ in 0..ms / 100 {
+        for &p in present {
+            if let Some(action) = d.legal(p).first().cloned() {
+                d.send_json(p, json!({"type": "action", "action": action}));
+            }
+        }
+        d.advance_ms(100);
+    }
+    d.server
+        .counters()
+        .fallbacks
+        .get(FallbackReason::TurnTimeout)
+        - before
+}
+
+/// Strangers do not wait for a player who walked away: at a quick-play table the turns
+/// of a player disconnected for `QUICK_PLAY_AWAY` are played for them, each at an AI
+/// seat's pace; back, they play their own turns again. A lobby someone made waits.
+#[test]
+fn at_a_quick_play_table_the_turns_of_a_player_who_walked_away_are_played_for_them() {
+    for quick in [true, false] {
+        let mut d = driver(&[
+            ("QUICK_PLAY_AWAY", "5"),
+            ("AI_MOVE_DELAY", "0.5"),
+            ("TRICK_PAUSE", "0"),
+        ]);
+        let [ann, bob, cat] = [1, 2, 3].map(|n| arrive(&mut d, n));
+        if quick {
+            for p in [ann, bob, cat] {
+                d.send_json(p, json!({"type": "quick_play", "name": "P", "seats": 3}));
+            }
+        } else {
+            d.send_json(ann, json!({"type": "create_lobby", "name": "Ann"}));
+            let code = d.lobby_code(ann).unwrap();
+            for p in [bob, cat] {
+                d.send_json(p, json!({"type": "join_lobby", "code": code, "name": "P"}));
+            }
+            d.send_json(ann, json!({"type": "start_game"}));
+        }
+        assert_eq!(d.state(bob).unwrap()["lobby"]["status"], "playing");
+        let bob_token = d.seen[&bob].token.clone().unwrap();
+        d.close(bob);
+        assert_eq!(
+            play_for(&mut d, &[ann, cat], 4_900),
+            0,
+            "before QUICK_PLAY_AWAY"
+        );
+        let played = play_for(&mut d, &[ann, cat], 20_000);
+        if !quick {
+            assert_eq!(played, 0, "a lobby someone made waits for its player");
+            continue;
+        }
+        // A round has up to 2 turns of Bob's; at an AI's pace many rounds pass.
+        assert!(played >= 4, "Bob's turns played for him: {played}");
+        let back = ConnId(20);
+        d.open(back, "10.0.9.9");
+        d.hello(back, Some(&bob_token));
+        assert_eq!(d.state(back).unwrap()["lobby"]["status"], "playing");
+        assert_eq!(
+            play_for(&mut d, &[ann, cat], 20_000),
+            0,
+            "back, Bob's turns wait for him"
+        );
+        d.server.check_absent().unwrap();
+    }
+}
+
+/// Queueing and walking away at once takes nobody's seat: a ticket is grouped only once
+/// it has waited `QUICK_PLAY_SETTLE`, and a walker's close takes it out before then.
+#[test]
+fn a_player_who_queues_and_walks_away_at_once_takes_no_seat() {
+    let mut d = driver(&[("QUICK_PLAY_SETTLE", "0.25")]);
+    let [ann, bob, cat] = [1, 2, 3].map(|n| arrive(&mut d, n));
+    let walkers: Vec<ConnId> = (10..14).map(|n| arrive(&mut d, n)).collect();
+    let start = d.now;
+    for (i, &p) in [
+        ann, walkers[0], walkers[1], bob, walkers[2], cat, walkers[3],
+    ]
+    .iter()
+    .enumerate()
+    {
+        d.send_json(p, json!({"type": "quick_play", "name": "P", "seats": 3}));
+        assert_eq!(last_of(&d, p, "queued").len(), 1, "ticket {i} queued");
+        if walkers.contains(&p) {
+            d.advance_ms(10);
+            d.close(p);
+        }
+    }
+    d.run_until(start.plus_us(249_000));
+    assert!(
+        d.state(ann).unwrap()["lobby"].is_null(),
+        "not before the settling time"
+    );
+    d.run_until(start.plus_us(400_000));
+    let code = d.lobby_code(ann).expect("Ann seated");
+    assert_eq!(d.lobby_code(bob).as_deref(), Some(code.as_str()));
+    assert_eq!(d.lobby_code(cat).as_deref(), Some(code.as_str()));
+    let seats = d.state(ann).unwrap()["lobby"]["players"].clone();
+    let names: Vec<&str> = seats
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| {
+            s["is_ai"]
+                .as_bool()
+                .filter(|ai| !ai)
+                .and(s["name"].as_str())
+        })
+        .collect();
+    assert_eq!(names.len(), 3, "three humans, no walker: {seats}");
+    assert_eq!(
+        d.server.counters().lobbies_created,
+        1,
+        "no table for the walkers"
+    );
+    assert_eq!(d.server.gauges().quick_play_tickets, 0);
     d.server.check_quick_play().unwrap();
 }

@@ -1,7 +1,9 @@
 //! The AI service: `wizard_ai::admission::Admission` (the service's real admission
 //! machine) decides what is computed when and by which agent; decision times come from
-//! the scenario's distributions; faults make it hang, crash, flap, answer garbage,
-//! illegal moves, `internal` or `overloaded`, or run slow. Decisions themselves are the
+//! the scenario's distributions (`primary_ms`, `heuristic_ms`) for a service over
+//! websockets, and from the cost model's CPU figures for one in process; faults make it
+//! hang, crash, flap, answer garbage, illegal moves, `internal` or `overloaded`, or run
+//! slow. Decisions themselves are the
 //! core's fallback for the request's level (the heuristic, or the easy player for
 //! `easy`) on the request's observation, so legal answers are really legal.
 //!
@@ -60,11 +62,12 @@ pub struct AiService {
     pub started: (u64, u64),
 }
 
-/// The server process's CPU as the embedded AI's workers get it: a decision needs its
-/// CPU (`search_us` or `heuristic_us`, the cost model's) from the quota the event loop
-/// also uses, so under throttling it takes longer than its own time, and the admission
-/// machine, which times the primary agent, degrades more decisions to the heuristic,
-/// as the real server's workers do.
+/// The server process's CPU as the embedded AI's workers get it: a decision is its CPU
+/// (`search_us` or `heuristic_us`, the cost model's), computed by the worker thread
+/// beside the event loop from the quota the event loop also uses, so under throttling
+/// it takes longer than its own time, and the admission machine, which times the
+/// primary agent, degrades more decisions to the heuristic, as the real server's
+/// workers do.
 #[derive(Clone, Debug)]
 pub struct ProcessCpu {
     /// A copy of the quota's state, used up by the decisions started from it.
@@ -333,16 +336,22 @@ impl AiService {
                         }
                     };
                     let factor = self.fault(AiFaultKind::Slow).unwrap_or(1.0).max(1.0);
-                    let mut took_us = dist.scaled(factor).sample_us(&mut self.rng).max(1);
-                    if let Some(p) = &mut self.process_cpu {
-                        // Waiting for the quota comes on top of the decision's own time.
-                        let cpu_us = match job.agent {
-                            JobAgent::Primary => p.search_us,
-                            JobAgent::Heuristic => p.heuristic_us,
-                        };
-                        let wall_us = p.cpu.run(now, cpu_us).since_us(now);
-                        took_us += wall_us.saturating_sub(cpu_us);
+                    let took_us = match &mut self.process_cpu {
+                        // In process the decision takes its CPU on a worker thread, at
+                        // one core's speed, and waits for the quota when the process is
+                        // throttled.
+                        Some(p) => {
+                            let cpu_us = match job.agent {
+                                JobAgent::Primary => p.search_us,
+                                JobAgent::Heuristic => p.heuristic_us,
+                            };
+                            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                            let slowed_us = (cpu_us as f64 * factor).round() as u64;
+                            p.cpu.run(now, slowed_us).since_us(now)
+                        }
+                        None => dist.scaled(factor).sample_us(&mut self.rng),
                     }
+                    .max(1);
                     match job.agent {
                         JobAgent::Primary => self.started.0 += 1,
                         JobAgent::Heuristic => self.started.1 += 1,

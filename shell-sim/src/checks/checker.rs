@@ -470,7 +470,10 @@ impl Checker {
         for o in out {
             let Output::Note(n) = o else { continue };
             match n {
-                Note::SessionExpired | Note::SessionEvicted => seat_given_up = true,
+                // ... and a dormant game may make room for a new lobby at MAX_LOBBIES.
+                Note::SessionExpired | Note::SessionEvicted | Note::LobbyIdle { .. } => {
+                    seat_given_up = true
+                }
                 Note::LevelChanged { from, to, .. } => {
                     r.level_changes
                         .push((now.0 as f64 / 1e6, from.name(), to.name()));

@@ -578,10 +578,13 @@ impl Host {
                     Ok(r) => Some(r.request_id()),
                     Err(_) => *request_id,
                 };
-                // A reply over the in-process link is a value: nothing to read.
-                if self.in_process != Some(*conn) {
-                    read = self.cost.read_us;
-                }
+                // A reply over the in-process link is a value: nothing to read, but
+                // the core thread's share of the answer (its wake-up, the link).
+                read = if self.in_process == Some(*conn) {
+                    self.cost.ai_embedded_answer_us
+                } else {
+                    self.cost.read_us
+                };
             }
             Input::LoadSample(_) => h.is_sample = true,
             Input::Timeout => h.is_timeout = true,

@@ -21,6 +21,8 @@ pub struct Figures {
     pub fallback_move_us: f64,
     pub ai_embedded_us: f64,
     pub ai_embedded_heuristic_us: f64,
+    /// The core thread's share of one answer of the embedded AI (its wake-up, the link).
+    pub ai_embedded_answer_us: f64,
     /// The idle server's CPU a second with the embedded AI's workers (`EMBEDDED_AI=1`)
     /// and without them.
     pub idle_floor_ai_on_us_per_s: f64,
@@ -87,6 +89,7 @@ impl Calibration {
              | `fallback_move_us` (the fallback player deciding a move) | {} us |\n\
              | `ai_embedded_us` (an embedded `search` decision, on the quota) | {} us |\n\
              | `ai_embedded_heuristic_us` (a decision degraded to the heuristic) | {} us |\n\
+             | `ai_embedded_answer_us` (the core thread taking an embedded answer: its wake-up, the link) | {} us |\n\
              | `idle_floor_ai_on_us_per_s`, `idle_floor_ai_off_us_per_s` (the idle server's CPU with the embedded AI and without) | {} us, {} us a second |\n\n\
              | point | level changes, real | level changes, simulated | worst gap | moves/s saturated, real | simulated | sim / real | `search` decisions, real / simulated |\n\
              |---|---|---|---:|---:|---:|---:|---:|\n",
@@ -96,6 +99,7 @@ impl Calibration {
             f.fallback_move_us,
             f.ai_embedded_us,
             f.ai_embedded_heuristic_us,
+            f.ai_embedded_answer_us,
             f.idle_floor_ai_on_us_per_s,
             f.idle_floor_ai_off_us_per_s
         );

@@ -20,8 +20,12 @@
 //! (wake-ups of every thread), charged to the quota in every CFS period (`cpu.rs`).
 //! And the embedded AI (`EMBEDDED_AI=1`): its workers run in the server's process, so
 //! each decision's CPU comes out of the server's quota, one figure for a decision of
-//! the primary agent (`search`) and one for a decision degraded to the heuristic, link
-//! and wake-ups included. Both are calibration figures.
+//! the primary agent (`search`) and one for a decision degraded to the heuristic; a
+//! worker thread computes a decision in that CPU time, at one core's speed, beside the
+//! event loop (`actors/ai.rs`). The core thread's own share of each answer, its
+//! wake-up by the answer and the link, is a third figure
+//! (`ai_embedded_answer_us`), charged in the pass that takes the answer. All three
+//! are calibration figures.
 //!
 //! A durable store (a scenario whose `STORE` is not `memory`) adds, per record (a move
 //! makes 1.002 of them), 0.05 us on the core thread and 1.7 us of the writer thread's
@@ -73,6 +77,10 @@ pub struct CostModel {
     pub ai_embedded_us: f64,
     /// One decision the embedded service degraded to the heuristic, charged likewise.
     pub ai_embedded_heuristic_us: f64,
+    /// Core: taking one answer of the embedded service from the in-process link, on
+    /// the core thread: the core task's wake-up by the answer, which every answer
+    /// needed at once gets (`wizard_core::shell::reply_wait`), and the link's share.
+    pub ai_embedded_answer_us: f64,
     /// Core: the fallback player deciding one move (its heuristic on the seat's
     /// observation), on top of the move's own work.
     pub fallback_move_us: f64,
@@ -107,6 +115,7 @@ impl Default for CostModel {
             idle_floor_us_per_s: None,
             ai_embedded_us: fitted.ai_embedded_us,
             ai_embedded_heuristic_us: fitted.ai_embedded_heuristic_us,
+            ai_embedded_answer_us: fitted.ai_embedded_answer_us,
             fallback_move_us: fitted.fallback_move_us,
             store_record_us: 0.05,
             store_fold_us: 1.7,

@@ -84,7 +84,8 @@ fn the_idle_floor_and_the_embedded_ai_use_the_quota() {
         "idle usage {usage} us, expected {idle_us}"
     );
     // The same games with the AI inside the process and apart: the cost model's
-    // `ai_embedded_us` a decision more (in process no frame is read or written).
+    // `ai_embedded_us` and `ai_embedded_answer_us` a decision more (in process no frame
+    // is read or written).
     let mut usage = Vec::new();
     for embedded in ["1", "0"] {
         let mut s = scenario("shutdown");
@@ -104,7 +105,8 @@ fn the_idle_floor_and_the_embedded_ai_use_the_quota() {
     // the AI's workers, within a quarter.
     let extra = with.saturating_sub(without) as f64;
     let floor_us = 12.0 * (floors.idle_floor_ai_on_us_per_s - floors.idle_floor_ai_off_us_per_s);
-    let expected = decisions as f64 * floors.ai_embedded_us + floor_us;
+    let expected =
+        decisions as f64 * (floors.ai_embedded_us + floors.ai_embedded_answer_us) + floor_us;
     assert!(
         (extra - expected).abs() < expected / 4.0,
         "embedded AI cost {extra} us for {decisions} decisions: {usage:?}"

@@ -4,7 +4,8 @@
 //!
 //! - **One thread, one connection** per shard ([`SharedPool::start`]), apart from the
 //!   store's writer: the pool never delays a commit. It wakes every `QUICK_PLAY_INTERVAL`,
-//!   or at once (at most every [`CYCLE_GAP_MIN`]) when the core hands it a change; while
+//!   at once (at most every [`CYCLE_GAP_MIN`]) when the core hands it a change, and when
+//!   the tickets it wrote have waited `QUICK_PLAY_SETTLE` (they may be grouped then); while
 //!   its shard has tickets waiting it also looks every [`MATCHED_POLL`] for those that
 //!   another shard seated, so that a player is told `matched` without waiting for the
 //!   next interval.
@@ -35,7 +36,7 @@
 //! - Tickets are not kept across a restart: a process that takes a shard deletes that
 //!   shard's tickets first, and their players queue again.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -63,6 +64,9 @@ pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// While this shard has tickets waiting, how often the thread looks for those another
 /// shard seated (one indexed `DELETE ... RETURNING`), between full cycles.
 pub const MATCHED_POLL: Duration = Duration::from_millis(50);
+
+/// Settling instants kept at most; past it, a ticket's cycle comes with the interval's.
+pub const SETTLES_MAX: usize = 1024;
 /// After a failed cycle, before trying again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -156,6 +160,7 @@ impl SharedPool {
                 wait_us: config.quick_play_wait_us,
                 interval_us: config.quick_play_interval_us,
                 tickets_max: config.quick_play_tickets_max(),
+                settle_us: config.quick_play_settle_us,
             },
             lease_us: lease_us(config),
             queue: Arc::clone(&queue),
@@ -164,6 +169,7 @@ impl SharedPool {
             pending: Vec::new(),
             fresh: true,
             waiting: BTreeSet::new(),
+            settles: VecDeque::new(),
             groups_formed: Arc::clone(&groups_formed),
         };
         let thread = std::thread::Builder::new()
@@ -219,6 +225,9 @@ struct Worker {
     fresh: bool,
     /// This shard's sessions with a ticket in the table (at most `QUICK_PLAY_MAX`).
     waiting: BTreeSet<u64>,
+    /// When the tickets of each cycle that wrote some settle, oldest first (at most
+    /// [`SETTLES_MAX`]): a cycle is due then.
+    settles: VecDeque<Instant>,
     groups_formed: Arc<AtomicU64>,
 }
 
@@ -241,7 +250,11 @@ impl Worker {
                     }
                     let since = last.elapsed();
                     let woken = !q.changes.is_empty() && since >= CYCLE_GAP_MIN;
-                    if woken || since >= interval {
+                    let settle = self
+                        .settles
+                        .front()
+                        .map(|t| t.saturating_duration_since(Instant::now()));
+                    if woken || since >= interval || settle.is_some_and(|d| d.is_zero()) {
                         break;
                     }
                     if !self.waiting.is_empty() && last_look.elapsed() >= MATCHED_POLL {
@@ -262,6 +275,9 @@ impl Worker {
                     if !self.waiting.is_empty() {
                         wait = wait.min(MATCHED_POLL.saturating_sub(last_look.elapsed()));
                     }
+                    if let Some(settle) = settle {
+                        wait = wait.min(settle);
+                    }
                     q = wake
                         .wait_timeout(q, wait.max(Duration::from_millis(1)))
                         .unwrap_or_else(|e| e.into_inner())
@@ -277,6 +293,9 @@ impl Worker {
                 }
             }
             last = Instant::now();
+            while self.settles.front().is_some_and(|t| *t <= last) {
+                self.settles.pop_front();
+            }
             if let Err(e) = self.cycle() {
                 warn!(error = %e, "Quick-play pool: a cycle failed; trying again");
                 self.client = None;
@@ -320,6 +339,13 @@ impl Worker {
             return Err(e);
         }
         self.fresh = false;
+        if changes.iter().any(|c| matches!(c, PoolChange::Put { .. }))
+            && self.settles.len() < SETTLES_MAX
+        {
+            // The tickets' `since` is the database's clock at the write just done.
+            let settle = Duration::from_micros(self.config.settle_us) + CYCLE_GAP_MIN;
+            self.settles.push_back(Instant::now() + settle);
+        }
         for change in &changes {
             match change {
                 PoolChange::Put { session, .. } => {

@@ -2,7 +2,7 @@
 //! over real sockets on 127.0.0.0/8 while honest games play beside it (2 games of 3
 //! humans, a returning player per game, newcomers, a `/health` prober). A test fails
 //! when an honest or returning player is refused or cut, a game goes 3 s without a
-//! move, or `/health` fails or takes 1 s; where the issue states the server's answer
+//! move, or `/health` fails or takes 1 s; where the contract states the server's answer
 //! to the attack (a close code, a status, `retry_after_ms`), it checks that too.
 //! Latency figures are not asserted: they come from release runs (docs/BENCHMARKS.md).
 

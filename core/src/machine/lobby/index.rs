@@ -268,5 +268,6 @@ fn restored_lobby(
         lobby.started_ms = record.started_ms;
     }
     lobby.public = record.public;
+    lobby.quick_play = record.quick_play;
     lobby
 }

@@ -11,7 +11,10 @@
 //!   their sessions after `LOBBY_IDLE_TTL`, or sooner at `MAX_LOBBIES` when a new
 //!   lobby needs the room (the one idle longest goes);
 //! - a running game whose humans are all disconnected: dormant after
-//!   `ABANDONED_GAME_TTL` (no moves, no `MAX_ACTIVE_GAMES` slot) until one comes back.
+//!   `ABANDONED_GAME_TTL` (no moves, no `MAX_ACTIVE_GAMES` slot) until one comes back;
+//!   a game the quick-play matchmaker seated goes dormant at once. A dormant game
+//!   counts as idle for `MAX_LOBBIES`: a new lobby may take its place (deleted with
+//!   its sessions, unfinished and unrated).
 
 use crate::machine::session::Evict;
 use crate::vocabulary::ids::ConnId;
@@ -48,11 +51,33 @@ impl Server {
                 );
                 self.sync_evictable(session);
                 self.sync_away(now, lobby, out);
+                self.wake_for_away_turns(now, lobby);
                 self.broadcast(now, lobby, &[], out);
             }
             None => {
                 self.sessions.remove(session);
             }
+        }
+    }
+
+    /// At a running quick-play table, the lobby's timer no later than when the player
+    /// who just disconnected counts as away (`QUICK_PLAY_AWAY`), so that their turns
+    /// are then played for them (`Server::timing`); an earlier wake-up finds nothing
+    /// due and sets the next.
+    fn wake_for_away_turns(&mut self, now: Time, lobby: LobbyId) {
+        let running = self.lobbies.get(lobby).is_some_and(|l| {
+            l.is_quick_play() && l.status() == LobbyStatus::Playing && !l.is_dormant()
+        });
+        if !running {
+            return;
+        }
+        let away = now.plus_us(self.config.quick_play_away_us);
+        if self
+            .timers
+            .at(&TimerKey::Lobby(lobby))
+            .is_none_or(|at| at > away)
+        {
+            self.timers.set(TimerKey::Lobby(lobby), away);
         }
     }
 
@@ -149,9 +174,12 @@ impl Server {
         })
     }
 
-    /// How long a lobby in `status` may stay with all its humans away.
-    fn away_ttl_us(&self, status: LobbyStatus) -> u64 {
+    /// How long a lobby in `status` may stay with all its humans away: a game the
+    /// quick-play matchmaker seated sleeps at once (nobody chose that table, and a
+    /// player who queues and walks away must not hold a game slot or the AI's time).
+    fn away_ttl_us(&self, status: LobbyStatus, quick_play: bool) -> u64 {
         match status {
+            LobbyStatus::Playing if quick_play => 0,
             LobbyStatus::Playing => self.config.abandoned_game_ttl_us,
             LobbyStatus::Waiting | LobbyStatus::Finished => self.config.lobby_idle_ttl_us,
         }
@@ -166,6 +194,7 @@ impl Server {
             return;
         };
         let (was_away, status, dormant) = (l.away_since(), l.status(), l.is_dormant());
+        let quick_play = l.is_quick_play();
         if !away {
             self.timers.cancel(&TimerKey::Away(lobby));
             if was_away.is_some() {
@@ -196,7 +225,7 @@ impl Server {
             self.timers.cancel(&TimerKey::Away(lobby));
             return;
         }
-        let due = since.plus_us(self.away_ttl_us(status));
+        let due = since.plus_us(self.away_ttl_us(status, quick_play));
         self.timers.set(TimerKey::Away(lobby), due);
     }
 
@@ -207,12 +236,13 @@ impl Server {
             return;
         };
         let (since, status, dormant) = (l.away_since(), l.status(), l.is_dormant());
+        let quick_play = l.is_quick_play();
         let Some(since) = since.filter(|_| !dormant && self.all_humans_away(lobby)) else {
             self.sync_away(now, lobby, out);
             return;
         };
         // A game that finished while everyone was away gets LOBBY_IDLE_TTL in all.
-        let due = since.plus_us(self.away_ttl_us(status));
+        let due = since.plus_us(self.away_ttl_us(status, quick_play));
         if now < due {
             self.timers.set(TimerKey::Away(lobby), due);
             return;

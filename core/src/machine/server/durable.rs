@@ -192,6 +192,7 @@ impl Server {
             game_id: l.game_id().map(str::to_owned),
             started_ms: l.started_ms(),
             public: l.is_public(),
+            quick_play: l.is_quick_play(),
         })
     }
 

@@ -5,7 +5,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
 
 use crate::machine::ai_bridge::{Answer, Ask, Outcome, Pending};
-use crate::machine::lobby::LobbyError;
+use crate::machine::lobby::{LobbyError, Occupant};
 use crate::machine::turns::{Decider, TurnState, TurnTiming};
 use crate::vocabulary::game::level::{self, AiLevel};
 use crate::vocabulary::game::{Action, Event, Observation, Phase, Seat};
@@ -23,15 +23,31 @@ use super::{Server, TimerKey};
 const DRIVE_MOVES_MAX: usize = 1024;
 
 impl Server {
+    /// The lobby's turn timing: `AI_MOVE_DELAY`, its `turn_seconds`, and at a
+    /// quick-play table, from when each disconnected human counts as away
+    /// (`QUICK_PLAY_AWAY` after the disconnection): strangers do not wait for a player
+    /// who walked away.
     pub(super) fn timing(&self, lobby: LobbyId) -> TurnTiming {
-        let turn_seconds = self
-            .lobbies
-            .get(lobby)
-            .map_or(0, |l| l.options().turn_seconds);
-        TurnTiming {
-            ai_move_delay_us: self.config.ai_move_delay_us,
-            turn_us: u64::from(turn_seconds) * 1_000_000,
+        let Some(l) = self.lobbies.get(lobby) else {
+            return TurnTiming::new(self.config.ai_move_delay_us, 0);
+        };
+        let turn_us = u64::from(l.options().turn_seconds) * 1_000_000;
+        let mut timing = TurnTiming::new(self.config.ai_move_delay_us, turn_us);
+        if !l.is_quick_play() {
+            return timing;
         }
+        for (slot, seat) in timing.away_from.iter_mut().zip(l.seats()) {
+            let Occupant::Human(session) = seat.occupant else {
+                continue;
+            };
+            *slot = self
+                .sessions
+                .get(session)
+                .filter(|s| s.conn.is_none())
+                .and_then(|s| s.disconnected_at)
+                .map(|at| at.plus_us(self.config.quick_play_away_us));
+        }
+        timing
     }
 
     pub(super) fn human_move(
@@ -159,10 +175,16 @@ impl Server {
             return;
         };
         let legal = action.filter(|a| game.check(seat, *a).is_ok());
-        let (action, by) = match legal {
-            Some(a) => (a, by),
-            None => match self.fallback_action(lobby, seat) {
+        let (action, by) = match (legal, action) {
+            (Some(a), _) => (a, by),
+            // A move decided earlier that is no longer legal: the fallback's instead.
+            (None, Some(_)) => match self.fallback_action(lobby, seat) {
                 Some(a) => (a, Decider::Fallback(FallbackReason::Illegal)),
+                None => return,
+            },
+            // Nothing decided (a human's turn ran out): the fallback's, for `by`'s reason.
+            (None, None) => match self.fallback_action(lobby, seat) {
+                Some(a) => (a, by),
                 None => return,
             },
         };

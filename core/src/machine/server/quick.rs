@@ -268,6 +268,7 @@ impl Server {
         let players = self.group_players(&group);
         let host = players.first()?.session;
         let lobby = self.open_group_lobby(&players, out)?;
+        self.lobbies.set_quick_play(lobby);
         self.seat_group_players(lobby, &players);
         let ai = self.fill_group_with_ai(lobby, host, group.ai_seats().saturating_sub(reserved));
         self.count_quick_play_group(group.seats, ai);
