@@ -55,6 +55,9 @@ pub struct Checker {
     pub accepted_moves: Vec<ConnId>,
     /// Running games and the time of their last move.
     pub running: BTreeMap<LobbyId, Time>,
+    /// Dormant games a returning human woke, awake since: each may take a game past
+    /// `MAX_ACTIVE_GAMES` (a returning player's game always plays on).
+    woken: BTreeSet<LobbyId>,
     pub moves_per_lobby: BTreeMap<LobbyId, u64>,
     /// Which connection started each game.
     pub started_by: BTreeMap<LobbyId, ConnId>,
@@ -443,7 +446,11 @@ impl Checker {
             ),
             ("sessions", g.sessions, c.sessions_max as u64),
             ("lobbies", g.lobbies, c.lobbies_max as u64),
-            ("active games", g.active_games, c.active_games_max as u64),
+            (
+                "active games",
+                g.active_games,
+                c.active_games_max as u64 + self.woken.len() as u64,
+            ),
             (
                 "ip table",
                 g.ip_table_entries,
@@ -500,12 +507,20 @@ impl Checker {
                 }
                 Note::GameFinished { lobby } => {
                     self.running.remove(lobby);
+                    self.woken.remove(lobby);
+                }
+                Note::GameWoken { lobby } => {
+                    self.woken.insert(*lobby);
+                }
+                Note::GameDormant { lobby } => {
+                    self.woken.remove(lobby);
                 }
                 // The guard forgets the lobby either way.
-                Note::LobbyDeleted { lobby }
-                    if self.running.remove(lobby).is_some() && !seat_given_up =>
-                {
-                    self.deleted_running.push((now, *lobby));
+                Note::LobbyDeleted { lobby } => {
+                    self.woken.remove(lobby);
+                    if self.running.remove(lobby).is_some() && !seat_given_up {
+                        self.deleted_running.push((now, *lobby));
+                    }
                 }
                 _ => {}
             }
