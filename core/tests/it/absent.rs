@@ -51,13 +51,6 @@ fn last_error(d: &Driver, conn: ConnId) -> Option<Value> {
         .cloned()
 }
 
-fn moves(d: &Driver) -> usize {
-    d.last_notes()
-        .iter()
-        .filter(|n| matches!(n, Note::MoveApplied { .. }))
-        .count()
-}
-
 /// Row 3: at MAX_SESSIONS, a new player evicts a disconnected session found through
 /// the index, however many unevictable ones are older (more than the old scan's 64).
 /// Sessions outside running games go first, then those of running games whose humans
@@ -380,7 +373,7 @@ fn an_abandoned_game_goes_dormant_and_its_player_wakes_it_past_the_cap() {
     let mut quiet = 0;
     for _ in 0..20 {
         d.advance_ms(1_000);
-        quiet += moves(&d);
+        quiet += d.moves_applied();
     }
     assert_eq!(quiet, 0, "a dormant game moved");
     assert!(
@@ -402,10 +395,10 @@ fn an_abandoned_game_goes_dormant_and_its_player_wakes_it_past_the_cap() {
     for _ in 0..20 {
         if let Some(action) = d.legal(ConnId(3)).first().cloned() {
             d.send_json(ConnId(3), json!({"type": "action", "action": action}));
-            after += moves(&d);
+            after += d.moves_applied();
         }
         d.advance_ms(1_000);
-        after += moves(&d);
+        after += d.moves_applied();
     }
     assert!(after > 3, "the woken game does not move ({after} moves)");
     d.server.check_absent().unwrap();

@@ -255,6 +255,14 @@ impl Driver {
             .collect()
     }
 
+    /// The moves the last input applied.
+    pub fn moves_applied(&self) -> usize {
+        self.last
+            .iter()
+            .filter(|o| matches!(o, Output::Note(Note::MoveApplied { .. })))
+            .count()
+    }
+
     pub fn last_notes(&self) -> Vec<Note> {
         self.last
             .iter()

@@ -361,14 +361,6 @@ fn a_seated_player_who_queues_leaves_the_old_lobby() {
     d.server.check_quick_play().unwrap();
 }
 
-/// The moves the last input applied.
-fn moves_applied(d: &Driver) -> usize {
-    d.last_notes()
-        .iter()
-        .filter(|n| matches!(n, Note::MoveApplied { .. }))
-        .count()
-}
-
 /// Players who queue and walk away must not hold a game slot or the AI's time: a table
 /// the matchmaker seated sleeps as soon as its last human is gone (a lobby someone
 /// made waits `ABANDONED_GAME_TTL`), and wakes when one comes back.
@@ -399,7 +391,7 @@ fn a_quick_play_table_sleeps_once_its_players_are_gone_and_wakes_when_one_return
     let mut quiet = 0;
     for _ in 0..10 {
         d.advance_ms(1_000);
-        quiet += moves_applied(&d);
+        quiet += d.moves_applied();
     }
     assert_eq!(quiet, 0, "a sleeping table moved");
     // Its slot is free for a game someone makes.
