@@ -753,12 +753,7 @@ fn a_restart_wakes_a_dormant_game_until_abandoned_game_ttl() {
     );
 
     let restart = d.now;
-    let records = d.server.take_records();
-    let server = Server::restore(config(&pairs), Seed::from_u64(12), restart, records)
-        .expect("the records restore");
-    let mut r = Driver::new(config(&pairs), 12);
-    r.server = server;
-    r.now = restart;
+    let mut r = restarted(&mut d, &pairs);
     let g = r.server.gauges();
     assert_eq!(
         (g.active_games, g.dormant_games),
@@ -812,19 +807,14 @@ fn a_quick_play_table_is_restored_as_one() {
     d.hello(ConnId(4), None);
     d.start_with_two_ai(ConnId(4));
     assert_eq!(d.server.gauges().active_games, 2);
-    let restart = d.now;
-    let records = d.server.take_records();
-    let server = Server::restore(config(&pairs), Seed::from_u64(12), restart, records)
-        .expect("the records restore");
-    let flags: Vec<bool> = server
+    let mut r = restarted(&mut d, &pairs);
+    let flags: Vec<bool> = r
+        .server
         .durable_views()
         .iter()
-        .map(|(r, _)| r.quick_play)
+        .map(|(l, _)| l.quick_play)
         .collect();
     assert_eq!(flags, vec![true, false], "the quick-play table's record");
-    let mut r = Driver::new(config(&pairs), 12);
-    r.server = server;
-    r.now = restart;
     r.advance_ms(1);
     let g = r.server.gauges();
     assert_eq!(
@@ -833,4 +823,16 @@ fn a_quick_play_table_is_restored_as_one() {
         "the quick-play table asleep, the other awake"
     );
     r.server.check_absent().expect("bookkeeping");
+}
+
+/// A server restored at `d`'s time from the records `d` kept, with `pairs`, driven on
+/// (a fresh seed, as a restarted process has).
+fn restarted(d: &mut Driver, pairs: &[(&str, &str)]) -> Driver {
+    let records = d.server.take_records();
+    let server = Server::restore(config(pairs), Seed::from_u64(12), d.now, records)
+        .expect("the records restore");
+    let mut r = Driver::new(config(pairs), 12);
+    r.server = server;
+    r.now = d.now;
+    r
 }
