@@ -29,8 +29,8 @@ pub struct Figures {
     pub idle_floor_ai_off_us_per_s: f64,
 }
 
-/// One calibration point as measured: the real server's and the simulator's level
-/// changes and saturated moves a second.
+/// One calibration point as measured: the real server's (the medians over its runs) and
+/// the simulator's level changes and saturated moves a second.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Point {
@@ -46,6 +46,14 @@ pub struct Point {
     pub real_search_per_mille: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim_search_per_mille: Option<u32>,
+    /// How many times the real server was measured at this point, and the least and
+    /// the most saturated moves a second of those runs (the host's run-to-run spread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_runs: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_moves_per_s_min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_moves_per_s_max: Option<f64>,
 }
 
 /// The figures file.
@@ -91,8 +99,10 @@ impl Calibration {
              | `ai_embedded_heuristic_us` (a decision degraded to the heuristic) | {} us |\n\
              | `ai_embedded_answer_us` (the core thread taking an embedded answer: its wake-up, the link) | {} us |\n\
              | `idle_floor_ai_on_us_per_s`, `idle_floor_ai_off_us_per_s` (the idle server's CPU with the embedded AI and without) | {} us, {} us a second |\n\n\
-             | point | level changes, real | level changes, simulated | worst gap | moves/s saturated, real | simulated | sim / real | `search` decisions, real / simulated |\n\
-             |---|---|---|---:|---:|---:|---:|---:|\n",
+             The real figures are the medians of each point's runs (the last column: how many, and \
+             the least and the most moves a second of one run).\n\n\
+             | point | level changes, real | level changes, simulated | worst gap | moves/s saturated, real | simulated | sim / real | `search` decisions, real / simulated | real runs |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---|\n",
             self.command,
             f.read_us,
             f.write_us,
@@ -113,8 +123,12 @@ impl Calibration {
                 (Some(real), Some(sim)) => format!("{real} / {sim} per mille"),
                 _ => "no AI".to_string(),
             };
+            let runs = match (p.real_runs, p.real_moves_per_s_min, p.real_moves_per_s_max) {
+                (Some(n), Some(lo), Some(hi)) => format!("{n}: {lo:.0} to {hi:.0}"),
+                _ => "1".to_string(),
+            };
             s.push_str(&format!(
-                "| `{}` | {} | {} | {:.2} s | {:.0} | {:.0} | {ratio:.2} | {search} |\n",
+                "| `{}` | {} | {} | {:.2} s | {:.0} | {:.0} | {ratio:.2} | {search} | {runs} |\n",
                 p.scenario,
                 p.real_levels,
                 p.sim_levels,
