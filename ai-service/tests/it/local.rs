@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_io::Timer;
 use futures_lite::FutureExt;
-use wizard_ai::service::ServiceOptions;
+use wizard_ai::service::{REPLIES_QUEUED_MAX, ServiceOptions};
 use wizard_ai::service::local::Local;
 use wizard_core::vocabulary::config::{AiAgent, AiServiceConfig};
 use wizard_core::vocabulary::game::Observation;
@@ -127,8 +127,15 @@ fn every_request_gets_one_reply_decided_refused_or_expired() {
 #[test]
 fn a_duplicate_request_id_is_refused_and_the_first_still_answered() {
     let obs = position();
-    let local = link(AiAgent::Search, 8);
-    // Search decisions take milliseconds; the duplicate arrives within microseconds.
+    let local = link(AiAgent::Search, REPLIES_QUEUED_MAX + 8);
+    // Requests with no time left, answered `expired` in turn: their replies fill the
+    // reply queue (nobody reads it yet) and the last one holds the worker on the full
+    // queue, so request 7, queued behind them, is still in progress when its duplicate
+    // comes, however the threads are scheduled.
+    let expired = REPLIES_QUEUED_MAX as u64 + 1;
+    for id in 100..100 + expired {
+        assert_eq!(local.submit(decide(id, &obs, 0.0)), None);
+    }
     assert_eq!(local.submit(decide(7, &obs, 5.0)), None);
     let duplicate = local.submit(decide(7, &obs, 5.0));
     assert!(
@@ -142,8 +149,23 @@ fn a_duplicate_request_id_is_refused_and_the_first_still_answered() {
         ),
         "{duplicate:?}"
     );
-    assert!(matches!(
-        next_reply(&local),
-        AiReply::Decision { request_id: 7, .. }
-    ));
+    for _ in 0..expired {
+        let reply = next_reply(&local);
+        assert!(
+            matches!(
+                reply,
+                AiReply::Error {
+                    code: AiErrorCode::Expired,
+                    ..
+                }
+            ),
+            "{reply:?}"
+        );
+    }
+    let first = next_reply(&local);
+    assert!(
+        matches!(first, AiReply::Decision { request_id: 7, .. }),
+        "{first:?}"
+    );
+    assert_eq!(local.in_progress(), 0);
 }
