@@ -29,19 +29,18 @@ STORE_DIR=$(mktemp -d)
 trap 'rm -rf "$STORE_DIR"' EXIT
 rm -f "$OUT"/calib_*
 names=()
+declare -A ai_seats
 IFS=';' read -ra points <<< "$POINTS"
 for point in "${points[@]}"; do
     read -r quota games ais <<< "$point"
     names+=("calib_${quota}_${games}_ai0" "calib_${quota}_${games}_ai1")
+    ai_seats[${quota}_$games]=$ais
 done
 for run in $(seq 1 "$RUNS"); do
     for name in "${names[@]}"; do
         IFS=_ read -r _ quota games ai <<< "$name"
         ai=${ai#ai}
-        ais=$(for point in "${points[@]}"; do
-            read -r q g a <<< "$point"
-            [ "$q $g" = "$quota $games" ] && echo "$a"
-        done | head -1)
+        ais=${ai_seats[${quota}_$games]}
         echo "== $name, run $run of $RUNS (load average $(cut -d' ' -f1-3 /proc/loadavg))"
         rm -rf "${STORE_DIR:?}"/*
         QUOTA_PERCENT=$quota GAMES=$games AI_SEATS=$ais EMBEDDED_AI=$ai \
