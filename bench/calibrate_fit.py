@@ -36,7 +36,7 @@ import tempfile
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 FILE = os.path.join(ROOT, "fixtures", "sim-calibration.json")
 sys.path.insert(0, os.path.dirname(__file__))
-from calibrate_rows import real_rows, sim_rows, changes, sim_changes  # noqa: E402
+from calibrate_rows import real_rows, real_changes, sim_rows, changes, sim_changes  # noqa: E402
 
 
 def saturated(real, load):
@@ -46,6 +46,22 @@ def saturated(real, load):
 def rate(rows, secs):
     xs = [r["moves"] for r in rows if any(abs(r["t"] - t) < 0.5 for t in secs)]
     return sum(xs) / len(xs) if xs else 0.0
+
+
+def work_s(rows, load, share=0.95):
+    """When the load's work was done: the time, interpolated within its second, by
+    which `share` of the moves made during the load had been made. Every point's
+    workload is a fixed number of games, so a server that plays them faster ends them
+    sooner and recovers sooner; moves a second averaged over the saturated seconds
+    also count the seconds in which the last games end."""
+    moves = [(r["t"], r["moves"]) for r in rows if r["t"] <= load]
+    target = share * sum(m for _, m in moves)
+    done = 0
+    for t, m in moves:
+        if m > 0 and done + m >= target:
+            return t - 1 + (target - done) / m
+        done += m
+    return load
 
 
 def median(xs):
@@ -83,7 +99,8 @@ def real_point(out_dir, p, load):
         text = open(log).read() if os.path.exists(log) else ""
         secs = saturated(rows, load)
         runs.append({"rows": rows, "secs": secs, "moves": rate(rows, secs),
-                     "share": search_share(text, REAL_SHARE), "changes": changes(rows)})
+                     "work_s": work_s(rows, load),
+                     "share": search_share(text, REAL_SHARE), "changes": real_changes(f, log)})
     for r, f in zip(runs, files):
         r["file"] = f
     by_moves = sorted(runs, key=lambda r: r["moves"])
@@ -91,6 +108,8 @@ def real_point(out_dir, p, load):
     if mid["file"] != os.path.join(out_dir, p + ".real.txt"):
         # The median run's timeline, set beside the simulator's (bench/calibrate.py).
         shutil.copyfile(mid["file"], os.path.join(out_dir, p + ".real.txt"))
+        if os.path.exists(mid["file"][:-4] + ".log"):
+            shutil.copyfile(mid["file"][:-4] + ".log", os.path.join(out_dir, p + ".real.log"))
     kinds = [tuple(c for c, _ in r["changes"]) for r in runs]
     common = max(set(kinds), key=kinds.count)
     same = [r for r, k in zip(runs, kinds) if k == common]
@@ -101,6 +120,8 @@ def real_point(out_dir, p, load):
         "secs": mid["secs"],
         "moves": median([r["moves"] for r in runs]),
         "moves_each": [round(r["moves"]) for r in runs],
+        "work_s": median([r["work_s"] for r in runs]),
+        "work_s_each": [round(r["work_s"], 2) for r in runs],
         "share": median(shares) if shares else None,
         "shares_each": shares,
         "changes": list(zip(common, times)),
@@ -153,6 +174,7 @@ def compare(p, real, figures, sim_bin, out_dir):
     gap = max([abs(ta - tb) for (_, ta), (_, tb) in zip(real["changes"], sc)] or [0.0])
     return {
         "moves": rate(rows, real["secs"]),
+        "work_s": work_s(rows, real["load"]),
         "gap": gap if same else None,
         "changes": sc,
         "share": search_share(open(sim_txt).read(), SIM_SHARE),
@@ -174,16 +196,20 @@ def loss(points, figures, sim_bin, out_dir):
     return total
 
 
-def fit(points, figures, set_x, x0, sim_bin, out_dir):
+def fit(points, figures, set_x, x0, sim_bin, out_dir, target):
     """Secant on x (applied to the figures by set_x) so that the mean over `points` of
-    1/sim - 1/real (seconds per move while saturated) is zero."""
+    log(sim / real) of `target` is zero, the relative errors balanced over the points:
+    "moves", the saturated moves a second, or "work_s", the time the load's work took
+    (the simulator plays the fixed workload in the real server's time; with the AI
+    off the games are played within about a second of their spread starts, too soon
+    for that time to tell costs apart)."""
     def err(x):
         fig = set_x(dict(figures), x)
         e = []
         for p, real in points:
-            s = compare(p, real, fig, sim_bin, out_dir)["moves"]
-            if s > 0 and real["moves"] > 0:
-                e.append(1 / s - 1 / real["moves"])
+            s = compare(p, real, fig, sim_bin, out_dir)[target]
+            if s > 0 and real[target] > 0:
+                e.append(math.log(s / real[target]))
         return sum(e) / len(e) if e else 0.0
     a, b = x0, x0 * 0.8 if x0 > 0 else 1.0
     ea, eb = err(a), err(b)
@@ -192,7 +218,7 @@ def fit(points, figures, set_x, x0, sim_bin, out_dir):
             break
         c = max(0.0, b - eb * (b - a) / (eb - ea))
         a, ea, b, eb = b, eb, c, err(c)
-        if abs(eb) < 1e-7:
+        if abs(eb) < 1e-4:
             break
     return set_x(dict(figures), b)
 
@@ -200,7 +226,7 @@ def fit(points, figures, set_x, x0, sim_bin, out_dir):
 def main():
     out_dir, sim_bin, load = sys.argv[1], sys.argv[2], float(sys.argv[3])
     names = sys.argv[4:]
-    real = {p: real_point(out_dir, p, load) for p in names}
+    real = {p: {**real_point(out_dir, p, load), "load": load} for p in names}
     old = json.load(open(FILE))
     figures = dict(old["figures"])
     off = [(p, real[p]) for p in names if p.endswith("_ai0")]
@@ -226,7 +252,7 @@ def main():
         figures = fit(off, figures, lambda f, x: {**f, "read_us": round(8.0 * x, 2),
                                                   "write_us": round(8.0 * x, 2),
                                                   "fallback_move_us": round(10.0 * x, 2)},
-                      figures["read_us"] / 8.0, sim_bin, out_dir)
+                      figures["read_us"] / 8.0, sim_bin, out_dir, "moves")
     if on:
         base = (figures["ai_embedded_us"], figures["ai_embedded_heuristic_us"])
         tried = {}
@@ -238,7 +264,7 @@ def main():
                 f = {**figures, "ai_embedded_us": round(base[0] * x, 1),
                      "ai_embedded_heuristic_us": round(base[1] * x, 1)}
                 f = fit(on, f, lambda f, a: {**f, "ai_embedded_answer_us": round(a, 2)},
-                        f.get("ai_embedded_answer_us") or 10.0, sim_bin, out_dir)
+                        f.get("ai_embedded_answer_us") or 10.0, sim_bin, out_dir, "work_s")
                 tried[x] = (loss(on, f, sim_bin, out_dir), f)
                 print(f"factor {x}: loss {tried[x][0]:.3f}", file=sys.stderr)
             return tried[x]
@@ -264,7 +290,7 @@ def main():
         r = real[p]
         point = {
             "scenario": p,
-            "real_levels": ", ".join(f"{k.split('->')[1]} {t:g}" for k, t in r["changes"]),
+            "real_levels": ", ".join(f"{k.split('->')[1]} {t:.2f}" for k, t in r["changes"]),
             "sim_levels": ", ".join(f"{t:.2f}" for _, t in c["changes"]),
             "worst_gap_s": round(c["gap"], 2) if c["gap"] is not None else 99.0,
             "real_moves_per_s": round(r["moves"]),
@@ -281,6 +307,7 @@ def main():
         ok = c["gap"] is not None and c["gap"] <= 1.0 and abs(ratio - 1) <= 0.20
         verdicts.append(ok)
         print(f"{p}: real runs moves/s {r['moves_each']} (median {r['moves']:.0f}), "
+              f"work done at {r['work_s_each']} s (sim {c['work_s']:.2f}), "
               f"back to normal {r['recoveries_each']}, search {r['shares_each']}; "
               f"sim moves/s {c['moves']:.0f} ({ratio:.2f}), worst level gap "
               f"{point['worst_gap_s']} s, search {c['share']}: "

@@ -1,5 +1,7 @@
 """The timelines of bench/calibrate.sh: the real server's (bench/cpu_quota_test.sh)
 and the simulator's, as rows, and their level changes."""
+import datetime
+import os
 import re
 
 
@@ -39,3 +41,26 @@ def sim_changes(path):
         if line.startswith("level changes:"):
             return [(m[2], float(m[1])) for m in re.finditer(r"([\d.]+)s (\w+->\w+)", line)]
     return []
+
+
+def real_changes(timeline_path, log_path=None):
+    """The real server's level changes at the times its own log gives them (its probe's
+    samples), on the client's timeline: the timeline's last line says when the client
+    started (unix time). Without those two (an older timeline, no log), the seconds
+    at which the client's once-a-second poll of /health saw each change, up to a
+    second late."""
+    log_path = log_path or timeline_path[:-4] + ".log"
+    started = None
+    for line in open(timeline_path):
+        m = re.match(r"started at unix time ([\d.]+) s", line)
+        if m:
+            started = float(m[1])
+    if started is None or not os.path.exists(log_path):
+        return changes(real_rows(timeline_path))
+    out = []
+    for line in open(log_path):
+        m = re.match(r"(\S+Z)\s+\w+\s+\S+ Load level (\w+) -> (\w+)", line)
+        if m:
+            at = datetime.datetime.fromisoformat(m[1]).timestamp()
+            out.append((f"{m[2]}->{m[3]}", round(at - started, 3)))
+    return out or changes(real_rows(timeline_path))

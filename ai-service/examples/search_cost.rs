@@ -8,6 +8,9 @@
 //! budget; `checksum` (a hash of every chosen action) tells whether two builds chose
 //! alike, and `--actions FILE` writes the chosen actions, one a line, to compare them.
 //!
+//! With `--by-round` it also prints the mean per decision for each player count and
+//! round (the cards each seat holds): a search decision costs more as hands grow.
+//!
 //! ```sh
 //! cargo build --release -p wizard-ai --example search_cost
 //! taskset -c 1 target/release/examples/search_cost --iterations 200
@@ -21,7 +24,7 @@ use std::time::Duration;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha12Rng;
-use wizard_ai::agent::{Budget, decision_rng};
+use wizard_ai::agent::{Agent, Budget, decision_rng};
 use wizard_ai::search::{self, SearchConfig};
 use wizard_core::vocabulary::game::{Action, Game, Observation, Options, Phase, bot};
 
@@ -37,6 +40,7 @@ struct Args {
     stop_loss: Option<f32>,
     stop_worlds_min: Option<u32>,
     compare: bool,
+    by_round: bool,
 }
 
 fn args() -> Result<Args, lexopt::Error> {
@@ -52,6 +56,7 @@ fn args() -> Result<Args, lexopt::Error> {
         stop_loss: None,
         stop_worlds_min: None,
         compare: false,
+        by_round: false,
     };
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
@@ -66,11 +71,15 @@ fn args() -> Result<Args, lexopt::Error> {
             Long("stop-loss") => out.stop_loss = Some(parser.value()?.parse()?),
             Long("stop-min") => out.stop_worlds_min = Some(parser.value()?.parse()?),
             Long("compare") => out.compare = true,
+            Long("by-round") => out.by_round = true,
             other => return Err(other.unexpected()),
         }
     }
     Ok(out)
 }
+
+/// With `--by-round`: calls of the heuristic agent per decision, timed together.
+const HEURISTIC_REPEAT: u32 = 20;
 
 /// One decision of the set, with the seed its RNG is drawn from.
 struct Decision {
@@ -169,7 +178,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
-                "search_cost: {e}\nusage: search_cost [--iterations N] [--time-ms MS] [--games G] [--stride K] [--repeat R] [--actions FILE] [--stop-z Z] [--stop-loss POINTS] [--stop-min N] [--compare]"
+                "search_cost: {e}\nusage: search_cost [--iterations N] [--time-ms MS] [--games G] [--stride K] [--repeat R] [--actions FILE] [--stop-z Z] [--stop-loss POINTS] [--stop-min N] [--compare] [--by-round]"
             );
             return ExitCode::from(2);
         }
@@ -207,6 +216,11 @@ fn run(args: &Args) -> Result<(), String> {
         .into_iter()
         .map(|k| (k, Vec::new()))
         .collect();
+    // CPU microseconds summed and decisions counted, by player count and round: the
+    // search's, and the heuristic agent's (timed over HEURISTIC_REPEAT calls).
+    let mut by_round: std::collections::BTreeMap<(usize, u8), (u64, u64, u64)> =
+        std::collections::BTreeMap::new();
+    let heuristic = wizard_ai::agent::HeuristicAgent::default();
     let mut checksum: u64 = 0xcbf2_9ce4_8422_2325;
     let mut worlds = 0u64;
     // Decisions answered without sampling a world (forced, interchangeable, ...).
@@ -228,6 +242,21 @@ fn run(args: &Args) -> Result<(), String> {
                 .map_err(|e| format!("decision {}: {e}", d.index))?;
             let us = u64::try_from((thread_cpu() - started).as_micros()).unwrap_or(u64::MAX);
             all.push(us);
+            if args.by_round && pass == 0 {
+                let started = thread_cpu();
+                for _ in 0..HEURISTIC_REPEAT {
+                    let _ = heuristic.decide(&d.obs, &budget, &mut rng);
+                }
+                let h_ns = u64::try_from((thread_cpu() - started).as_nanos()).unwrap_or(u64::MAX);
+                let cell = by_round
+                    .entry((d.obs.scores.len(), d.obs.round))
+                    .or_default();
+                *cell = (
+                    cell.0 + us,
+                    cell.1 + h_ns / u64::from(HEURISTIC_REPEAT),
+                    cell.2 + 1,
+                );
+            }
             if let Some((_, v)) = by_kind.iter_mut().find(|(k, _)| *k == d.kind) {
                 v.push(us);
             }
@@ -301,6 +330,15 @@ fn run(args: &Args) -> Result<(), String> {
     println!("{}", summary("all", all));
     for (k, v) in by_kind {
         println!("{}", summary(k, v));
+    }
+    if args.by_round {
+        for ((players, round), (us, h_ns, n)) in by_round {
+            println!(
+                "players {players} round {round:>2}: n {n:>4} search mean {:>6} us, heuristic mean {:>6} ns",
+                us / n.max(1),
+                h_ns / n.max(1)
+            );
+        }
     }
     Ok(())
 }

@@ -436,6 +436,11 @@ async fn timeline(args: Args, shared: Arc<Shared>) -> bool {
         Arc::clone(&created),
     ));
     let start = Instant::now();
+    // The wall clock at `start`, so that the server's own log times can be set on
+    // this timeline (bench/calibrate_rows.py).
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let mut lines = vec![format!(
         "{:>5}  {:<10}  {:>8}  {:>5}  {:>9}  {:>6}  {:>5}  {}",
         "t (s)", "level", "lag (ms)", "CPU", "throttled", "moves", "games", "event"
@@ -467,6 +472,7 @@ async fn timeline(args: Args, shared: Arc<Shared>) -> bool {
     );
     println!("{summary}");
     lines.push(summary);
+    lines.push(format!("started at unix time {started_unix_s:.6} s"));
     if let Some(path) = &args.timeline {
         let _ = std::fs::write(path, lines.join("\n") + "\n");
     }

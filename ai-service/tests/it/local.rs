@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_io::Timer;
 use futures_lite::FutureExt;
-use wizard_ai::service::{REPLIES_QUEUED_MAX, ServiceOptions};
 use wizard_ai::service::local::Local;
+use wizard_ai::service::{REPLIES_QUEUED_MAX, ServiceOptions};
 use wizard_core::vocabulary::config::{AiAgent, AiServiceConfig};
 use wizard_core::vocabulary::game::Observation;
 use wizard_core::vocabulary::wire::{AiErrorCode, AiReply, AiRequest};

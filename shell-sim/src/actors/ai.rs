@@ -26,6 +26,7 @@ use wizard_core::vocabulary::io::ConnKind;
 use wizard_core::vocabulary::wire::{self, AiErrorCode, AiReply, AiRequest};
 
 use crate::actors::ctx::Ctx;
+use crate::model::cost::search_round_weight;
 use crate::model::cpu::Cpu;
 use crate::model::dist::{Dist, secs_to_us};
 use crate::model::net::{Arrive, Ev, Owner};
@@ -336,15 +337,31 @@ impl AiService {
                         }
                     };
                     let factor = self.fault(AiFaultKind::Slow).unwrap_or(1.0).max(1.0);
+                    // In process: the CPU the decision takes out of the quota.
+                    let mut cpu = 0;
                     let took_us = match &mut self.process_cpu {
                         // In process the decision takes its CPU on a worker thread, at
                         // one core's speed, and waits for the quota when the process is
                         // throttled.
                         Some(p) => {
                             let cpu_us = match job.agent {
-                                JobAgent::Primary => p.search_us,
+                                JobAgent::Primary => {
+                                    let weight = self.held.get(&job.request_id).map_or(1.0, |h| {
+                                        search_round_weight(
+                                            h.observation.round,
+                                            h.observation.rounds,
+                                        )
+                                    });
+                                    #[allow(
+                                        clippy::cast_possible_truncation,
+                                        clippy::cast_sign_loss
+                                    )]
+                                    let us = (p.search_us as f64 * weight).round() as u64;
+                                    us
+                                }
                                 JobAgent::Heuristic => p.heuristic_us,
                             };
+                            cpu = cpu_us;
                             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                             let slowed_us = (cpu_us as f64 * factor).round() as u64;
                             p.cpu.run(now, slowed_us).since_us(now)
@@ -363,6 +380,7 @@ impl AiService {
                             request_id: job.request_id,
                             agent: job.agent,
                             took_us,
+                            cpu_us: cpu,
                             conn,
                         },
                     );

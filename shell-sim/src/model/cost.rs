@@ -73,7 +73,8 @@ pub struct CostModel {
     /// for the server with the embedded AI or without ([`CostModel::idle_floor_us_per_s`]).
     pub idle_floor_us_per_s: Option<f64>,
     /// One decision of the embedded service's primary agent (`search`), charged to the
-    /// quota (`EMBEDDED_AI=1`).
+    /// quota (`EMBEDDED_AI=1`): the mean over a game's decisions; a decision's own is
+    /// this times [`search_round_weight`] of its round.
     pub ai_embedded_us: f64,
     /// One decision the embedded service degraded to the heuristic, charged likewise.
     pub ai_embedded_heuristic_us: f64,
@@ -134,6 +135,26 @@ impl CostModel {
             fitted.idle_floor_ai_off_us_per_s
         })
     }
+}
+
+/// How much a `search` decision in round `round` of `rounds` costs against the mean
+/// decision of a game: `(0.1 + f) / (0.1 + (2 rounds + 1) / (3 rounds))`, `f` the share
+/// of the game played (`round / rounds`). A search samples worlds of the seats' hands
+/// and plays them out, so its cost grows with the cards in hand: the `search` agent at
+/// its default budget took 32 us a decision in round 1 and 271 us in round 20 of a
+/// 3-player game, 29 us in round 1 and 264 us in round 15 of a 4-player one
+/// (`search_cost --by-round`, `ai-service/examples/search_cost.rs`, on 7 December
+/// 2026), about `0.1 + f` times the same figure. A round has about `round` decisions
+/// per seat, so the mean of `f` over a game's decisions is `(2 rounds + 1) / (3
+/// rounds)`, and the weights of a whole game average 1. All the games of an overload
+/// start together and reach their long rounds together, which slows the real server
+/// down before they end; a flat figure missed it by a second at the calibration
+/// points.
+pub fn search_round_weight(round: u8, rounds: u8) -> f64 {
+    let rounds = f64::from(rounds.max(1));
+    let f = f64::from(round.max(1)).min(rounds) / rounds;
+    let mean = (2.0 * rounds + 1.0) / (3.0 * rounds);
+    (0.1 + f) / (0.1 + mean)
 }
 
 /// The kind of a handled input, for its base cost.

@@ -106,6 +106,8 @@ pub enum Ev {
         request_id: u64,
         agent: wizard_ai::admission::JobAgent,
         took_us: u64,
+        /// In process (`EMBEDDED_AI=1`): the decision's CPU, charged to the quota.
+        cpu_us: u64,
         conn: ConnId,
     },
     /// The AI service: a fault starts or ends, or a flap.

@@ -7,7 +7,6 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
-use wizard_ai::admission::JobAgent;
 use wizard_core::vocabulary::config::Config;
 use wizard_core::vocabulary::ids::ConnId;
 use wizard_core::vocabulary::ids::LobbyId;
@@ -447,6 +446,7 @@ impl Sim {
                 request_id,
                 agent,
                 took_us,
+                cpu_us,
                 ..
             } => {
                 if let Some(ai) = &mut self.ai {
@@ -455,12 +455,7 @@ impl Sim {
                     }
                     ai.done(&mut cx, now, request_id, agent, took_us);
                     if self.ai_embedded {
-                        let cost = &self.host.cost;
-                        let us = cost.scaled_us(match agent {
-                            JobAgent::Primary => cost.ai_embedded_us,
-                            JobAgent::Heuristic => cost.ai_embedded_heuristic_us,
-                        });
-                        self.host.cpu.charge(now, us);
+                        self.host.cpu.charge(now, cpu_us);
                         self.ai_embedded_decisions += 1;
                     }
                 }
