@@ -19,7 +19,7 @@ EMBEDDED_AI=0; at the points with 1, one factor on both embedded decision figure
 the share of decisions the primary agent (search) made and the level changes' times,
 and for each factor tried `ai_embedded_answer_us` (the core thread's share of an
 answer, which paces the games when the workers keep up) to the saturated moves a
-second: the factor is the one, of a grid and its refinement, with the least sum over
+second and the time the load's games took, half each: the factor is the one, of a grid and its refinement, with the least sum over
 the points of the squared errors, each in units of its bound (search share 25 %, level
 change 1 s, moves a second 20 %). The idle floors are the real server's CPU in the
 quiet end of the recovery, with EMBEDDED_AI=1 (the default) and 0. The file records the commit measured (git HEAD)."""
@@ -207,9 +207,14 @@ def fit(points, figures, set_x, x0, sim_bin, out_dir, target):
         fig = set_x(dict(figures), x)
         e = []
         for p, real in points:
-            s = compare(p, real, fig, sim_bin, out_dir)[target]
-            if s > 0 and real[target] > 0:
-                e.append(math.log(s / real[target]))
+            c = compare(p, real, fig, sim_bin, out_dir)
+            if target == "balanced":
+                # Half the time's error, half the moves' (which fall as the time grows).
+                if min(c["work_s"], c["moves"], real["work_s"], real["moves"]) > 0:
+                    e.append(0.5 * math.log(c["work_s"] / real["work_s"])
+                             + 0.5 * math.log(real["moves"] / c["moves"]))
+            elif c[target] > 0 and real[target] > 0:
+                e.append(math.log(c[target] / real[target]))
         return sum(e) / len(e) if e else 0.0
     a, b = x0, x0 * 0.8 if x0 > 0 else 1.0
     ea, eb = err(a), err(b)
@@ -264,7 +269,7 @@ def main():
                 f = {**figures, "ai_embedded_us": round(base[0] * x, 1),
                      "ai_embedded_heuristic_us": round(base[1] * x, 1)}
                 f = fit(on, f, lambda f, a: {**f, "ai_embedded_answer_us": round(a, 2)},
-                        f.get("ai_embedded_answer_us") or 10.0, sim_bin, out_dir, "work_s")
+                        f.get("ai_embedded_answer_us") or 10.0, sim_bin, out_dir, "balanced")
                 tried[x] = (loss(on, f, sim_bin, out_dir), f)
                 print(f"factor {x}: loss {tried[x][0]:.3f}", file=sys.stderr)
             return tried[x]
