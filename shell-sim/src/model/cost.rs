@@ -208,3 +208,36 @@ impl CostModel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::search_round_weight;
+
+    #[test]
+    fn a_games_search_weights_average_one_and_grow_with_the_round() {
+        // A round has about `round` decisions per seat: weighted so, a whole game's
+        // weights average 1, for every game length the rules allow (3 to 6 players).
+        for rounds in [10u8, 12, 15, 20] {
+            let (mut sum, mut decisions) = (0.0, 0.0);
+            for round in 1..=rounds {
+                sum += f64::from(round) * search_round_weight(round, rounds);
+                decisions += f64::from(round);
+            }
+            let mean = sum / decisions;
+            assert!((mean - 1.0).abs() < 1e-9, "{rounds} rounds: mean {mean}");
+            let (first, last) = (
+                search_round_weight(1, rounds),
+                search_round_weight(rounds, rounds),
+            );
+            assert!(
+                first < 0.3 && last > 1.3,
+                "{rounds} rounds: {first} to {last}"
+            );
+            assert!(
+                (1..rounds).all(|r| {
+                    search_round_weight(r, rounds) < search_round_weight(r + 1, rounds)
+                })
+            );
+        }
+    }
+}
