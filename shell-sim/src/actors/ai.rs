@@ -17,7 +17,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use rand::RngExt;
 use rand_chacha::ChaCha12Rng;
-use wizard_ai::admission::{Admission, AdmissionConfig, JobAgent, Next, Submit};
+use wizard_ai::admission::{Admission, AdmissionConfig, Job, JobAgent, Next, Submit};
 use wizard_core::Time;
 use wizard_core::vocabulary::game::level::{self, AiLevel};
 use wizard_core::vocabulary::game::{Action, Observation};
@@ -338,37 +338,18 @@ impl AiService {
                     };
                     let factor = self.fault(AiFaultKind::Slow).unwrap_or(1.0).max(1.0);
                     // In process: the CPU the decision takes out of the quota.
-                    let mut cpu = 0;
-                    let took_us = match &mut self.process_cpu {
+                    let (took_us, cpu) = match self.in_process_cpu_us(&job) {
                         // In process the decision takes its CPU on a worker thread, at
                         // one core's speed, and waits for the quota when the process is
                         // throttled.
-                        Some(p) => {
-                            let cpu_us = match job.agent {
-                                JobAgent::Primary => {
-                                    let weight = self.held.get(&job.request_id).map_or(1.0, |h| {
-                                        search_round_weight(
-                                            h.observation.round,
-                                            h.observation.rounds,
-                                        )
-                                    });
-                                    #[allow(
-                                        clippy::cast_possible_truncation,
-                                        clippy::cast_sign_loss
-                                    )]
-                                    let us = (p.search_us as f64 * weight).round() as u64;
-                                    us
-                                }
-                                JobAgent::Heuristic => p.heuristic_us,
-                            };
-                            cpu = cpu_us;
+                        Some((cpu_us, p)) => {
                             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                             let slowed_us = (cpu_us as f64 * factor).round() as u64;
-                            p.cpu.run(now, slowed_us).since_us(now)
+                            (p.cpu.run(now, slowed_us).since_us(now), cpu_us)
                         }
-                        None => dist.scaled(factor).sample_us(&mut self.rng),
-                    }
-                    .max(1);
+                        None => (dist.scaled(factor).sample_us(&mut self.rng), 0),
+                    };
+                    let took_us = took_us.max(1);
                     match job.agent {
                         JobAgent::Primary => self.started.0 += 1,
                         JobAgent::Heuristic => self.started.1 += 1,
@@ -387,6 +368,25 @@ impl AiService {
                 }
             }
         }
+    }
+
+    /// In process: the CPU `job`'s decision takes (a `search` one weighted by its
+    /// round, `search_round_weight`) and the process's CPU it runs on; `None` over
+    /// websockets.
+    fn in_process_cpu_us(&mut self, job: &Job) -> Option<(u64, &mut ProcessCpu)> {
+        let weight = self.held.get(&job.request_id).map_or(1.0, |h| {
+            search_round_weight(h.observation.round, h.observation.rounds)
+        });
+        let p = self.process_cpu.as_mut()?;
+        let cpu_us = match job.agent {
+            JobAgent::Primary => {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let us = (p.search_us as f64 * weight).round() as u64;
+                us
+            }
+            JobAgent::Heuristic => p.heuristic_us,
+        };
+        Some((cpu_us, p))
     }
 
     /// A worker finished `request_id`.
