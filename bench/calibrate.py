@@ -8,7 +8,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from calibrate_rows import real_rows, real_changes, sim_rows, changes, sim_changes  # noqa: E402
+from calibrate_rows import (  # noqa: E402
+    changes, rate, real_changes, real_rows, saturated, sim_changes, sim_rows)
 
 
 def main():
@@ -28,12 +29,8 @@ def main():
     for (a, ta), (b, tb) in zip(rc, sc):
         ok &= a == b
         worst = max(worst, abs(ta - tb))
-    # Saturated: the seconds of the load in which the real server used its whole quota.
-    sat = [r["t"] for r in real if r["t"] <= load and r["cpu"] >= 0.9]
-    rm = [r["moves"] for r in real if r["t"] in sat]
-    sm = [s["moves"] for s in sim if any(abs(s["t"] - t) < 0.5 for t in sat)]
-    rate_r = sum(rm) / len(rm) if rm else 0.0
-    rate_s = sum(sm) / len(sm) if sm else 0.0
+    sat = saturated(real, load)
+    rate_r, rate_s = rate(real, sat), rate(sim, sat)
     diff = (rate_s - rate_r) / rate_r if rate_r else float("nan")
     ok &= worst <= 1.0 and abs(diff) <= 0.20
     print()

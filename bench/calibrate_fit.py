@@ -12,17 +12,19 @@ the share of search decisions, each level change's time), so that one run distur
 the host moves nothing; the run whose moves a second is the median gives the seconds
 "saturated" and the timeline set beside the simulator's.
 
-The figures are fitted by running the simulator with candidate figures
-(the scenario's `cost`) and the server's default store (SQLite) against the real
-server's, by the secant method: `fallback_move_us` to the saturated moves a second of the points with
-EMBEDDED_AI=0; at the points with 1, one factor on both embedded decision figures to
-the share of decisions the primary agent (search) made and the level changes' times,
-and for each factor tried `ai_embedded_answer_us` (the core thread's share of an
-answer, which paces the games when the workers keep up) to the saturated moves a
-second and the time the load's games took, half each: the factor is the one, of a grid and its refinement, with the least sum over
-the points of the squared errors, each in units of its bound (search share 25 %, level
-change 1 s, moves a second 20 %). The idle floors are the real server's CPU in the
-quiet end of the recovery, with EMBEDDED_AI=1 (the default) and 0. The file records the commit measured (git HEAD)."""
+The figures are fitted by running the simulator with candidate figures (the
+scenario's `cost`) and the server's default store (SQLite) against the real server's,
+by the secant method: `fallback_move_us` to the saturated moves a second of the points
+with EMBEDDED_AI=0; at the points with 1, one factor on both embedded decision figures
+to the share of decisions the primary agent (search) made and the level changes'
+times, and for each factor tried `ai_embedded_answer_us` (the core thread's share of
+an answer, which paces the games when the workers keep up) to the saturated moves a
+second and the time the load's games took, half each: the factor is the one, of a
+grid and its refinement, with the least sum over the points of the squared errors,
+each in units of its bound (search share 25 %, level change 1 s, moves a second
+20 %). The idle floors are the real server's CPU in the quiet end of the recovery,
+with EMBEDDED_AI=1 (the default) and 0. The file records the commit measured (git
+HEAD)."""
 import glob
 import json
 import math
@@ -36,16 +38,8 @@ import tempfile
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 FILE = os.path.join(ROOT, "fixtures", "sim-calibration.json")
 sys.path.insert(0, os.path.dirname(__file__))
-from calibrate_rows import real_rows, real_changes, sim_rows, changes, sim_changes  # noqa: E402
-
-
-def saturated(real, load):
-    return [r["t"] for r in real if r["t"] <= load and r["cpu"] >= 0.9]
-
-
-def rate(rows, secs):
-    xs = [r["moves"] for r in rows if any(abs(r["t"] - t) < 0.5 for t in secs)]
-    return sum(xs) / len(xs) if xs else 0.0
+from calibrate_rows import (  # noqa: E402
+    changes, rate, real_changes, real_rows, saturated, sim_changes, sim_rows)
 
 
 def work_s(rows, load, share=0.95):
@@ -263,7 +257,8 @@ def main():
         tried = {}
 
         def with_factor(x):
-            # The decisions' figures scaled by x, then the answer's fitted to the moves.
+            # The decisions' figures scaled by x, then the answer's fitted to the moves
+            # and the work's time, half each.
             x = round(x, 3)
             if x not in tried:
                 f = {**figures, "ai_embedded_us": round(base[0] * x, 1),

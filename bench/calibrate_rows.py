@@ -25,6 +25,17 @@ def sim_rows(path):
     return rows
 
 
+def saturated(real, load):
+    """The seconds of the load in which the real server used at least 0.9 of its quota."""
+    return [r["t"] for r in real if r["t"] <= load and r["cpu"] >= 0.9]
+
+
+def rate(rows, secs):
+    """The mean moves a second of `rows` over the seconds `secs`."""
+    xs = [r["moves"] for r in rows if any(abs(r["t"] - t) < 0.5 for t in secs)]
+    return sum(xs) / len(xs) if xs else 0.0
+
+
 def changes(rows):
     out, prev = [], "normal"
     for r in rows:
